@@ -51,7 +51,7 @@ CREATE TABLE steps (
   attempt      integer     NOT NULL DEFAULT 0,
   depth        integer     NOT NULL DEFAULT 0,
   clearance    integer     NOT NULL DEFAULT 0,
-  due_at       timestamptz,
+  due_at_ms    bigint,
   cost         double precision NOT NULL DEFAULT 0,
   output       jsonb,
   error        jsonb,
@@ -63,7 +63,7 @@ CREATE TABLE steps (
   updated_at   timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (task_id, step_id)
 );
-CREATE INDEX steps_due ON steps (due_at) WHERE status IN ('dispatched', 'retrying', 'waiting');
+CREATE INDEX steps_due ON steps (due_at_ms) WHERE status IN ('dispatched', 'retrying', 'waiting');
 
 -- Inbound envelopes already applied; a redelivery finds its id here and changes nothing.
 CREATE TABLE processed_envelopes (

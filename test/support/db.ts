@@ -4,7 +4,8 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { createPool, type Pool } from "../../src/store/db.js";
-import { adminUrl, databaseUrl, TEMPLATE_DB } from "./env.js";
+import { inject } from "vitest";
+import { adminUrl, databaseUrl } from "./env.js";
 
 export interface TestDatabase {
   name: string;
@@ -14,14 +15,16 @@ export interface TestDatabase {
 }
 
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const name = `sy_test_${randomBytes(6).toString("hex")}`;
+  const template = inject("templateDb");
+  // The runner's pid in the name lets a later run drop this database if the run dies before cleaning up.
+  const name = `sy_test_${process.ppid}_${randomBytes(6).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl() });
   await admin.connect();
   try {
     // CREATE DATABASE ... TEMPLATE fails while another session is connected to the template; retry briefly.
     for (let i = 0; ; i++) {
       try {
-        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DB}`);
+        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
         break;
       } catch (error) {
         if (i >= 50 || (error as { code?: string }).code !== "55006") throw error;

@@ -1,6 +1,4 @@
 /** Where the tests find Redis and Postgres: REDIS_URL / DATABASE_URL, defaulting to the local servers. */
-export const TEMPLATE_DB = "sy_template";
-
 export function redisUrl(): string {
   return process.env.REDIS_URL || "redis://127.0.0.1:6379";
 }

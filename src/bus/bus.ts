@@ -1,0 +1,91 @@
+/**
+ * The bus port: what the coordinator and harness need from a stream transport. The Redis Streams adapter
+ * (`redis-bus.ts`) is the only implementation; the port keeps decision code and tests honest about what they use.
+ *
+ * Stream names are logical (`role:writer`, `team:ops`, `coordinator`); the adapter maps them onto Redis keys
+ * with the configured prefix and Cluster hash tags.
+ */
+import type { Envelope } from "./codec.js";
+
+/** The coordinator's inbox: RESULT, QUERY and CONTROL envelopes. */
+export const COORDINATOR_STREAM = "coordinator";
+
+export interface BusEntry {
+  /** The stream the entry was read from (logical name). */
+  stream: string;
+  /** Redis stream entry id. */
+  id: string;
+  envelope: Envelope;
+}
+
+export interface OutgoingEnvelope {
+  /** Logical stream name, e.g. `role:writer`. */
+  stream: string;
+  envelope: Envelope;
+}
+
+export interface ReadOptions {
+  stream: string;
+  group: string;
+  consumer: string;
+  /** Maximum entries returned. */
+  count: number;
+  /** Block at most this long when nothing is waiting (ms); 0 returns at once. */
+  blockMs: number;
+  signal?: AbortSignal;
+}
+
+export interface ReclaimOptions {
+  stream: string;
+  group: string;
+  consumer: string;
+  /** Only entries idle at least this long are taken over (ms). */
+  minIdleMs: number;
+  count: number;
+}
+
+export interface DeadLetter {
+  /** Dead-letter stream entry id. */
+  id: string;
+  /** The stream the entry was on. */
+  stream: string;
+  /** The original entry id. */
+  originalId: string;
+  reason: string;
+  deliveries: number;
+  /** The raw bytes as they were on the stream (may not decode). */
+  raw: Uint8Array;
+  atMs: number;
+}
+
+export interface Bus {
+  /** Publishes envelopes (pipelined). Validates each; an invalid one rejects the whole call before any write. */
+  publish(items: readonly OutgoingEnvelope[]): Promise<void>;
+  /** Publishes envelopes already encoded (and validated) by `encodeEnvelope`, e.g. outbox rows. */
+  publishEncoded(items: ReadonlyArray<{ stream: string; data: Uint8Array }>): Promise<void>;
+  /** Creates the consumer group (from the start of the stream) if it is missing. Idempotent. */
+  ensureGroup(stream: string, group: string): Promise<void>;
+  /**
+   * Reads new entries for this consumer. Entries that fail to decode are moved to the dead-letter stream with
+   * the reason and acknowledged; they are never returned. Recreates a group that vanished (e.g. Redis flushed).
+   */
+  read(options: ReadOptions): Promise<BusEntry[]>;
+  ack(stream: string, group: string, ids: readonly string[]): Promise<void>;
+  /**
+   * Takes over entries idle longer than `minIdleMs` (XAUTOCLAIM). Entries already delivered `maxDeliveries`
+   * times go to the dead-letter stream instead of being returned.
+   */
+  reclaim(options: ReclaimOptions): Promise<BusEntry[]>;
+  /** Resets an entry's idle time so it is not reclaimed while a worker is still on it. */
+  touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void>;
+  /** Moves one entry to the dead-letter stream with a reason and acknowledges it. */
+  deadLetter(stream: string, group: string, entryId: string, raw: Uint8Array, reason: string): Promise<void>;
+  listDeadLetters(stream: string, count?: number): Promise<DeadLetter[]>;
+  /** Re-publishes dead letters onto their stream and removes them from the dead-letter stream. */
+  replayDeadLetters(stream: string, ids: readonly string[]): Promise<number>;
+  /** Trims the stream towards `maxLen`, never below the oldest entry any group has not acknowledged. */
+  trim(stream: string, maxLen: number): Promise<number>;
+  /** Stream length and pending (delivered, unacknowledged) count for a group. */
+  stats(stream: string, group: string): Promise<{ length: number; pending: number; deadLetters: number }>;
+  close(): Promise<void>;
+}

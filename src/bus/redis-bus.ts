@@ -1,0 +1,402 @@
+/**
+ * The Redis Streams adapter of the bus port (`bus.ts`).
+ *
+ * - One stream per logical destination; each entry holds the protobuf envelope in one binary field (`e`). Every
+ *   command that returns entry data uses the Buffer variant so bytes survive untouched.
+ * - Blocking reads run on dedicated connections (duplicates of the caller's), leased from a small pool: a
+ *   blocked XREADGROUP would otherwise stall every other command on the shared connection. Aborting the read's
+ *   signal disconnects its connection, so the read returns at once and no socket keeps the process alive. If Redis
+ *   had already handed entries out on that connection, they stay pending and are reclaimed later (at-least-once).
+ * - A read that is aborted returns `[]` rather than throwing, so consumer loops simply check `signal.aborted`.
+ * - Dead-lettering, reclaim, heartbeats, replay and trim are Lua scripts (`lua/`), each atomic and Cluster-safe
+ *   (a stream and its dead-letter stream share one hash tag).
+ * - Dead-lettering acknowledges the entry but does not XDEL it: other groups on the same stream may still need it;
+ *   trim removes it once every group is done.
+ */
+import type { Redis } from "ioredis";
+import type { Bus, BusEntry, DeadLetter, OutgoingEnvelope, ReadOptions, ReclaimOptions } from "./bus.js";
+import { decodeEnvelope, encodeEnvelope, type Envelope } from "./codec.js";
+import { assertEntryId, assertGroupName, assertKeyPrefix, deadLetterKey, streamKey } from "./keys.js";
+import { deadLetterScript } from "./lua/dead-letter.js";
+import { DEAD_FIELDS, ENVELOPE_FIELD } from "./lua/fields.js";
+import { reclaimScript } from "./lua/reclaim.js";
+import { replayScript } from "./lua/replay.js";
+import { runScript, type LuaScript, type ScriptArg } from "./lua/script.js";
+import { touchScript } from "./lua/touch.js";
+import { trimScript } from "./lua/trim.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import { silentLogger, type Logger } from "../logger.js";
+
+export interface RedisBusOptions {
+  /** The command connection. Owned by the caller unless `ownsConnection`. Must not use ioredis' `keyPrefix`. */
+  redis: Redis;
+  /** Prepended to every key, e.g. `switchyard:`. No braces. */
+  keyPrefix: string;
+  /** Largest envelope payload accepted at publish and at read. */
+  maxPayloadBytes: number;
+  /** Reclaim dead-letters an entry once Redis has delivered it more than this many times. */
+  maxDeliveries: number;
+  /** Close `redis` in `close()`. @defaultValue false */
+  ownsConnection?: boolean;
+  /** @defaultValue silent */
+  logger?: Logger;
+}
+
+/** Room for the non-payload fields of an envelope; a raw entry larger than payload limit + this is not decoded. */
+const ENVELOPE_OVERHEAD_BYTES = 64 * 1024;
+/** XAUTOCLAIM scans at most COUNT×10 PEL entries per call; this bounds the calls one reclaim() makes. */
+const MAX_RECLAIM_ROUNDS = 16;
+/** Idle blocking connections kept for reuse; more are closed when returned. */
+const MAX_IDLE_BLOCKING_CONNECTIONS = 4;
+const DEFAULT_DEAD_LETTER_PAGE = 100;
+const ENVELOPE_FIELD_BYTES = Buffer.from(ENVELOPE_FIELD);
+
+/** An entry as Redis returns it: id and flat field/value list (null when the entry was deleted). */
+type RawEntry = [id: Buffer, fields: Buffer[] | null];
+
+export function createRedisBus(options: RedisBusOptions): Bus {
+  assertKeyPrefix(options.keyPrefix);
+  assertPositiveInteger(options.maxPayloadBytes, "maxPayloadBytes");
+  assertPositiveInteger(options.maxDeliveries, "maxDeliveries");
+  const { redis, keyPrefix, maxPayloadBytes, maxDeliveries } = options;
+  const logger = (options.logger ?? silentLogger).child({ component: "bus" });
+  const keyCache = new Map<string, { stream: string; dead: string }>();
+  const idleConnections: Redis[] = [];
+  const leasedConnections = new Set<Redis>();
+  let closing: Promise<void> | undefined;
+
+  function keysOf(stream: string): { stream: string; dead: string } {
+    let keys = keyCache.get(stream);
+    if (!keys) {
+      keys = { stream: streamKey(keyPrefix, stream), dead: deadLetterKey(keyPrefix, stream) };
+      keyCache.set(stream, keys);
+    }
+    return keys;
+  }
+
+  function assertOpen(): void {
+    if (closing) throw new SwitchyardError(ErrorCode.FailedPrecondition, "the bus is closed");
+  }
+
+  async function guard<T>(operation: string, work: () => Promise<T>): Promise<T> {
+    assertOpen();
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof SwitchyardError) throw error;
+      throw new SwitchyardError(ErrorCode.Unavailable, `bus ${operation} failed: ${(error as Error).message ?? String(error)}`, { cause: error });
+    }
+  }
+
+  function script(definition: LuaScript, keys: string[], args: ScriptArg[], buffers = false): Promise<unknown> {
+    return runScript(redis, definition, keys, args, buffers);
+  }
+
+  async function ensureGroup(stream: string, group: string): Promise<void> {
+    assertGroupName(group);
+    try {
+      await redis.xgroup("CREATE", keysOf(stream).stream, group, "0", "MKSTREAM");
+    } catch (error) {
+      if (!hasErrorPrefix(error, "BUSYGROUP")) throw error;
+    }
+  }
+
+  function leaseConnection(): Redis {
+    const connection = idleConnections.pop() ?? redis.duplicate();
+    if (connection.listenerCount("error") === 0) {
+      connection.on("error", (error: Error) => logger.debug({ err: error }, "blocking bus connection error"));
+    }
+    leasedConnections.add(connection);
+    return connection;
+  }
+
+  function returnConnection(connection: Redis, reusable: boolean): void {
+    leasedConnections.delete(connection);
+    if (reusable && !closing && idleConnections.length < MAX_IDLE_BLOCKING_CONNECTIONS) idleConnections.push(connection);
+    else connection.disconnect();
+  }
+
+  /** XREADGROUP; `undefined` when the signal aborted it (or the bus closed under it). */
+  async function readGroup(args: (string | number)[], blockMs: number, signal: AbortSignal | undefined): Promise<unknown> {
+    if (blockMs === 0) return redis.callBuffer("XREADGROUP", ...args);
+    const connection = leaseConnection();
+    let aborted = false;
+    const onAbort = (): void => {
+      aborted = true;
+      connection.disconnect();
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await connection.callBuffer("XREADGROUP", ...args);
+    } catch (error) {
+      if (aborted || closing) return undefined;
+      throw error;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      returnConnection(connection, !aborted);
+    }
+  }
+
+  async function moveToDeadLetters(stream: string, group: string, id: string, raw: Uint8Array, reason: string): Promise<boolean> {
+    const keys = keysOf(stream);
+    const moved = await script(deadLetterScript, [keys.stream, keys.dead], [group, id, stream, reason, toBuffer(raw), Date.now()]);
+    if (moved === 1) logger.warn({ stream, group, entryId: id, reason }, "bus entry moved to dead letters");
+    else logger.warn({ stream, group, entryId: id, reason }, "bus entry not pending in group; not dead-lettered");
+    return moved === 1;
+  }
+
+  /** Decodes entries; the ones that do not decode are dead-lettered (and acked) instead of returned. */
+  async function decodeEntries(stream: string, group: string, entries: readonly RawEntry[]): Promise<BusEntry[]> {
+    const decoded: BusEntry[] = [];
+    const rejected: Promise<boolean>[] = [];
+    for (const [idBytes, fields] of entries) {
+      const id = idBytes.toString();
+      if (!fields) continue;
+      const raw = fieldValue(fields, ENVELOPE_FIELD_BYTES);
+      const outcome = decodeRaw(raw);
+      if (typeof outcome === "string") rejected.push(moveToDeadLetters(stream, group, id, raw ?? new Uint8Array(), outcome));
+      else decoded.push({ stream, id, envelope: outcome });
+    }
+    await Promise.all(rejected);
+    return decoded;
+  }
+
+  /** The envelope, or the reason it cannot be one. */
+  function decodeRaw(raw: Buffer | undefined): Envelope | string {
+    if (!raw) return `entry has no "${ENVELOPE_FIELD}" field`;
+    if (raw.byteLength > maxPayloadBytes + ENVELOPE_OVERHEAD_BYTES) {
+      return `entry is ${raw.byteLength} bytes, over the ${maxPayloadBytes + ENVELOPE_OVERHEAD_BYTES}-byte envelope limit`;
+    }
+    try {
+      // A plain view, so bytes fields decode as Uint8Array (not Buffer) and compare equal to what was published.
+      return decodeEnvelope(new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength), maxPayloadBytes);
+    } catch (error) {
+      return error instanceof SwitchyardError ? `${error.code}: ${error.message}` : String(error);
+    }
+  }
+
+  const bus: Bus = {
+    publish: (items) => guard("publish", () => appendAll(items.map(encodeItem))),
+    // Outbox rows were validated and encoded when they were written; re-encoding them would only burn CPU.
+    publishEncoded: (items) => guard("publish", () => appendAll(items.map((i) => [keysOf(i.stream).stream, toBuffer(i.data)]))),
+
+    ensureGroup: (stream, group) => guard("ensureGroup", () => ensureGroup(stream, group)),
+
+    read: ({ stream, group, consumer, count, blockMs, signal }) =>
+      guard("read", async () => {
+        const keys = keysOf(stream);
+        assertGroupName(group);
+        assertGroupName(consumer, "consumer");
+        assertPositiveInteger(count, "count");
+        assertNonNegativeInteger(blockMs, "blockMs");
+        if (signal?.aborted) return [];
+        const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", keys.stream, ">"];
+        let reply: unknown;
+        try {
+          reply = await readGroup(args, blockMs, signal);
+        } catch (error) {
+          if (!hasErrorPrefix(error, "NOGROUP")) throw error;
+          logger.warn({ stream, group }, "consumer group missing (Redis flushed or key deleted?); recreating it");
+          await ensureGroup(stream, group);
+          reply = await readGroup(args, blockMs, signal);
+        }
+        if (reply === undefined) return [];
+        return decodeEntries(stream, group, streamEntriesOf(reply));
+      }),
+
+    ack: (stream, group, ids) =>
+      guard("ack", async () => {
+        const keys = keysOf(stream);
+        assertGroupName(group);
+        if (ids.length === 0) return;
+        ids.forEach(assertEntryId);
+        try {
+          await redis.xack(keys.stream, group, ...ids);
+        } catch (error) {
+          if (!hasErrorPrefix(error, "NOGROUP")) throw error;
+          logger.warn({ stream, group, count: ids.length }, "ack for a consumer group that no longer exists; nothing to acknowledge");
+        }
+      }),
+
+    reclaim: ({ stream, group, consumer, minIdleMs, count }) =>
+      guard("reclaim", async () => {
+        const keys = keysOf(stream);
+        assertGroupName(group);
+        assertGroupName(consumer, "consumer");
+        assertNonNegativeInteger(minIdleMs, "minIdleMs");
+        assertPositiveInteger(count, "count");
+        const reclaimed: BusEntry[] = [];
+        let cursor = "0-0";
+        for (let round = 0; round < MAX_RECLAIM_ROUNDS && reclaimed.length < count; round++) {
+          let reply: unknown;
+          try {
+            const args = [group, consumer, minIdleMs, cursor, count - reclaimed.length, maxDeliveries, stream, Date.now()];
+            reply = await script(reclaimScript, [keys.stream, keys.dead], args, true);
+          } catch (error) {
+            if (!hasErrorPrefix(error, "NOGROUP")) throw error;
+            logger.warn({ stream, group }, "consumer group missing at reclaim; recreating it (nothing to reclaim)");
+            await ensureGroup(stream, group);
+            return reclaimed;
+          }
+          const [next, claimed, deadLettered, deleted] = reply as [Buffer, RawEntry[], number, number];
+          if (deadLettered > 0) logger.warn({ stream, group, count: deadLettered, maxDeliveries }, "bus entries over max deliveries moved to dead letters");
+          if (deleted > 0) logger.info({ stream, group, count: deleted }, "pending bus entries were deleted from the stream; dropped");
+          reclaimed.push(...(await decodeEntries(stream, group, claimed)));
+          cursor = next.toString();
+          if (cursor === "0-0") break;
+        }
+        if (reclaimed.length > 0) logger.info({ stream, group, consumer, count: reclaimed.length }, "reclaimed idle bus entries");
+        return reclaimed;
+      }),
+
+    touch: (stream, group, consumer, ids) =>
+      guard("touch", async () => {
+        const keys = keysOf(stream);
+        assertGroupName(group);
+        assertGroupName(consumer, "consumer");
+        if (ids.length === 0) return;
+        ids.forEach(assertEntryId);
+        const touched = await script(touchScript, [keys.stream], [group, consumer, ...ids]);
+        if (touched !== ids.length) logger.warn({ stream, group, consumer, touched, asked: ids.length }, "some entries are no longer owned by this consumer");
+      }),
+
+    deadLetter: (stream, group, entryId, raw, reason) =>
+      guard("deadLetter", async () => {
+        keysOf(stream);
+        assertGroupName(group);
+        assertEntryId(entryId);
+        await moveToDeadLetters(stream, group, entryId, raw, reason);
+      }),
+
+    listDeadLetters: (stream, count = DEFAULT_DEAD_LETTER_PAGE) =>
+      guard("listDeadLetters", async () => {
+        const keys = keysOf(stream);
+        assertPositiveInteger(count, "count");
+        const entries = await redis.xrangeBuffer(keys.dead, "-", "+", "COUNT", count);
+        return entries.map(([id, fields]) => parseDeadLetter(stream, id.toString(), fields));
+      }),
+
+    replayDeadLetters: (stream, ids) =>
+      guard("replayDeadLetters", async () => {
+        const keys = keysOf(stream);
+        if (ids.length === 0) return 0;
+        ids.forEach(assertEntryId);
+        const replayed = Number(await script(replayScript, [keys.stream, keys.dead], [...ids]));
+        logger.info({ stream, replayed, asked: ids.length }, "dead letters replayed");
+        return replayed;
+      }),
+
+    trim: (stream, maxLen) =>
+      guard("trim", async () => {
+        const keys = keysOf(stream);
+        assertNonNegativeInteger(maxLen, "maxLen");
+        return Number(await script(trimScript, [keys.stream], [maxLen]));
+      }),
+
+    stats: (stream, group) =>
+      guard("stats", async () => {
+        const keys = keysOf(stream);
+        assertGroupName(group);
+        const results = (await redis.pipeline().xlen(keys.stream).xpending(keys.stream, group).xlen(keys.dead).exec()) ?? [];
+        const [length, pending, deadLetters] = results.map(([error, value], index) => {
+          if (!error) return index === 1 ? Number((value as unknown[])[0] ?? 0) : Number(value);
+          if (index === 1 && hasErrorPrefix(error, "NOGROUP")) return 0;
+          throw error;
+        });
+        return { length: length ?? 0, pending: pending ?? 0, deadLetters: deadLetters ?? 0 };
+      }),
+
+    close: () => {
+      closing ??= (async () => {
+        for (const connection of [...idleConnections, ...leasedConnections]) connection.disconnect();
+        idleConnections.length = 0;
+        leasedConnections.clear();
+        if (options.ownsConnection) await redis.quit().catch(() => redis.disconnect());
+      })();
+      return closing;
+    },
+  };
+
+  async function appendAll(encoded: ReadonlyArray<[string, Buffer]>): Promise<void> {
+    if (encoded.length === 0) return;
+    if (encoded.length === 1) {
+      await redis.xadd(encoded[0]![0], "*", ENVELOPE_FIELD, encoded[0]![1]);
+      return;
+    }
+    const pipeline = redis.pipeline();
+    for (const [key, bytes] of encoded) pipeline.xadd(key, "*", ENVELOPE_FIELD, bytes);
+    const results = (await pipeline.exec()) ?? [];
+    const failures = results.filter(([error]) => error);
+    if (failures.length > 0 || results.length !== encoded.length) {
+      // Earlier entries may be on their streams; at-least-once delivery and dedupe by envelope id cover a retry.
+      throw new SwitchyardError(ErrorCode.Unavailable, `bus publish: ${failures.length} of ${encoded.length} XADDs failed: ${failures[0]?.[0]?.message ?? "no reply"}`, {
+        cause: failures[0]?.[0],
+        details: { failed: failures.length, total: encoded.length },
+      });
+    }
+  }
+
+  function encodeItem(item: OutgoingEnvelope, index: number): [string, Buffer] {
+    const key = keysOf(item.stream).stream;
+    try {
+      return [key, toBuffer(encodeEnvelope(item.envelope, maxPayloadBytes))];
+    } catch (error) {
+      const cause = SwitchyardError.from(error, ErrorCode.MalformedEnvelope);
+      throw new SwitchyardError(cause.code, `${cause.message} (item ${index}, stream ${item.stream}); nothing was published`, {
+        cause,
+        details: { ...cause.details, index, stream: item.stream },
+      });
+    }
+  }
+
+  return bus;
+}
+
+function parseDeadLetter(stream: string, id: string, fields: Buffer[]): DeadLetter {
+  const text = (name: string): string => fieldValue(fields, Buffer.from(name))?.toString() ?? "";
+  const raw = fieldValue(fields, Buffer.from(DEAD_FIELDS.raw));
+  return {
+    id,
+    stream: text(DEAD_FIELDS.stream) || stream,
+    originalId: text(DEAD_FIELDS.originalId),
+    reason: text(DEAD_FIELDS.reason),
+    deliveries: Number(text(DEAD_FIELDS.deliveries)) || 0,
+    raw: raw ? new Uint8Array(raw) : new Uint8Array(),
+    atMs: Number(text(DEAD_FIELDS.atMs)) || Number(id.split("-")[0]),
+  };
+}
+
+/** The entries of a single-stream XREADGROUP reply (`null` when nothing arrived). */
+function streamEntriesOf(reply: unknown): RawEntry[] {
+  if (!Array.isArray(reply) || reply.length === 0) return [];
+  const [, entries] = reply[0] as [Buffer, RawEntry[] | null];
+  return entries ?? [];
+}
+
+function fieldValue(fields: readonly Buffer[], name: Buffer): Buffer | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i]!.equals(name)) return fields[i + 1];
+  }
+  return undefined;
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** Redis error codes (NOGROUP, BUSYGROUP) lead the message, also when raised inside a script. */
+function hasErrorPrefix(error: unknown, prefix: string): boolean {
+  return error instanceof Error && error.message.startsWith(prefix);
+}
+
+function assertPositiveInteger(value: number, path: string): void {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `${path} must be a positive integer, got ${value}`, { details: { path } });
+  }
+}
+
+function assertNonNegativeInteger(value: number, path: string): void {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `${path} must be a non-negative integer, got ${value}`, { details: { path } });
+  }
+}

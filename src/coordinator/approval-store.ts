@@ -1,0 +1,83 @@
+/**
+ * Approval rows: opened when a hop's verdict is requires_approval, closed (exactly once) by a decision.
+ */
+import type { Queryable } from "../store/db.js";
+import type { ApprovalSpec } from "./model.js";
+
+export interface ApprovalRow {
+  id: string;
+  orgId: string;
+  taskId: string;
+  stepId: string;
+  action: string;
+  destination: string;
+  rule: string;
+  reason: string;
+  cost: number;
+  status: "pending" | "approved" | "denied";
+  decidedBy: string | null;
+  decisionReason: string | null;
+  createdAt: string;
+  decidedAt: string | null;
+}
+
+export async function insertApprovals(client: Queryable, approvals: readonly ApprovalSpec[]): Promise<void> {
+  if (approvals.length === 0) return;
+  await client.query(
+    `INSERT INTO approvals (id, org_id, task_id, step_id, action, destination, rule, reason, cost)
+     SELECT id, org_id, task_id, step_id, action, destination, rule, reason, cost
+     FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, org_id text, task_id uuid, step_id text, action text,
+       destination text, rule text, reason text, cost double precision)
+     ON CONFLICT (id) DO NOTHING`,
+    [JSON.stringify(approvals.map((a) => ({ id: a.id, org_id: a.orgId, task_id: a.taskId, step_id: a.stepId, action: a.action, destination: a.destination, rule: a.rule, reason: a.reason, cost: a.cost })))],
+  );
+}
+
+export async function closeApprovals(
+  client: Queryable,
+  decisions: ReadonlyArray<{ approvalId: string; approved: boolean; actor: string; reason: string }>,
+): Promise<void> {
+  if (decisions.length === 0) return;
+  await client.query(
+    `UPDATE approvals a SET status = x.status, decided_by = x.actor, decision_reason = x.reason, decided_at = now()
+     FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, status text, actor text, reason text)
+     WHERE a.id = x.id AND a.status = 'pending'`,
+    [JSON.stringify(decisions.map((d) => ({ id: d.approvalId, status: d.approved ? "approved" : "denied", actor: d.actor, reason: d.reason })))],
+  );
+}
+
+const COLUMNS = `id, org_id, task_id, step_id, action, destination, rule, reason, cost, status, decided_by, decision_reason,
+  created_at, decided_at`;
+
+function toApproval(row: Record<string, unknown>): ApprovalRow {
+  return {
+    id: row.id as string,
+    orgId: row.org_id as string,
+    taskId: row.task_id as string,
+    stepId: row.step_id as string,
+    action: row.action as string,
+    destination: row.destination as string,
+    rule: row.rule as string,
+    reason: row.reason as string,
+    cost: row.cost as number,
+    status: row.status as ApprovalRow["status"],
+    decidedBy: (row.decided_by as string | null) ?? null,
+    decisionReason: (row.decision_reason as string | null) ?? null,
+    createdAt: (row.created_at as Date).toISOString(),
+    decidedAt: row.decided_at ? (row.decided_at as Date).toISOString() : null,
+  };
+}
+
+export async function listApprovals(client: Queryable, orgId: string, options: { status?: ApprovalRow["status"]; taskId?: string } = {}): Promise<ApprovalRow[]> {
+  const { rows } = await client.query(
+    `SELECT ${COLUMNS} FROM approvals WHERE org_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::uuid IS NULL OR task_id = $3)
+     ORDER BY created_at, id`,
+    [orgId, options.status ?? null, options.taskId ?? null],
+  );
+  return rows.map(toApproval);
+}
+
+export async function getApproval(client: Queryable, orgId: string, approvalId: string, forUpdate = false): Promise<ApprovalRow | undefined> {
+  const { rows } = await client.query(`SELECT ${COLUMNS} FROM approvals WHERE org_id = $1 AND id = $2${forUpdate ? " FOR UPDATE" : ""}`, [orgId, approvalId]);
+  return rows[0] ? toApproval(rows[0]) : undefined;
+}

@@ -1,0 +1,267 @@
+/**
+ * The coordinator's decision function: (task state, event, context) → (new state, effects). Pure: no clock,
+ * randomness or I/O — time, ids, hashing and the governor come in through `DecideContext`. Every transition is
+ * guarded by the step's status and attempt, so a duplicated, stale or reordered event changes nothing.
+ */
+import { Draft, roundCost } from "./draft.js";
+import { deliverReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js";
+import type { CoordinatorEvent, DecideContext, Decision, StepRecord, TaskState, TaskStatus } from "./model.js";
+
+type EventOf<T extends CoordinatorEvent["type"]> = Extract<CoordinatorEvent, { type: T }>;
+
+export function decide(state: TaskState, event: CoordinatorEvent, ctx: DecideContext): Decision {
+  const draft = new Draft(state, ctx);
+  let ignored: string | undefined;
+  switch (event.type) {
+    case "task_started":
+      ignored = onTaskStarted(draft);
+      break;
+    case "result":
+      ignored = onResult(draft, event);
+      break;
+    case "query":
+      ignored = onQuery(draft, event);
+      break;
+    case "approval_decided":
+      ignored = onApprovalDecided(draft, event);
+      break;
+    case "step_due":
+      ignored = onStepDue(draft, event);
+      break;
+    case "heartbeat":
+      ignored = onHeartbeat(draft, event);
+      break;
+    case "cancel":
+      ignored = onCancel(draft, event);
+      break;
+  }
+  if (ignored) return { state, effects: [{ type: "count", metric: "stale_event", labels: { event: event.type } }], ignored };
+  advance(draft);
+  return { state: draft.toState(), effects: draft.effects };
+}
+
+function onTaskStarted(draft: Draft): string | undefined {
+  if (!draft.isTaskOpen()) return "task is not open";
+  if ([...draft.steps.values()].some((s) => s.status !== "pending")) return "task already started";
+  return undefined; // advance() dispatches the ready steps
+}
+
+function onResult(draft: Draft, event: EventOf<"result">): string | undefined {
+  const step = draft.step(event.stepId);
+  if (!step) return "unknown step";
+  if (step.status !== "dispatched" || step.attempt !== event.attempt) return "stale result";
+  if (!draft.isTaskOpen()) return "task is not open";
+
+  const cost = roundCost(Math.max(0, event.cost));
+  const delta = cost - draft.estimateOf(step);
+  draft.accrue(delta);
+  draft.updateStep(step.stepId, { cost: roundCost(step.cost + delta) });
+  draft.audit({
+    action: "result",
+    actor: event.actor,
+    destination: "coordinator",
+    verdict: event.ok ? "accepted" : "failed",
+    rule: "builtin:result",
+    reason: event.ok ? "step attempt completed" : `${event.error?.code ?? "ERROR"}: ${event.error?.message ?? ""}`,
+    payloadHash: event.payloadHash,
+    cost,
+    stepId: step.stepId,
+    envelopeId: event.eventId,
+  });
+  if (event.ok) {
+    finishStep(draft, step.stepId, { ok: true, output: event.output, error: null });
+    return undefined;
+  }
+  const error = event.error ?? { code: "HANDLER_FAILED", message: "worker reported an error", retryable: true };
+  if (error.retryable !== false && step.attempt < maxAttempts(draft, step)) {
+    draft.updateStep(step.stepId, { status: "retrying", error, checkpoint: null, dueAtMs: draft.ctx.now + backoffMs(draft, step) });
+    return undefined;
+  }
+  finishStep(draft, step.stepId, { ok: false, output: null, error });
+  return undefined;
+}
+
+function onQuery(draft: Draft, event: EventOf<"query">): string | undefined {
+  const origin = draft.step(event.originStepId);
+  if (!origin) return "unknown origin step";
+  // The turn guard catches a redelivered QUERY after the origin already resumed from that delegation.
+  if (origin.status !== "dispatched" || origin.attempt !== event.originAttempt || origin.delegations !== event.turn) return "stale query";
+  if (!draft.isTaskOpen()) return "task is not open";
+
+  const delegateStepId = `${origin.stepId}.d${origin.delegations + 1}`;
+  draft.audit({
+    action: "query",
+    actor: event.actor,
+    destination: "coordinator",
+    verdict: "accepted",
+    rule: "builtin:query",
+    reason: `delegation to ${event.destination} as ${delegateStepId}`,
+    payloadHash: draft.ctx.hashPayload(JSON.stringify(event.query ?? null)),
+    cost: 0,
+    stepId: origin.stepId,
+    envelopeId: event.eventId,
+  });
+  // The origin's turn stands down; its in-flight estimate stays reserved until it completes.
+  draft.updateStep(origin.stepId, {
+    status: "waiting",
+    delegations: origin.delegations + 1,
+    checkpoint: { state: event.state ?? null, delegateStepId, correlationId: event.correlationId },
+    dueAtMs: draft.ctx.now + stepTimeoutMs(draft, origin),
+  });
+  const delegate: StepRecord = {
+    taskId: draft.task.id,
+    stepId: delegateStepId,
+    orgId: draft.task.orgId,
+    kind: "delegation",
+    status: "pending",
+    destination: event.destination,
+    attempt: 0,
+    depth: event.depth + 1,
+    clearance: origin.clearance,
+    dueAtMs: null,
+    cost: 0,
+    output: null,
+    error: null,
+    approvalId: null,
+    delegation: {
+      originStepId: origin.stepId,
+      originAttempt: origin.attempt,
+      correlationId: event.correlationId,
+      queryDepth: event.depth,
+      payload: event.query ?? null,
+    },
+    checkpoint: null,
+    delegations: 0,
+  };
+  draft.addStep(delegate);
+  dispatchStep(draft, delegateStepId);
+  return undefined;
+}
+
+function onApprovalDecided(draft: Draft, event: EventOf<"approval_decided">): string | undefined {
+  const step = [...draft.steps.values()].find((s) => s.approvalId === event.approvalId);
+  if (!step || step.status !== "parked") return "approval is not pending";
+  if (!draft.isTaskOpen()) return "task is not open";
+  // A step parks either before its own dispatch or, holding a checkpoint, before the REPLY to its turn.
+  const isReply = step.checkpoint !== null;
+  draft.audit({
+    action: "approval",
+    actor: event.actor,
+    destination: step.destination,
+    verdict: event.approve ? "approved" : "denied",
+    rule: `approval:${event.approvalId}`,
+    reason: event.reason || (event.approve ? "approved" : "denied"),
+    payloadHash: "",
+    cost: 0,
+    stepId: step.stepId,
+    envelopeId: event.eventId,
+  });
+  draft.effects.push({ type: "close_approval", approvalId: event.approvalId, approved: event.approve, actor: event.actor, reason: event.reason });
+  if (!event.approve) {
+    finishStep(draft, step.stepId, {
+      ok: false,
+      output: null,
+      error: { code: "POLICY_DENIED", message: `approval denied by ${event.actor}${event.reason ? `: ${event.reason}` : ""}`, retryable: false },
+    });
+    return undefined;
+  }
+  const approvedBy = { approvalId: event.approvalId, actor: event.actor };
+  if (isReply) deliverReply(draft, step.checkpoint!.delegateStepId, approvedBy);
+  else dispatchStep(draft, step.stepId, approvedBy);
+  return undefined;
+}
+
+function onStepDue(draft: Draft, event: EventOf<"step_due">): string | undefined {
+  const step = draft.step(event.stepId);
+  if (!step || step.attempt !== event.attempt || step.dueAtMs === null || step.dueAtMs > draft.ctx.now) return "not due";
+  if (!draft.isTaskOpen()) return "task is not open";
+  if (step.status === "retrying") {
+    dispatchStep(draft, step.stepId);
+    return undefined;
+  }
+  if (step.status !== "dispatched" && step.status !== "waiting") return "not in flight";
+  // The timed-out attempt's estimate is released; its result, if it ever comes, is stale.
+  const reserved = draft.estimateOf(step);
+  draft.accrue(-reserved);
+  draft.updateStep(step.stepId, { cost: roundCost(step.cost - reserved), checkpoint: null });
+  draft.audit({
+    action: "timeout",
+    actor: "coordinator",
+    destination: step.destination,
+    verdict: "failed",
+    rule: "builtin:timeout",
+    reason: `attempt ${step.attempt} got no result within ${stepTimeoutMs(draft, step)} ms`,
+    payloadHash: "",
+    cost: 0,
+    stepId: step.stepId,
+    envelopeId: event.eventId,
+  });
+  if (step.attempt < maxAttempts(draft, step)) {
+    dispatchStep(draft, step.stepId);
+  } else {
+    finishStep(draft, step.stepId, {
+      ok: false,
+      output: null,
+      error: { code: "TIMEOUT", message: `no result after ${step.attempt} attempt(s)`, retryable: false },
+    });
+  }
+  return undefined;
+}
+
+function onHeartbeat(draft: Draft, event: EventOf<"heartbeat">): string | undefined {
+  const step = draft.step(event.stepId);
+  if (!step || step.status !== "dispatched" || step.attempt !== event.attempt) return "not in flight";
+  draft.updateStep(step.stepId, { dueAtMs: draft.ctx.now + stepTimeoutMs(draft, step) });
+  return undefined;
+}
+
+function onCancel(draft: Draft, event: EventOf<"cancel">): string | undefined {
+  if (!draft.isTaskOpen()) return "task is not open";
+  draft.audit({
+    action: "cancel",
+    actor: event.actor,
+    destination: "coordinator",
+    verdict: "cancelled",
+    rule: "builtin:cancel",
+    reason: event.reason || "cancelled",
+    payloadHash: "",
+    cost: 0,
+    stepId: "",
+    envelopeId: event.eventId,
+  });
+  draft.updateTask({ status: "cancelled", finishedAtMs: draft.ctx.now, error: { code: "CANCELLED", message: event.reason || "cancelled" } });
+  draft.cancelOpenSteps("task cancelled");
+  return undefined;
+}
+
+function maxAttempts(draft: Draft, step: StepRecord): number {
+  if (step.kind === "delegation") return 1;
+  return (draft.workflow.steps.find((s) => s.id === step.stepId)?.retries ?? 0) + 1;
+}
+
+function backoffMs(draft: Draft, step: StepRecord): number {
+  const base = draft.workflow.steps.find((s) => s.id === step.stepId)?.backoffMs ?? 1000;
+  return base * 2 ** Math.max(0, step.attempt - 1);
+}
+
+/** Dispatches every workflow step whose needs are complete, then derives the task's status. */
+function advance(draft: Draft): void {
+  if (!draft.isTaskOpen()) return;
+  for (const def of draft.workflow.steps) {
+    const step = draft.step(def.id);
+    if (!step || step.status !== "pending") continue;
+    if (def.needs.every((need) => draft.step(need)?.status === "completed")) {
+      const floor = Math.max(def.clearance, ...def.needs.map((n) => draft.step(n)?.clearance ?? 0));
+      draft.updateStep(def.id, { clearance: floor });
+      dispatchStep(draft, def.id);
+      if (!draft.isTaskOpen()) return;
+    }
+  }
+  const workflowSteps = draft.workflow.steps.map((d) => draft.step(d.id));
+  let status: TaskStatus = "running";
+  if (workflowSteps.every((s) => s?.status === "completed")) status = "completed";
+  else if ([...draft.steps.values()].some((s) => s.status === "parked")) status = "parked";
+  if (status !== draft.task.status) {
+    draft.updateTask({ status, finishedAtMs: status === "completed" ? draft.ctx.now : null });
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * A working copy of one task's state while an event is decided. Changes replace step objects rather than mutate
+ * them, so the input state stays untouched and the shell can tell changed steps by identity.
+ */
+import type { AuditEntry } from "../domain.js";
+import type {
+  DecideContext,
+  Effect,
+  StepError,
+  StepRecord,
+  TaskRecord,
+  TaskState,
+} from "./model.js";
+
+export class Draft {
+  task: TaskRecord;
+  readonly steps: Map<string, StepRecord>;
+  readonly effects: Effect[] = [];
+
+  constructor(
+    readonly base: TaskState,
+    readonly ctx: DecideContext,
+  ) {
+    this.task = { ...base.task };
+    this.steps = new Map(base.steps);
+  }
+
+  get workflow() {
+    return this.base.workflow;
+  }
+
+  step(stepId: string): StepRecord | undefined {
+    return this.steps.get(stepId);
+  }
+
+  updateStep(stepId: string, patch: Partial<StepRecord>): StepRecord {
+    const current = this.steps.get(stepId);
+    if (!current) throw new Error(`decide: no step ${stepId}`); // a bug in decision code, not bad input
+    const next = { ...current, ...patch };
+    this.steps.set(stepId, next);
+    return next;
+  }
+
+  addStep(step: StepRecord): void {
+    this.steps.set(step.stepId, step);
+  }
+
+  updateTask(patch: Partial<TaskRecord>): void {
+    this.task = { ...this.task, ...patch };
+  }
+
+  accrue(delta: number): void {
+    if (delta !== 0) this.updateTask({ cost: roundCost(this.task.cost + delta) });
+  }
+
+  audit(entry: Omit<AuditEntry, "orgId" | "taskId" | "atMs"> & { atMs?: number }): void {
+    this.effects.push({
+      type: "audit",
+      entry: { orgId: this.task.orgId, taskId: this.task.id, atMs: this.ctx.now, ...entry },
+    });
+  }
+
+  log(level: "info" | "warn" | "error", message: string, fields: Record<string, unknown> = {}): void {
+    this.effects.push({ type: "log", level, message, fields: { orgId: this.task.orgId, taskId: this.task.id, ...fields } });
+  }
+
+  isTaskOpen(): boolean {
+    return this.task.status === "running" || this.task.status === "parked";
+  }
+
+  /** Fails the whole task closed and cancels whatever else is still open. */
+  failTask(stepId: string, error: StepError): void {
+    if (!this.isTaskOpen()) return;
+    this.updateTask({ status: "failed", error: { ...error, stepId }, finishedAtMs: this.ctx.now });
+    this.cancelOpenSteps("task failed");
+  }
+
+  cancelOpenSteps(reason: string): void {
+    for (const step of this.steps.values()) {
+      if (step.status === "completed" || step.status === "failed" || step.status === "cancelled") continue;
+      if (step.status === "parked" && step.approvalId) {
+        this.effects.push({ type: "close_approval", approvalId: step.approvalId, approved: false, actor: "coordinator", reason });
+      }
+      // In-flight cost estimates are released: the attempt will never be accepted.
+      const reserved = step.status === "dispatched" || step.status === "waiting" ? this.estimateOf(step) : 0;
+      this.accrue(-reserved);
+      this.updateStep(step.stepId, { status: "cancelled", dueAtMs: null, cost: roundCost(step.cost - reserved) });
+    }
+  }
+
+  /**
+   * The cost reserved per attempt. A step's `cost` is the actual cost of its finished attempts plus this
+   * estimate while an attempt is in flight, so the task's cost is always the sum of its steps'.
+   */
+  estimateOf(step: StepRecord): number {
+    if (step.kind === "delegation") return 0;
+    return this.workflow.steps.find((s) => s.id === step.stepId)?.costEstimate ?? 0;
+  }
+
+  toState(): TaskState {
+    return { task: this.task, steps: this.steps, workflow: this.base.workflow };
+  }
+}
+
+/** Cost arithmetic in fixed precision so repeated accruals do not drift (1e-9 units). */
+export function roundCost(value: number): number {
+  return Math.round(value * 1e9) / 1e9;
+}

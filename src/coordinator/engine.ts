@@ -1,0 +1,271 @@
+/**
+ * The shell around `decide`: applies a batch of events in ONE Postgres transaction — dedupe by envelope id,
+ * lock and load the tasks, decide each event in order, then write steps, tasks, approvals, the audit chain and
+ * the outbox with one statement each. Publishing happens after commit (see outbox.ts).
+ */
+import { performance } from "node:perf_hooks";
+import type { AuditEntry, AuditRow, HopFacts, Verdict, WorkflowDefinition } from "../domain.js";
+import { encodeEnvelope } from "../bus/codec.js";
+import { withTransaction, type Pool, type PoolClient } from "../store/db.js";
+import { appendAudit } from "../governance/audit-log.js";
+import { evaluate } from "../governance/governor.js";
+import type { CompiledPolicy } from "../governance/policy.js";
+import { silentLogger, type Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import { decide } from "./decide.js";
+import { derivedIdSource, sha256Hex, specToEnvelope } from "./envelopes.js";
+import { unavailableForeignDispatcher, type ForeignDispatcher } from "./foreign-dispatcher.js";
+import type { ApprovalSpec, CoordinatorEvent, DecideContext, Effect, HopRecord, StepRecord, TaskRecord, TaskState } from "./model.js";
+import { insertOutbox, type OutboxRow } from "./outbox.js";
+import { closeApprovals, insertApprovals } from "./approval-store.js";
+import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
+
+export interface PolicySource {
+  get(orgId: string): Promise<CompiledPolicy>;
+}
+export interface WorkflowSource {
+  get(orgId: string, name: string, version: number): Promise<WorkflowDefinition>;
+}
+
+export interface EngineOptions {
+  policies: PolicySource;
+  workflows: WorkflowSource;
+  foreign?: ForeignDispatcher;
+  maxPayloadBytes: number;
+  defaultStepTimeoutMs: number;
+  logger?: Logger;
+  metrics?: Metrics;
+  /** Injected for tests; the only clock the coordinator reads. */
+  clock?: () => number;
+}
+
+export interface EngineInput {
+  orgId: string;
+  taskId: string;
+  event: CoordinatorEvent;
+  /** Record the event id in processed_envelopes and skip it if it is there already. */
+  dedupe?: boolean;
+  /** When the triggering envelope was created (ms), for the hop latency metric. */
+  createdAtMs?: number;
+}
+
+export interface ApplyResult {
+  outbox: OutboxRow[];
+  hops: HopRecord[];
+  audit: AuditRow[];
+  approvals: ApprovalSpec[];
+  tasks: TaskRecord[];
+  applied: number;
+  duplicates: number;
+  ignored: Array<{ taskId: string; type: string; reason: string }>;
+}
+
+const RETRYABLE_PG_CODES = new Set(["40P01", "40001"]); // deadlock, serialization failure
+
+export class Engine {
+  private readonly logger: Logger;
+  private readonly foreign: ForeignDispatcher;
+  private readonly clock: () => number;
+
+  constructor(private readonly options: EngineOptions) {
+    this.logger = options.logger ?? silentLogger;
+    this.foreign = options.foreign ?? unavailableForeignDispatcher;
+    this.clock = options.clock ?? Date.now;
+  }
+
+  /** Applies the events in their own transaction, retrying on deadlock / serialization failure. */
+  async apply(pool: Pool, inputs: readonly EngineInput[]): Promise<ApplyResult> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await withTransaction(pool, (client) => this.applyInTransaction(client, inputs));
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt >= 5 || !code || !RETRYABLE_PG_CODES.has(code)) throw error;
+      }
+    }
+  }
+
+  async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[]): Promise<ApplyResult> {
+    const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [] };
+    const fresh = await this.dedupe(client, inputs);
+    result.duplicates = inputs.length - fresh.length;
+    if (fresh.length === 0) return result;
+
+    const { tasks, steps } = await loadTasksForUpdate(client, fresh.map((i) => i.taskId));
+    const states = new Map<string, TaskState>();
+    const before = new Map<string, TaskState>();
+    for (const [taskId, task] of tasks) {
+      const workflow = await this.options.workflows.get(task.orgId, task.workflowName, task.workflowVersion);
+      const state = { task, steps: orderSteps(workflow, steps.get(taskId) ?? []), workflow };
+      states.set(taskId, state);
+      before.set(taskId, state);
+    }
+
+    const effects: Effect[] = [];
+    const queue = [...fresh];
+    while (queue.length > 0) {
+      const input = queue.shift()!;
+      const state = states.get(input.taskId);
+      if (!state || state.task.orgId !== input.orgId) {
+        // Unknown task, or an envelope claiming another tenant's task: refused, never applied.
+        result.ignored.push({ taskId: input.taskId, type: input.event.type, reason: state ? "tenant mismatch" : "unknown task" });
+        this.logger.warn({ orgId: input.orgId, taskId: input.taskId, eventType: input.event.type }, state ? "event for another tenant's task refused" : "event for an unknown task dropped");
+        continue;
+      }
+      const policy = await this.options.policies.get(state.task.orgId);
+      const decision = decide(state, input.event, this.context(policy, input.event.eventId));
+      if (decision.ignored) {
+        result.ignored.push({ taskId: input.taskId, type: input.event.type, reason: decision.ignored });
+        continue;
+      }
+      result.applied++;
+      states.set(input.taskId, decision.state);
+      for (const effect of decision.effects) {
+        if (effect.type === "foreign_dispatch") {
+          const outcome = await this.foreign.dispatch(client, effect.envelope);
+          if (!outcome.accepted) {
+            // Same path a failed foreign agent takes: a non-retryable error RESULT for this attempt.
+            queue.unshift({
+              orgId: input.orgId,
+              taskId: input.taskId,
+              event: {
+                type: "result",
+                eventId: `${effect.envelope.id}:foreign-refused`,
+                stepId: effect.envelope.stepId,
+                attempt: effect.envelope.attempt,
+                actor: "coordinator",
+                ok: false,
+                output: null,
+                error: outcome.error,
+                cost: 0,
+                payloadHash: "",
+              },
+            });
+          }
+        }
+        effects.push(effect);
+      }
+      if (input.createdAtMs) this.observeLatency(decision.effects, input.createdAtMs);
+    }
+    await this.persist(client, before, states, effects, result);
+    return result;
+  }
+
+  private context(policy: CompiledPolicy, eventId: string): DecideContext {
+    return {
+      now: this.clock(),
+      govern: (hop: HopFacts): Verdict => evaluate(policy, hop),
+      hashPayload: sha256Hex,
+      newId: derivedIdSource(eventId),
+      maxPayloadBytes: this.options.maxPayloadBytes,
+      defaultStepTimeoutMs: this.options.defaultStepTimeoutMs,
+    };
+  }
+
+  private async dedupe(client: PoolClient, inputs: readonly EngineInput[]): Promise<EngineInput[]> {
+    const keyed = inputs.filter((i) => i.dedupe);
+    if (keyed.length === 0) return [...inputs];
+    const { rows } = await client.query<{ envelope_id: string }>(
+      `INSERT INTO processed_envelopes (envelope_id, org_id)
+       SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING RETURNING envelope_id`,
+      [keyed.map((i) => i.event.eventId), keyed.map((i) => i.orgId)],
+    );
+    const inserted = new Set(rows.map((r) => r.envelope_id));
+    const seen = new Set<string>();
+    return inputs.filter((i) => {
+      if (!i.dedupe) return true;
+      // A duplicate within one batch is caught here; across batches by the unique key.
+      if (!inserted.has(i.event.eventId) || seen.has(i.event.eventId)) return false;
+      seen.add(i.event.eventId);
+      return true;
+    });
+  }
+
+  private async persist(
+    client: PoolClient,
+    before: Map<string, TaskState>,
+    after: Map<string, TaskState>,
+    effects: Effect[],
+    result: ApplyResult,
+  ): Promise<void> {
+    const changedSteps: StepRecord[] = [];
+    const changedTasks: TaskRecord[] = [];
+    for (const [taskId, state] of after) {
+      const prior = before.get(taskId)!;
+      if (state.task !== prior.task) changedTasks.push(state.task);
+      for (const [stepId, step] of state.steps) if (prior.steps.get(stepId) !== step) changedSteps.push(step);
+    }
+    const auditEntries: AuditEntry[] = [];
+    const outgoing: Array<{ orgId: string; stream: string; envelopeId: string; bytes: Uint8Array }> = [];
+    const opened: ApprovalSpec[] = [];
+    const closed: Array<Extract<Effect, { type: "close_approval" }>> = [];
+    for (const effect of effects) {
+      switch (effect.type) {
+        case "audit":
+          auditEntries.push(effect.entry);
+          break;
+        case "send":
+          try {
+            outgoing.push({
+              orgId: effect.envelope.orgId,
+              stream: effect.envelope.destination,
+              envelopeId: effect.envelope.id,
+              bytes: encodeEnvelope(specToEnvelope(effect.envelope), this.options.maxPayloadBytes),
+            });
+          } catch (error) {
+            // Not sendable (e.g. a REPLY whose checkpoint pushed it over the cap): the step's timeout recovers it.
+            this.logger.error({ err: error, orgId: effect.envelope.orgId, taskId: effect.envelope.taskId, stepId: effect.envelope.stepId }, "envelope not sendable");
+          }
+          break;
+        case "open_approval":
+          opened.push(effect.approval);
+          break;
+        case "close_approval":
+          closed.push(effect);
+          break;
+        case "hop":
+          result.hops.push(effect.hop);
+          this.options.metrics?.hops.inc({ action: effect.hop.facts.action, verdict: effect.hop.verdict.verdict });
+          break;
+        case "log":
+          this.logger[effect.level](effect.fields, effect.message);
+          break;
+        case "count":
+          if (effect.metric === "delegation_depth_exceeded") this.options.metrics?.delegationDepthExceeded.inc();
+          if (effect.metric === "orphan_reply") this.options.metrics?.orphanReplies.inc();
+          break;
+        case "foreign_dispatch":
+          break;
+      }
+    }
+    await saveTasks(client, changedTasks);
+    await saveSteps(client, changedSteps);
+    await insertApprovals(client, opened);
+    await closeApprovals(client, closed);
+    const started = performance.now();
+    result.audit = await appendAudit(client, auditEntries);
+    this.options.metrics?.auditAppendLatency.observe((performance.now() - started) / 1000);
+    result.outbox = await insertOutbox(client, outgoing);
+    result.approvals = opened;
+    result.tasks = changedTasks;
+  }
+
+  private observeLatency(effects: Effect[], createdAtMs: number): void {
+    const metrics = this.options.metrics;
+    if (!metrics) return;
+    const seconds = Math.max(0, (this.clock() - createdAtMs) / 1000);
+    for (const effect of effects) if (effect.type === "hop") metrics.hopLatency.observe({ action: effect.hop.facts.action }, seconds);
+  }
+}
+
+/** Workflow steps in definition order, then delegation steps in creation order. */
+function orderSteps(workflow: WorkflowDefinition, steps: StepRecord[]): Map<string, StepRecord> {
+  const byId = new Map(steps.map((s) => [s.stepId, s]));
+  const ordered = new Map<string, StepRecord>();
+  for (const def of workflow.steps) {
+    const step = byId.get(def.id);
+    if (step) ordered.set(def.id, step);
+  }
+  for (const step of steps) if (!ordered.has(step.stepId)) ordered.set(step.stepId, step);
+  return ordered;
+}

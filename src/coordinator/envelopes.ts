@@ -1,0 +1,164 @@
+/**
+ * Translation between the wire (protobuf envelopes) and the coordinator's plain events and envelope specs.
+ * Inbound envelopes are untrusted: anything that does not fit is refused with MALFORMED_ENVELOPE.
+ */
+import { createHash } from "node:crypto";
+import { parseDestination } from "../domain.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import {
+  COORDINATOR_ENDPOINT,
+  EnvelopeKind,
+  ResultStatus,
+  createEnvelope,
+  describeEndpoint,
+  endpointOf,
+  type Envelope,
+} from "../bus/codec.js";
+import type { CoordinatorEvent, EnvelopeSpec } from "./model.js";
+import { isUuid } from "./task-store.js";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function sha256Hex(data: string | Uint8Array): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** Ids derived from a seed: the same event always produces the same envelope and approval ids. */
+export function derivedIdSource(seed: string): () => string {
+  let n = 0;
+  return () => {
+    const h = createHash("sha256").update(`${seed}\u0000${n++}`).digest("hex");
+    // Format as an RFC 4122 variant, version 8 (custom) UUID.
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  };
+}
+
+export function specToEnvelope(spec: EnvelopeSpec): Envelope {
+  const destination = parseDestination(spec.destination);
+  if (!destination) throw new SwitchyardError(ErrorCode.Internal, `bad destination ${spec.destination}`);
+  return createEnvelope({
+    id: spec.id,
+    orgId: spec.orgId,
+    taskId: spec.taskId,
+    stepId: spec.stepId,
+    kind: spec.kind === "WORK" ? EnvelopeKind.WORK : EnvelopeKind.REPLY,
+    source: COORDINATOR_ENDPOINT,
+    destination: endpointOf(destination),
+    attempt: spec.attempt,
+    clearanceFloor: spec.clearanceFloor,
+    correlationId: spec.correlationId,
+    delegationDepth: spec.delegationDepth,
+    payload: { data: encoder.encode(spec.payloadJson), contentType: "application/json" },
+    status: spec.status === undefined ? ResultStatus.UNSPECIFIED : spec.status === "ok" ? ResultStatus.OK : ResultStatus.ERROR,
+    error: spec.error ? { code: spec.error.code, message: spec.error.message, retryable: spec.error.retryable ?? false } : undefined,
+    sourceStepId: spec.sourceStepId ?? "",
+    resultRef: spec.resultRef ?? "",
+    createdAtMs: BigInt(spec.createdAtMs),
+  });
+}
+
+export interface InboundEvent {
+  orgId: string;
+  taskId: string;
+  event: CoordinatorEvent;
+}
+
+function malformed(envelope: Envelope, message: string): SwitchyardError {
+  return new SwitchyardError(ErrorCode.MalformedEnvelope, message, { details: { envelopeId: envelope.id } });
+}
+
+function payloadJson(envelope: Envelope): { text: string; value: unknown } {
+  const data = envelope.payload?.data;
+  if (!data || data.byteLength === 0) return { text: "null", value: null };
+  const text = decoder.decode(data);
+  try {
+    return { text, value: JSON.parse(text) };
+  } catch {
+    throw malformed(envelope, "payload is not JSON");
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Turns an envelope from the coordinator's inbox into an event; throws MALFORMED_ENVELOPE when it cannot. */
+export function envelopeToEvent(envelope: Envelope): InboundEvent {
+  if (!isUuid(envelope.taskId)) throw malformed(envelope, `task_id ${JSON.stringify(envelope.taskId)} is not a UUID`);
+  const actor = `worker:${describeEndpoint(envelope.source)}`;
+  const base = { orgId: envelope.orgId, taskId: envelope.taskId };
+  switch (envelope.kind) {
+    case EnvelopeKind.RESULT: {
+      const ok = envelope.status === ResultStatus.OK;
+      if (!ok && envelope.status !== ResultStatus.ERROR) throw malformed(envelope, "RESULT has no status");
+      const payload = payloadJson(envelope);
+      const cost = envelope.usage?.cost ?? 0;
+      if (!Number.isFinite(cost) || cost < 0) throw malformed(envelope, "RESULT usage cost must be a finite number >= 0");
+      return {
+        ...base,
+        event: {
+          type: "result",
+          eventId: envelope.id,
+          stepId: envelope.stepId,
+          attempt: envelope.attempt,
+          actor,
+          ok,
+          output: ok ? payload.value : null,
+          error: ok
+            ? null
+            : {
+                code: envelope.error?.code || "HANDLER_FAILED",
+                message: envelope.error?.message || "worker reported an error",
+                retryable: envelope.error?.retryable ?? true,
+              },
+          cost,
+          payloadHash: sha256Hex(envelope.payload?.data ?? new Uint8Array()),
+        },
+      };
+    }
+    case EnvelopeKind.QUERY: {
+      const destination = envelope.destination ? describeEndpoint(envelope.destination) : "";
+      if (!parseDestination(destination)) throw malformed(envelope, `QUERY destination ${destination} is not a role, team or foreign endpoint`);
+      const replyTo = envelope.replyTo;
+      if (!replyTo || replyTo.taskId !== envelope.taskId || replyTo.stepId !== envelope.stepId) {
+        throw malformed(envelope, "QUERY reply_to must name the origin task and step");
+      }
+      const payload = payloadJson(envelope).value;
+      if (!isObject(payload)) throw malformed(envelope, "QUERY payload must be an object {query, state, turn}");
+      const turn = payload.turn;
+      if (typeof turn !== "number" || !Number.isInteger(turn) || turn < 0) {
+        throw malformed(envelope, "QUERY payload.turn must echo the turn number of the WORK or REPLY being handled");
+      }
+      return {
+        ...base,
+        event: {
+          type: "query",
+          eventId: envelope.id,
+          originStepId: replyTo.stepId,
+          originAttempt: replyTo.attempt,
+          actor,
+          destination,
+          correlationId: envelope.correlationId || envelope.id,
+          depth: envelope.delegationDepth,
+          turn,
+          query: payload.query ?? null,
+          state: payload.state ?? null,
+        },
+      };
+    }
+    case EnvelopeKind.CONTROL: {
+      const payload = payloadJson(envelope).value;
+      if (isObject(payload) && payload.type === "heartbeat") {
+        return { ...base, event: { type: "heartbeat", eventId: envelope.id, stepId: envelope.stepId, attempt: envelope.attempt } };
+      }
+      throw malformed(envelope, "CONTROL envelope is not a heartbeat");
+    }
+    default:
+      throw malformed(envelope, `the coordinator does not accept ${EnvelopeKind[envelope.kind] ?? envelope.kind} envelopes`);
+  }
+}
+
+export function byteLength(text: string): number {
+  return encoder.encode(text).byteLength;
+}

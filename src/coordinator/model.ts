@@ -1,0 +1,191 @@
+/**
+ * The coordinator's state and vocabulary: what a task and its steps look like to the decision function, the
+ * events it reacts to and the effects it asks the shell to carry out. Types only.
+ */
+import type { ActionType, AuditEntry, HopFacts, Verdict, WorkflowDefinition } from "../domain.js";
+
+export type TaskStatus = "running" | "parked" | "completed" | "failed" | "cancelled";
+export type StepStatus = "pending" | "dispatched" | "retrying" | "parked" | "waiting" | "completed" | "failed" | "cancelled";
+
+export const TERMINAL_STEP_STATUSES: readonly StepStatus[] = ["completed", "failed", "cancelled"];
+export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ["completed", "failed", "cancelled"];
+
+export interface StepError {
+  code: string;
+  message: string;
+  retryable?: boolean;
+}
+
+export interface TaskRecord {
+  id: string;
+  orgId: string;
+  workflowName: string;
+  workflowVersion: number;
+  input: unknown;
+  status: TaskStatus;
+  budget: number | null;
+  cost: number;
+  error: (StepError & { stepId?: string }) | null;
+  finishedAtMs: number | null;
+}
+
+/** Present on delegation steps: who asked, and what. */
+export interface DelegationInfo {
+  originStepId: string;
+  originAttempt: number;
+  correlationId: string;
+  /** The QUERY's delegation depth (the origin work's depth). The REPLY carries depth + 1. */
+  queryDepth: number;
+  payload: unknown;
+}
+
+/** Present on a step whose turn stood down on a delegation. */
+export interface Checkpoint {
+  state: unknown;
+  delegateStepId: string;
+  correlationId: string;
+}
+
+export interface StepRecord {
+  taskId: string;
+  stepId: string;
+  orgId: string;
+  kind: "workflow" | "delegation";
+  status: StepStatus;
+  /** `role:NAME`, `team:NAME` or `foreign:KEY`. */
+  destination: string;
+  /** Attempts dispatched so far; the current attempt's number when dispatched. */
+  attempt: number;
+  /** Delegation depth of this step's work (0 for workflow steps). */
+  depth: number;
+  /** Effective clearance floor of the step's hops. */
+  clearance: number;
+  /** Timeout (dispatched / waiting) or next retry (retrying), ms since epoch. */
+  dueAtMs: number | null;
+  /** Actual cost of the completed attempt, or the estimate reserved for the attempt in flight. */
+  cost: number;
+  output: unknown;
+  error: StepError | null;
+  approvalId: string | null;
+  delegation: DelegationInfo | null;
+  checkpoint: Checkpoint | null;
+  /** How many delegations this step has made (names the next delegation step). */
+  delegations: number;
+}
+
+export interface TaskState {
+  task: TaskRecord;
+  /** Keyed by step id; workflow steps first in definition order, then delegation steps. */
+  steps: ReadonlyMap<string, StepRecord>;
+  workflow: WorkflowDefinition;
+}
+
+interface EventBase {
+  /** Unique per event; seeds the ids of everything the event produces (so a redelivery reproduces them). */
+  eventId: string;
+}
+
+export type CoordinatorEvent =
+  | (EventBase & { type: "task_started" })
+  | (EventBase & {
+      type: "result";
+      stepId: string;
+      attempt: number;
+      /** `worker:role:NAME` etc. */
+      actor: string;
+      ok: boolean;
+      output: unknown;
+      error: StepError | null;
+      cost: number;
+      payloadHash: string;
+    })
+  | (EventBase & {
+      type: "query";
+      originStepId: string;
+      originAttempt: number;
+      actor: string;
+      destination: string;
+      correlationId: string;
+      depth: number;
+      /** The origin turn that asked: its step's delegation count when the turn began (echoed from WORK/REPLY). */
+      turn: number;
+      query: unknown;
+      state: unknown;
+    })
+  | (EventBase & { type: "approval_decided"; approvalId: string; approve: boolean; actor: string; reason: string })
+  | (EventBase & { type: "step_due"; stepId: string; attempt: number })
+  | (EventBase & { type: "heartbeat"; stepId: string; attempt: number })
+  | (EventBase & { type: "cancel"; actor: string; reason: string });
+
+/** An envelope the shell should encode and send; plain data so decision code needs no generated classes. */
+export interface EnvelopeSpec {
+  id: string;
+  kind: "WORK" | "REPLY";
+  orgId: string;
+  taskId: string;
+  stepId: string;
+  attempt: number;
+  /** Where it goes (`role:NAME` …); also the logical stream name. */
+  destination: string;
+  clearanceFloor: number;
+  delegationDepth: number;
+  correlationId: string;
+  /** JSON text of the payload. */
+  payloadJson: string;
+  status?: "ok" | "error";
+  error?: StepError | null;
+  sourceStepId?: string;
+  resultRef?: string;
+  createdAtMs: number;
+}
+
+export interface ApprovalSpec {
+  id: string;
+  orgId: string;
+  taskId: string;
+  stepId: string;
+  action: ActionType;
+  destination: string;
+  rule: string;
+  reason: string;
+  cost: number;
+}
+
+/** One governed hop as decided, for metrics and the demo's hop table. */
+export interface HopRecord {
+  facts: HopFacts;
+  verdict: Verdict;
+  envelopeId: string;
+}
+
+export type Effect =
+  | { type: "audit"; entry: AuditEntry }
+  | { type: "send"; envelope: EnvelopeSpec }
+  | { type: "foreign_dispatch"; envelope: EnvelopeSpec }
+  | { type: "open_approval"; approval: ApprovalSpec }
+  | { type: "close_approval"; approvalId: string; approved: boolean; actor: string; reason: string }
+  | { type: "hop"; hop: HopRecord }
+  | { type: "log"; level: "info" | "warn" | "error"; message: string; fields: Record<string, unknown> }
+  | { type: "count"; metric: "delegation_depth_exceeded" | "orphan_reply" | "stale_event"; labels?: Record<string, string> };
+
+export interface DecideContext {
+  now: number;
+  /** The governor, bound to the tenant's policy. Pure. */
+  govern: (hop: HopFacts) => Verdict;
+  /** sha256 hex of a payload's JSON text. Pure. */
+  hashPayload: (json: string) => string;
+  /** Deterministic id source, seeded by the event. */
+  newId: () => string;
+  maxPayloadBytes: number;
+  defaultStepTimeoutMs: number;
+}
+
+export interface Decision {
+  state: TaskState;
+  effects: Effect[];
+  /** Why the event changed nothing, when it did not. */
+  ignored?: string;
+}
+
+/** Delegation depth at/after which no REPLY is delivered (seed 000's MAX_DELEGATION_DEPTH). */
+export const MAX_DELEGATION_DEPTH = 8;

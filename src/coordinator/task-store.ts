@@ -1,0 +1,166 @@
+/**
+ * Task and step rows ↔ the coordinator's records. Loads lock tasks FOR UPDATE in id order (so concurrent
+ * coordinators serialise per task without deadlocking); saves write every changed row in one statement each.
+ */
+import type { Queryable } from "../store/db.js";
+import type { StepRecord, TaskRecord } from "./model.js";
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export function isUuid(value: string): boolean {
+  return UUID_RE.test(value);
+}
+
+interface TaskRow {
+  id: string;
+  org_id: string;
+  workflow_name: string;
+  workflow_version: number;
+  input: unknown;
+  status: TaskRecord["status"];
+  budget: number | null;
+  cost: number;
+  error: TaskRecord["error"];
+  finished_at_ms: number | null;
+}
+
+interface StepRow {
+  task_id: string;
+  step_id: string;
+  org_id: string;
+  kind: StepRecord["kind"];
+  status: StepRecord["status"];
+  destination: string;
+  attempt: number;
+  depth: number;
+  clearance: number;
+  due_at_ms: number | null;
+  cost: number;
+  output: unknown;
+  error: StepRecord["error"];
+  approval_id: string | null;
+  delegation: StepRecord["delegation"];
+  checkpoint: StepRecord["checkpoint"];
+  delegations: number;
+}
+
+function toTask(row: TaskRow): TaskRecord {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    workflowName: row.workflow_name,
+    workflowVersion: row.workflow_version,
+    input: row.input,
+    status: row.status,
+    budget: row.budget,
+    cost: row.cost,
+    error: row.error,
+    finishedAtMs: row.finished_at_ms,
+  };
+}
+
+export function toStep(row: StepRow): StepRecord {
+  return {
+    taskId: row.task_id,
+    stepId: row.step_id,
+    orgId: row.org_id,
+    kind: row.kind,
+    status: row.status,
+    destination: row.destination,
+    attempt: row.attempt,
+    depth: row.depth,
+    clearance: row.clearance,
+    dueAtMs: row.due_at_ms,
+    cost: row.cost,
+    output: row.output ?? null,
+    error: row.error,
+    approvalId: row.approval_id,
+    delegation: row.delegation,
+    checkpoint: row.checkpoint,
+    delegations: row.delegations,
+  };
+}
+
+const TASK_COLUMNS = `id, org_id, workflow_name, workflow_version, input, status, budget, cost, error,
+  (extract(epoch FROM finished_at) * 1000)::bigint AS finished_at_ms`;
+export const STEP_COLUMNS = `task_id, step_id, org_id, kind, status, destination, attempt, depth, clearance, due_at_ms,
+  cost, output, error, approval_id, delegation, checkpoint, delegations`;
+
+/** Locks and loads the tasks (skipping unknown ids) and all their steps. */
+export async function loadTasksForUpdate(
+  client: Queryable,
+  taskIds: readonly string[],
+): Promise<{ tasks: Map<string, TaskRecord>; steps: Map<string, StepRecord[]> }> {
+  const ids = [...new Set(taskIds)].filter(isUuid).sort();
+  const tasks = new Map<string, TaskRecord>();
+  const steps = new Map<string, StepRecord[]>();
+  if (ids.length === 0) return { tasks, steps };
+  const taskRows = await client.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [ids]);
+  for (const row of taskRows.rows) tasks.set(row.id, toTask(row));
+  if (tasks.size === 0) return { tasks, steps };
+  const stepRows = await client.query<StepRow>(`SELECT ${STEP_COLUMNS} FROM steps WHERE task_id = ANY($1::uuid[])`, [[...tasks.keys()]]);
+  for (const row of stepRows.rows) {
+    const list = steps.get(row.task_id) ?? [];
+    list.push(toStep(row));
+    steps.set(row.task_id, list);
+  }
+  return { tasks, steps };
+}
+
+export async function insertTask(client: Queryable, task: TaskRecord, idempotencyKey: string | null): Promise<boolean> {
+  const result = await client.query(
+    `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
+    [task.id, task.orgId, task.workflowName, task.workflowVersion, JSON.stringify(task.input ?? null), task.status, task.budget, task.cost, idempotencyKey],
+  );
+  return result.rowCount === 1;
+}
+
+export async function saveTasks(client: Queryable, tasks: readonly TaskRecord[]): Promise<void> {
+  if (tasks.length === 0) return;
+  const rows = tasks.map((t) => ({ id: t.id, status: t.status, cost: t.cost, error: t.error, finished_at_ms: t.finishedAtMs }));
+  await client.query(
+    `UPDATE tasks t SET status = x.status, cost = x.cost, error = x.error,
+       finished_at = CASE WHEN x.finished_at_ms IS NULL THEN NULL ELSE to_timestamp(x.finished_at_ms / 1000.0) END,
+       updated_at = now()
+     FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, status text, cost double precision, error jsonb, finished_at_ms bigint)
+     WHERE t.id = x.id`,
+    [JSON.stringify(rows)],
+  );
+}
+
+export async function saveSteps(client: Queryable, steps: readonly StepRecord[]): Promise<void> {
+  if (steps.length === 0) return;
+  const rows = steps.map((s) => ({
+    task_id: s.taskId,
+    step_id: s.stepId,
+    org_id: s.orgId,
+    kind: s.kind,
+    status: s.status,
+    destination: s.destination,
+    attempt: s.attempt,
+    depth: s.depth,
+    clearance: s.clearance,
+    due_at_ms: s.dueAtMs,
+    cost: s.cost,
+    output: s.output === undefined ? null : s.output,
+    error: s.error,
+    approval_id: s.approvalId,
+    delegation: s.delegation,
+    checkpoint: s.checkpoint,
+    delegations: s.delegations,
+  }));
+  await client.query(
+    `INSERT INTO steps (${STEP_COLUMNS}, updated_at)
+     SELECT ${STEP_COLUMNS}, now()
+     FROM jsonb_to_recordset($1::jsonb) AS x(task_id uuid, step_id text, org_id text, kind text, status text,
+       destination text, attempt integer, depth integer, clearance integer, due_at_ms bigint, cost double precision,
+       output jsonb, error jsonb, approval_id uuid, delegation jsonb, checkpoint jsonb, delegations integer)
+     ON CONFLICT (task_id, step_id) DO UPDATE SET
+       status = EXCLUDED.status, attempt = EXCLUDED.attempt, clearance = EXCLUDED.clearance,
+       due_at_ms = EXCLUDED.due_at_ms, cost = EXCLUDED.cost, output = EXCLUDED.output, error = EXCLUDED.error,
+       approval_id = EXCLUDED.approval_id, checkpoint = EXCLUDED.checkpoint, delegations = EXCLUDED.delegations,
+       updated_at = now()`,
+    [JSON.stringify(rows)],
+  );
+}

@@ -1,0 +1,219 @@
+/**
+ * Task-level operations for the CLI and API: start (idempotent by key), get, cancel, and decide an approval.
+ * Each runs the coordinator engine inside its own transaction, then publishes what it committed.
+ */
+import { randomUUID } from "node:crypto";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import { withTransaction, type Pool, type Queryable } from "../store/db.js";
+import { getWorkflow } from "../store/workflow-store.js";
+import { getApproval } from "./approval-store.js";
+import type { ApplyResult, Engine } from "./engine.js";
+import type { StepRecord, TaskRecord, TaskStatus } from "./model.js";
+import type { OutboxPublisher } from "./outbox-publisher.js";
+import { isUuid, insertTask, saveSteps, STEP_COLUMNS, toStep } from "./task-store.js";
+
+export interface TaskServiceOptions {
+  pool: Pool;
+  engine: Engine;
+  /** Publishes committed outbox rows at once; without it the relay sweep picks them up. */
+  publisher?: OutboxPublisher;
+  maxPayloadBytes: number;
+}
+
+export interface StartTaskRequest {
+  orgId: string;
+  /** `name` (latest version) or `name@version`. */
+  workflow: string;
+  input?: unknown;
+  idempotencyKey?: string;
+}
+
+export interface StepView {
+  id: string;
+  kind: "workflow" | "delegation";
+  status: StepRecord["status"];
+  destination: string;
+  attempts: number;
+  cost: number;
+  output: unknown;
+  error: StepRecord["error"];
+  approvalId: string | null;
+}
+
+export interface TaskView {
+  id: string;
+  orgId: string;
+  workflow: string;
+  status: TaskStatus;
+  input: unknown;
+  cost: number;
+  budget: number | null;
+  error: TaskRecord["error"];
+  createdAt: string;
+  finishedAt: string | null;
+  steps: StepView[];
+}
+
+export class TaskService {
+  constructor(private readonly options: TaskServiceOptions) {}
+
+  async start(request: StartTaskRequest): Promise<{ taskId: string; created: boolean; workflow: string }> {
+    const inputJson = JSON.stringify(request.input ?? {});
+    if (Buffer.byteLength(inputJson) > this.options.maxPayloadBytes) {
+      throw new SwitchyardError(ErrorCode.PayloadTooLarge, `task input is over the ${this.options.maxPayloadBytes}-byte limit`);
+    }
+    const stored = await getWorkflow(this.options.pool, request.orgId, request.workflow);
+    const def = stored.definition;
+    const taskId = randomUUID();
+    const task: TaskRecord = {
+      id: taskId,
+      orgId: request.orgId,
+      workflowName: stored.name,
+      workflowVersion: stored.version,
+      input: request.input ?? {},
+      status: "running",
+      budget: def.budget,
+      cost: 0,
+      error: null,
+      finishedAtMs: null,
+    };
+    const outcome = await withTransaction(this.options.pool, async (client) => {
+      const inserted = await insertTask(client, task, request.idempotencyKey ?? null);
+      if (!inserted) {
+        const { rows } = await client.query<{ id: string }>("SELECT id FROM tasks WHERE org_id = $1 AND idempotency_key = $2", [
+          request.orgId,
+          request.idempotencyKey,
+        ]);
+        return { taskId: rows[0]!.id, created: false, applied: undefined };
+      }
+      const steps: StepRecord[] = def.steps.map((s) => ({
+        taskId,
+        stepId: s.id,
+        orgId: request.orgId,
+        kind: "workflow",
+        status: "pending",
+        destination: `${s.to.kind}:${s.to.id}`,
+        attempt: 0,
+        depth: 0,
+        clearance: s.clearance,
+        dueAtMs: null,
+        cost: 0,
+        output: null,
+        error: null,
+        approvalId: null,
+        delegation: null,
+        checkpoint: null,
+        delegations: 0,
+      }));
+      await saveSteps(client, steps);
+      const applied = await this.options.engine.applyInTransaction(client, [
+        { orgId: request.orgId, taskId, event: { type: "task_started", eventId: `start:${taskId}` } },
+      ]);
+      return { taskId, created: true, applied };
+    });
+    await this.publish(outcome.applied);
+    return { taskId: outcome.taskId, created: outcome.created, workflow: `${stored.name}@${stored.version}` };
+  }
+
+  async get(orgId: string, taskId: string, db: Queryable = this.options.pool): Promise<TaskView> {
+    if (!isUuid(taskId)) throw notFound(orgId, taskId);
+    const { rows } = await db.query(
+      `SELECT id, org_id, workflow_name, workflow_version, input, status, budget, cost, error, created_at, finished_at
+       FROM tasks WHERE org_id = $1 AND id = $2`,
+      [orgId, taskId],
+    );
+    const row = rows[0];
+    if (!row) throw notFound(orgId, taskId);
+    const stepRows = await db.query(`SELECT ${STEP_COLUMNS} FROM steps WHERE task_id = $1 ORDER BY kind DESC, updated_at, step_id`, [taskId]);
+    const stored = await getWorkflow(db, orgId, `${row.workflow_name}@${row.workflow_version}`);
+    const order = new Map(stored.definition.steps.map((s, i) => [s.id, i]));
+    const steps = stepRows.rows
+      .map((r) => toStep(r))
+      .sort((a, b) => (order.get(a.stepId) ?? 1e9) - (order.get(b.stepId) ?? 1e9));
+    return {
+      id: row.id,
+      orgId: row.org_id,
+      workflow: `${row.workflow_name}@${row.workflow_version}`,
+      status: row.status,
+      input: row.input,
+      cost: row.cost,
+      budget: row.budget,
+      error: row.error,
+      createdAt: (row.created_at as Date).toISOString(),
+      finishedAt: row.finished_at ? (row.finished_at as Date).toISOString() : null,
+      steps: steps.map((s) => ({
+        id: s.stepId,
+        kind: s.kind,
+        status: s.status,
+        destination: s.destination,
+        attempts: s.attempt,
+        cost: s.cost,
+        output: s.output,
+        error: s.error,
+        approvalId: s.approvalId,
+      })),
+    };
+  }
+
+  async cancel(orgId: string, taskId: string, actor: string, reason: string): Promise<TaskView> {
+    await this.get(orgId, taskId);
+    const applied = await this.options.engine.apply(this.options.pool, [
+      { orgId, taskId, event: { type: "cancel", eventId: `cancel:${taskId}`, actor, reason } },
+    ]);
+    await this.publish(applied);
+    return this.get(orgId, taskId);
+  }
+
+  /**
+   * Decides a pending approval. Idempotent: a second decision (either way) changes nothing and returns the
+   * first outcome.
+   */
+  async decideApproval(request: { orgId: string; approvalId: string; approve: boolean; actor: string; reason?: string }): Promise<{
+    status: "approved" | "denied";
+    decidedBy: string;
+    alreadyDecided: boolean;
+  }> {
+    if (!isUuid(request.approvalId)) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
+    const outcome = await withTransaction(this.options.pool, async (client) => {
+      const approval = await getApproval(client, request.orgId, request.approvalId, true);
+      if (!approval) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
+      if (approval.status !== "pending") {
+        return { status: approval.status, decidedBy: approval.decidedBy ?? "unknown", alreadyDecided: true, applied: undefined };
+      }
+      const applied = await this.options.engine.applyInTransaction(client, [
+        {
+          orgId: request.orgId,
+          taskId: approval.taskId,
+          event: {
+            type: "approval_decided",
+            eventId: `approval:${approval.id}`,
+            approvalId: approval.id,
+            approve: request.approve,
+            actor: request.actor,
+            reason: request.reason ?? "",
+          },
+        },
+      ]);
+      const after = await getApproval(client, request.orgId, request.approvalId);
+      if (after?.status === "pending") {
+        // The step moved on (task cancelled or failed): close the approval so it is not decided later.
+        await client.query("UPDATE approvals SET status = 'denied', decided_by = $2, decision_reason = 'step no longer parked', decided_at = now() WHERE id = $1", [
+          request.approvalId,
+          "coordinator",
+        ]);
+        return { status: "denied" as const, decidedBy: "coordinator", alreadyDecided: true, applied };
+      }
+      return { status: request.approve ? ("approved" as const) : ("denied" as const), decidedBy: request.actor, alreadyDecided: false, applied };
+    });
+    await this.publish(outcome.applied);
+    return { status: outcome.status, decidedBy: outcome.decidedBy, alreadyDecided: outcome.alreadyDecided };
+  }
+
+  private async publish(applied: ApplyResult | undefined): Promise<void> {
+    if (applied && applied.outbox.length > 0 && this.options.publisher) await this.options.publisher.publish(applied.outbox);
+  }
+}
+
+function notFound(orgId: string, taskId: string): SwitchyardError {
+  return new SwitchyardError(ErrorCode.NotFound, `no task ${taskId} for tenant ${orgId}`);
+}

@@ -1,0 +1,125 @@
+/**
+ * Glossary and shared shapes of the domain. Newcomers start here.
+ *
+ * - **tenant** (`orgId`): the owner of workflows, tasks, policies and one audit chain.
+ * - **workflow**: a named, versioned (`name@version`), immutable DAG of steps.
+ * - **task**: one run of a workflow with an input.
+ * - **step**: one node of the DAG within a task; dispatched to a destination, attempted up to `retries + 1` times.
+ * - **destination / endpoint**: where a step's work goes: `role:NAME`, `team:NAME` (queues) or `foreign:KEY` (an
+ *   A2A agent outside the perimeter, named by the tenant's registry key).
+ * - **envelope**: the protobuf message that travels the bus (QUERY / WORK / RESULT / REPLY / CONTROL).
+ * - **hop**: one envelope moving from the coordinator to a destination. Every hop passes the choke-point:
+ *   governor check, clearance clamp, audit append, cost accrual, then publish / park / fail closed.
+ * - **park**: a step waits for something outside the bus (a human approval, a foreign agent).
+ * - **delegation**: a worker mid-turn asks another destination a sub-query (QUERY); its turn stands down
+ *   (`waiting`) and resumes on the REPLY.
+ * - **resume**: a parked or waiting step continues, exactly once, however often the trigger is delivered.
+ * - **bridge**: the correlation row between a FOREIGN hop and the A2A task it opened (later issue).
+ */
+
+/** Governed action types. `reply` is the internal REPLY to a delegating origin; `reply_egress` posts to a third party. */
+export type ActionType = "dispatch" | "sub_query" | "reply" | "a2a_egress" | "reply_egress";
+export const ACTION_TYPES: readonly ActionType[] = ["dispatch", "sub_query", "reply", "a2a_egress", "reply_egress"];
+
+export type VerdictKind = "allow" | "deny" | "requires_approval";
+
+export interface Verdict {
+  verdict: VerdictKind;
+  /** The rule that decided (`builtin:…` for built-in rules, the policy rule id otherwise). */
+  rule: string;
+  reason: string;
+}
+
+export type DestinationKind = "role" | "team" | "foreign";
+
+/** A destination as written in workflows: `role:NAME`, `team:NAME` or `foreign:KEY`. */
+export interface Destination {
+  kind: DestinationKind;
+  id: string;
+}
+
+export function formatDestination(d: Destination): string {
+  return `${d.kind}:${d.id}`;
+}
+
+const DESTINATION_RE = /^(role|team|foreign):([A-Za-z0-9][A-Za-z0-9_.-]{0,127})$/;
+
+/** Parses `role:NAME` etc.; returns undefined when the text is not a destination. */
+export function parseDestination(text: string): Destination | undefined {
+  const m = DESTINATION_RE.exec(text);
+  if (!m) return undefined;
+  return { kind: m[1] as DestinationKind, id: m[2]! };
+}
+
+/** What the governor sees of a hop. Everything here is data; the governor reads no clock and does no I/O. */
+export interface HopFacts {
+  action: ActionType;
+  orgId: string;
+  taskId: string;
+  stepId: string;
+  workflow: string;
+  destination: Destination;
+  /** The hop's effective clearance floor: max(parent floor, step floor). */
+  clearance: number;
+  /** Estimated cost of this hop in the tenant's cost units. */
+  cost: number;
+  /** Cost already accrued on the task before this hop. */
+  taskCost: number;
+  /** The task's budget from its workflow definition, or null when unbounded. */
+  taskBudget: number | null;
+  /** The step asked for a human approval (`approval: true` in the workflow). */
+  approvalHint: boolean;
+  delegationDepth: number;
+}
+
+export interface StepDefinition {
+  id: string;
+  to: Destination;
+  /** Steps that must complete first. Default: the previous step in the list (none for the first). */
+  needs: string[];
+  timeoutMs: number | null;
+  retries: number;
+  /** Base of exponential backoff between attempts (ms). */
+  backoffMs: number;
+  costEstimate: number;
+  clearance: number;
+  approval: boolean;
+}
+
+export interface WorkflowDefinition {
+  name: string;
+  description?: string;
+  /** Task budget in cost units; null when unbounded. */
+  budget: number | null;
+  steps: StepDefinition[];
+}
+
+/** One audit entry before it is chained (seq and hashes are assigned at append time). */
+export interface AuditEntry {
+  orgId: string;
+  /** A governed action type, or `result`, `approval`, `timeout`, `cancel`, `retry`, `fail`. */
+  action: string;
+  /** Who caused it: `coordinator`, `worker:role:NAME`, `user:NAME`, `cli`. */
+  actor: string;
+  destination: string;
+  /** allow / deny / requires_approval for governed hops; accepted / approved / denied / failed otherwise. */
+  verdict: string;
+  rule: string;
+  reason: string;
+  /** sha256 hex of the hop's payload bytes ("" when there is none). */
+  payloadHash: string;
+  cost: number;
+  taskId: string;
+  stepId: string;
+  envelopeId: string;
+  atMs: number;
+}
+
+export interface AuditRow extends AuditEntry {
+  seq: number;
+  prevHash: string;
+  hash: string;
+}
+
+/** The hash a chain starts from. */
+export const GENESIS_HASH = "0".repeat(64);

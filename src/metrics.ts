@@ -1,0 +1,59 @@
+/**
+ * Prometheus metrics. One `Metrics` object per process, created with its own registry and passed to the parts
+ * that record; nothing registers globally.
+ */
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+export interface Metrics {
+  registry: Registry;
+  hops: Counter<"action" | "verdict">;
+  hopLatency: Histogram<"action">;
+  events: Counter<"type" | "outcome">;
+  deadLetters: Counter<"stream" | "reason">;
+  reclaims: Counter<"stream">;
+  outboxLag: Histogram<never>;
+  auditAppendLatency: Histogram<never>;
+  delegationDepthExceeded: Counter<never>;
+  orphanReplies: Counter<never>;
+  batchSize: Histogram<never>;
+  queueLength: Gauge<"stream">;
+  queuePending: Gauge<"stream">;
+}
+
+export function createMetrics(registry: Registry = new Registry()): Metrics {
+  return {
+    registry,
+    hops: new Counter({ name: "switchyard_hops_total", help: "Governed hops by action and verdict", labelNames: ["action", "verdict"], registers: [registry] }),
+    hopLatency: new Histogram({
+      name: "switchyard_hop_latency_seconds",
+      help: "Time from an inbound envelope's creation to the commit of the hops it caused",
+      labelNames: ["action"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    events: new Counter({ name: "switchyard_coordinator_events_total", help: "Coordinator events by type and outcome", labelNames: ["type", "outcome"], registers: [registry] }),
+    deadLetters: new Counter({ name: "switchyard_dead_letters_total", help: "Entries moved to a dead-letter stream", labelNames: ["stream", "reason"], registers: [registry] }),
+    reclaims: new Counter({ name: "switchyard_reclaims_total", help: "Stalled entries reclaimed from a dead consumer", labelNames: ["stream"], registers: [registry] }),
+    outboxLag: new Histogram({
+      name: "switchyard_outbox_lag_seconds",
+      help: "Age of outbox rows when published",
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10],
+      registers: [registry],
+    }),
+    auditAppendLatency: new Histogram({
+      name: "switchyard_audit_append_seconds",
+      help: "Time to append one batch of audit rows",
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+      registers: [registry],
+    }),
+    delegationDepthExceeded: new Counter({
+      name: "switchyard_delegation_depth_exceeded_total",
+      help: "Delegations that finished at or past the depth ceiling, so no REPLY was delivered",
+      registers: [registry],
+    }),
+    orphanReplies: new Counter({ name: "switchyard_orphan_replies_total", help: "Replies whose origin was unknown or no longer waiting", registers: [registry] }),
+    batchSize: new Histogram({ name: "switchyard_coordinator_batch_size", help: "Inbound envelopes per coordinator transaction", buckets: [1, 5, 10, 25, 50, 100, 200, 500], registers: [registry] }),
+    queueLength: new Gauge({ name: "switchyard_queue_length", help: "Entries in a stream", labelNames: ["stream"], registers: [registry] }),
+    queuePending: new Gauge({ name: "switchyard_queue_pending", help: "Delivered but unacknowledged entries in a stream", labelNames: ["stream"], registers: [registry] }),
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * The composition root: turns a Config into connected parts (pool, Redis, bus, caches, engine, publisher, task
+ * service). Every process — CLI command, coordinator, harness, demo, tests — builds its parts here, so wiring
+ * lives in one place. `close()` releases everything and is idempotent.
+ */
+import { Redis } from "ioredis";
+import type { Config } from "./config.js";
+import type { Bus } from "./bus/bus.js";
+import { createRedisBus } from "./bus/redis-bus.js";
+import { assertRedisSafe } from "./bus/redis-check.js";
+import { Engine } from "./coordinator/engine.js";
+import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
+import { OutboxPublisher } from "./coordinator/outbox-publisher.js";
+import { TaskService } from "./coordinator/tasks.js";
+import { PolicyCache } from "./governance/policy-store.js";
+import { silentLogger, type Logger } from "./logger.js";
+import { createMetrics, type Metrics } from "./metrics.js";
+import { createPool, type Pool } from "./store/db.js";
+import { assertSchemaCurrent } from "./store/migrate.js";
+import { WorkflowCache } from "./store/workflow-store.js";
+
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  pool: Pool;
+  redis: Redis;
+  bus: Bus;
+  policies: PolicyCache;
+  workflows: WorkflowCache;
+  engine: Engine;
+  publisher: OutboxPublisher;
+  tasks: TaskService;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  logger?: Logger;
+  metrics?: Metrics;
+  foreign?: ForeignDispatcher;
+  /** Pool size; coordinators want a few, CLI commands one or two. @defaultValue 10 */
+  poolSize?: number;
+  /** Check the schema version and Redis eviction policy first. @defaultValue true */
+  checks?: boolean;
+  clock?: () => number;
+}
+
+export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+  const logger = options.logger ?? silentLogger;
+  const metrics = options.metrics ?? createMetrics();
+  const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10 });
+  // maxRetriesPerRequest: null keeps commands queued across a Redis restart instead of failing them.
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await bus.close().catch(() => {});
+    redis.disconnect();
+    await pool.end().catch(() => {});
+  };
+  const bus = createRedisBus({
+    redis,
+    keyPrefix: config.bus.keyPrefix,
+    maxPayloadBytes: config.bus.maxPayloadBytes,
+    maxDeliveries: config.bus.maxDeliveries,
+    logger,
+  });
+  try {
+    await redis.connect();
+    if (options.checks !== false) {
+      await assertSchemaCurrent(pool);
+      await assertRedisSafe(redis, { logger });
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const policies = new PolicyCache({ pool, ttlMs: 1000 });
+  const workflows = new WorkflowCache(pool);
+  const engine = new Engine({
+    policies,
+    workflows,
+    foreign: options.foreign,
+    maxPayloadBytes: config.bus.maxPayloadBytes,
+    defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
+    logger,
+    metrics,
+    clock: options.clock,
+  });
+  const publisher = new OutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics });
+  const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
+  return { config, logger, metrics, pool, redis, bus, policies, workflows, engine, publisher, tasks, close };
+}

@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { consumerName, deadLetterKey, streamKey } from "../../src/bus/keys.js";
+import { ErrorCode } from "../../src/errors.js";
+
+/** The part of a key Redis Cluster hashes: the first non-empty `{...}`. */
+function hashTag(key: string): string {
+  const open = key.indexOf("{");
+  const close = key.indexOf("}", open + 1);
+  return open >= 0 && close > open + 1 ? key.slice(open + 1, close) : key;
+}
+
+describe("stream keys", () => {
+  it.each(["role:writer", "team:ops", "coordinator", "foreign:acme-agent.v2"])("maps %s into a hash tag shared with its dead-letter stream", (stream) => {
+    expect(streamKey("sy:", stream)).toBe(`sy:{${stream}}`);
+    expect(deadLetterKey("sy:", stream)).toBe(`sy:{${stream}}:dead`);
+    expect(hashTag(streamKey("sy:", stream))).toBe(stream);
+    expect(hashTag(deadLetterKey("sy:", stream))).toBe(stream);
+  });
+
+  it.each(["", "Role:writer", "role:", "role:{x}", "role:a b", "role:writer:extra", ":writer", "x".repeat(40)])("rejects %j", (stream) => {
+    expect(() => streamKey("sy:", stream)).toThrowError(expect.objectContaining({ code: ErrorCode.InvalidArgument, message: expect.stringContaining("stream name") }));
+  });
+
+  it("rejects a prefix with braces", () => {
+    expect(() => streamKey("sy:{a}:", "role:writer")).toThrowError(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+  });
+});
+
+describe("consumerName", () => {
+  it("is host-pid-random and unique per call", () => {
+    const a = consumerName("writer");
+    const b = consumerName("writer");
+    expect(a).toMatch(new RegExp(`^[A-Za-z0-9_.-]+-${process.pid}-[0-9a-f]{8}$`));
+    expect(a).not.toBe(b);
+  });
+
+  it("requires a role", () => {
+    expect(() => consumerName("")).toThrowError(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+  });
+});

@@ -1,0 +1,134 @@
+/**
+ * Property tests of the decision function: random schedules of results, failures, delegations, timeouts,
+ * approvals, duplicates and stale deliveries.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { decide } from "../../src/coordinator/decide.js";
+import type { CoordinatorEvent, Effect, TaskState } from "../../src/coordinator/model.js";
+import type { HopFacts, Verdict } from "../../src/domain.js";
+import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
+
+const workflow = chain(
+  stepDef("a", "role:one", { retries: 2, timeoutMs: 50, costEstimate: 2 }),
+  stepDef("b", "role:two", { retries: 1, timeoutMs: 50, costEstimate: 1 }),
+  stepDef("c", "role:three", { needs: ["a"], timeoutMs: 50, costEstimate: 0.5 }),
+  stepDef("d", "role:four", { needs: ["b", "c"], retries: 1, timeoutMs: 50, costEstimate: 3 }),
+);
+
+function governor(approvals: boolean) {
+  return (hop: HopFacts): Verdict =>
+    approvals && hop.stepId === "b" && hop.action === "dispatch"
+      ? { verdict: "requires_approval", rule: "human", reason: "check" }
+      : { verdict: "allow", rule: "ok", reason: "ok" };
+}
+
+interface Trace {
+  state: TaskState;
+  log: Array<{ event: CoordinatorEvent; ignored?: string; effects: Effect[]; status: string }>;
+}
+
+/** Candidate events the outside world could deliver next, given the state and what was delivered before. */
+function candidates(state: TaskState, delivered: CoordinatorEvent[], now: number): Array<{ event: CoordinatorEvent; at: number }> {
+  const out: Array<{ event: CoordinatorEvent; at: number }> = [];
+  for (const step of state.steps.values()) {
+    const key = `${step.stepId}-${step.attempt}`;
+    if (step.status === "dispatched") {
+      out.push({ at: now, event: { type: "result", eventId: `ok-${key}`, stepId: step.stepId, attempt: step.attempt, actor: "w", ok: true, output: { step: step.stepId }, error: null, cost: 1.25, payloadHash: "h" } });
+      out.push({ at: now, event: { type: "result", eventId: `err-${key}`, stepId: step.stepId, attempt: step.attempt, actor: "w", ok: false, output: null, error: { code: "HANDLER_FAILED", message: "x", retryable: true }, cost: 0.25, payloadHash: "h" } });
+      if (step.kind === "workflow") {
+        out.push({ at: now, event: { type: "query", eventId: `q-${key}-${step.delegations}`, originStepId: step.stepId, originAttempt: step.attempt, actor: "w", destination: "role:helper", correlationId: `c-${key}`, depth: step.depth, turn: step.delegations, query: { n: 1 }, state: { s: 1 } } });
+      }
+    }
+    if (step.dueAtMs !== null) out.push({ at: Math.max(now, step.dueAtMs), event: { type: "step_due", eventId: `due-${key}-${step.dueAtMs}`, stepId: step.stepId, attempt: step.attempt } });
+    if (step.status === "parked" && step.approvalId) {
+      out.push({ at: now, event: { type: "approval_decided", eventId: `ap-${step.approvalId}`, approvalId: step.approvalId, approve: true, actor: "user:a", reason: "" } });
+      out.push({ at: now, event: { type: "approval_decided", eventId: `dn-${step.approvalId}`, approvalId: step.approvalId, approve: false, actor: "user:b", reason: "" } });
+    }
+  }
+  for (const event of delivered) out.push({ at: now, event }); // duplicates and stale redeliveries
+  if (delivered.length > 3) out.push({ at: now, event: { type: "cancel", eventId: "cancel", actor: "user:c", reason: "" } });
+  return out;
+}
+
+function simulate(choices: number[], approvals: boolean): Trace {
+  let state = initialState(workflow);
+  let now = 1000;
+  const log: Trace["log"] = [];
+  const delivered: CoordinatorEvent[] = [];
+  const first = decide(state, { type: "task_started", eventId: "start" }, context(now, "start", governor(approvals)));
+  state = first.state;
+  log.push({ event: { type: "task_started", eventId: "start" }, effects: first.effects, status: state.task.status });
+  for (const choice of choices) {
+    const options = candidates(state, delivered, now);
+    if (options.length === 0) break;
+    const pick = options[choice % options.length]!;
+    now = pick.at + 1;
+    const decision = decide(state, pick.event, context(now, pick.event.eventId, governor(approvals)));
+    state = decision.state;
+    delivered.push(pick.event);
+    log.push({ event: pick.event, ignored: decision.ignored, effects: decision.effects, status: state.task.status });
+  }
+  return { state, log };
+}
+
+const schedule = fc.tuple(fc.array(fc.nat({ max: 10_000 }), { minLength: 1, maxLength: 80 }), fc.boolean());
+
+describe("decide (properties)", () => {
+  it("is deterministic: the same schedule yields the same state and effects", () => {
+    fc.assert(
+      fc.property(schedule, ([choices, approvals]) => {
+        const one = simulate(choices, approvals);
+        const two = simulate(choices, approvals);
+        expect(JSON.stringify(two.log)).toBe(JSON.stringify(one.log));
+        expect(JSON.stringify([...two.state.steps.values()])).toBe(JSON.stringify([...one.state.steps.values()]));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("never applies a transition twice, whatever is duplicated or reordered", () => {
+    fc.assert(
+      fc.property(schedule, ([choices, approvals]) => {
+        const { log } = simulate(choices, approvals);
+        const applied = new Set<string>();
+        for (const entry of log) {
+          if (entry.ignored === undefined) {
+            expect(applied.has(entry.event.eventId), `event ${entry.event.eventId} applied twice`).toBe(false);
+            applied.add(entry.event.eventId);
+          } else {
+            expect(entry.effects.filter((e) => e.type !== "count")).toEqual([]);
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("accepts at most one successful result per step, sends nothing after the task ends, and keeps cost consistent", () => {
+    fc.assert(
+      fc.property(schedule, ([choices, approvals]) => {
+        const { log, state } = simulate(choices, approvals);
+        const accepted = new Map<string, number>();
+        let ended = false;
+        for (const entry of log) {
+          for (const effect of entry.effects) {
+            if (effect.type === "audit" && effect.entry.action === "result" && effect.entry.verdict === "accepted") {
+              accepted.set(effect.entry.stepId, (accepted.get(effect.entry.stepId) ?? 0) + 1);
+            }
+            if (ended) expect(effect.type === "send" || effect.type === "open_approval").toBe(false);
+          }
+          ended = ["completed", "failed", "cancelled"].includes(entry.status);
+        }
+        for (const count of accepted.values()) expect(count).toBe(1);
+        const sum = [...state.steps.values()].reduce((total, s) => total + s.cost, 0);
+        expect(state.task.cost).toBeCloseTo(sum, 6);
+        expect(state.task.cost).toBeGreaterThanOrEqual(-1e-9);
+        if (state.task.status === "completed") {
+          for (const def of workflow.steps) expect(state.steps.get(def.id)!.status).toBe("completed");
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

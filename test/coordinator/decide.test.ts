@@ -1,0 +1,214 @@
+import { describe, expect, it } from "vitest";
+import { decide } from "../../src/coordinator/decide.js";
+import type { CoordinatorEvent, Effect, EnvelopeSpec, TaskState } from "../../src/coordinator/model.js";
+import { MAX_DELEGATION_DEPTH } from "../../src/coordinator/model.js";
+import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
+
+function sends(effects: Effect[]): EnvelopeSpec[] {
+  return effects.flatMap((e) => (e.type === "send" ? [e.envelope] : []));
+}
+function audits(effects: Effect[]) {
+  return effects.flatMap((e) => (e.type === "audit" ? [e.entry] : []));
+}
+function result(stepId: string, attempt: number, ok = true, extra: Partial<Extract<CoordinatorEvent, { type: "result" }>> = {}): CoordinatorEvent {
+  return { type: "result", eventId: `r-${stepId}-${attempt}-${ok}`, stepId, attempt, actor: "worker:role:x", ok, output: ok ? { from: stepId } : null, error: ok ? null : { code: "HANDLER_FAILED", message: "boom", retryable: true }, cost: 0.5, payloadHash: "h", ...extra };
+}
+
+const wf = chain(stepDef("a", "role:one"), stepDef("b", "role:two"), stepDef("c", "role:three"));
+
+function run(state: TaskState, events: CoordinatorEvent[], now = 1000) {
+  let s = state;
+  const effects: Effect[] = [];
+  for (const [i, e] of events.entries()) {
+    const d = decide(s, e, context(now + i, e.eventId));
+    s = d.state;
+    effects.push(...d.effects);
+  }
+  return { state: s, effects };
+}
+
+describe("decide", () => {
+  it("starts by dispatching the first step only, governed and audited", () => {
+    const d = decide(initialState(wf), { type: "task_started", eventId: "start" }, context(1000, "start"));
+    const out = sends(d.effects);
+    expect(out).toHaveLength(1);
+    expect(out[0]).toMatchObject({ kind: "WORK", stepId: "a", attempt: 1, destination: "role:one" });
+    expect(JSON.parse(out[0]!.payloadJson)).toEqual({ input: { task: { topic: "x" }, steps: {} }, turn: 0 });
+    expect(audits(d.effects)).toEqual([expect.objectContaining({ action: "dispatch", verdict: "allow", stepId: "a", cost: 1 })]);
+    expect(d.state.steps.get("a")).toMatchObject({ status: "dispatched", attempt: 1, dueAtMs: 2000 });
+    expect(d.state.task.cost).toBe(1);
+  });
+
+  it("passes needed outputs downstream and completes the task after the last result", () => {
+    const { state, effects } = run(initialState(wf), [{ type: "task_started", eventId: "s" }, result("a", 1), result("b", 1), result("c", 1)]);
+    expect(state.task.status).toBe("completed");
+    const b = sends(effects).find((e) => e.stepId === "b")!;
+    expect(JSON.parse(b.payloadJson).input.steps).toEqual({ a: { from: "a" } });
+    // estimate 1 per step replaced by actual 0.5 per step
+    expect(state.task.cost).toBeCloseTo(1.5);
+    expect(audits(effects).map((a) => a.action)).toEqual(["dispatch", "result", "dispatch", "result", "dispatch", "result"]);
+  });
+
+  it("ignores a duplicate or stale result", () => {
+    const started = run(initialState(wf), [{ type: "task_started", eventId: "s" }, result("a", 1)]).state;
+    const dup = decide(started, result("a", 1), context(2000, "dup"));
+    expect(dup.ignored).toBe("stale result");
+    expect(dup.state).toBe(started);
+    const stale = decide(started, result("b", 7), context(2000, "stale"));
+    expect(stale.ignored).toBeDefined();
+  });
+
+  it("retries a retryable failure after backoff, then fails the task when attempts run out", () => {
+    const w = chain(stepDef("a", "role:one", { retries: 1, backoffMs: 100 }), stepDef("b", "role:two"));
+    let { state } = run(initialState(w), [{ type: "task_started", eventId: "s" }, result("a", 1, false)]);
+    expect(state.steps.get("a")).toMatchObject({ status: "retrying", dueAtMs: 1001 + 100 });
+    const early = decide(state, { type: "step_due", eventId: "d0", stepId: "a", attempt: 1 }, context(1050, "d0"));
+    expect(early.ignored).toBe("not due");
+    const due = decide(state, { type: "step_due", eventId: "d1", stepId: "a", attempt: 1 }, context(1200, "d1"));
+    expect(sends(due.effects)[0]).toMatchObject({ stepId: "a", attempt: 2 });
+    state = decide(due.state, result("a", 2, false), context(1300, "f2")).state;
+    expect(state.task.status).toBe("failed");
+    expect(state.task.error).toMatchObject({ stepId: "a", code: "HANDLER_FAILED" });
+    expect(state.steps.get("b")!.status).toBe("cancelled");
+  });
+
+  it("does not retry a non-retryable failure", () => {
+    const w = chain(stepDef("a", "role:one", { retries: 3 }));
+    const { state } = run(initialState(w), [
+      { type: "task_started", eventId: "s" },
+      result("a", 1, false, { error: { code: "INVALID_ARGUMENT", message: "bad", retryable: false } }),
+    ]);
+    expect(state.task.status).toBe("failed");
+    expect(state.steps.get("a")!.attempt).toBe(1);
+  });
+
+  it("times out a silent attempt, releases its estimate and re-dispatches a new attempt", () => {
+    const w = chain(stepDef("a", "role:one", { retries: 1, timeoutMs: 500 }));
+    const { state } = run(initialState(w), [{ type: "task_started", eventId: "s" }]);
+    const d = decide(state, { type: "step_due", eventId: "t", stepId: "a", attempt: 1 }, context(5000, "t"));
+    expect(audits(d.effects).map((a) => a.action)).toEqual(["timeout", "dispatch"]);
+    expect(d.state.steps.get("a")).toMatchObject({ status: "dispatched", attempt: 2 });
+    expect(d.state.task.cost).toBe(1);
+    // the late result of attempt 1 is stale
+    expect(decide(d.state, result("a", 1), context(5001, "late")).ignored).toBe("stale result");
+  });
+
+  it("denies fail the step closed with the rule in the error", () => {
+    const d = decide(initialState(wf), { type: "task_started", eventId: "s" }, context(1, "s", () => ({ verdict: "deny", rule: "no-one", reason: "closed" })));
+    expect(sends(d.effects)).toHaveLength(0);
+    expect(d.state.task.status).toBe("failed");
+    expect(d.state.steps.get("a")!.error).toMatchObject({ code: "POLICY_DENIED" });
+    expect(audits(d.effects)[0]).toMatchObject({ verdict: "deny", rule: "no-one", cost: 0 });
+  });
+
+  it("parks on requires_approval and resumes exactly once on approval", () => {
+    const govern = (hop: { stepId: string }) =>
+      hop.stepId === "b" ? { verdict: "requires_approval" as const, rule: "human", reason: "check" } : { verdict: "allow" as const, rule: "ok", reason: "ok" };
+    let s = run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
+    const parked = decide(s, result("a", 1), context(10, "ra", govern));
+    const approval = parked.effects.find((e) => e.type === "open_approval");
+    expect(approval).toBeDefined();
+    expect(parked.state.task.status).toBe("parked");
+    expect(sends(parked.effects)).toHaveLength(0);
+    const approvalId = approval!.type === "open_approval" ? approval!.approval.id : "";
+    const approved = decide(parked.state, { type: "approval_decided", eventId: "ap", approvalId, approve: true, actor: "user:ann", reason: "" }, context(20, "ap", govern));
+    expect(sends(approved.effects)).toEqual([expect.objectContaining({ stepId: "b", attempt: 1 })]);
+    expect(audits(approved.effects).map((a) => [a.action, a.verdict])).toEqual([["approval", "approved"], ["dispatch", "allow"]]);
+    expect(approved.state.task.status).toBe("running");
+    const again = decide(approved.state, { type: "approval_decided", eventId: "ap2", approvalId, approve: false, actor: "user:bob", reason: "" }, context(30, "ap2", govern));
+    expect(again.ignored).toBe("approval is not pending");
+    s = approved.state;
+    expect(s.steps.get("b")!.status).toBe("dispatched");
+  });
+
+  it("a denied approval fails the step and the task", () => {
+    const govern = () => ({ verdict: "requires_approval" as const, rule: "human", reason: "check" });
+    const s = run(initialState(wf), []).state;
+    const parked = decide(s, { type: "task_started", eventId: "s" }, context(1, "s", govern));
+    const approvalId = parked.state.steps.get("a")!.approvalId!;
+    const denied = decide(parked.state, { type: "approval_decided", eventId: "d", approvalId, approve: false, actor: "user:ann", reason: "no" }, context(2, "d", govern));
+    expect(denied.state.task.status).toBe("failed");
+    expect(denied.state.steps.get("a")!.error!.message).toContain("user:ann");
+  });
+
+  it("oversize step input fails closed before anything is sent", () => {
+    const big = { blob: "x".repeat(2000) };
+    const ctx = { ...context(1, "s"), maxPayloadBytes: 1000 };
+    const d = decide(initialState(wf, big), { type: "task_started", eventId: "s" }, ctx);
+    expect(sends(d.effects)).toHaveLength(0);
+    expect(d.state.steps.get("a")!.error!.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(audits(d.effects)[0]).toMatchObject({ verdict: "deny", rule: "builtin:payload-size" });
+  });
+
+  it("cancel closes open steps and approvals, and later results are stale", () => {
+    const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
+    const c = decide(s, { type: "cancel", eventId: "c", actor: "user:ann", reason: "stop" }, context(5, "c"));
+    expect(c.state.task.status).toBe("cancelled");
+    expect(c.state.steps.get("a")!.status).toBe("cancelled");
+    expect(c.state.task.cost).toBe(0);
+    expect(decide(c.state, result("a", 1), context(6, "r")).ignored).toBeDefined();
+  });
+
+  describe("delegation", () => {
+    function query(depth = 0, extra: Partial<Extract<CoordinatorEvent, { type: "query" }>> = {}): CoordinatorEvent {
+      return { type: "query", eventId: `q${depth}`, originStepId: "a", originAttempt: 1, actor: "worker:role:one", destination: "role:helper", correlationId: "corr-1", depth, turn: 0, query: { ask: 1 }, state: { turn: 1 }, ...extra };
+    }
+
+    it("governs the QUERY as sub_query, parks the origin and replies with a reference on completion", () => {
+      const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
+      const q = decide(s, query(), context(10, "q"));
+      expect(q.state.steps.get("a")).toMatchObject({ status: "waiting", checkpoint: { state: { turn: 1 }, delegateStepId: "a.d1" } });
+      const work = sends(q.effects)[0]!;
+      expect(work).toMatchObject({ kind: "WORK", stepId: "a.d1", destination: "role:helper", delegationDepth: 1, correlationId: "corr-1" });
+      expect(JSON.parse(work.payloadJson)).toEqual({ input: { ask: 1 }, turn: 0 });
+      expect(audits(q.effects).map((a) => a.action)).toEqual(["query", "sub_query"]);
+
+      const r = decide(q.state, result("a.d1", 1), context(20, "rd"));
+      const reply = sends(r.effects)[0]!;
+      expect(reply).toMatchObject({ kind: "REPLY", stepId: "a", attempt: 1, status: "ok", correlationId: "corr-1", delegationDepth: 1, sourceStepId: "a.d1", resultRef: `step:${s.task.id}/a.d1` });
+      expect(JSON.parse(reply.payloadJson)).toEqual({ input: { task: { topic: "x" }, steps: {} }, state: { turn: 1 }, depth: 0, turn: 1 });
+      expect(JSON.stringify(reply)).not.toContain("from"); // the result itself is not in the REPLY
+      expect(r.state.steps.get("a")!.status).toBe("dispatched");
+      // the origin then finishes normally
+      const done = decide(r.state, result("a", 1), context(30, "ra"));
+      expect(done.state.steps.get("a")!.status).toBe("completed");
+    });
+
+    it("replies on delegate failure too", () => {
+      const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }, query()]).state;
+      const r = decide(s, result("a.d1", 1, false), context(20, "rd"));
+      expect(sends(r.effects)[0]).toMatchObject({ kind: "REPLY", status: "error", error: { code: "HANDLER_FAILED" } });
+      expect(r.state.task.status).toBe("running");
+    });
+
+    it(`delivers no reply at depth >= ${MAX_DELEGATION_DEPTH} but still records the delegate's work`, () => {
+      const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }, query(MAX_DELEGATION_DEPTH)]).state;
+      const r = decide(s, result("a.d1", 1), context(20, "rd"));
+      expect(sends(r.effects)).toHaveLength(0);
+      expect(r.state.steps.get("a.d1")!.status).toBe("completed");
+      expect(r.effects).toContainEqual({ type: "count", metric: "delegation_depth_exceeded" });
+      const below = run(initialState(wf), [{ type: "task_started", eventId: "s" }, query(MAX_DELEGATION_DEPTH - 1)]).state;
+      expect(sends(decide(below, result("a.d1", 1), context(20, "rd")).effects)).toHaveLength(1);
+    });
+
+    it("an origin that moved on (timed out and re-dispatched) gets no reply and nothing crashes", () => {
+      const w = chain(stepDef("a", "role:one", { retries: 1, timeoutMs: 100 }));
+      let s = run(initialState(w), [{ type: "task_started", eventId: "s" }, query()]).state;
+      s = decide(s, { type: "step_due", eventId: "t", stepId: "a", attempt: 1 }, context(10_000, "t")).state;
+      expect(s.steps.get("a")).toMatchObject({ status: "dispatched", attempt: 2 });
+      const r = decide(s, result("a.d1", 1), context(10_001, "rd"));
+      expect(sends(r.effects)).toHaveLength(0);
+      expect(r.effects).toContainEqual({ type: "count", metric: "orphan_reply" });
+    });
+
+    it("a duplicate QUERY creates no second delegation, even after the origin resumed", () => {
+      const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }, query()]).state;
+      expect(decide(s, query(), context(11, "q")).ignored).toBe("stale query");
+      const resumed = decide(s, result("a.d1", 1), context(12, "rd")).state;
+      expect(resumed.steps.get("a")!.status).toBe("dispatched");
+      expect(decide(resumed, query(), context(13, "q")).ignored).toBe("stale query");
+      // the resumed turn may delegate again (turn 1)
+      expect(decide(resumed, query(0, { eventId: "q-next", turn: 1 }), context(14, "q2")).state.steps.get("a.d2")).toBeDefined();
+    });
+  });
+});

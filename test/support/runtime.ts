@@ -1,0 +1,80 @@
+/**
+ * A full runtime (pool, Redis, bus, engine, task service) on a fresh test database and a unique key prefix.
+ */
+import { defaultConfig, type Config } from "../../src/config.js";
+import { Coordinator } from "../../src/coordinator/coordinator.js";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime.js";
+import { createTestDatabase, type TestDatabase } from "./db.js";
+import { redisUrl } from "./env.js";
+import { deleteByPrefix, uniquePrefix } from "./redis.js";
+
+export interface TestRuntime extends Runtime {
+  db: TestDatabase;
+  prefix: string;
+  /** Starts a coordinator in this process; stopped by cleanup(). */
+  startCoordinator(overrides?: Partial<ConstructorParameters<typeof Coordinator>[0]>): Coordinator;
+  cleanup(): Promise<void>;
+}
+
+export function testConfig(db: TestDatabase, prefix: string, overrides: Partial<Config["coordinator"]> = {}, bus: Partial<Config["bus"]> = {}): Config {
+  return {
+    ...defaultConfig,
+    redisUrl: redisUrl(),
+    databaseUrl: db.url,
+    logLevel: "silent",
+    bus: { ...defaultConfig.bus, keyPrefix: prefix, blockMs: 100, reclaimIdleMs: 2000, ...bus },
+    coordinator: { ...defaultConfig.coordinator, sweepIntervalMs: 100, outboxStaleMs: 500, defaultStepTimeoutMs: 5000, ...overrides },
+    harness: { shutdownGraceMs: 1000, heartbeatMs: 500 },
+  };
+}
+
+export async function createTestRuntime(
+  options: RuntimeOptions & { coordinator?: Partial<Config["coordinator"]>; bus?: Partial<Config["bus"]> } = {},
+): Promise<TestRuntime> {
+  const db = await createTestDatabase();
+  const prefix = uniquePrefix();
+  const config = testConfig(db, prefix, options.coordinator, options.bus);
+  const runtime = await createRuntime(config, options);
+  const coordinators: Coordinator[] = [];
+  return {
+    ...runtime,
+    db,
+    prefix,
+    startCoordinator(overrides = {}) {
+      const coordinator = new Coordinator({
+        pool: runtime.pool,
+        bus: runtime.bus,
+        engine: runtime.engine,
+        publisher: runtime.publisher,
+        consumer: `test-${coordinators.length}`,
+        batchSize: config.coordinator.batchSize,
+        blockMs: config.bus.blockMs,
+        reclaimIdleMs: config.bus.reclaimIdleMs,
+        sweepIntervalMs: config.coordinator.sweepIntervalMs,
+        trimMaxLen: config.bus.trimMaxLen,
+        metrics: runtime.metrics,
+        logger: runtime.logger,
+        ...overrides,
+      });
+      coordinators.push(coordinator);
+      void coordinator.start();
+      return coordinator;
+    },
+    async cleanup() {
+      await Promise.all(coordinators.map((c) => c.close()));
+      await deleteByPrefix(runtime.redis, prefix).catch(() => {});
+      await runtime.close();
+      await db.drop();
+    },
+  };
+}
+
+export async function waitFor<T>(fn: () => Promise<T | undefined | false>, options: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+  const deadline = Date.now() + (options.timeoutMs ?? 15_000);
+  for (;;) {
+    const value = await fn();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${options.what ?? "condition"}`);
+    await new Promise((r) => setTimeout(r, options.intervalMs ?? 50));
+  }
+}

@@ -1,0 +1,32 @@
+/** Starts real harnesses on a test runtime's bus; stops them all in `stop()`. */
+import { createHarness, type Handler, type Harness } from "../../src/harness/index.js";
+import { createStepResultReader } from "../../src/store/step-result-reader.js";
+import type { TestRuntime } from "./runtime.js";
+
+export class Workers {
+  private readonly harnesses: Harness[] = [];
+  constructor(private readonly runtime: TestRuntime) {}
+
+  start(role: string, handler: Handler, options: { concurrency?: number; consumer?: string } = {}): Harness {
+    const harness = createHarness({
+      bus: this.runtime.bus,
+      role,
+      handler,
+      concurrency: options.concurrency ?? 10,
+      consumer: options.consumer,
+      maxPayloadBytes: this.runtime.config.bus.maxPayloadBytes,
+      reclaimIdleMs: this.runtime.config.bus.reclaimIdleMs,
+      heartbeatMs: this.runtime.config.harness.heartbeatMs,
+      shutdownGraceMs: this.runtime.config.harness.shutdownGraceMs,
+      blockMs: 100,
+      resultReader: createStepResultReader({ db: this.runtime.pool }),
+    });
+    this.harnesses.push(harness);
+    void harness.start();
+    return harness;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.harnesses.map((h) => h.close()));
+  }
+}
