@@ -89,6 +89,8 @@ function onQuery(draft: Draft, event: EventOf<"query">): string | undefined {
   if (!draft.isTaskOpen()) return "task is not open";
 
   const delegateStepId = `${origin.stepId}.d${origin.delegations + 1}`;
+  const spent = roundCost(Math.max(0, event.cost));
+  draft.accrue(spent);
   draft.audit({
     action: "query",
     actor: event.actor,
@@ -97,13 +99,14 @@ function onQuery(draft: Draft, event: EventOf<"query">): string | undefined {
     rule: "builtin:query",
     reason: `delegation to ${event.destination} as ${delegateStepId}`,
     payloadHash: draft.ctx.hashPayload(JSON.stringify(event.query ?? null)),
-    cost: 0,
+    cost: spent,
     stepId: origin.stepId,
     envelopeId: event.eventId,
   });
   // The origin's turn stands down; its in-flight estimate stays reserved until it completes.
   draft.updateStep(origin.stepId, {
     status: "waiting",
+    cost: roundCost(origin.cost + spent),
     delegations: origin.delegations + 1,
     checkpoint: { state: event.state ?? null, delegateStepId, correlationId: event.correlationId },
     dueAtMs: draft.ctx.now + stepTimeoutMs(draft, origin),

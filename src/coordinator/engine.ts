@@ -6,7 +6,7 @@
 import { performance } from "node:perf_hooks";
 import type { AuditEntry, AuditRow, HopFacts, Verdict, WorkflowDefinition } from "../domain.js";
 import { encodeEnvelope } from "../bus/codec.js";
-import { withTransaction, type Pool, type PoolClient } from "../store/db.js";
+import { withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { appendAudit } from "../governance/audit-log.js";
 import { evaluate } from "../governance/governor.js";
 import type { CompiledPolicy } from "../governance/policy.js";
@@ -20,11 +20,12 @@ import { insertOutbox, type OutboxRow } from "./outbox.js";
 import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
 
+/** Sources take the transaction's client: a second pooled connection per transaction can exhaust the pool. */
 export interface PolicySource {
-  get(orgId: string): Promise<CompiledPolicy>;
+  get(orgId: string, db: Queryable): Promise<CompiledPolicy>;
 }
 export interface WorkflowSource {
-  get(orgId: string, name: string, version: number): Promise<WorkflowDefinition>;
+  get(orgId: string, name: string, version: number, db: Queryable): Promise<WorkflowDefinition>;
 }
 
 export interface EngineOptions {
@@ -95,7 +96,7 @@ export class Engine {
     const states = new Map<string, TaskState>();
     const before = new Map<string, TaskState>();
     for (const [taskId, task] of tasks) {
-      const workflow = await this.options.workflows.get(task.orgId, task.workflowName, task.workflowVersion);
+      const workflow = await this.options.workflows.get(task.orgId, task.workflowName, task.workflowVersion, client);
       const state = { task, steps: orderSteps(workflow, steps.get(taskId) ?? []), workflow };
       states.set(taskId, state);
       before.set(taskId, state);
@@ -112,7 +113,7 @@ export class Engine {
         this.logger.warn({ orgId: input.orgId, taskId: input.taskId, eventType: input.event.type }, state ? "event for another tenant's task refused" : "event for an unknown task dropped");
         continue;
       }
-      const policy = await this.options.policies.get(state.task.orgId);
+      const policy = await this.options.policies.get(state.task.orgId, client);
       const decision = decide(state, input.event, this.context(policy, input.event.eventId));
       if (decision.ignored) {
         result.ignored.push({ taskId: input.taskId, type: input.event.type, reason: decision.ignored });

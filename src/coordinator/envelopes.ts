@@ -124,6 +124,8 @@ export function envelopeToEvent(envelope: Envelope): InboundEvent {
       if (!replyTo || replyTo.taskId !== envelope.taskId || replyTo.stepId !== envelope.stepId) {
         throw malformed(envelope, "QUERY reply_to must name the origin task and step");
       }
+      const spent = envelope.usage?.cost ?? 0;
+      if (!Number.isFinite(spent) || spent < 0) throw malformed(envelope, "QUERY usage cost must be a finite number >= 0");
       const payload = payloadJson(envelope).value;
       if (!isObject(payload)) throw malformed(envelope, "QUERY payload must be an object {query, state, turn}");
       const turn = payload.turn;
@@ -142,6 +144,7 @@ export function envelopeToEvent(envelope: Envelope): InboundEvent {
           correlationId: envelope.correlationId || envelope.id,
           depth: envelope.delegationDepth,
           turn,
+          cost: spent,
           query: payload.query ?? null,
           state: payload.state ?? null,
         },

@@ -109,6 +109,8 @@ export type CoordinatorEvent =
       depth: number;
       /** The origin turn that asked: its step's delegation count when the turn began (echoed from WORK/REPLY). */
       turn: number;
+      /** Cost the origin's turn spent before it delegated. */
+      cost: number;
       query: unknown;
       state: unknown;
     })

@@ -179,7 +179,8 @@ export class WorkflowCache {
   }
 
   /** The definition of `name@version`; it is frozen because every caller shares it. */
-  get(orgId: string, name: string, version: number): Promise<WorkflowDefinition> {
+  /** `db` lets a caller inside a transaction load through its own client (see PolicyCache.get). */
+  get(orgId: string, name: string, version: number, db: Queryable = this.db): Promise<WorkflowDefinition> {
     if (!Number.isInteger(version) || version < 1) {
       return Promise.reject(new SwitchyardError(ErrorCode.InvalidArgument, `workflow version must be a positive integer, got ${version}`));
     }
@@ -191,7 +192,7 @@ export class WorkflowCache {
       this.entries.set(key, hit);
       return hit;
     }
-    const loading = getWorkflow(this.db, orgId, formatWorkflowRef(name, version)).then((w) => deepFreeze(w.definition));
+    const loading = getWorkflow(db, orgId, formatWorkflowRef(name, version)).then((w) => deepFreeze(w.definition));
     this.entries.set(key, loading);
     loading.catch(() => {
       if (this.entries.get(key) === loading) this.entries.delete(key);

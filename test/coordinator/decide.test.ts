@@ -151,7 +151,7 @@ describe("decide", () => {
 
   describe("delegation", () => {
     function query(depth = 0, extra: Partial<Extract<CoordinatorEvent, { type: "query" }>> = {}): CoordinatorEvent {
-      return { type: "query", eventId: `q${depth}`, originStepId: "a", originAttempt: 1, actor: "worker:role:one", destination: "role:helper", correlationId: "corr-1", depth, turn: 0, query: { ask: 1 }, state: { turn: 1 }, ...extra };
+      return { type: "query", eventId: `q${depth}`, originStepId: "a", originAttempt: 1, actor: "worker:role:one", destination: "role:helper", correlationId: "corr-1", depth, turn: 0, cost: 0.5, query: { ask: 1 }, state: { turn: 1 }, ...extra };
     }
 
     it("governs the QUERY as sub_query, parks the origin and replies with a reference on completion", () => {

@@ -3,6 +3,7 @@
  */
 import { defaultConfig, type Config } from "../../src/config.js";
 import { Coordinator } from "../../src/coordinator/coordinator.js";
+import { createLogger } from "../../src/logger.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 import { redisUrl } from "./env.js";
@@ -16,10 +17,12 @@ export interface TestRuntime extends Runtime {
   cleanup(): Promise<void>;
 }
 
-export function testConfig(db: TestDatabase, prefix: string, overrides: Partial<Config["coordinator"]> = {}, bus: Partial<Config["bus"]> = {}): Config {
+export function testConfig(db: TestDatabase, prefix: string, overrides: Partial<Config["coordinator"]> = {}, bus: Partial<Config["bus"]> = {}, redisDb?: number): Config {
+  const redis = new URL(redisUrl());
+  if (redisDb !== undefined) redis.pathname = `/${redisDb}`;
   return {
     ...defaultConfig,
-    redisUrl: redisUrl(),
+    redisUrl: redis.toString(),
     databaseUrl: db.url,
     logLevel: "silent",
     bus: { ...defaultConfig.bus, keyPrefix: prefix, blockMs: 100, reclaimIdleMs: 2000, ...bus },
@@ -29,12 +32,14 @@ export function testConfig(db: TestDatabase, prefix: string, overrides: Partial<
 }
 
 export async function createTestRuntime(
-  options: RuntimeOptions & { coordinator?: Partial<Config["coordinator"]>; bus?: Partial<Config["bus"]> } = {},
+  options: RuntimeOptions & { coordinator?: Partial<Config["coordinator"]>; bus?: Partial<Config["bus"]>; redisDb?: number } = {},
 ): Promise<TestRuntime> {
   const db = await createTestDatabase();
   const prefix = uniquePrefix();
-  const config = testConfig(db, prefix, options.coordinator, options.bus);
-  const runtime = await createRuntime(config, options);
+  const config = testConfig(db, prefix, options.coordinator, options.bus, options.redisDb);
+  // TEST_LOG=debug (or info…) shows the runtime's structured logs while debugging a test.
+  const logger = options.logger ?? (process.env.TEST_LOG ? createLogger({ level: process.env.TEST_LOG }) : undefined);
+  const runtime = await createRuntime(config, { ...options, logger });
   const coordinators: Coordinator[] = [];
   return {
     ...runtime,

@@ -1,0 +1,464 @@
+/**
+ * What every benchmark scenario shares: argument parsing, the scenario contract, a per-scenario context (unique
+ * Redis key prefix, scratch databases, phases, a time budget), timing and percentile helpers, and the runner.
+ * The report (table, ratios against the baselines, targets, JSON line) is at the bottom.
+ *
+ * The bench is a script, not a library: connection URLs come from `loadConfig()` (src/config.ts still being the
+ * only reader of REDIS_URL / DATABASE_URL), and progress goes to stderr so stdout holds only the report.
+ */
+import { randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import pg from "pg";
+import { Redis } from "ioredis";
+import { ErrorCode, SwitchyardError } from "../src/errors.js";
+import { createPool, type Pool } from "../src/store/db.js";
+import { migrate } from "../src/store/migrate.js";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Arguments
+
+export interface BenchOptions {
+  /** End stdout with one JSON line holding every figure. */
+  json: boolean;
+  /** A short smoke run: smaller inputs, shorter budgets. Figures are indicative only. */
+  quick: boolean;
+  /** Scenario names to run; undefined runs all. */
+  only?: string[];
+  help: boolean;
+}
+
+export const USAGE = `usage: npm run bench -- [--quick] [--json] [--only NAME[,NAME...]]
+
+  --quick        short smoke run (small inputs; figures are indicative only)
+  --json         end the output with one line holding a JSON object of every figure
+  --only NAMES   run only these scenarios (comma-separated; repeatable)
+  --help         this text`;
+
+export function parseArgs(argv: readonly string[]): BenchOptions {
+  const options: BenchOptions = { json: false, quick: false, help: false };
+  const addOnly = (value: string | undefined): void => {
+    const names = (value ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+    if (names.length === 0) throw new SwitchyardError(ErrorCode.InvalidArgument, "--only needs a scenario name");
+    options.only = [...(options.only ?? []), ...names];
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--json") options.json = true;
+    else if (arg === "--quick") options.quick = true;
+    else if (arg === "--help" || arg === "-h") options.help = true;
+    else if (arg === "--only") addOnly(argv[++i]);
+    else if (arg.startsWith("--only=")) addOnly(arg.slice("--only=".length));
+    else throw new SwitchyardError(ErrorCode.InvalidArgument, `unknown argument ${JSON.stringify(arg)}`, { details: { arg } });
+  }
+  return options;
+}
+
+/** The scenarios named by `--only`, in registry order; an unknown name is an error that lists the known ones. */
+export function selectScenarios(all: readonly Scenario[], only: readonly string[] | undefined): Scenario[] {
+  if (!only) return [...all];
+  const known = new Set(all.map((s) => s.name));
+  const unknown = only.filter((n) => !known.has(n));
+  if (unknown.length > 0) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `unknown scenario ${unknown.join(", ")}; known: ${[...known].join(", ")}`);
+  }
+  return all.filter((s) => only.includes(s.name));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The scenario contract
+
+/** One figure. `name` is also its key in the JSON line (e.g. `raw_relay_hops_per_s`). */
+export interface Measurement {
+  name: string;
+  value: number;
+  /** Throughput units end in `/s` (they get ratios against the baselines); latencies are `ms`. */
+  unit: string;
+  /** Context worth keeping beside the figure: input sizes, batch, concurrency, partial-run flags. */
+  extra?: Record<string, unknown>;
+}
+
+export interface ScratchDatabase {
+  name: string;
+  url: string;
+  /** A pool on the scratch database (max 20), ended by `drop()`. */
+  pool: Pool;
+  /** Ends the pool and drops the database. Idempotent; also run automatically after the scenario. */
+  drop(): Promise<void>;
+}
+
+export interface ScenarioContext {
+  redisUrl: string;
+  /** Base Postgres URL; scratch databases are created beside the database it names. */
+  databaseUrl: string;
+  /** Unique per run and scenario (`sybench:<run>:<scenario>:`); every key under it is deleted afterwards. */
+  keyPrefix: string;
+  quick: boolean;
+  /** Aborts when the scenario's time budget is spent or the run is interrupted; stop and report what you have. */
+  signal: AbortSignal;
+  /** A fresh `sy_bench_<random>` database with every migration applied; dropped after the scenario. */
+  createScratchDatabase(): Promise<ScratchDatabase>;
+  /** Times `fn` as a named phase: logged at once and listed in the report under "where the time goes". */
+  phase<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** Registers a cleanup run after the scenario (last registered runs first), even when it fails. */
+  defer(cleanup: () => unknown): void;
+  log(message: string): void;
+}
+
+export interface Scenario {
+  /** Short kebab-case name used by `--only`. */
+  name: string;
+  description: string;
+  /** Time budget in ms for a full / quick run (defaults 60 s / 20 s); `ctx.signal` aborts when it is spent. */
+  budgetMs?: { full: number; quick: number };
+  run(ctx: ScenarioContext): Promise<Measurement[]>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Timing and statistics
+
+export interface Stopwatch {
+  /** Milliseconds since start. */
+  elapsedMs(): number;
+  /** Milliseconds since the previous lap (or start), and starts a new lap. */
+  lapMs(): number;
+}
+
+export function startStopwatch(): Stopwatch {
+  const start = performance.now();
+  let lap = start;
+  return {
+    elapsedMs: () => performance.now() - start,
+    lapMs: () => {
+      const now = performance.now();
+      const ms = now - lap;
+      lap = now;
+      return ms;
+    },
+  };
+}
+
+export function perSecond(count: number, ms: number): number {
+  return ms > 0 ? (count * 1000) / ms : 0;
+}
+
+/** Nearest-rank percentile (`p` in 0..100) of unsorted samples; NaN when there are none. */
+export function percentile(samples: readonly number[], p: number): number {
+  return percentileOfSorted([...samples].sort((a, b) => a - b), p);
+}
+
+function percentileOfSorted(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((Math.min(100, Math.max(0, p)) / 100) * sorted.length);
+  return sorted[Math.max(0, rank - 1)]!;
+}
+
+export interface Summary {
+  count: number;
+  min: number;
+  mean: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export function summarize(samples: readonly number[]): Summary {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const sum = sorted.reduce((a, b) => a + b, 0);
+  return {
+    count: sorted.length,
+    min: sorted[0] ?? Number.NaN,
+    mean: sorted.length ? sum / sorted.length : Number.NaN,
+    p50: percentileOfSorted(sorted, 50),
+    p90: percentileOfSorted(sorted, 90),
+    p99: percentileOfSorted(sorted, 99),
+    max: sorted[sorted.length - 1] ?? Number.NaN,
+  };
+}
+
+/**
+ * Calls `fire(i, intendedAtMs)` at a fixed offered rate (open loop) for `durationMs` or until `signal` aborts;
+ * resolves with the number fired. Late ticks fire every overdue call at once, so a slow system under test does
+ * not lower the offered load; measure latency from `intendedAtMs` (a `performance.now()` time) to avoid
+ * coordinated omission.
+ */
+export async function paceAt(
+  options: { ratePerS: number; durationMs: number; signal?: AbortSignal },
+  fire: (index: number, intendedAtMs: number) => void,
+): Promise<number> {
+  const intervalMs = 1000 / options.ratePerS;
+  const start = performance.now();
+  const total = Math.floor((options.durationMs / 1000) * options.ratePerS);
+  let fired = 0;
+  while (fired < total && !options.signal?.aborted) {
+    const now = performance.now();
+    while (fired < total && start + fired * intervalMs <= now) {
+      fire(fired, start + fired * intervalMs);
+      fired++;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  return fired;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Running scenarios
+
+export interface Phase {
+  name: string;
+  ms: number;
+}
+
+export interface ScenarioResult {
+  scenario: Scenario;
+  measurements: Measurement[];
+  phases: Phase[];
+  elapsedMs: number;
+  error?: Error;
+}
+
+export interface RunOptions {
+  redisUrl: string;
+  databaseUrl: string;
+  quick: boolean;
+  /** Interrupts the whole run (e.g. on SIGINT). */
+  signal?: AbortSignal;
+  log?: (line: string) => void;
+}
+
+const DEFAULT_BUDGET = { full: 60_000, quick: 20_000 };
+// A scenario that ignores its aborted signal is abandoned this long after its budget so the run still ends.
+const ABANDON_GRACE_MS = 15_000;
+
+export function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+/** Runs scenarios one after another (never concurrently: they share Redis and Postgres). */
+export async function runScenarios(scenarios: readonly Scenario[], options: RunOptions): Promise<ScenarioResult[]> {
+  const runId = randomBytes(4).toString("hex");
+  const results: ScenarioResult[] = [];
+  for (const scenario of scenarios) {
+    if (options.signal?.aborted) break;
+    results.push(await runOne(scenario, runId, options));
+  }
+  return results;
+}
+
+async function runOne(scenario: Scenario, runId: string, options: RunOptions): Promise<ScenarioResult> {
+  const write = options.log ?? log;
+  const budget = (scenario.budgetMs ?? DEFAULT_BUDGET)[options.quick ? "quick" : "full"];
+  const budgetSignal = AbortSignal.timeout(budget);
+  const signal = options.signal ? AbortSignal.any([options.signal, budgetSignal]) : budgetSignal;
+  const keyPrefix = `sybench:${runId}:${scenario.name}:`;
+  const phases: Phase[] = [];
+  const cleanups: Array<() => unknown> = [];
+  const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const watch = startStopwatch();
+    try {
+      return await fn();
+    } finally {
+      const ms = watch.elapsedMs();
+      phases.push({ name, ms });
+      write(`  ${scenario.name} › ${name}: ${formatMs(ms)}`);
+    }
+  };
+  const ctx: ScenarioContext = {
+    redisUrl: options.redisUrl,
+    databaseUrl: options.databaseUrl,
+    keyPrefix,
+    quick: options.quick,
+    signal,
+    createScratchDatabase: async () => {
+      const db = await createScratchDatabase(options.databaseUrl);
+      cleanups.push(() => db.drop());
+      return db;
+    },
+    phase: timed,
+    defer: (cleanup) => void cleanups.push(cleanup),
+    log: (message) => write(`  ${scenario.name} › ${message}`),
+  };
+
+  write(`▶ ${scenario.name}: ${scenario.description} (budget ${formatMs(budget)})`);
+  const watch = startStopwatch();
+  let measurements: Measurement[] = [];
+  let error: Error | undefined;
+  let abandonTimer: NodeJS.Timeout | undefined;
+  try {
+    const abandoned = new Promise<never>((_, reject) => {
+      abandonTimer = setTimeout(
+        () => reject(new SwitchyardError(ErrorCode.Timeout, `scenario ${scenario.name} ignored its budget; abandoned`)),
+        budget + ABANDON_GRACE_MS,
+      );
+    });
+    measurements = await Promise.race([scenario.run(ctx), abandoned]);
+    if (signal.aborted) write(`  ${scenario.name} › budget spent or interrupted: figures cover a partial run`);
+  } catch (cause) {
+    error = cause instanceof Error ? cause : new Error(String(cause));
+    write(`  ${scenario.name} ✘ ${error.message}`);
+  } finally {
+    clearTimeout(abandonTimer);
+  }
+  await timed("cleanup", async () => {
+    for (const cleanup of cleanups.reverse()) {
+      await Promise.resolve()
+        .then(cleanup)
+        .catch((e: unknown) => write(`  ${scenario.name} › cleanup failed: ${(e as Error).message}`));
+    }
+    await deleteKeysByPrefix(options.redisUrl, keyPrefix).catch((e: unknown) =>
+      write(`  ${scenario.name} › deleting ${keyPrefix}* failed: ${(e as Error).message}`),
+    );
+  });
+  const result: ScenarioResult = { scenario, measurements, phases, elapsedMs: watch.elapsedMs() };
+  if (error) result.error = error;
+  return result;
+}
+
+async function deleteKeysByPrefix(redisUrl: string, prefix: string): Promise<void> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 3, retryStrategy: () => null });
+  redis.on("error", () => {});
+  await redis.connect();
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export function withDatabase(baseUrl: string, name: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Creates and migrates `sy_bench_<random>` beside the database `baseUrl` names. */
+export async function createScratchDatabase(baseUrl: string): Promise<ScratchDatabase> {
+  const name = `sy_bench_${randomBytes(6).toString("hex")}`;
+  const url = withDatabase(baseUrl, name);
+  let dropped = false;
+  const drop = async (): Promise<void> => {
+    if (dropped) return;
+    dropped = true;
+    await pool.end().catch(() => {});
+    const admin = new pg.Client({ connectionString: withDatabase(baseUrl, "postgres") });
+    await admin.connect();
+    try {
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+    } finally {
+      await admin.end();
+    }
+  };
+  const pool = createPool({ connectionString: url, max: 20, applicationName: "switchyard-bench" });
+  try {
+    await migrate({ connectionString: url, createDatabase: true });
+  } catch (error) {
+    await drop().catch(() => {});
+    throw error;
+  }
+  return { name, url, pool, drop };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Report
+
+/** Keys the JSON line always carries (null when not measured). */
+export const REQUIRED_KEYS = ["steps_per_s", "hops_per_s", "raw_relay_hops_per_s", "bullmq_jobs_per_s", "step_p50_ms", "step_p99_ms"] as const;
+
+export const BASELINES = { rawRelay: "raw_relay_hops_per_s", bullmq: "bullmq_jobs_per_s" } as const;
+
+export interface Target {
+  label: string;
+  /** true/false when decidable, undefined when a figure it needs was not measured. */
+  check(values: ReadonlyMap<string, number>): boolean | undefined;
+}
+
+const atLeast = (key: string, min: number): Target => ({
+  label: `${key} ≥ ${formatNumber(min)}`,
+  check: (v) => (v.has(key) ? v.get(key)! >= min : undefined),
+});
+const atMost = (key: string, max: number): Target => ({
+  label: `${key} ≤ ${formatNumber(max)}`,
+  check: (v) => (v.has(key) ? v.get(key)! <= max : undefined),
+});
+
+export const TARGETS: readonly Target[] = [
+  atLeast("steps_per_s", 7_000),
+  {
+    label: `steps_per_s ≥ 1.0 × ${BASELINES.bullmq}`,
+    check: (v) => (v.has("steps_per_s") && v.has(BASELINES.bullmq) ? v.get("steps_per_s")! >= v.get(BASELINES.bullmq)! : undefined),
+  },
+  atLeast("hops_per_s", 12_000),
+  atMost("step_p99_ms", 25),
+];
+
+export function formatNumber(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  return n.toLocaleString("en-US", { maximumFractionDigits: Math.abs(n) >= 100 ? 0 : 2 });
+}
+
+export function formatMs(ms: number): string {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`;
+}
+
+function ratio(value: number, unit: string, base: number | undefined): string {
+  if (!unit.endsWith("/s") || base === undefined || base <= 0) return "—";
+  return `${(value / base).toFixed(2)}×`;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  const right = (c: number): boolean => c === 1 || c === 3 || c === 4;
+  return rows
+    .map((r) => r.map((cell, c) => (right(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join("  ").trimEnd())
+    .join("\n");
+}
+
+/** The human report: environment, figures with ratios against both baselines, targets, where the time went. */
+export function formatReport(results: readonly ScenarioResult[], environment: readonly string[], options: { quick: boolean }): string {
+  const values = measuredValues(results);
+  const rows = [["figure", "value", "unit", "× raw relay", "× BullMQ", "scenario"]];
+  for (const r of results) {
+    for (const m of r.measurements) {
+      rows.push([m.name, formatNumber(m.value), m.unit, ratio(m.value, m.unit, values.get(BASELINES.rawRelay)), ratio(m.value, m.unit, values.get(BASELINES.bullmq)), r.scenario.name]);
+    }
+  }
+  for (const key of REQUIRED_KEYS) if (!values.has(key)) rows.push([key, "—", "", "", "", "not measured"]);
+
+  const out = [`Switchyard bench (${options.quick ? "QUICK smoke run: figures are indicative only" : "full run"})`, ...environment.map((l) => `  ${l}`), "", table(rows), "", "targets:"];
+  for (const t of TARGETS) {
+    const ok = t.check(values);
+    out.push(`  ${ok === undefined ? "–" : ok ? "✔" : "✘"} ${t.label}${ok === undefined ? " (not measured)" : ""}`);
+  }
+  out.push("", "where the time goes:");
+  for (const r of results) {
+    const phases = r.phases.map((p) => `${p.name} ${formatMs(p.ms)}`).join(" · ");
+    out.push(`  ${r.scenario.name} ${formatMs(r.elapsedMs)}: ${phases}${r.error ? `  ✘ ${r.error.message}` : ""}`);
+    for (const m of r.measurements) if (m.extra) out.push(`    ${m.name}: ${JSON.stringify(m.extra)}`);
+  }
+  return out.join("\n");
+}
+
+function measuredValues(results: readonly ScenarioResult[]): Map<string, number> {
+  const values = new Map<string, number>();
+  for (const r of results) for (const m of r.measurements) if (Number.isFinite(m.value)) values.set(m.name, m.value);
+  return values;
+}
+
+const round = (n: number): number => Math.round(n * 100) / 100;
+
+/** The machine line: every required key (null when missing), every other figure, and run metadata. */
+export function formatJsonLine(results: readonly ScenarioResult[], options: { quick: boolean }): string {
+  const values = measuredValues(results);
+  const line: Record<string, unknown> = {};
+  for (const key of REQUIRED_KEYS) line[key] = values.has(key) ? round(values.get(key)!) : null;
+  for (const [key, value] of values) if (!(key in line)) line[key] = round(value);
+  line.mode = options.quick ? "quick" : "full";
+  line.failed = results.filter((r) => r.error).map((r) => r.scenario.name);
+  line.details = Object.fromEntries(results.flatMap((r) => r.measurements.filter((m) => m.extra).map((m) => [m.name, m.extra])));
+  return JSON.stringify(line);
+}

@@ -1,0 +1,164 @@
+/**
+ * Appending to and reading the per-tenant audit chain in Postgres.
+ *
+ * `appendAudit` runs inside the caller's transaction (the hop's), so the audit rows commit or vanish with the
+ * decision they record. Each tenant's `audit_heads` row is locked FOR UPDATE before chaining; concurrent
+ * appenders for the same tenant queue on that lock and each chains onto the head the previous one committed,
+ * so the chain never forks. Locks are taken in org_id order so multi-tenant batches cannot deadlock each other.
+ * Requires READ COMMITTED (the default): a waiter must see the head its predecessor committed.
+ */
+import { GENESIS_HASH, type AuditEntry, type AuditRow } from "../domain.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import type { PoolClient, Queryable } from "../store/db.js";
+import { chainRows, type ChainHead } from "./audit-hash.js";
+
+/** Appends `entries` (any mix of tenants; order kept per tenant) and returns the chained rows in input order. */
+export async function appendAudit(client: Pick<PoolClient, "query">, entries: readonly AuditEntry[]): Promise<AuditRow[]> {
+  if (entries.length === 0) return [];
+  const byOrg = new Map<string, AuditEntry[]>();
+  for (const entry of entries) {
+    if (typeof entry.orgId !== "string" || entry.orgId === "") {
+      throw new SwitchyardError(ErrorCode.InvalidArgument, "audit entry orgId must be a non-empty string", { details: { path: "orgId" } });
+    }
+    const list = byOrg.get(entry.orgId) ?? [];
+    list.push(entry);
+    byOrg.set(entry.orgId, list);
+  }
+  const orgIds = [...byOrg.keys()].sort();
+
+  await client.query(
+    `INSERT INTO audit_heads (org_id, seq, hash)
+     SELECT org_id, 0, $2 FROM unnest($1::text[]) AS o(org_id) ORDER BY org_id
+     ON CONFLICT (org_id) DO NOTHING`,
+    [orgIds, GENESIS_HASH],
+  );
+  const heads = await client.query<{ org_id: string; seq: string | number; hash: string }>(
+    "SELECT org_id, seq, hash FROM audit_heads WHERE org_id = ANY($1::text[]) ORDER BY org_id FOR UPDATE",
+    [orgIds],
+  );
+  const headByOrg = new Map<string, ChainHead>(heads.rows.map((h) => [h.org_id, { seq: Number(h.seq), hash: h.hash }]));
+
+  const rowsByOrg = new Map<string, AuditRow[]>();
+  for (const orgId of orgIds) {
+    const head = headByOrg.get(orgId);
+    if (!head) throw new SwitchyardError(ErrorCode.Internal, `audit head for ${orgId} vanished while appending`);
+    rowsByOrg.set(orgId, chainRows(head, byOrg.get(orgId)!));
+  }
+  const rows = [...rowsByOrg.values()].flat();
+
+  const column = <T>(pick: (row: AuditRow) => T) => rows.map(pick);
+  await client.query(
+    `INSERT INTO audit_log (org_id, seq, prev_hash, hash, action, actor, destination, verdict, rule, reason,
+                            payload_hash, cost, task_id, step_id, envelope_id, at_ms)
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                          $8::text[], $9::text[], $10::text[], $11::text[], $12::float8[], $13::text[], $14::text[],
+                          $15::text[], $16::bigint[])`,
+    [
+      column((r) => r.orgId),
+      column((r) => r.seq),
+      column((r) => r.prevHash),
+      column((r) => r.hash),
+      column((r) => r.action),
+      column((r) => r.actor),
+      column((r) => r.destination),
+      column((r) => r.verdict),
+      column((r) => r.rule),
+      column((r) => r.reason),
+      column((r) => r.payloadHash),
+      // String() is the shortest round-trip form; Postgres parses it back to the same double.
+      column((r) => String(r.cost)),
+      column((r) => r.taskId),
+      column((r) => r.stepId),
+      column((r) => r.envelopeId),
+      column((r) => r.atMs),
+    ],
+  );
+
+  const lasts = orgIds.map((orgId) => rowsByOrg.get(orgId)!.at(-1)!);
+  await client.query(
+    `UPDATE audit_heads AS h SET seq = v.seq, hash = v.hash
+     FROM unnest($1::text[], $2::bigint[], $3::text[]) AS v(org_id, seq, hash)
+     WHERE h.org_id = v.org_id`,
+    [lasts.map((r) => r.orgId), lasts.map((r) => r.seq), lasts.map((r) => r.hash)],
+  );
+
+  // Input order, tenant-relative order preserved.
+  const cursor = new Map<string, number>();
+  return entries.map((entry) => {
+    const i = cursor.get(entry.orgId) ?? 0;
+    cursor.set(entry.orgId, i + 1);
+    return rowsByOrg.get(entry.orgId)![i]!;
+  });
+}
+
+export interface ListAuditOptions {
+  taskId?: string;
+  /** Only rows with seq greater than this (keyset paging). */
+  afterSeq?: number;
+  /** Default 100, at most 10 000. */
+  limit?: number;
+}
+
+const MAX_LIST_LIMIT = 10_000;
+
+/** Rows of one tenant's chain in seq order. */
+export async function listAudit(db: Queryable, orgId: string, options: ListAuditOptions = {}): Promise<AuditRow[]> {
+  const limit = options.limit ?? 100;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`, { details: { path: "limit" } });
+  }
+  const afterSeq = options.afterSeq ?? 0;
+  if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, "afterSeq must be a whole number >= 0", { details: { path: "afterSeq" } });
+  }
+  const result = await db.query<AuditDbRow>(
+    `SELECT ${AUDIT_COLUMNS} FROM audit_log
+     WHERE org_id = $1 AND seq > $2 AND ($3::text IS NULL OR task_id = $3)
+     ORDER BY seq LIMIT $4`,
+    [orgId, afterSeq, options.taskId ?? null, limit],
+  );
+  return result.rows.map(auditRowFromDb);
+}
+
+export const AUDIT_COLUMNS =
+  "org_id, seq, prev_hash, hash, action, actor, destination, verdict, rule, reason, payload_hash, cost, task_id, step_id, envelope_id, at_ms";
+
+export interface AuditDbRow {
+  org_id: string;
+  seq: string | number;
+  prev_hash: string;
+  hash: string;
+  action: string;
+  actor: string;
+  destination: string;
+  verdict: string;
+  rule: string;
+  reason: string;
+  payload_hash: string;
+  cost: number;
+  task_id: string;
+  step_id: string;
+  envelope_id: string;
+  at_ms: string | number;
+}
+
+export function auditRowFromDb(row: AuditDbRow): AuditRow {
+  return {
+    orgId: row.org_id,
+    seq: Number(row.seq),
+    prevHash: row.prev_hash,
+    hash: row.hash,
+    action: row.action,
+    actor: row.actor,
+    destination: row.destination,
+    verdict: row.verdict,
+    rule: row.rule,
+    reason: row.reason,
+    payloadHash: row.payload_hash,
+    cost: Number(row.cost),
+    taskId: row.task_id,
+    stepId: row.step_id,
+    envelopeId: row.envelope_id,
+    atMs: Number(row.at_ms),
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * The policy a tenant gets until it stores one of its own.
+ *
+ * Built-in default policy (`BUILTIN_DEFAULT_POLICY`):
+ * - `a2a_egress` → **deny** (`builtin:foreign-unavailable`): FOREIGN dispatch needs the FOREIGN endpoint
+ *   feature; until it is enabled no byte leaves the perimeter.
+ * - `reply_egress` → **deny** (`builtin:reply-egress-unavailable`): posting to a third party needs the
+ *   origin-reply feature.
+ * - a step marked `approval: true` in its workflow → **requires_approval** (`builtin:approval-hint`).
+ * - everything else → **allow** (`builtin:default`).
+ *
+ * The built-in guards apply before these rules, as for any policy: clearance ceilings (none in this policy)
+ * and the task budget (`over_budget: deny`). A tenant policy replaces this one entirely, so a tenant that wants
+ * workflow approval hints honoured writes its own `when: "hop.approval_hint"` rule.
+ */
+import { compilePolicy, type CompiledPolicy, type PolicyDocument } from "./policy.js";
+
+export const BUILTIN_DEFAULT_DOCUMENT: PolicyDocument = {
+  description: "Switchyard built-in default policy",
+  default: "allow",
+  over_budget: "deny",
+  clearance: {},
+  rules: [
+    {
+      id: "builtin:foreign-unavailable",
+      action: ["a2a_egress"],
+      verdict: "deny",
+      reason: "FOREIGN dispatch needs the FOREIGN endpoint feature, which is not enabled",
+    },
+    {
+      id: "builtin:reply-egress-unavailable",
+      action: ["reply_egress"],
+      verdict: "deny",
+      reason: "posting replies to a third party needs the origin-reply feature, which is not enabled",
+    },
+    {
+      id: "builtin:approval-hint",
+      when: "hop.approval_hint",
+      verdict: "requires_approval",
+      reason: "the workflow step asks for a human approval",
+    },
+  ],
+};
+
+// Compiling is pure CPU work on a constant (no I/O), so doing it at import keeps one shared instance.
+export const BUILTIN_DEFAULT_POLICY: CompiledPolicy = compilePolicy(BUILTIN_DEFAULT_DOCUMENT, { allowBuiltinIds: true });

@@ -1,0 +1,323 @@
+/**
+ * The worker harness: consumes a role (or team) stream, runs the handler for each WORK and REPLY with an
+ * AbortSignal, and sends the outcome (RESULT, or a QUERY when the handler delegates) to the coordinator.
+ * See `types.ts` for the handler surface and the resume signature of delegation.
+ *
+ * Lifecycle: `start()` reads until the harness is stopped (`close()` or the `signal` option), then drains:
+ * in-flight turns get `shutdownGraceMs` to finish; the rest are abandoned (their signal aborted, their entries
+ * left unacknowledged so another worker reclaims them) and `start()` resolves.
+ */
+import { toBinary } from "@bufbuild/protobuf";
+import type { Bus, BusEntry } from "../bus/bus.js";
+import { EndpointKind, EnvelopeKind } from "../bus/codec.js";
+import { consumerName } from "../bus/keys.js";
+import { EnvelopeSchema } from "../gen/switchyard/bus/v1/envelope_pb.js";
+import { parseDestination } from "../domain.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import { silentLogger, type Logger } from "../logger.js";
+import { isHandledKind, type HarnessSource } from "./envelopes.js";
+import type { ResultReader } from "./result-reader.js";
+import { startTurn, type RunningTurn, type TurnOutcome } from "./turn.js";
+import type { Handler } from "./types.js";
+
+/** The consumer group every harness reads its stream with. */
+export const HARNESS_GROUP = "harness";
+
+export interface HarnessOptions {
+  bus: Bus;
+  /** The role queue to consume (`role:NAME`); exactly one of `role` and `team`. */
+  role?: string;
+  /** The team queue to consume (`team:NAME`); exactly one of `role` and `team`. */
+  team?: string;
+  handler: Handler;
+  /** Handlers running at once. @defaultValue 10 */
+  concurrency?: number;
+  /** Aborting it stops the harness gracefully, like `close()`. */
+  signal?: AbortSignal;
+  /** @defaultValue a silent logger */
+  logger?: Logger;
+  /** Cap on an outgoing payload's JSON (handler output, delegation query + state). */
+  maxPayloadBytes: number;
+  /** Entries idle this long are taken over from their (presumed dead) consumer; checked every half of it. */
+  reclaimIdleMs: number;
+  /** How often a running turn's entry is touched so it is not reclaimed. */
+  heartbeatMs: number;
+  /** How long in-flight turns may run on after a stop before they are abandoned. */
+  shutdownGraceMs: number;
+  /** Lets handlers read delegate results (`ctx.readResult`); without one that call fails FAILED_PRECONDITION. */
+  resultReader?: ResultReader;
+  /** Longest a read blocks when the stream is empty. @defaultValue 1000 */
+  blockMs?: number;
+  /** Consumer name within the group; unique per process. @defaultValue `consumerName()` from bus/keys */
+  consumer?: string;
+}
+
+export interface HarnessStats {
+  inFlight: number;
+  completed: number;
+  failed: number;
+  delegated: number;
+  /** Turns whose outcome could not be published; their entries stay pending. */
+  unsent: number;
+  abandoned: number;
+  reclaimed: number;
+  deadLettered: number;
+}
+
+export interface Harness {
+  /** The logical stream consumed (`role:NAME` or `team:NAME`). */
+  readonly stream: string;
+  readonly consumer: string;
+  /** Runs until stopped; resolves once in-flight turns finished or were abandoned. */
+  start(): Promise<void>;
+  /** Stops gracefully; resolves when `start()` has. Idempotent. */
+  close(): Promise<void>;
+  readonly stats: HarnessStats;
+}
+
+function positiveInt(value: number, name: string, min: number): number {
+  if (!Number.isInteger(value) || value < min) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `harness option ${name} must be an integer >= ${min}, got ${value}`, {
+      details: { path: name },
+    });
+  }
+  return value;
+}
+
+function sourceOf(options: HarnessOptions): HarnessSource {
+  const { role, team } = options;
+  if ((role === undefined) === (team === undefined)) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, "a harness consumes exactly one of `role` or `team`", { details: { path: "role" } });
+  }
+  const text = role !== undefined ? `role:${role}` : `team:${team}`;
+  const parsed = parseDestination(text);
+  if (!parsed) throw new SwitchyardError(ErrorCode.InvalidArgument, `${JSON.stringify(text)} is not a valid queue name`, { details: { path: role !== undefined ? "role" : "team" } });
+  return { kind: parsed.kind === "role" ? EndpointKind.ROLE : EndpointKind.TEAM, id: parsed.id };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+export function createHarness(options: HarnessOptions): Harness {
+  const source = sourceOf(options);
+  const stream = `${source.kind === EndpointKind.ROLE ? "role" : "team"}:${source.id}`;
+  const concurrency = positiveInt(options.concurrency ?? 10, "concurrency", 1);
+  const maxPayloadBytes = positiveInt(options.maxPayloadBytes, "maxPayloadBytes", 1);
+  const reclaimIdleMs = positiveInt(options.reclaimIdleMs, "reclaimIdleMs", 2);
+  const heartbeatMs = positiveInt(options.heartbeatMs, "heartbeatMs", 1);
+  if (heartbeatMs >= reclaimIdleMs) {
+    // A running turn's entry would go idle past the reclaim threshold between touches, and another worker
+    // (or this one's own reclaim, bumping the delivery count) would take it while it is still being worked on.
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `harness heartbeatMs (${heartbeatMs}) must be below reclaimIdleMs (${reclaimIdleMs})`, {
+      details: { path: "heartbeatMs" },
+    });
+  }
+  const shutdownGraceMs = positiveInt(options.shutdownGraceMs, "shutdownGraceMs", 0);
+  const blockMs = positiveInt(options.blockMs ?? 1000, "blockMs", 1);
+  const consumer = options.consumer ?? consumerName(stream);
+  const bus = options.bus;
+  const logger = (options.logger ?? silentLogger).child({ component: "harness", stream, consumer });
+  const group = HARNESS_GROUP;
+
+  const inFlight = new Map<string, RunningTurn>();
+  // Dead-letter moves are quick and hold no slot, but a stop still waits for them before the bus is closed.
+  const deadLettering = new Set<Promise<void>>();
+  const counters = { completed: 0, failed: 0, delegated: 0, unsent: 0, abandoned: 0, reclaimed: 0, deadLettered: 0 };
+  // Aborted on stop: wakes the read loop out of a blocking read, a back-off sleep or a wait for a free slot.
+  const stopController = new AbortController();
+  let slotFreed: (() => void) | undefined;
+  let running: Promise<void> | undefined;
+
+  const turnDeps = {
+    bus,
+    stream,
+    group,
+    consumer,
+    source,
+    handler: options.handler,
+    logger,
+    maxPayloadBytes,
+    heartbeatMs,
+    resultReader: options.resultReader,
+    now: () => Date.now(),
+  };
+
+  function count(outcome: TurnOutcome): void {
+    counters[outcome] += 1;
+  }
+
+  async function deadLetter(entry: BusEntry): Promise<void> {
+    const kindName = EnvelopeKind[entry.envelope.kind] ?? String(entry.envelope.kind);
+    const reason = `the harness on ${stream} does not handle ${kindName} envelopes (only WORK and REPLY)`;
+    let raw: Uint8Array;
+    try {
+      raw = toBinary(EnvelopeSchema, entry.envelope);
+    } catch {
+      raw = new Uint8Array();
+    }
+    try {
+      await bus.deadLetter(stream, group, entry.id, raw, reason);
+      counters.deadLettered += 1;
+      logger.warn({ entryId: entry.id, envelopeId: entry.envelope.id, orgId: entry.envelope.orgId, kind: kindName }, "dead-lettered an entry");
+    } catch (error) {
+      logger.error({ err: error, entryId: entry.id }, "could not dead-letter an entry; it stays pending");
+    }
+  }
+
+  /** Starts turns for the entries; returns how many were new to this harness. */
+  function dispatch(entries: readonly BusEntry[]): number {
+    let started = 0;
+    for (const entry of entries) {
+      // Our own turn whose touch lapsed can come back from a reclaim; never run the same entry twice at once.
+      if (inFlight.has(entry.id)) continue;
+      started += 1;
+      if (!isHandledKind(entry.envelope.kind)) {
+        const moving = deadLetter(entry);
+        deadLettering.add(moving);
+        void moving.finally(() => deadLettering.delete(moving));
+        continue;
+      }
+      const turn = startTurn(entry, turnDeps);
+      inFlight.set(entry.id, turn);
+      void turn.done.then((outcome) => {
+        inFlight.delete(entry.id);
+        if (outcome !== "abandoned") count(outcome);
+        const wake = slotFreed;
+        slotFreed = undefined;
+        wake?.();
+      });
+    }
+    return started;
+  }
+
+  function freeSlots(): number {
+    return concurrency - inFlight.size;
+  }
+
+  function waitForFreeSlot(): Promise<void> {
+    if (freeSlots() > 0 || stopController.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      slotFreed = resolve;
+    });
+  }
+
+  async function reclaim(): Promise<void> {
+    const free = freeSlots();
+    if (free <= 0) return;
+    try {
+      const entries = await bus.reclaim({ stream, group, consumer, minIdleMs: reclaimIdleMs, count: free });
+      if (entries.length > 0) {
+        counters.reclaimed += dispatch(entries);
+        logger.info({ count: entries.length, entryIds: entries.map((e) => e.id) }, "reclaimed stalled entries");
+      }
+    } catch (error) {
+      logger.warn({ err: error }, "reclaim failed; retrying on the next interval");
+    }
+  }
+
+  async function readLoop(): Promise<void> {
+    const stop = stopController.signal;
+    const reclaimEveryMs = Math.max(1, Math.floor(reclaimIdleMs / 2));
+    let nextReclaimAt = 0;
+    let failures = 0;
+    while (!stop.aborted) {
+      await waitForFreeSlot();
+      if (stop.aborted) break;
+      // Reclaim runs in the loop rather than on its own timer so it never races a read for the same free slots.
+      if (Date.now() >= nextReclaimAt) {
+        await reclaim();
+        nextReclaimAt = Date.now() + reclaimEveryMs;
+        if (freeSlots() <= 0) continue;
+      }
+      const free = freeSlots();
+      try {
+        const entries = await bus.read({
+          stream,
+          group,
+          consumer,
+          count: free,
+          blockMs: Math.max(1, Math.min(blockMs, nextReclaimAt - Date.now())),
+          signal: stop,
+        });
+        failures = 0;
+        // Entries a read returns are already ours (pending under this consumer); running them now, within
+        // the grace, is faster than leaving them for a reclaim even when a stop arrived meanwhile.
+        dispatch(entries);
+      } catch (error) {
+        if (stop.aborted) break;
+        failures += 1;
+        const backoffMs = Math.min(5_000, 100 * 2 ** Math.min(failures, 6));
+        logger.warn({ err: error, backoffMs }, "read failed; backing off");
+        await sleep(backoffMs, stop);
+      }
+    }
+  }
+
+  async function drain(): Promise<void> {
+    await Promise.all(deadLettering);
+    if (inFlight.size === 0) return;
+    logger.info({ inFlight: inFlight.size, shutdownGraceMs }, "stopping: waiting for in-flight turns");
+    const graceController = new AbortController();
+    const turns = [...inFlight.values()];
+    await Promise.race([Promise.all(turns.map((t) => t.done)), sleep(shutdownGraceMs, graceController.signal)]);
+    graceController.abort();
+    for (const turn of inFlight.values()) {
+      if (turn.abandon(`shutdown grace of ${shutdownGraceMs} ms exceeded`)) counters.abandoned += 1;
+    }
+    inFlight.clear();
+  }
+
+  async function run(): Promise<void> {
+    if (!stopController.signal.aborted) {
+      await bus.ensureGroup(stream, group);
+      logger.info({ concurrency }, "harness started");
+      await readLoop();
+    }
+    await drain();
+    options.signal?.removeEventListener("abort", onAbort);
+    logger.info({ ...counters }, "harness stopped");
+  }
+
+  function stop(): void {
+    if (stopController.signal.aborted) return;
+    stopController.abort();
+    const wake = slotFreed;
+    slotFreed = undefined;
+    wake?.();
+  }
+
+  function onAbort(): void {
+    stop();
+  }
+
+  if (options.signal?.aborted) stop();
+  else options.signal?.addEventListener("abort", onAbort, { once: true });
+
+  return {
+    stream,
+    consumer,
+    start() {
+      running ??= run();
+      return running;
+    },
+    async close() {
+      stop();
+      // Closing a harness that never started has nothing to drain.
+      if (running) await running.catch(() => {});
+      else options.signal?.removeEventListener("abort", onAbort);
+    },
+    get stats(): HarnessStats {
+      return { inFlight: inFlight.size, ...counters };
+    },
+  };
+}

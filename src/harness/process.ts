@@ -1,0 +1,139 @@
+/**
+ * A worker process: loads a handler module, connects Redis and Postgres, runs one harness until a signal.
+ *
+ * Shutdown is two-phase: the first SIGINT/SIGTERM closes the harness gracefully (in-flight turns get the
+ * configured grace, the rest are left for reclaim); a second signal exits at once with status 130.
+ */
+import { resolve as resolvePath } from "node:path";
+import { pathToFileURL } from "node:url";
+import { Redis } from "ioredis";
+import type { Config } from "../config.js";
+import { createRedisBus } from "../bus/redis-bus.js";
+import { assertRedisSafe } from "../bus/redis-check.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { createPool } from "../store/db.js";
+import { createStepResultReader } from "../store/step-result-reader.js";
+import { createHarness } from "./harness.js";
+import type { Handler } from "./types.js";
+
+export interface HarnessProcessOptions {
+  config: Config;
+  /** Exactly one of `role` and `team`. */
+  role?: string;
+  team?: string;
+  /** Module whose default export is the handler; relative paths resolve against `cwd`. */
+  handlerPath: string;
+  /** @defaultValue 10 */
+  concurrency?: number;
+  logger: Logger;
+  /** @defaultValue process.cwd() */
+  cwd?: string;
+  /** Aborting it stops the process gracefully, like a first SIGINT/SIGTERM (for embedding and tests). */
+  signal?: AbortSignal;
+}
+
+/** Imports a handler module and checks that its default export is a function. Throws CONFIG otherwise. */
+export async function loadHandler(handlerPath: string, cwd: string = process.cwd()): Promise<Handler> {
+  const absolute = resolvePath(cwd, handlerPath);
+  let module: { default?: unknown };
+  try {
+    module = (await import(pathToFileURL(absolute).href)) as { default?: unknown };
+  } catch (error) {
+    throw new SwitchyardError(ErrorCode.Config, `cannot load handler module ${absolute}: ${(error as Error).message ?? String(error)}`, {
+      cause: error,
+      details: { handlerPath: absolute },
+    });
+  }
+  if (typeof module.default !== "function") {
+    throw new SwitchyardError(
+      ErrorCode.Config,
+      `handler module ${absolute} must default-export a function (work, ctx) => output; its default export is ${describe(module.default)}`,
+      { details: { handlerPath: absolute } },
+    );
+  }
+  return module.default as Handler;
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return "missing";
+  if (value === null) return "null";
+  return `a ${typeof value}`;
+}
+
+/** Runs a harness process until a signal stops it; resolves after every connection is closed. */
+export async function runHarnessProcess(options: HarnessProcessOptions): Promise<void> {
+  const { config, logger } = options;
+  if ((options.role === undefined) === (options.team === undefined)) {
+    throw new SwitchyardError(ErrorCode.Config, "a harness process serves exactly one of --role or --team");
+  }
+  // Load the handler before connecting anything: a typo in the path should fail fast and leave nothing open.
+  const handler = await loadHandler(options.handlerPath, options.cwd);
+
+  const redis = new Redis(config.redisUrl, { lazyConnect: true });
+  redis.on("error", (error: Error) => logger.warn({ err: error }, "redis connection error"));
+  const pool = createPool({ connectionString: config.databaseUrl, max: Math.max(2, options.concurrency ?? 10), applicationName: "switchyard-harness" });
+  const bus = createRedisBus({
+    redis,
+    keyPrefix: config.bus.keyPrefix,
+    maxPayloadBytes: config.bus.maxPayloadBytes,
+    maxDeliveries: config.bus.maxDeliveries,
+    logger,
+  });
+  const stop = new AbortController();
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals === 1) {
+      logger.info({ signal }, "stopping gracefully; send the signal again to exit at once");
+      stop.abort();
+      return;
+    }
+    logger.warn({ signal }, "second signal: exiting without waiting for in-flight work");
+    process.exit(130);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const onAbort = (): void => stop.abort();
+  if (options.signal?.aborted) stop.abort();
+  else options.signal?.addEventListener("abort", onAbort, { once: true });
+
+  try {
+    await redis.connect();
+    await assertRedisSafe(redis, { logger });
+    const harness = createHarness({
+      bus,
+      ...(options.role !== undefined ? { role: options.role } : { team: options.team! }),
+      handler,
+      concurrency: options.concurrency ?? 10,
+      signal: stop.signal,
+      logger,
+      maxPayloadBytes: config.bus.maxPayloadBytes,
+      reclaimIdleMs: config.bus.reclaimIdleMs,
+      heartbeatMs: config.harness.heartbeatMs,
+      shutdownGraceMs: config.harness.shutdownGraceMs,
+      blockMs: config.bus.blockMs,
+      resultReader: createStepResultReader({ db: pool }),
+    });
+    await harness.start();
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    options.signal?.removeEventListener("abort", onAbort);
+    // Every cleanup runs even when an earlier one fails.
+    await bus.close().catch((error: unknown) => logger.warn({ err: error }, "closing the bus failed"));
+    await quitRedis(redis);
+    await pool.end().catch((error: unknown) => logger.warn({ err: error }, "closing the database pool failed"));
+  }
+}
+
+/** QUIT waits for Redis; when Redis is unreachable that could be forever, so it gets a second before a hard close. */
+async function quitRedis(redis: Redis): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), 1_000);
+  });
+  const outcome = await Promise.race([redis.quit().catch(() => "failed" as const), timeout]);
+  clearTimeout(timer);
+  if (outcome !== "OK") redis.disconnect();
+}

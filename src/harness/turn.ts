@@ -1,0 +1,240 @@
+/**
+ * One turn: a handler run for one bus entry (WORK or REPLY), from context to the envelope it produces.
+ *
+ * Order matters for at-least-once delivery: the outgoing envelope is published FIRST and the incoming entry
+ * acknowledged after. A crash in between redelivers the entry and the coordinator drops the duplicate outcome
+ * by step state. A turn abandoned at shutdown publishes and acknowledges nothing, so its entry is reclaimed.
+ */
+import { performance } from "node:perf_hooks";
+import { randomUUID } from "node:crypto";
+import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
+import type { Envelope } from "../bus/codec.js";
+import { parseDestination } from "../domain.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { errorInfoOf } from "./error-info.js";
+import {
+  encodeJsonPayload,
+  heartbeatEnvelope,
+  queryEnvelope,
+  resultErrorEnvelope,
+  resultOkEnvelope,
+  workFromEnvelope,
+  type HarnessSource,
+  type TurnUsage,
+} from "./envelopes.js";
+import type { ResultReader } from "./result-reader.js";
+import {
+  createDelegation,
+  isDelegation,
+  type Delegation,
+  type DelegateOptions,
+  type Handler,
+  type HandlerContext,
+  type UsageReport,
+  type Work,
+} from "./types.js";
+
+export type TurnOutcome = "completed" | "failed" | "delegated" | "abandoned" | "unsent";
+
+export interface TurnDeps {
+  bus: Bus;
+  stream: string;
+  group: string;
+  consumer: string;
+  source: HarnessSource;
+  handler: Handler;
+  logger: Logger;
+  maxPayloadBytes: number;
+  heartbeatMs: number;
+  resultReader: ResultReader | undefined;
+  now: () => number;
+}
+
+export interface RunningTurn {
+  entryId: string;
+  /** Settles when the turn has published and acknowledged (or given up); never rejects. */
+  done: Promise<TurnOutcome>;
+  /**
+   * Gives up on the turn: aborts the handler's signal; nothing is published or acknowledged afterwards.
+   * Returns false when the turn had already settled or been abandoned.
+   */
+  abandon(reason: string): boolean;
+}
+
+function invalid(message: string, details: Record<string, unknown> = {}): SwitchyardError {
+  return new SwitchyardError(ErrorCode.InvalidArgument, message, { details });
+}
+
+function nonNegative(value: number | undefined, name: string, integer: boolean): number {
+  if (value === undefined) return 0;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || (integer && !Number.isInteger(value))) {
+    throw invalid(`usage.${name} must be a ${integer ? "non-negative integer" : "non-negative number"}, got ${String(value)}`);
+  }
+  return value;
+}
+
+export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
+  const envelope = entry.envelope;
+  const logger = deps.logger.child({
+    orgId: envelope.orgId,
+    taskId: envelope.taskId,
+    stepId: envelope.stepId,
+    envelopeId: envelope.id,
+    attempt: envelope.attempt,
+    entryId: entry.id,
+  });
+  const controller = new AbortController();
+  let abandoned = false;
+  let settled = false;
+  let touchTimer: NodeJS.Timeout | undefined;
+
+  const touch = (): Promise<void> => deps.bus.touch(deps.stream, deps.group, deps.consumer, [entry.id]);
+
+  async function publish(outgoing: Envelope): Promise<void> {
+    await deps.bus.publish([{ stream: COORDINATOR_STREAM, envelope: outgoing }]);
+  }
+
+  async function run(): Promise<TurnOutcome> {
+    const usage: TurnUsage = { cost: 0, inputTokens: 0, outputTokens: 0, durationMs: 0 };
+    let work: Work;
+    try {
+      work = workFromEnvelope(envelope);
+    } catch (error) {
+      logger.warn({ err: error }, "incoming envelope is unusable; failing the step");
+      return send(resultErrorEnvelope(envelope, deps.source, errorInfoOf(error), usage, deps.now()), "failed");
+    }
+
+    const issued = new Set<Delegation>();
+    const ctx: HandlerContext = {
+      signal: controller.signal,
+      logger,
+      async heartbeat() {
+        if (controller.signal.aborted) throw new SwitchyardError(ErrorCode.Cancelled, "the turn was abandoned");
+        if (settled) return;
+        await touch();
+        await publish(heartbeatEnvelope(envelope, deps.source, deps.now()));
+      },
+      usage(report: UsageReport) {
+        // Validate everything before adding anything, so a bad report leaves the totals untouched.
+        const cost = nonNegative(report.cost, "cost", false);
+        const inputTokens = nonNegative(report.inputTokens, "inputTokens", true);
+        const outputTokens = nonNegative(report.outputTokens, "outputTokens", true);
+        usage.cost += cost;
+        usage.inputTokens += inputTokens;
+        usage.outputTokens += outputTokens;
+      },
+      delegate(destination: string, payload: unknown, options: DelegateOptions = {}) {
+        const parsed = typeof destination === "string" ? parseDestination(destination) : undefined;
+        if (!parsed) throw invalid(`delegation destination ${JSON.stringify(destination)} is not role:NAME, team:NAME or foreign:KEY`);
+        if (options.correlationId !== undefined && (typeof options.correlationId !== "string" || options.correlationId === "")) {
+          throw invalid("delegation correlationId must be a non-empty string");
+        }
+        const delegation = createDelegation({
+          destination: parsed,
+          payload: payload ?? null,
+          correlationId: options.correlationId ?? randomUUID(),
+          state: options.state ?? null,
+        });
+        issued.add(delegation);
+        return delegation;
+      },
+      async readResult(ref: string) {
+        if (!deps.resultReader) {
+          throw new SwitchyardError(ErrorCode.FailedPrecondition, "this harness has no result reader; pass `resultReader` to read delegate results");
+        }
+        return deps.resultReader.read(work.orgId, ref);
+      },
+    };
+
+    touchTimer = setInterval(() => {
+      touch().catch((error: unknown) => logger.warn({ err: error }, "could not touch the entry; it may be reclaimed"));
+    }, deps.heartbeatMs);
+    touchTimer.unref?.();
+
+    logger.debug({ resumed: work.resume !== undefined, depth: work.depth }, "turn started");
+    const started = performance.now();
+    let outgoing: Envelope;
+    let outcome: TurnOutcome;
+    try {
+      const value: unknown = await deps.handler(work, ctx);
+      usage.durationMs = performance.now() - started;
+      if (isDelegation(value)) {
+        if (!issued.has(value)) throw invalid("the handler returned a Delegation this turn's ctx.delegate() did not create");
+        if (issued.size > 1) {
+          throw invalid(`the handler called ctx.delegate() ${issued.size} times; only one delegation may be outstanding per turn`);
+        }
+        const payload = encodeJsonPayload({ query: value.payload, state: value.state, turn: work.turn }, deps.maxPayloadBytes, "delegation query and state");
+        outgoing = queryEnvelope(envelope, deps.source, value, work.depth, payload, usage, deps.now());
+        outcome = "delegated";
+      } else {
+        const payload = encodeJsonPayload(value, deps.maxPayloadBytes, "handler output");
+        outgoing = resultOkEnvelope(envelope, deps.source, payload, usage, deps.now());
+        outcome = "completed";
+      }
+    } catch (error) {
+      usage.durationMs = performance.now() - started;
+      if (abandoned) return "abandoned";
+      const info = errorInfoOf(error);
+      logger.warn({ err: error, code: info.code, retryable: info.retryable }, "handler failed");
+      outgoing = resultErrorEnvelope(envelope, deps.source, info, usage, deps.now());
+      outcome = "failed";
+    } finally {
+      clearInterval(touchTimer);
+    }
+    if (abandoned) return "abandoned";
+    return send(outgoing, outcome, usage);
+  }
+
+  async function send(outgoing: Envelope, outcome: TurnOutcome, usage?: TurnUsage): Promise<TurnOutcome> {
+    try {
+      await publish(outgoing);
+    } catch (error) {
+      // The bus refused the envelope itself (size or shape): that will never succeed, so tell the coordinator
+      // the step failed rather than leaving the entry to be redelivered forever.
+      const refused = error instanceof SwitchyardError && (error.code === ErrorCode.PayloadTooLarge || error.code === ErrorCode.MalformedEnvelope);
+      if (refused && outcome !== "failed") {
+        logger.warn({ err: error }, "the bus refused the outgoing envelope; failing the step");
+        const fallback = resultErrorEnvelope(envelope, deps.source, errorInfoOf(error), usage ?? zeroUsage(), deps.now());
+        return send(fallback, "failed", usage);
+      }
+      logger.error({ err: error }, "could not publish the turn's outcome; the entry stays pending and will be reclaimed");
+      return "unsent";
+    }
+    try {
+      await deps.bus.ack(deps.stream, deps.group, [entry.id]);
+    } catch (error) {
+      // The outcome is out; a redelivery re-runs the handler and the coordinator drops the duplicate.
+      logger.warn({ err: error }, "could not acknowledge the entry after publishing its outcome");
+    }
+    logger.info({ outcome, kind: outcome === "delegated" ? "QUERY" : "RESULT", durationMs: Math.round(usage?.durationMs ?? 0), cost: usage?.cost ?? 0 }, `turn ${outcome}`);
+    return outcome;
+  }
+
+  const done = run()
+    .catch((error: unknown): TurnOutcome => {
+      logger.error({ err: error }, "turn crashed; the entry stays pending and will be reclaimed");
+      return "unsent";
+    })
+    .finally(() => {
+      settled = true;
+      clearInterval(touchTimer);
+    });
+
+  return {
+    entryId: entry.id,
+    done,
+    abandon(reason: string): boolean {
+      if (settled || abandoned) return false;
+      abandoned = true;
+      clearInterval(touchTimer);
+      logger.warn({ reason }, "abandoning the turn; its entry stays pending and will be reclaimed");
+      controller.abort(new SwitchyardError(ErrorCode.Cancelled, reason));
+      return true;
+    },
+  };
+}
+
+function zeroUsage(): TurnUsage {
+  return { cost: 0, inputTokens: 0, outputTokens: 0, durationMs: 0 };
+}

@@ -1,0 +1,121 @@
+/**
+ * The handler-facing surface of the harness: what a worker's code receives and may return.
+ *
+ * ## The resume signature (delegation)
+ *
+ * A handler delegates by RETURNING the marker `ctx.delegate(...)` gives it:
+ *
+ * ```ts
+ * const handler: Handler = async (work, ctx) => {
+ *   if (!work.resume) {
+ *     // First turn: ask another destination, and checkpoint whatever the second turn needs.
+ *     return ctx.delegate("role:analyst", { topic: work.input }, { state: { startedAt: 1 } });
+ *   }
+ *   // Second turn: the same handler, invoked again with the checkpoint and the REPLY.
+ *   const { state, reply } = work.resume;
+ *   if (reply.status === "error") throw new Error(`analyst failed: ${reply.error?.message}`);
+ *   const analysis = await ctx.readResult(reply.resultRef);
+ *   return { analysis, state };
+ * };
+ * ```
+ *
+ * When a handler returns a `Delegation`, the harness emits a QUERY to the coordinator (carrying `reply_to` = this
+ * step and attempt, the correlation id and the work's delegation depth, and the checkpoint `state`), acknowledges
+ * the incoming entry and keeps nothing resident: no promise, no memory, no slot waits for the answer. When the
+ * delegate finishes (ok or error) the coordinator sends a REPLY and the SAME handler runs again — possibly in a
+ * different process — with `work.input` = the original input and `work.resume = { state, reply }`. The resumed
+ * turn returns the step's final output, throws, or delegates again.
+ *
+ * Only one delegation may be outstanding per turn: returning a Delegation after calling `delegate()` twice in the
+ * same turn fails the turn with INVALID_ARGUMENT. `state` must be JSON; anything not in it is gone on resume.
+ */
+import type { Logger } from "../logger.js";
+import type { Destination } from "../domain.js";
+
+/** The answer to a delegation, as the resumed turn sees it. */
+export interface Reply {
+  status: "ok" | "error";
+  /** The correlation id the QUERY carried, echoed. */
+  correlationId: string;
+  /** The delegate's step id. */
+  sourceStepId: string;
+  /** Reference to the delegate's stored output (`step:<taskId>/<stepId>`); read it with `ctx.readResult`. */
+  resultRef: string;
+  /** Present when `status` is `error`. */
+  error?: { code: string; message: string };
+  /** The REPLY's delegation depth (the query's depth + 1). */
+  depth: number;
+}
+
+/** One unit of work: a step attempt, either fresh (WORK) or resumed after a delegation (REPLY). */
+export interface Work {
+  orgId: string;
+  taskId: string;
+  stepId: string;
+  attempt: number;
+  /** The id of the incoming envelope (WORK or REPLY). */
+  envelopeId: string;
+  /** The delegation depth of this work (0 for workflow steps; a delegated sub-query is deeper). */
+  depth: number;
+  /** The coordinator's turn number for this step (delegations made so far); a QUERY from this turn echoes it. */
+  turn: number;
+  /** The hop's effective clearance floor, as the coordinator stamped it. */
+  clearanceFloor: number;
+  /**
+   * The step input. For workflow steps: `{ task: <task input>, steps: { <needed step id>: <output> } }`; for
+   * delegated work: the query payload. On resume: the same input the first turn saw.
+   */
+  input: unknown;
+  /** Set when this turn resumes one that delegated. */
+  resume?: { state: unknown; reply: Reply };
+}
+
+export interface UsageReport {
+  /** Cost in the tenant's cost units. */
+  cost?: number;
+  inputTokens?: number;
+  outputTokens?: number;
+}
+
+export interface DelegateOptions {
+  /** Matches the REPLY to this request; generated when omitted. */
+  correlationId?: string;
+  /** The checkpoint handed back on resume as `work.resume.state`. Must be JSON. */
+  state?: unknown;
+}
+
+const DELEGATION_BRAND: unique symbol = Symbol.for("switchyard.harness.delegation");
+
+/** The marker a handler returns to delegate; create it with `ctx.delegate()`, never by hand. */
+export interface Delegation {
+  readonly [DELEGATION_BRAND]: true;
+  readonly destination: Destination;
+  readonly payload: unknown;
+  readonly correlationId: string;
+  readonly state: unknown;
+}
+
+export function createDelegation(fields: Omit<Delegation, typeof DELEGATION_BRAND>): Delegation {
+  return Object.freeze({ [DELEGATION_BRAND]: true as const, ...fields });
+}
+
+export function isDelegation(value: unknown): value is Delegation {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[DELEGATION_BRAND] === true;
+}
+
+export interface HandlerContext {
+  /** Aborted when the harness gives up on this turn (shutdown grace exceeded). */
+  signal: AbortSignal;
+  /** Scoped with orgId, taskId, stepId and envelopeId. */
+  logger: Logger;
+  /** Keeps the entry claimed and tells the coordinator the step is alive (CONTROL heartbeat). */
+  heartbeat(): Promise<void>;
+  /** Adds to the usage reported with this turn's outcome; calls are summed. */
+  usage(usage: UsageReport): void;
+  /** Builds the delegation marker; RETURN it to delegate (see the module comment). Throws on a bad destination. */
+  delegate(destination: string, payload: unknown, options?: DelegateOptions): Delegation;
+  /** Reads a stored step result (e.g. `work.resume.reply.resultRef`) through this tenant's scope. */
+  readResult(ref: string): Promise<unknown>;
+}
+
+export type Handler = (work: Work, ctx: HandlerContext) => Promise<unknown> | unknown;
