@@ -1,0 +1,95 @@
+/**
+ * Bad input at the coordinator's inbox gets a dead letter with a reason (or is refused) and disturbs nothing else.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
+import { streamKey } from "../../src/bus/keys.js";
+import { EnvelopeKind, ResultStatus, createEnvelope, jsonPayload } from "../../src/bus/codec.js";
+import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
+import { parseWorkflowDefinition } from "../../src/coordinator/workflow-definition.js";
+import { submitWorkflow } from "../../src/store/workflow-store.js";
+import { listAudit } from "../../src/governance/audit-log.js";
+import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { Workers } from "../support/workers.js";
+
+const ORG = "acme";
+
+describe("bad input at the coordinator", () => {
+  let rt: TestRuntime;
+  let workers: Workers;
+  beforeEach(async () => {
+    rt = await createTestRuntime();
+    workers = new Workers(rt);
+    await submitWorkflow(rt.pool, ORG, parseWorkflowDefinition("name: one\nsteps:\n  - { id: a, to: \"role:slowpoke\", timeout: 10s }\n"));
+    await submitWorkflow(rt.pool, "globex", parseWorkflowDefinition("name: one\nsteps:\n  - { id: a, to: \"role:echo\" }\n"));
+  });
+  afterEach(async () => {
+    await workers.stop();
+    await rt.cleanup();
+  });
+
+  function result(fields: Partial<Parameters<typeof createEnvelope>[0]>) {
+    return createEnvelope({
+      id: crypto.randomUUID(),
+      orgId: ORG,
+      kind: EnvelopeKind.RESULT,
+      status: ResultStatus.OK,
+      attempt: 1,
+      stepId: "a",
+      payload: jsonPayload({ forged: true }),
+      ...fields,
+    });
+  }
+
+  it("dead-letters undecodable and malformed envelopes with a reason, and keeps processing the rest", async () => {
+    // Garbage bytes straight onto the stream, an envelope whose task id is not a UUID, and a CONTROL that is
+    // not a heartbeat; then a valid task that must still complete.
+    await rt.redis.xadd(streamKey(rt.prefix, COORDINATOR_STREAM), "*", "e", Buffer.from([0xff, 0x01, 0x02, 0x03]));
+    await rt.bus.publish([{ stream: COORDINATOR_STREAM, envelope: result({ taskId: "not-a-uuid" }) }]);
+    await rt.bus.publish([
+      { stream: COORDINATOR_STREAM, envelope: createEnvelope({ id: "c1", orgId: ORG, taskId: crypto.randomUUID(), stepId: "a", kind: EnvelopeKind.CONTROL, payload: jsonPayload({ type: "reboot" }) }) },
+    ]);
+    rt.startCoordinator();
+    workers.start("echo", async () => "fine");
+    const { taskId } = await rt.tasks.start({ orgId: "globex", workflow: "one" });
+    await waitFor(async () => (await rt.tasks.get("globex", taskId)).status === "completed" || undefined);
+    const dead = await waitFor(async () => {
+      const letters = await rt.bus.listDeadLetters(COORDINATOR_STREAM);
+      return letters.length >= 3 ? letters : undefined;
+    });
+    const reasons = dead.map((d) => d.reason).join("\n");
+    expect(reasons).toMatch(/MALFORMED_ENVELOPE: envelope does not decode/);
+    expect(reasons).toMatch(/MALFORMED_ENVELOPE: task_id "not-a-uuid" is not a UUID/);
+    expect(reasons).toMatch(/MALFORMED_ENVELOPE: CONTROL envelope is not a heartbeat/);
+    const stats = await rt.bus.stats(COORDINATOR_STREAM, COORDINATOR_GROUP);
+    expect(stats.pending).toBe(0);
+  });
+
+  it("refuses a RESULT that claims another tenant's task, and a RESULT for a step attempt that is not in flight", async () => {
+    rt.startCoordinator();
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "one" });
+    // Forged by "globex" for acme's task, then a stale attempt number from acme itself.
+    await rt.bus.publish([{ stream: COORDINATOR_STREAM, envelope: result({ orgId: "globex", taskId }) }]);
+    await rt.bus.publish([{ stream: COORDINATOR_STREAM, envelope: result({ taskId, attempt: 7 }) }]);
+    await waitFor(async () => (await rt.bus.stats(COORDINATOR_STREAM, COORDINATOR_GROUP)).pending === 0 || undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    const task = await rt.tasks.get(ORG, taskId);
+    expect(task.status).toBe("running");
+    expect(task.steps[0]).toMatchObject({ status: "dispatched", attempts: 1, output: null });
+    expect((await listAudit(rt.pool, ORG, { taskId })).map((a) => a.action)).toEqual(["dispatch"]);
+    expect(await listAudit(rt.pool, "globex")).toEqual([]);
+    // The genuine result still completes it, exactly once even when delivered twice.
+    const genuine = result({ taskId });
+    await rt.bus.publish([{ stream: COORDINATOR_STREAM, envelope: genuine }, { stream: COORDINATOR_STREAM, envelope: genuine }]);
+    await waitFor(async () => (await rt.tasks.get(ORG, taskId)).status === "completed" || undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await listAudit(rt.pool, ORG, { taskId })).map((a) => a.action)).toEqual(["dispatch", "result"]);
+  });
+
+  it("refuses an oversize task input with a clear error and creates nothing", async () => {
+    const big = { text: "x".repeat(rt.config.bus.maxPayloadBytes) };
+    await expect(rt.tasks.start({ orgId: ORG, workflow: "one", input: big })).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    const { rows } = await rt.pool.query("SELECT count(*)::int AS n FROM tasks");
+    expect(rows[0].n).toBe(0);
+  });
+});
