@@ -51,6 +51,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10 });
   // maxRetriesPerRequest: null keeps commands queued across a Redis restart instead of failing them.
   const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
+  // Without a listener ioredis prints every reconnect failure to the console; log it structured instead.
+  redis.on("error", (error: Error) => logger.warn({ err: error }, "redis connection error"));
   let closed = false;
   const close = async () => {
     if (closed) return;

@@ -116,43 +116,7 @@ export class TaskService {
   }
 
   async get(orgId: string, taskId: string, db: Queryable = this.options.pool): Promise<TaskView> {
-    if (!isUuid(taskId)) throw notFound(orgId, taskId);
-    const { rows } = await db.query(
-      `SELECT id, org_id, workflow_name, workflow_version, input, status, budget, cost, error, created_at, finished_at
-       FROM tasks WHERE org_id = $1 AND id = $2`,
-      [orgId, taskId],
-    );
-    const row = rows[0];
-    if (!row) throw notFound(orgId, taskId);
-    const stepRows = await db.query(`SELECT ${STEP_COLUMNS} FROM steps WHERE task_id = $1 ORDER BY kind DESC, updated_at, step_id`, [taskId]);
-    const stored = await getWorkflow(db, orgId, `${row.workflow_name}@${row.workflow_version}`);
-    const order = new Map(stored.definition.steps.map((s, i) => [s.id, i]));
-    const steps = stepRows.rows
-      .map((r) => toStep(r))
-      .sort((a, b) => (order.get(a.stepId) ?? 1e9) - (order.get(b.stepId) ?? 1e9));
-    return {
-      id: row.id,
-      orgId: row.org_id,
-      workflow: `${row.workflow_name}@${row.workflow_version}`,
-      status: row.status,
-      input: row.input,
-      cost: row.cost,
-      budget: row.budget,
-      error: row.error,
-      createdAt: (row.created_at as Date).toISOString(),
-      finishedAt: row.finished_at ? (row.finished_at as Date).toISOString() : null,
-      steps: steps.map((s) => ({
-        id: s.stepId,
-        kind: s.kind,
-        status: s.status,
-        destination: s.destination,
-        attempts: s.attempt,
-        cost: s.cost,
-        output: s.output,
-        error: s.error,
-        approvalId: s.approvalId,
-      })),
-    };
+    return getTaskView(db, orgId, taskId);
   }
 
   async cancel(orgId: string, taskId: string, actor: string, reason: string): Promise<TaskView> {
@@ -212,6 +176,48 @@ export class TaskService {
   private async publish(applied: ApplyResult | undefined): Promise<void> {
     if (applied && applied.outbox.length > 0 && this.options.publisher) await this.options.publisher.publish(applied.outbox);
   }
+}
+
+
+/** A task and its steps as tenants see them; NOT_FOUND for another tenant's task. Needs only the database. */
+export async function getTaskView(db: Queryable, orgId: string, taskId: string): Promise<TaskView> {
+  if (!isUuid(taskId)) throw notFound(orgId, taskId);
+  const { rows } = await db.query(
+    `SELECT id, org_id, workflow_name, workflow_version, input, status, budget, cost, error, created_at, finished_at
+     FROM tasks WHERE org_id = $1 AND id = $2`,
+    [orgId, taskId],
+  );
+  const row = rows[0];
+  if (!row) throw notFound(orgId, taskId);
+  const stepRows = await db.query(`SELECT ${STEP_COLUMNS} FROM steps WHERE task_id = $1 ORDER BY kind DESC, updated_at, step_id`, [taskId]);
+  const stored = await getWorkflow(db, orgId, `${row.workflow_name}@${row.workflow_version}`);
+  const order = new Map(stored.definition.steps.map((s, i) => [s.id, i]));
+  const steps = stepRows.rows
+    .map((r) => toStep(r))
+    .sort((a, b) => (order.get(a.stepId) ?? 1e9) - (order.get(b.stepId) ?? 1e9));
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    workflow: `${row.workflow_name}@${row.workflow_version}`,
+    status: row.status,
+    input: row.input,
+    cost: row.cost,
+    budget: row.budget,
+    error: row.error,
+    createdAt: (row.created_at as Date).toISOString(),
+    finishedAt: row.finished_at ? (row.finished_at as Date).toISOString() : null,
+    steps: steps.map((s) => ({
+      id: s.stepId,
+      kind: s.kind,
+      status: s.status,
+      destination: s.destination,
+      attempts: s.attempt,
+      cost: s.cost,
+      output: s.output,
+      error: s.error,
+      approvalId: s.approvalId,
+    })),
+  };
 }
 
 function notFound(orgId: string, taskId: string): SwitchyardError {

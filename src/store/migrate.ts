@@ -104,7 +104,11 @@ export async function assertSchemaCurrent(pool: Pick<pg.Pool, "query">, dir?: st
   const known = (await loadMigrations(dir)).length;
   const { rows } = await pool
     .query<{ version: number }>("SELECT COALESCE(max(version), 0)::int AS version FROM schema_migrations")
-    .catch(() => ({ rows: [{ version: 0 }] }));
+    .catch((error: { code?: string; message?: string }) => {
+      // Only a database never migrated (no schema_migrations table) counts as version 0.
+      if (error.code === "42P01") return { rows: [{ version: 0 }] };
+      throw new SwitchyardError(ErrorCode.Unavailable, `cannot read the schema version: ${error.message ?? String(error)}`, { cause: error });
+    });
   const current = rows[0]?.version ?? 0;
   if (current > known) throw new SwitchyardError(ErrorCode.SchemaTooNew, `database schema ${current} is newer than this build (${known})`);
   if (current < known) {

@@ -28,7 +28,7 @@ describe("bad input at the coordinator", () => {
     await rt.cleanup();
   });
 
-  function result(fields: Partial<Parameters<typeof createEnvelope>[0]>) {
+  function result(fields: { taskId?: string; orgId?: string; attempt?: number }) {
     return createEnvelope({
       id: crypto.randomUUID(),
       orgId: ORG,

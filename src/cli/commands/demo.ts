@@ -1,0 +1,59 @@
+/**
+ * `switchyard demo` (`npm run demo`) — runs the research-report workflow end to end in this process.
+ */
+import type { Command } from "commander";
+import { createLogger } from "../../logger.js";
+import { secondsOption } from "../args.js";
+import type { ActionRunner } from "../action.js";
+import { CommandExit } from "../context.js";
+import { runDemo } from "../demo/run-demo.js";
+import { ExitCode } from "../output.js";
+
+interface DemoCommandOptions {
+  tenant: string;
+  topic: string;
+  timeout: number;
+  verbose?: boolean;
+}
+
+export function registerDemoCommand(program: Command, run: ActionRunner): void {
+  /**
+   * `demo [--tenant T] [--topic TEXT] [--timeout SECONDS] [--verbose]` — migrates (creating the database if
+   * needed), starts a coordinator and the researcher/analyst/writer/publisher workers in-process, submits
+   * examples/workflows/demo.yaml, starts a task, approves its parked publish step as actor `demo`, prints every
+   * hop from the audit log and verifies the tenant's chain. Exit 0 only when the task completed and the chain
+   * verifies; 1 otherwise (including the timeout, default 60 s). Worker logs (warnings only, unless --verbose) go
+   * to stderr.
+   */
+  program
+    .command("demo")
+    .description("run a governed workflow end to end in this process (start here)")
+    .option("--tenant <tenant>", "tenant to run the demo as", "demo")
+    .option("--topic <text>", "what the research is about", "governed agent coordination")
+    .option("--timeout <seconds>", "give up when the task has not finished after this long", secondsOption, 60)
+    .option("--verbose", "log the coordinator and workers at the configured level (stderr)")
+    .action(
+      run(async (ctx, options: DemoCommandOptions) => {
+        const logger = createLogger({
+          level: options.verbose ? ctx.config.logLevel : "warn",
+          name: "switchyard-demo",
+          destination: ctx.io.stderr as NodeJS.WritableStream,
+        });
+        const stop = ctx.shutdownSignal((signal) => ctx.note(`received ${signal}: stopping the demo`));
+        try {
+          const result = await runDemo({
+            config: ctx.config,
+            print: (line) => ctx.print(line),
+            logger,
+            tenant: options.tenant,
+            topic: options.topic,
+            timeoutMs: options.timeout * 1000,
+            signal: stop.signal,
+          });
+          if (!result.ok) throw new CommandExit(ExitCode.Failed);
+        } finally {
+          stop.dispose();
+        }
+      }),
+    );
+}

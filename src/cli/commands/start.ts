@@ -1,0 +1,121 @@
+/**
+ * `switchyard start coordinator|harness|all` — the long-running processes. Each logs JSON lines to stdout and
+ * stops gracefully on SIGINT/SIGTERM; a second signal exits at once with 130.
+ */
+import type { Command } from "commander";
+import { consumerName } from "../../bus/keys.js";
+import { Coordinator } from "../../coordinator/coordinator.js";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { runHarnessProcess } from "../../harness/process.js";
+import { intOption } from "../args.js";
+import type { ActionRunner } from "../action.js";
+import { openRuntime, type CliContext } from "../context.js";
+import { EXAMPLE_ROLES, startDevStack } from "../dev-stack.js";
+
+export function registerStartCommands(program: Command, run: ActionRunner): void {
+  const start = program.command("start").description("run a coordinator, a worker harness, or everything for development");
+
+  /**
+   * `start coordinator [--consumer NAME]` — consumes the coordinator stream, sweeps timeouts and retries, relays
+   * the outbox. Several may run at once against the same Redis and Postgres. Runs until a signal.
+   */
+  start
+    .command("coordinator")
+    .description("run a coordinator until SIGINT/SIGTERM")
+    .option("--consumer <name>", "consumer name in the coordinator group (default: host-pid-random)")
+    .action(
+      run(async (ctx, options: { consumer?: string }) => {
+        const logger = ctx.createLogger("switchyard-coordinator");
+        const { config } = ctx;
+        const runtime = await openRuntime(config, { logger });
+        const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
+        try {
+          const coordinator = new Coordinator({
+            pool: runtime.pool,
+            bus: runtime.bus,
+            engine: runtime.engine,
+            publisher: runtime.publisher,
+            consumer: options.consumer ?? consumerName("coordinator"),
+            batchSize: config.coordinator.batchSize,
+            blockMs: config.bus.blockMs,
+            reclaimIdleMs: config.bus.reclaimIdleMs,
+            sweepIntervalMs: config.coordinator.sweepIntervalMs,
+            trimMaxLen: config.bus.trimMaxLen,
+            logger,
+            metrics: runtime.metrics,
+          });
+          logger.info("coordinator started");
+          await coordinator.start(stop.signal);
+          logger.info("coordinator stopped");
+        } finally {
+          // Handlers stay until everything is closed: a second signal while closing still means "exit now".
+          await runtime.close();
+          stop.dispose();
+        }
+      }),
+    );
+
+  /**
+   * `start harness (--role NAME | --team NAME) --handler PATH [--concurrency N]` — serves one queue with the
+   * handler module's default export. Runs until a signal (in-flight turns get SWITCHYARD_SHUTDOWN_GRACE_MS).
+   */
+  start
+    .command("harness")
+    .description("run a worker harness for one role or team until SIGINT/SIGTERM")
+    .option("--role <name>", "serve role:NAME")
+    .option("--team <name>", "serve team:NAME")
+    .requiredOption("--handler <path>", "module whose default export is the handler")
+    .option("--concurrency <n>", "handlers running at once", intOption(1), 10)
+    .action(
+      run(async (ctx, options: { role?: string; team?: string; handler: string; concurrency: number }) => {
+        if ((options.role === undefined) === (options.team === undefined)) {
+          throw new SwitchyardError(ErrorCode.InvalidArgument, "pass exactly one of --role or --team", { details: { path: "--role" } });
+        }
+        await runHarnessProcess({
+          config: ctx.config,
+          ...(options.role !== undefined ? { role: options.role } : { team: options.team! }),
+          handlerPath: options.handler,
+          concurrency: options.concurrency,
+          logger: ctx.createLogger("switchyard-harness"),
+          cwd: ctx.io.cwd,
+          ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
+        });
+      }),
+    );
+
+  /**
+   * `start all [--roles a,b,…]` — for development: a coordinator and harnesses for the example roles
+   * (researcher, analyst, writer, publisher, echo from examples/handlers/) in one process. Runs until a signal.
+   */
+  start
+    .command("all")
+    .description("run a coordinator and the example workers in one process (development)")
+    .option("--roles <list>", "comma-separated example roles to serve", EXAMPLE_ROLES.join(","))
+    .option("--consumer <name>", "the coordinator's consumer name")
+    .action(run(async (ctx, options: { roles: string; consumer?: string }) => runAll(ctx, options)));
+}
+
+async function runAll(ctx: CliContext, options: { roles: string; consumer?: string }): Promise<void> {
+  const roles = options.roles.split(",").map((r) => r.trim()).filter(Boolean);
+  const unknown = roles.filter((r) => !(EXAMPLE_ROLES as readonly string[]).includes(r));
+  if (roles.length === 0 || unknown.length > 0) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `--roles must list example roles (${EXAMPLE_ROLES.join(", ")}); unknown: ${unknown.join(", ") || "(none given)"}`, {
+      details: { path: "--roles" },
+    });
+  }
+  const logger = ctx.createLogger("switchyard");
+  const stack = await startDevStack({ config: ctx.config, logger, roles, ...(options.consumer ? { consumer: options.consumer } : {}) });
+  const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
+  try {
+    logger.info({ roles }, "coordinator and example harnesses started");
+    const stopped = new Promise<void>((resolve) => {
+      if (stop.signal.aborted) resolve();
+      stop.signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    await Promise.race([stopped, stack.done]);
+  } finally {
+    await stack.stop();
+    stop.dispose();
+    logger.info("stopped");
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * What every command action receives: where to print, the configuration (loaded once, flags over environment),
+ * and helpers that open and always close the connections a command needs.
+ */
+import type { Command } from "commander";
+import { assertRedisSafe } from "../bus/redis-check.js";
+import { loadConfig, type Config } from "../config.js";
+import { createLogger, silentLogger, type Logger } from "../logger.js";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
+import { createPool, type Pool } from "../store/db.js";
+import { assertSchemaCurrent } from "../store/migrate.js";
+import { ExitCode, jsonLine } from "./output.js";
+
+export interface TextSink {
+  write(text: string): unknown;
+}
+
+export interface CliIo {
+  /** Where configuration comes from (passed to `loadConfig`). @defaultValue process.env */
+  env: Record<string, string | undefined>;
+  /** @defaultValue process.stdout */
+  stdout: TextSink;
+  /** @defaultValue process.stderr */
+  stderr: TextSink;
+  /** Relative file paths (workflow files, handler modules) resolve against this. @defaultValue process.cwd() */
+  cwd: string;
+  /** Aborting it stops long-running commands (start, demo, task --wait) like a first SIGINT. */
+  signal?: AbortSignal;
+  /** Install SIGINT/SIGTERM handlers for long-running commands. @defaultValue true */
+  handleSignals: boolean;
+}
+
+export function defaultIo(overrides: Partial<CliIo> = {}): CliIo {
+  return { env: process.env, stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), handleSignals: true, ...overrides };
+}
+
+/** Options every command inherits from the program. */
+export interface GlobalOptions {
+  databaseUrl?: string;
+  redisUrl?: string;
+  keyPrefix?: string;
+  logLevel?: string;
+}
+
+/**
+ * Thrown by an action that has already printed its outcome and only needs a non-zero exit code (a failed task,
+ * a broken chain). `runCli` returns the code without printing anything more.
+ */
+export class CommandExit extends Error {
+  constructor(readonly exitCode: ExitCode) {
+    super(`exit ${exitCode}`);
+  }
+}
+
+export class CliContext {
+  private loaded: Config | undefined;
+
+  constructor(
+    readonly io: CliIo,
+    private readonly globals: GlobalOptions,
+  ) {}
+
+  static of(io: CliIo, command: Command): CliContext {
+    return new CliContext(io, command.optsWithGlobals<GlobalOptions>());
+  }
+
+  /** The configuration: environment first, then the global flags on top (validated the same way). */
+  get config(): Config {
+    if (!this.loaded) {
+      const overrides: Record<string, string> = {};
+      if (this.globals.databaseUrl !== undefined) overrides.DATABASE_URL = this.globals.databaseUrl;
+      if (this.globals.redisUrl !== undefined) overrides.REDIS_URL = this.globals.redisUrl;
+      if (this.globals.keyPrefix !== undefined) overrides.SWITCHYARD_KEY_PREFIX = this.globals.keyPrefix;
+      if (this.globals.logLevel !== undefined) overrides.SWITCHYARD_LOG_LEVEL = this.globals.logLevel;
+      this.loaded = loadConfig({ ...this.io.env, ...overrides });
+    }
+    return this.loaded;
+  }
+
+  print(line = ""): void {
+    this.io.stdout.write(`${line}\n`);
+  }
+
+  /** Progress and hints that must not pollute a `--json` stdout. */
+  note(line: string): void {
+    this.io.stderr.write(`${line}\n`);
+  }
+
+  printJson(value: unknown): void {
+    this.print(jsonLine(value));
+  }
+
+  /** Structured JSON logs on stdout, for the long-running processes. */
+  createLogger(name = "switchyard"): Logger {
+    return createLogger({ level: this.config.logLevel, name, destination: this.io.stdout as NodeJS.WritableStream });
+  }
+
+  /** A small pool for one command, checked against the schema version; always closed. */
+  async withPool<T>(fn: (pool: Pool) => Promise<T>): Promise<T> {
+    const pool = createPool({ connectionString: this.config.databaseUrl, max: 2, applicationName: "switchyard-cli" });
+    try {
+      // A plain query first: the schema check reads a failed query as "no schema", which hides an unreachable server.
+      await pool.query("SELECT 1");
+      await assertSchemaCurrent(pool);
+      return await fn(pool);
+    } finally {
+      await pool.end().catch(() => {});
+    }
+  }
+
+  /** The full runtime (Postgres, Redis, bus, engine, task service) for one command; always closed. */
+  async withRuntime<T>(fn: (runtime: Runtime) => Promise<T>, options: RuntimeOptions = {}): Promise<T> {
+    const runtime = await openRuntime(this.config, { logger: silentLogger, poolSize: 2, ...options });
+    try {
+      return await fn(runtime);
+    } finally {
+      await runtime.close();
+    }
+  }
+
+  /**
+   * A signal that aborts on the first SIGINT/SIGTERM (or `io.signal`). A second process signal exits at once
+   * with 130: the operator asked twice. Call `dispose` when the command ends.
+   */
+  shutdownSignal(onFirst?: (signal: string) => void): { signal: AbortSignal; dispose(): void; interrupted(): boolean } {
+    const controller = new AbortController();
+    let received = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      received += 1;
+      if (received === 1) {
+        onFirst?.(signal);
+        controller.abort();
+        return;
+      }
+      this.io.stderr.write(`received ${signal} again: exiting without waiting\n`);
+      process.exit(ExitCode.Interrupted);
+    };
+    const onAbort = (): void => controller.abort();
+    if (this.io.handleSignals) {
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
+    }
+    if (this.io.signal?.aborted) controller.abort();
+    else this.io.signal?.addEventListener("abort", onAbort, { once: true });
+    return {
+      signal: controller.signal,
+      interrupted: () => received > 0 || this.io.signal?.aborted === true,
+      dispose: () => {
+        process.off("SIGINT", onSignal);
+        process.off("SIGTERM", onSignal);
+        this.io.signal?.removeEventListener("abort", onAbort);
+      },
+    };
+  }
+}
+
+/**
+ * `createRuntime` with its start-up checks run here instead: the runtime's schema check reads an unreachable
+ * database as "schema behind, run migrate", while a plain query first makes that "cannot connect".
+ */
+export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+  const runtime = await createRuntime(config, { ...options, checks: false });
+  if (options.checks === false) return runtime;
+  try {
+    await runtime.pool.query("SELECT 1");
+    await assertSchemaCurrent(runtime.pool);
+    await assertRedisSafe(runtime.redis, options.logger ? { logger: options.logger } : {});
+    return runtime;
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * The demo: one governed workflow end to end, in one process, narrated for a newcomer.
+ *
+ * migrate → start a coordinator and the example workers → submit examples/workflows/demo.yaml → start a task →
+ * watch it (approving the parked publish step as actor `demo`) → print every hop from the audit log → verify the
+ * tenant's audit chain. Everything it starts is stopped before it returns, whatever happened, so the process
+ * exits by itself.
+ */
+import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import type { Config } from "../../config.js";
+import { listApprovals } from "../../coordinator/approval-store.js";
+import type { TaskView } from "../../coordinator/tasks.js";
+import { parseWorkflowDefinition, topologicalOrder } from "../../coordinator/workflow-definition.js";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { listAudit } from "../../governance/audit-log.js";
+import { verifyChain, type VerifyChainResult } from "../../governance/audit-verify.js";
+import type { Logger } from "../../logger.js";
+import { migrate } from "../../store/migrate.js";
+import { submitWorkflow } from "../../store/workflow-store.js";
+import { startDevStack, type DevStack } from "../dev-stack.js";
+import { describeVerification, formatNumber, formatTable } from "../output.js";
+import { formatStepLine, watchTask } from "../task-watch.js";
+import { formatHopsTable } from "./hops-table.js";
+
+export const DEMO_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/demo.yaml", import.meta.url));
+export const DEMO_ROLES = ["researcher", "analyst", "writer", "publisher"] as const;
+/** Who the demo's approval is recorded as. */
+export const DEMO_ACTOR = "demo";
+
+export interface DemoOptions {
+  config: Config;
+  /** Receives each line of the narration. */
+  print(line: string): void;
+  /** For the in-process coordinator and workers (warnings and errors are worth showing). */
+  logger: Logger;
+  /** @defaultValue "demo" */
+  tenant?: string;
+  /** @defaultValue "governed agent coordination" */
+  topic?: string;
+  /** Bound on the task's run, from start to completion. @defaultValue 60 000 */
+  timeoutMs?: number;
+  /** Aborting stops the demo early (CANCELLED); everything is still shut down. */
+  signal?: AbortSignal;
+}
+
+export interface DemoResult {
+  ok: boolean;
+  taskId: string;
+  task: TaskView;
+  chain: VerifyChainResult;
+}
+
+export async function runDemo(options: DemoOptions): Promise<DemoResult> {
+  const tenant = options.tenant ?? "demo";
+  const topic = options.topic ?? "governed agent coordination";
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const say = (line = "") => options.print(line);
+
+  say("Switchyard demo: a three-step workflow runs through one governed coordinator, with a human approval,");
+  say("a delegation between workers, and a hash-chained audit log. Everything runs in this one process.");
+  say();
+  say("1. Preparing the database (created if missing, migrations applied)");
+  const migrated = await migrate({ connectionString: options.config.databaseUrl, createDatabase: true });
+  say(`   ${migrated.applied.length > 0 ? `applied ${migrated.applied.join(", ")}` : "already up to date"}; schema version ${migrated.version}`);
+
+  say(`2. Starting a coordinator and workers for the roles ${DEMO_ROLES.join(", ")}`);
+  say("   (the researcher hands part of its turn to the analyst: a delegation the coordinator governs too)");
+  const stack = await startDevStack({ config: options.config, logger: options.logger, roles: DEMO_ROLES });
+  try {
+    return await runTask(stack, { ...options, tenant, topic, timeoutMs, say });
+  } finally {
+    await stack.stop();
+  }
+}
+
+interface TaskRunOptions extends DemoOptions {
+  tenant: string;
+  topic: string;
+  timeoutMs: number;
+  say(line?: string): void;
+}
+
+async function runTask(stack: DevStack, options: TaskRunOptions): Promise<DemoResult> {
+  const { tenant, say } = options;
+  const { pool, tasks } = stack.runtime;
+
+  say(`3. Submitting the workflow examples/workflows/demo.yaml for tenant "${tenant}"`);
+  const definition = parseWorkflowDefinition(await readFile(DEMO_WORKFLOW_PATH, "utf8"), { format: "yaml" });
+  const submitted = await submitWorkflow(pool, tenant, definition);
+  const chain = topologicalOrder(definition).map((s) => s.id).join(" → ");
+  say(`   ${submitted.ref}: ${chain}`);
+  for (const step of definition.steps.filter((s) => s.approval)) {
+    say(`   step "${step.id}" is marked approval: true, so the default policy parks it until a human decides`);
+  }
+
+  const input = { topic: options.topic };
+  say(`4. Starting a task with input ${JSON.stringify(input)}`);
+  const started = await tasks.start({ orgId: tenant, workflow: submitted.ref, input });
+  say(`   task ${started.taskId}`);
+
+  say("5. Watching the task (a line per step change)");
+  const decided = new Set<string>();
+  const watching = watchTask({
+    tasks,
+    orgId: tenant,
+    taskId: started.taskId,
+    timeoutMs: options.timeoutMs,
+    // Hops take milliseconds here; a fast poll lets a newcomer see most intermediate states, not just the ends.
+    intervalMs: 50,
+    ...(options.signal ? { signal: options.signal } : {}),
+    onStep: (step) => say(`   ${formatStepLine(step)}`),
+    onChange: async (view) => {
+      for (const step of view.steps) {
+        if (step.status !== "parked" || !step.approvalId || decided.has(step.approvalId)) continue;
+        decided.add(step.approvalId);
+        await approve(stack, options, view.id, step.approvalId);
+      }
+    },
+  });
+  const crashed = stack.done.then(() => {
+    throw new SwitchyardError(ErrorCode.Internal, "the in-process coordinator or a worker stopped unexpectedly");
+  });
+  // Once the demo stops the stack, `done` settles and this rejects; nobody is racing it any more by then.
+  crashed.catch(() => {});
+  const final = await Promise.race([watching, crashed]);
+
+  const ok = final.status === "completed";
+  say(ok ? "6. The task completed. Every hop it made, from the audit log in seq order:" : `6. The task ended ${final.status}. Its audit rows in seq order:`);
+  const rows = await listAudit(pool, tenant, { taskId: final.id, limit: 10_000 });
+  say(indent(formatHopsTable(rows)));
+  say(`   total cost of the task: ${formatNumber(final.cost)}${final.budget !== null ? ` (budget ${formatNumber(final.budget)})` : ""}`);
+  const published = final.steps.find((s) => s.id === "publish")?.output as { url?: unknown } | null | undefined;
+  if (typeof published?.url === "string") say(`   the publisher "published" to ${published.url}`);
+  if (final.error) say(`   error: ${final.error.code}: ${final.error.message}`);
+
+  say(`7. Verifying the audit hash chain of tenant "${tenant}"`);
+  const verification = await verifyChain(pool, tenant);
+  say(`   ${describeVerification(tenant, verification)}`);
+  say();
+  if (ok && verification.ok) say("Demo finished: the task completed and the audit chain verifies.");
+  else say(`Demo FAILED: ${ok ? "the audit chain does not verify" : `the task ended ${final.status}`}.`);
+  return { ok: ok && verification.ok, taskId: final.id, task: final, chain: verification };
+}
+
+async function approve(stack: DevStack, options: TaskRunOptions, taskId: string, approvalId: string): Promise<void> {
+  const { say, tenant } = options;
+  const pending = await listApprovals(stack.runtime.pool, tenant, { status: "pending", taskId });
+  say("   A step is parked on an approval. Pending approvals of this task:");
+  say(indent(formatTable(["approval", "step", "destination", "rule", "reason"], pending.map((a) => [a.id, a.stepId, a.destination, a.rule, a.reason])), 6));
+  say(`   The demo approves it as actor "${DEMO_ACTOR}" (by hand: switchyard approval approve ${approvalId} --tenant ${tenant})`);
+  const outcome = await stack.runtime.tasks.decideApproval({ orgId: tenant, approvalId, approve: true, actor: DEMO_ACTOR, reason: "approved by the demo" });
+  say(`   ${outcome.alreadyDecided ? "already decided: " : ""}${outcome.status} by ${outcome.decidedBy}`);
+}
+
+function indent(text: string, spaces = 3): string {
+  const pad = " ".repeat(spaces);
+  return text
+    .split("\n")
+    .map((line) => pad + line)
+    .join("\n");
+}

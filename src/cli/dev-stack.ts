@@ -1,0 +1,97 @@
+/**
+ * A coordinator plus harnesses for the example roles, all in one process, sharing one runtime (one pool, one
+ * Redis connection and bus). For development (`start all`) and the demo; production runs them as separate
+ * processes (`start coordinator`, `start harness`).
+ */
+import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { consumerName } from "../bus/keys.js";
+import type { Config } from "../config.js";
+import { Coordinator } from "../coordinator/coordinator.js";
+import { createHarness, type Harness } from "../harness/harness.js";
+import { loadHandler } from "../harness/process.js";
+import type { Logger } from "../logger.js";
+import type { Runtime } from "../runtime.js";
+import { openRuntime } from "./context.js";
+import { createStepResultReader } from "../store/step-result-reader.js";
+
+/** Roles served by `examples/handlers/<role>.ts`. */
+export const EXAMPLE_ROLES = ["researcher", "analyst", "writer", "publisher", "echo"] as const;
+
+export const EXAMPLE_HANDLERS_DIR = fileURLToPath(new URL("../../examples/handlers/", import.meta.url));
+
+export interface DevStackOptions {
+  config: Config;
+  logger: Logger;
+  /** Each role is served by `examples/handlers/<role>.ts`. */
+  roles: readonly string[];
+  /** The coordinator's consumer name. @defaultValue unique per process */
+  consumer?: string;
+  /** Handlers running at once per role. @defaultValue 10 */
+  concurrency?: number;
+}
+
+export interface DevStack {
+  runtime: Runtime;
+  coordinator: Coordinator;
+  harnesses: readonly Harness[];
+  /** Settles when every loop has ended; rejects with the first part that crashed. */
+  done: Promise<void>;
+  /** Stops everything gracefully and closes every connection. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
+  const { config, logger } = options;
+  // Load every handler before connecting anything: a broken example fails fast and leaves nothing open.
+  const handlers = await Promise.all(options.roles.map((role) => loadHandler(join(EXAMPLE_HANDLERS_DIR, `${role}.ts`))));
+  const runtime = await openRuntime(config, { logger, poolSize: 10 });
+  const coordinator = new Coordinator({
+    pool: runtime.pool,
+    bus: runtime.bus,
+    engine: runtime.engine,
+    publisher: runtime.publisher,
+    consumer: options.consumer ?? consumerName("coordinator"),
+    batchSize: config.coordinator.batchSize,
+    blockMs: config.bus.blockMs,
+    reclaimIdleMs: config.bus.reclaimIdleMs,
+    sweepIntervalMs: config.coordinator.sweepIntervalMs,
+    trimMaxLen: config.bus.trimMaxLen,
+    logger,
+    metrics: runtime.metrics,
+  });
+  let harnesses: Harness[];
+  try {
+    const resultReader = createStepResultReader({ db: runtime.pool });
+    harnesses = options.roles.map((role, i) =>
+      createHarness({
+        bus: runtime.bus,
+        role,
+        handler: handlers[i]!,
+        concurrency: options.concurrency ?? 10,
+        logger,
+        maxPayloadBytes: config.bus.maxPayloadBytes,
+        reclaimIdleMs: config.bus.reclaimIdleMs,
+        heartbeatMs: config.harness.heartbeatMs,
+        shutdownGraceMs: config.harness.shutdownGraceMs,
+        blockMs: config.bus.blockMs,
+        resultReader,
+      }),
+    );
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
+  const runs = [coordinator.start(), ...harnesses.map((h) => h.start())];
+  const done = Promise.all(runs).then(() => undefined);
+  // Observed here so a crash is never an unhandled rejection; callers still see it through `done`.
+  done.catch((error: unknown) => logger.error({ err: error }, "a part of the in-process stack crashed"));
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      await Promise.allSettled([coordinator.close(), ...harnesses.map((h) => h.close())]);
+      await Promise.allSettled(runs);
+      await runtime.close();
+    })());
+  return { runtime, coordinator, harnesses, done, stop };
+}

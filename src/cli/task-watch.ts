@@ -1,0 +1,96 @@
+/**
+ * Watches a task by polling until it reaches a terminal status, reporting each step change once. Used by
+ * `task start --wait` and the demo.
+ */
+import type { StepView, TaskService, TaskView } from "../coordinator/tasks.js";
+import { TERMINAL_STEP_STATUSES, TERMINAL_TASK_STATUSES } from "../coordinator/model.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import { formatNumber } from "./output.js";
+
+export interface WatchTaskOptions {
+  tasks: Pick<TaskService, "get">;
+  orgId: string;
+  taskId: string;
+  /** @defaultValue 200 */
+  intervalMs?: number;
+  /** Aborting stops the watch with CANCELLED (`details.interrupted`); the task itself carries on. */
+  signal?: AbortSignal;
+  /** Give up with TIMEOUT after this long (ms). @defaultValue no limit */
+  timeoutMs?: number;
+  /** Called for every step whose status or attempt count changed since the last poll (new steps included). */
+  onStep?(step: StepView): void;
+  /** Called after each poll in which the task status or any step changed (and after the first); may act, e.g. approve. */
+  onChange?(view: TaskView): void | Promise<void>;
+}
+
+export function isTerminal(view: TaskView): boolean {
+  return TERMINAL_TASK_STATUSES.includes(view.status);
+}
+
+export async function watchTask(options: WatchTaskOptions): Promise<TaskView> {
+  const interval = options.intervalMs ?? 200;
+  const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+  const seen = new Map<string, string>();
+  let lastStatus: string | undefined;
+  for (;;) {
+    if (options.signal?.aborted) {
+      throw new SwitchyardError(ErrorCode.Cancelled, `stopped watching task ${options.taskId}; it carries on`, {
+        details: { interrupted: true, taskId: options.taskId },
+      });
+    }
+    const view = await options.tasks.get(options.orgId, options.taskId);
+    let changed = view.status !== lastStatus;
+    lastStatus = view.status;
+    const changes = view.steps.filter((step) => {
+      const key = `${step.status}/${step.attempts}`;
+      if (seen.get(step.id) === key) return false;
+      seen.set(step.id, key);
+      return true;
+    });
+    for (const step of inLikelyOrder(changes)) options.onStep?.(step);
+    changed ||= changes.length > 0;
+    if (changed) await options.onChange?.(view);
+    if (isTerminal(view)) return view;
+    if (Date.now() >= deadline) {
+      throw new SwitchyardError(ErrorCode.Timeout, `task ${options.taskId} is still ${view.status} after ${formatNumber(options.timeoutMs! / 1000)} s`, {
+        details: { taskId: options.taskId, status: view.status },
+      });
+    }
+    await sleep(Math.min(interval, Math.max(0, deadline - Date.now())), options.signal);
+  }
+}
+
+/**
+ * Several changes seen in one poll happened in some order the view does not record. A finished delegation
+ * precedes whatever its origin did next, and a new delegation follows its origin standing down; so: finished
+ * delegation steps, then workflow steps, then the other delegation steps. Stable within each group.
+ */
+function inLikelyOrder(steps: readonly StepView[]): StepView[] {
+  const rank = (s: StepView) => (s.kind === "workflow" ? 1 : TERMINAL_STEP_STATUSES.includes(s.status) ? 0 : 2);
+  return [...steps].sort((a, b) => rank(a) - rank(b));
+}
+
+/** `step research (role:researcher): dispatched, attempt 1` plus what is special about the status. */
+export function formatStepLine(step: StepView): string {
+  const where = step.kind === "delegation" ? `${step.destination}, delegated` : step.destination;
+  let line = `step ${step.id} (${where}): ${step.status}`;
+  if (step.attempts > 0) line += `, attempt ${step.attempts}`;
+  if (step.status === "parked" && step.approvalId) line += ` — waiting for approval ${step.approvalId}`;
+  if (step.status === "waiting") line += " — waiting for a delegated sub-query";
+  if (step.status === "completed" && step.cost > 0) line += `, cost ${formatNumber(step.cost)}`;
+  if (step.error && (step.status === "failed" || step.status === "retrying")) line += ` — ${step.error.code}: ${step.error.message}`;
+  return line;
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * The long-running commands, run in-process and stopped through `io.signal` (what a first SIGINT does).
+ */
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createCliEnvironment, type CliEnvironment, type CliRun } from "./helpers.js";
+
+const THREE_STEP = fileURLToPath(new URL("../../examples/workflows/three-step.yaml", import.meta.url));
+const ECHO_HANDLER = fileURLToPath(new URL("../../examples/handlers/echo.ts", import.meta.url));
+
+let cli: CliEnvironment;
+beforeAll(async () => {
+  cli = await createCliEnvironment();
+  expect((await cli.run(["workflow", "submit", THREE_STEP, "--tenant", "acme"])).last).toBe("three-step@1");
+});
+afterAll(async () => {
+  await cli?.cleanup();
+});
+
+function logLines(run: CliRun): Array<Record<string, unknown>> {
+  return run.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe("start", () => {
+  it("start coordinator + start harness serve a task that task start --wait follows to completion", async () => {
+    const stop = new AbortController();
+    const coordinator = cli.run(["start", "coordinator", "--consumer", "test-coordinator", "--log-level", "info"], { signal: stop.signal });
+    const harness = cli.run(["start", "harness", "--role", "echo", "--handler", ECHO_HANDLER, "--concurrency", "2"], { signal: stop.signal });
+    try {
+      const waited = await cli.run(["task", "start", "three-step", "--tenant", "acme", "--input", '{"n":1}', "--wait", "--timeout", "20"]);
+      expect(waited.stderr).toBe("");
+      expect(waited.code).toBe(0);
+      expect(waited.stdout).toMatch(/step one \(role:echo\): dispatched, attempt 1/);
+      expect(waited.stdout).toMatch(/step three \(role:echo\): completed, attempt 1/);
+      expect(waited.stdout).toMatch(/task \S+ completed, cost 0\.3/);
+      expect(waited.last).toMatch(/^[0-9a-f-]{36}$/);
+    } finally {
+      stop.abort();
+    }
+    const [coordinatorRun, harnessRun] = await Promise.all([coordinator, harness]);
+    expect(coordinatorRun.code).toBe(0);
+    expect(harnessRun.code).toBe(0);
+    const logs = logLines(coordinatorRun);
+    expect(logs.map((l) => l.msg)).toEqual(expect.arrayContaining(["coordinator started", "coordinator stopped"]));
+    expect(logs.every((l) => typeof l.level === "number" && typeof l.time === "number")).toBe(true);
+  });
+
+  it("start all runs the coordinator and example workers in one process; --wait --json prints the TaskView last", async () => {
+    const stop = new AbortController();
+    const all = cli.run(["start", "all", "--roles", "echo,writer"], { signal: stop.signal });
+    let view: { status: string; steps: Array<{ status: string; attempts: number }> };
+    try {
+      const waited = await cli.run(["task", "start", "three-step", "--tenant", "acme", "--wait", "--timeout", "20", "--json"]);
+      expect(waited.code).toBe(0);
+      view = JSON.parse(waited.last);
+      expect(waited.lines).toHaveLength(1);
+      expect(waited.stderr).toMatch(/step two \(role:echo\): completed/);
+    } finally {
+      stop.abort();
+    }
+    expect(view.status).toBe("completed");
+    expect(view.steps.map((s) => [s.status, s.attempts])).toEqual([
+      ["completed", 1],
+      ["completed", 1],
+      ["completed", 1],
+    ]);
+    expect((await all).code).toBe(0);
+  });
+
+  it("start all refuses roles it has no example handler for", async () => {
+    const result = await cli.run(["start", "all", "--roles", "echo,wizard"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/unknown: wizard/);
+  });
+});
