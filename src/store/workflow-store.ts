@@ -10,7 +10,7 @@ import {
   definitionDigest,
   parseWorkflowDefinition,
   workflowToSource,
-} from "../coordinator/workflow-definition.js";
+} from "../workflow/definition.js";
 import { withTransaction, type Pool, type Queryable } from "./db.js";
 
 // First key of the two-key advisory lock: keeps workflow submissions apart from every other lock user.

@@ -5,7 +5,7 @@
  * cost), nothing is dead-lettered, and the audit chain verifies.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseWorkflowDefinition } from "../../src/coordinator/workflow-definition.js";
+import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";

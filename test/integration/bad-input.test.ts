@@ -6,7 +6,7 @@ import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { streamKey } from "../../src/bus/keys.js";
 import { EnvelopeKind, ResultStatus, createEnvelope, jsonPayload } from "../../src/bus/codec.js";
 import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
-import { parseWorkflowDefinition } from "../../src/coordinator/workflow-definition.js";
+import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { listAudit } from "../../src/governance/audit-log.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";

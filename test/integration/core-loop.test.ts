@@ -2,7 +2,7 @@
  * The governed core loop end to end: coordinator + real harnesses on real Redis and Postgres.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseWorkflowDefinition } from "../../src/coordinator/workflow-definition.js";
+import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { putPolicy } from "../../src/governance/policy-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";

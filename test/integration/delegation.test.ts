@@ -3,7 +3,7 @@
  * origin resuming through its own read scope, the depth ceiling, and failures reported back.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseWorkflowDefinition } from "../../src/coordinator/workflow-definition.js";
+import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { listAudit } from "../../src/governance/audit-log.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";

@@ -3,7 +3,7 @@
  * several coordinators share one inbox without doubling anything.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { parseWorkflowDefinition } from "../../src/coordinator/workflow-definition.js";
+import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { definitionDigest, parseWorkflowDefinition } from "../../src/coordinator/workflow-definition.js";
+import { definitionDigest, parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import type { WorkflowDefinition } from "../../src/domain.js";
 import { SwitchyardError } from "../../src/errors.js";
 import { WorkflowCache, getWorkflow, listWorkflows, parseWorkflowRef, submitWorkflow } from "../../src/store/workflow-store.js";

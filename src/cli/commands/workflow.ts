@@ -3,7 +3,7 @@
  */
 import type { Command } from "commander";
 import { stringify } from "yaml";
-import { parseWorkflowDefinition, workflowToSource } from "../../coordinator/workflow-definition.js";
+import { parseWorkflowDefinition, workflowToSource } from "../../workflow/definition.js";
 import { getWorkflow, listWorkflows, submitWorkflow } from "../../store/workflow-store.js";
 import { inFile, readInputFile, requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";

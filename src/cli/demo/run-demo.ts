@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { Config } from "../../config.js";
 import { listApprovals } from "../../coordinator/approval-store.js";
 import type { TaskView } from "../../coordinator/tasks.js";
-import { parseWorkflowDefinition, topologicalOrder } from "../../coordinator/workflow-definition.js";
+import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain, type VerifyChainResult } from "../../governance/audit-verify.js";

@@ -4,21 +4,23 @@
  * tenant can fix a file in one pass; each problem names the field (`steps[2].needs[0]`) it is about.
  */
 import { createHash } from "node:crypto";
-import { LineCounter, parseDocument } from "yaml";
 import { formatDestination, parseDestination, type StepDefinition, type WorkflowDefinition } from "../domain.js";
-import { ErrorCode, SwitchyardError } from "../errors.js";
+import { findDependencyCycles } from "./graph.js";
+import { invalidWorkflow, type WorkflowProblem } from "./problems.js";
+import { decodeSource } from "./source.js";
+
+export { topologicalOrder, dependents } from "./graph.js";
+export { MAX_SOURCE_CHARS, type WorkflowProblem } from "./problems.js";
 
 export const WORKFLOW_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 export const STEP_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 /** Guards against a tenant submitting something no coordinator should hold in memory. */
-export const MAX_SOURCE_CHARS = 1_000_000;
 export const MAX_STEPS = 1000;
 const MAX_DESCRIPTION_CHARS = 4096;
 const MAX_DURATION_MS = 24 * 60 * 60 * 1000;
 const MAX_RETRIES = 10;
 const MAX_CLEARANCE = 10;
 const DEFAULT_BACKOFF_MS = 1000;
-const MAX_PROBLEMS_IN_MESSAGE = 20;
 
 const ROOT_KEYS = ["name", "description", "budget", "steps"] as const;
 const STEP_KEYS = ["id", "to", "needs", "timeout", "retries", "backoff", "cost_estimate", "clearance", "approval"] as const;
@@ -31,11 +33,6 @@ const KEY_ALIASES: Record<string, string> = {
   title: "name", desc: "description", step_list: "steps", max_cost: "budget",
 };
 
-export interface WorkflowProblem {
-  /** The field the problem is about, e.g. `steps[2].needs[0]`; "" for the document as a whole. */
-  path: string;
-  reason: string;
-}
 
 export interface ParseWorkflowOptions {
   /** How to read a string source. Default: JSON when it starts with `{`, YAML otherwise. */
@@ -90,138 +87,6 @@ function stableJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
   }
   return JSON.stringify(value);
-}
-
-/** Steps in an order that respects `needs`, ties kept in definition order. */
-export function topologicalOrder(def: WorkflowDefinition): StepDefinition[] {
-  const done = new Set<string>();
-  const remaining = [...def.steps];
-  const order: StepDefinition[] = [];
-  while (remaining.length > 0) {
-    const next = remaining.findIndex((s) => s.needs.every((n) => done.has(n)));
-    if (next < 0) {
-      const stuck = remaining.map((s) => s.id).join(", ");
-      throw invalidWorkflow([{ path: "steps", reason: `the needs of ${stuck} can never be satisfied` }]);
-    }
-    const [step] = remaining.splice(next, 1);
-    done.add(step!.id);
-    order.push(step!);
-  }
-  return order;
-}
-
-/** Ids of the steps that directly need `stepId`, in definition order. */
-export function dependents(def: WorkflowDefinition, stepId: string): string[] {
-  return def.steps.filter((s) => s.needs.includes(stepId)).map((s) => s.id);
-}
-
-/**
- * One cycle per strongly connected part of the needs graph, each the shortest loop through that part's
- * first-listed step, written `[a, b, a]` where a needs b. Self-needs are reported elsewhere.
- */
-function findDependencyCycles(steps: StepDefinition[]): string[][] {
-  const needsOf = new Map(steps.map((s) => [s.id, s.needs.filter((n) => n !== s.id)]));
-  const neededBy = new Map<string, string[]>(steps.map((s) => [s.id, []]));
-  for (const [id, needs] of needsOf) for (const n of needs) neededBy.get(n)?.push(id);
-  const covered = new Set<string>();
-  const cycles: string[][] = [];
-  for (const { id: start } of steps) {
-    if (covered.has(start)) continue;
-    const forward = breadthFirst(start, needsOf);
-    if (!forward.has(start)) continue;
-    const cycle = [start];
-    for (let at = forward.get(start)!; at !== start; at = forward.get(at)!) cycle.unshift(at);
-    cycles.push([start, ...cycle]);
-    // Everything on some loop through `start` belongs to the same knot; one report for it is enough.
-    const backward = breadthFirst(start, neededBy);
-    for (const id of forward.keys()) if (backward.has(id)) covered.add(id);
-  }
-  return cycles;
-}
-
-/** Breadth-first reach from `start`: each reached node → the node it was first reached from. */
-function breadthFirst(start: string, edges: Map<string, string[]>): Map<string, string> {
-  const parent = new Map<string, string>();
-  const queue = [start];
-  for (let k = 0; k < queue.length; k++) {
-    for (const next of edges.get(queue[k]!) ?? []) {
-      if (parent.has(next)) continue;
-      parent.set(next, queue[k]!);
-      if (next !== start) queue.push(next);
-    }
-  }
-  return parent;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Decoding
-
-function decodeSource(text: string, format: "yaml" | "json" | undefined): unknown {
-  if (text.length > MAX_SOURCE_CHARS) {
-    throw invalidWorkflow([{ path: "", reason: `the definition is ${text.length} characters long, more than the limit of ${MAX_SOURCE_CHARS}` }]);
-  }
-  const asJson = format === "json" || (format === undefined && text.trimStart().startsWith("{"));
-  return asJson ? decodeJson(text) : decodeYaml(text);
-}
-
-function decodeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    const message = (error as Error).message;
-    // V8 messages end with the position or quote a slice of the source; neither belongs in a tenant's error.
-    const reason = message.replace(/\s*in JSON at position \d+.*$/s, "").replace(/, (\.\.\.)?".*" is not valid JSON$/s, "");
-    const offset = jsonErrorOffset(text, message);
-    const where = offset === undefined ? "" : ` at ${lineAndColumn(text, offset)}`;
-    throw invalidWorkflow([{ path: "", reason: `JSON syntax error${where}: ${reason}` }]);
-  }
-}
-
-function jsonErrorOffset(text: string, message: string): number | undefined {
-  const position = /at position (\d+)/.exec(message);
-  if (position) return Number(position[1]);
-  if (!message.startsWith("Unexpected token")) return undefined;
-  // V8 names the token but not where it is. Prefixes that stop before it fail only for ending early, so the
-  // shortest prefix that fails on the token ends right after it.
-  const failsOnToken = (prefix: string) => {
-    try {
-      JSON.parse(prefix);
-      return false;
-    } catch (error) {
-      return (error as Error).message.startsWith("Unexpected token");
-    }
-  };
-  let [low, high] = [1, text.length];
-  while (low < high) {
-    const mid = (low + high) >> 1;
-    if (failsOnToken(text.slice(0, mid))) high = mid;
-    else low = mid + 1;
-  }
-  return low - 1;
-}
-
-function decodeYaml(text: string): unknown {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter });
-  if (doc.errors.length > 0) {
-    throw invalidWorkflow(
-      doc.errors.map((e) => {
-        const { line, col } = lineCounter.linePos(e.pos[0]);
-        return { path: "", reason: `YAML syntax error at line ${line}, column ${col}: ${e.message}` };
-      }),
-    );
-  }
-  try {
-    return doc.toJS({ maxAliasCount: 100 });
-  } catch (error) {
-    // Unresolved aliases and alias bombs surface only when the document is turned into values.
-    throw invalidWorkflow([{ path: "", reason: `YAML error: ${(error as Error).message}` }]);
-  }
-}
-
-function lineAndColumn(text: string, offset: number): string {
-  const before = text.slice(0, offset).split("\n");
-  return `line ${before.length}, column ${before[before.length - 1]!.length + 1}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -462,21 +327,4 @@ function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value);
   if (typeof value === "object") return isPlainObject(value) ? "a mapping" : `a ${value.constructor?.name ?? "value"}`;
   return String(value);
-}
-
-function formatProblem(p: WorkflowProblem): string {
-  return p.path ? `${p.path}: ${p.reason}` : p.reason;
-}
-
-function invalidWorkflow(problems: WorkflowProblem[]): SwitchyardError {
-  const first = problems[0] ?? { path: "", reason: "invalid workflow definition" };
-  let message = formatProblem(first);
-  if (problems.length > 1) {
-    const shown = problems.slice(0, MAX_PROBLEMS_IN_MESSAGE).map(formatProblem).join("; ");
-    const more = problems.length > MAX_PROBLEMS_IN_MESSAGE ? `; and ${problems.length - MAX_PROBLEMS_IN_MESSAGE} more` : "";
-    message = `${problems.length} problems: ${shown}${more}`;
-  }
-  return new SwitchyardError(ErrorCode.InvalidWorkflow, message, {
-    details: { path: first.path, reason: first.reason, errors: problems },
-  });
 }

@@ -9,7 +9,7 @@ import {
   topologicalOrder,
   workflowToSource,
   type WorkflowProblem,
-} from "../../src/coordinator/workflow-definition.js";
+} from "../../src/workflow/definition.js";
 import { SwitchyardError } from "../../src/errors.js";
 
 const examplesDir = new URL("../../examples/workflows/", import.meta.url);
