@@ -4,7 +4,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import { withTransaction, type Pool, type Queryable } from "../store/db.js";
+import type { Pool, Queryable } from "../store/db.js";
+import { unscoped, type TransactionRunner } from "../store/tenant-scope.js";
 import { getWorkflow } from "../store/workflow-store.js";
 import { getApproval } from "./approval-store.js";
 import type { ApplyResult, Engine } from "./engine.js";
@@ -18,6 +19,11 @@ export interface TaskServiceOptions {
   /** Publishes committed outbox rows at once; without it the relay sweep picks them up. */
   publisher?: OutboxPublisher;
   maxPayloadBytes: number;
+  /**
+   * How transactions are opened. The API passes `tenantScoped(pool)` so every tenant request runs under
+   * row-level security; operator paths (CLI, demo) use the default, an ordinary transaction.
+   */
+  transact?: TransactionRunner;
 }
 
 export interface StartTaskRequest {
@@ -55,14 +61,18 @@ export interface TaskView {
 }
 
 export class TaskService {
-  constructor(private readonly options: TaskServiceOptions) {}
+  private readonly transact: TransactionRunner;
+
+  constructor(private readonly options: TaskServiceOptions) {
+    this.transact = options.transact ?? unscoped(options.pool);
+  }
 
   async start(request: StartTaskRequest): Promise<{ taskId: string; created: boolean; workflow: string }> {
     const inputJson = JSON.stringify(request.input ?? {});
     if (Buffer.byteLength(inputJson) > this.options.maxPayloadBytes) {
       throw new SwitchyardError(ErrorCode.PayloadTooLarge, `task input is over the ${this.options.maxPayloadBytes}-byte limit`);
     }
-    const stored = await getWorkflow(this.options.pool, request.orgId, request.workflow);
+    const stored = await this.transact(request.orgId, (client) => getWorkflow(client, request.orgId, request.workflow));
     const def = stored.definition;
     const taskId = randomUUID();
     const task: TaskRecord = {
@@ -77,7 +87,7 @@ export class TaskService {
       error: null,
       finishedAtMs: null,
     };
-    const outcome = await withTransaction(this.options.pool, async (client) => {
+    const outcome = await this.transact(request.orgId, async (client) => {
       const inserted = await insertTask(client, task, request.idempotencyKey ?? null);
       if (!inserted) {
         const { rows } = await client.query<{ id: string }>("SELECT id FROM tasks WHERE org_id = $1 AND idempotency_key = $2", [
@@ -115,15 +125,15 @@ export class TaskService {
     return { taskId: outcome.taskId, created: outcome.created, workflow: `${stored.name}@${stored.version}` };
   }
 
-  async get(orgId: string, taskId: string, db: Queryable = this.options.pool): Promise<TaskView> {
-    return getTaskView(db, orgId, taskId);
+  async get(orgId: string, taskId: string): Promise<TaskView> {
+    return this.transact(orgId, (client) => getTaskView(client, orgId, taskId));
   }
 
   async cancel(orgId: string, taskId: string, actor: string, reason: string): Promise<TaskView> {
     await this.get(orgId, taskId);
-    const applied = await this.options.engine.apply(this.options.pool, [
-      { orgId, taskId, event: { type: "cancel", eventId: `cancel:${taskId}`, actor, reason } },
-    ]);
+    const applied = await this.transact(orgId, (client) =>
+      this.options.engine.applyInTransaction(client, [{ orgId, taskId, event: { type: "cancel", eventId: `cancel:${taskId}`, actor, reason } }]),
+    );
     await this.publish(applied);
     return this.get(orgId, taskId);
   }
@@ -138,7 +148,7 @@ export class TaskService {
     alreadyDecided: boolean;
   }> {
     if (!isUuid(request.approvalId)) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
-    const outcome = await withTransaction(this.options.pool, async (client) => {
+    const outcome = await this.transact(request.orgId, async (client) => {
       const approval = await getApproval(client, request.orgId, request.approvalId, true);
       if (!approval) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
       if (approval.status !== "pending") {
