@@ -30,6 +30,8 @@ export interface CoordinatorConfig {
   sweepIntervalMs: number;
   /** Outbox rows older than this are published by the relay sweep even if their writer did not (ms). */
   outboxStaleMs: number;
+  /** An approval not decided within this long expires: denied, the step fails closed (ms). */
+  approvalTtlMs: number;
 }
 
 export interface HarnessConfig {
@@ -66,6 +68,7 @@ export const defaultConfig: Config = {
     defaultStepTimeoutMs: 60_000,
     sweepIntervalMs: 1_000,
     outboxStaleMs: 2_000,
+    approvalTtlMs: 24 * 60 * 60 * 1000,
   },
   harness: {
     shutdownGraceMs: 10_000,
@@ -124,6 +127,7 @@ export function loadConfig(env: Env = process.env): Config {
       defaultStepTimeoutMs: int(env, "SWITCHYARD_STEP_TIMEOUT_MS", d.coordinator.defaultStepTimeoutMs, 1),
       sweepIntervalMs: int(env, "SWITCHYARD_SWEEP_INTERVAL_MS", d.coordinator.sweepIntervalMs, 10),
       outboxStaleMs: int(env, "SWITCHYARD_OUTBOX_STALE_MS", d.coordinator.outboxStaleMs, 0),
+      approvalTtlMs: int(env, "SWITCHYARD_APPROVAL_TTL_MS", d.coordinator.approvalTtlMs, 1),
     },
     harness: {
       shutdownGraceMs: int(env, "SWITCHYARD_SHUTDOWN_GRACE_MS", d.harness.shutdownGraceMs, 0),

@@ -70,6 +70,19 @@ export interface HopFacts {
   /** The step asked for a human approval (`approval: true` in the workflow). */
   approvalHint: boolean;
   delegationDepth: number;
+  /** The tenant's cost so far today (UTC), before this hop. */
+  tenantDailyCost: number;
+  /** The tenant's daily budget, or null when unbounded. */
+  tenantDailyBudget: number | null;
+  /** Whether A2A egress is switched on for this tenant (`A2A_EGRESS_ENABLED`, global and per tenant). */
+  egressEnabled: boolean;
+}
+
+/** Per-tenant facts the engine loads once per batch and every hop of that tenant sees. */
+export interface TenantFacts {
+  dailyCost: number;
+  dailyBudget: number | null;
+  egressEnabled: boolean;
 }
 
 export interface StepDefinition {

@@ -11,6 +11,7 @@ import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
 import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
 import { OutboxPublisher } from "./coordinator/outbox-publisher.js";
+import { createTenantFactsSource, type EgressSwitch } from "./coordinator/tenant-facts.js";
 import { TaskService } from "./coordinator/tasks.js";
 import { PolicyCache } from "./governance/policy-store.js";
 import { silentLogger, type Logger } from "./logger.js";
@@ -38,6 +39,8 @@ export interface RuntimeOptions {
   logger?: Logger;
   metrics?: Metrics;
   foreign?: ForeignDispatcher;
+  /** Where the engine learns whether A2A egress is on per tenant. @defaultValue off for everyone */
+  egress?: EgressSwitch;
   /** Pool size; coordinators want a few, CLI commands one or two. @defaultValue 10 */
   poolSize?: number;
   /** Check the schema version and Redis eviction policy first. @defaultValue true */
@@ -84,6 +87,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     policies,
     workflows,
     foreign: options.foreign,
+    tenantFacts: createTenantFactsSource({ egress: options.egress }),
+    approvalTtlMs: config.coordinator.approvalTtlMs,
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
     logger,

@@ -24,12 +24,27 @@ export interface ApprovalRow {
 export async function insertApprovals(client: Queryable, approvals: readonly ApprovalSpec[]): Promise<void> {
   if (approvals.length === 0) return;
   await client.query(
-    `INSERT INTO approvals (id, org_id, task_id, step_id, action, destination, rule, reason, cost)
-     SELECT id, org_id, task_id, step_id, action, destination, rule, reason, cost
+    `INSERT INTO approvals (id, org_id, task_id, step_id, action, destination, rule, reason, cost, expires_at)
+     SELECT id, org_id, task_id, step_id, action, destination, rule, reason, cost, to_timestamp(expires_at_ms / 1000.0)
      FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, org_id text, task_id uuid, step_id text, action text,
-       destination text, rule text, reason text, cost double precision)
+       destination text, rule text, reason text, cost double precision, expires_at_ms bigint)
      ON CONFLICT (id) DO NOTHING`,
-    [JSON.stringify(approvals.map((a) => ({ id: a.id, org_id: a.orgId, task_id: a.taskId, step_id: a.stepId, action: a.action, destination: a.destination, rule: a.rule, reason: a.reason, cost: a.cost })))],
+    [
+      JSON.stringify(
+        approvals.map((a) => ({
+          id: a.id,
+          org_id: a.orgId,
+          task_id: a.taskId,
+          step_id: a.stepId,
+          action: a.action,
+          destination: a.destination,
+          rule: a.rule,
+          reason: a.reason,
+          cost: a.cost,
+          expires_at_ms: a.expiresAtMs,
+        })),
+      ),
+    ],
   );
 }
 

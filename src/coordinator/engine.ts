@@ -4,7 +4,7 @@
  * the outbox with one statement each. Publishing happens after commit (see outbox.ts).
  */
 import { performance } from "node:perf_hooks";
-import type { AuditEntry, AuditRow, HopFacts, Verdict, WorkflowDefinition } from "../domain.js";
+import type { AuditEntry, AuditRow, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
 import { encodeEnvelope } from "../bus/codec.js";
 import { withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { appendAudit } from "../governance/audit-log.js";
@@ -19,6 +19,7 @@ import type { ApprovalSpec, CoordinatorEvent, DecideContext, Effect, HopRecord, 
 import { insertOutbox, type OutboxRow } from "./outbox.js";
 import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
+import { accrueDailyCost, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
 
 /** Sources take the transaction's client: a second pooled connection per transaction can exhaust the pool. */
 export interface PolicySource {
@@ -34,6 +35,10 @@ export interface EngineOptions {
   foreign?: ForeignDispatcher;
   maxPayloadBytes: number;
   defaultStepTimeoutMs: number;
+  /** @defaultValue 24 hours */
+  approvalTtlMs?: number;
+  /** Daily cost, daily budget and the egress switch per tenant. @defaultValue no budget, egress off */
+  tenantFacts?: TenantFactsSource;
   logger?: Logger;
   metrics?: Metrics;
   /** Injected for tests; the only clock the coordinator reads. */
@@ -67,8 +72,10 @@ export class Engine {
   private readonly logger: Logger;
   private readonly foreign: ForeignDispatcher;
   private readonly clock: () => number;
+  private readonly tenantFacts: TenantFactsSource;
 
   constructor(private readonly options: EngineOptions) {
+    this.tenantFacts = options.tenantFacts ?? createTenantFactsSource();
     this.logger = options.logger ?? silentLogger;
     this.foreign = options.foreign ?? unavailableForeignDispatcher;
     this.clock = options.clock ?? Date.now;
@@ -104,6 +111,9 @@ export class Engine {
 
     const effects: Effect[] = [];
     const queue = [...fresh];
+    const now = this.clock();
+    const facts = new Map<string, TenantFacts>();
+    const dailyDeltas = new Map<string, number>();
     while (queue.length > 0) {
       const input = queue.shift()!;
       const state = states.get(input.taskId);
@@ -113,13 +123,21 @@ export class Engine {
         this.logger.warn({ orgId: input.orgId, taskId: input.taskId, eventType: input.event.type }, state ? "event for another tenant's task refused" : "event for an unknown task dropped");
         continue;
       }
-      const policy = await this.options.policies.get(state.task.orgId, client);
-      const decision = decide(state, input.event, this.context(policy, input.event.eventId));
+      const orgId = state.task.orgId;
+      const policy = await this.options.policies.get(orgId, client);
+      let tenant = facts.get(orgId);
+      if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now)));
+      const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant));
       if (decision.ignored) {
         result.ignored.push({ taskId: input.taskId, type: input.event.type, reason: decision.ignored });
         continue;
       }
       result.applied++;
+      const delta = decision.state.task.cost - state.task.cost;
+      if (delta !== 0) {
+        facts.set(orgId, { ...tenant, dailyCost: tenant.dailyCost + delta });
+        dailyDeltas.set(orgId, (dailyDeltas.get(orgId) ?? 0) + delta);
+      }
       states.set(input.taskId, decision.state);
       for (const effect of decision.effects) {
         if (effect.type === "foreign_dispatch") {
@@ -149,11 +167,14 @@ export class Engine {
       if (input.createdAtMs) this.observeLatency(decision.effects, input.createdAtMs);
     }
     await this.persist(client, before, states, effects, result);
+    await accrueDailyCost(client, dailyDeltas, now);
     return result;
   }
 
-  private context(policy: CompiledPolicy, eventId: string): DecideContext {
+  private context(policy: CompiledPolicy, eventId: string, tenant: TenantFacts): DecideContext {
     return {
+      tenant,
+      approvalTtlMs: this.options.approvalTtlMs ?? 24 * 60 * 60 * 1000,
       now: this.clock(),
       govern: (hop: HopFacts): Verdict => evaluate(policy, hop),
       hashPayload: sha256Hex,

@@ -30,7 +30,7 @@ function actionFor(step: StepRecord): ActionType {
 
 function errorFor(verdict: Verdict): StepError {
   const code =
-    verdict.rule === "builtin:clearance" ? "CLEARANCE_DENIED" : verdict.rule === "builtin:budget" ? "BUDGET_EXCEEDED" : "POLICY_DENIED";
+    verdict.rule === "builtin:clearance" ? "CLEARANCE_DENIED" : verdict.rule === "builtin:budget" || verdict.rule === "builtin:daily-budget" ? "BUDGET_EXCEEDED" : "POLICY_DENIED";
   return { code, message: `${verdict.reason} (rule ${verdict.rule})`, retryable: false };
 }
 
@@ -49,6 +49,9 @@ function hopFacts(draft: Draft, step: StepRecord, action: ActionType, destinatio
     taskBudget: draft.task.budget,
     approvalHint: workflowStep?.approval ?? false,
     delegationDepth: step.depth,
+    tenantDailyCost: draft.ctx.tenant.dailyCost + (draft.task.cost - draft.base.task.cost),
+    tenantDailyBudget: draft.ctx.tenant.dailyBudget,
+    egressEnabled: draft.ctx.tenant.egressEnabled,
   };
 }
 
@@ -94,7 +97,7 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
     draft.updateStep(stepId, { status: "parked", approvalId, dueAtMs: null });
     draft.effects.push({
       type: "open_approval",
-      approval: { id: approvalId, orgId: draft.task.orgId, taskId: draft.task.id, stepId, action, destination: step.destination, rule: verdict.rule, reason: verdict.reason, cost },
+      approval: { id: approvalId, orgId: draft.task.orgId, taskId: draft.task.id, stepId, action, destination: step.destination, rule: verdict.rule, reason: verdict.reason, cost, expiresAtMs: draft.ctx.now + draft.ctx.approvalTtlMs },
     });
     return;
   }
@@ -209,7 +212,7 @@ export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: 
     draft.updateStep(origin.stepId, { status: "parked", approvalId, dueAtMs: null });
     draft.effects.push({
       type: "open_approval",
-      approval: { id: approvalId, orgId: draft.task.orgId, taskId: draft.task.id, stepId: origin.stepId, action: "reply", destination: origin.destination, rule: verdict.rule, reason: verdict.reason, cost: 0 },
+      approval: { id: approvalId, orgId: draft.task.orgId, taskId: draft.task.id, stepId: origin.stepId, action: "reply", destination: origin.destination, rule: verdict.rule, reason: verdict.reason, cost: 0, expiresAtMs: draft.ctx.now + draft.ctx.approvalTtlMs },
     });
     return;
   }

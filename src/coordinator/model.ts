@@ -2,7 +2,7 @@
  * The coordinator's state and vocabulary: what a task and its steps look like to the decision function, the
  * events it reacts to and the effects it asks the shell to carry out. Types only.
  */
-import type { ActionType, AuditEntry, HopFacts, Verdict, WorkflowDefinition } from "../domain.js";
+import type { ActionType, AuditEntry, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
 
 export type TaskStatus = "running" | "parked" | "completed" | "failed" | "cancelled";
 export type StepStatus = "pending" | "dispatched" | "retrying" | "parked" | "waiting" | "completed" | "failed" | "cancelled";
@@ -151,6 +151,7 @@ export interface ApprovalSpec {
   rule: string;
   reason: string;
   cost: number;
+  expiresAtMs: number;
 }
 
 /** One governed hop as decided, for metrics and the demo's hop table. */
@@ -180,6 +181,10 @@ export interface DecideContext {
   newId: () => string;
   maxPayloadBytes: number;
   defaultStepTimeoutMs: number;
+  /** How long an approval stays open before it expires (denied, step failed closed). */
+  approvalTtlMs: number;
+  /** The tenant's daily cost (before this event), daily budget and egress switch. */
+  tenant: TenantFacts;
 }
 
 export interface Decision {

@@ -8,12 +8,14 @@
  *    floor exceeds it is denied. The most specific matching pattern decides: the one with the most literal
  *    (non-`*`) characters, then the fewest wildcards, then the lowest ceiling — so the result never depends on
  *    key order (which jsonb does not keep).
- * 3. `builtin:budget` — when the task has a budget and `taskCost + cost` exceeds it (beyond a 1e-9 relative
- *    tolerance, so 0.1 + 0.2 fits a budget of 0.3), the policy's `over_budget` verdict (deny by default).
- * 4. the policy's rules, first match wins; a rule matches when its action, destination and `when` all match.
+ * 3. `builtin:egress-disabled` — an `a2a_egress` hop while A2A egress is switched off for the tenant is denied.
+ * 4. `builtin:budget` — when the task has a budget and `taskCost + cost` exceeds it (beyond a 1e-9 relative
+ *    tolerance, so 0.1 + 0.2 fits a budget of 0.3), the policy's `over_budget` verdict (deny by default);
+ *    `builtin:daily-budget` likewise for the tenant's daily budget (hops that cost nothing always pass it).
+ * 5. the policy's rules, first match wins; a rule matches when its action, destination and `when` all match.
  *    A condition that errors at run time (or yields a non-boolean) denies with that rule's id and a reason
  *    starting `condition error:` — fail closed.
- * 5. the policy's `default` verdict, rule `builtin:default`.
+ * 6. the policy's `default` verdict, rule `builtin:default`.
  */
 import { isCelError, type CelResult } from "@bufbuild/cel";
 import { formatDestination, type HopFacts, type Verdict } from "../domain.js";
@@ -33,11 +35,23 @@ export function evaluate(policy: CompiledPolicy, hop: HopFacts): Verdict {
     };
   }
 
+  if (hop.action === "a2a_egress" && !hop.egressEnabled) {
+    return { verdict: "deny", rule: "builtin:egress-disabled", reason: "A2A egress is switched off for this tenant (A2A_EGRESS_ENABLED)" };
+  }
+
   if (hop.taskBudget !== null && exceedsBudget(hop.taskCost + hop.cost, hop.taskBudget)) {
     return {
       verdict: policy.overBudget,
       rule: "builtin:budget",
       reason: `task cost ${show(hop.taskCost)} + hop cost ${show(hop.cost)} exceeds the task budget ${show(hop.taskBudget)}`,
+    };
+  }
+
+  if (hop.tenantDailyBudget !== null && hop.cost > 0 && exceedsBudget(hop.tenantDailyCost + hop.cost, hop.tenantDailyBudget)) {
+    return {
+      verdict: policy.overBudget,
+      rule: "builtin:daily-budget",
+      reason: `tenant cost today ${show(hop.tenantDailyCost)} + hop cost ${show(hop.cost)} exceeds the daily budget ${show(hop.tenantDailyBudget)}`,
     };
   }
 
@@ -84,6 +98,9 @@ export function hopCelValue(hop: HopFacts): HopCelValue {
     task_budget: hop.taskBudget,
     approval_hint: hop.approvalHint,
     delegation_depth: BigInt(Math.trunc(hop.delegationDepth)),
+    tenant_daily_cost: hop.tenantDailyCost,
+    tenant_daily_budget: hop.tenantDailyBudget,
+    egress_enabled: hop.egressEnabled,
   };
 }
 
@@ -115,8 +132,10 @@ function unusableFact(hop: HopFacts): string | undefined {
     ["taskCost", hop.taskCost],
     ["clearance", hop.clearance],
     ["delegationDepth", hop.delegationDepth],
+    ["tenantDailyCost", hop.tenantDailyCost],
   ];
   if (hop.taskBudget !== null) numbers.push(["taskBudget", hop.taskBudget]);
+  if (hop.tenantDailyBudget !== null) numbers.push(["tenantDailyBudget", hop.tenantDailyBudget]);
   for (const [name, value] of numbers) {
     if (typeof value !== "number" || !Number.isFinite(value) || value < 0) return `${name} is ${String(value)}`;
   }

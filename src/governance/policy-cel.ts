@@ -14,6 +14,7 @@ export const HOP_CEL_FIELDS = {
   action: "string", org_id: "string", task_id: "string", step_id: "string", workflow: "string",
   destination: "string", destination_kind: "string", destination_id: "string",
   clearance: "int", cost: "double", task_cost: "double", task_budget: "dyn", approval_hint: "bool", delegation_depth: "int",
+  tenant_daily_cost: "double", tenant_daily_budget: "dyn", egress_enabled: "bool",
 } as const;
 
 interface CelTypeValues {
@@ -67,7 +68,7 @@ export function compileCondition(source: string, path: string, invalid: (path: s
 const PROBE_HOP: HopCelValue = {
   action: "dispatch", org_id: "org", task_id: "task", step_id: "step", workflow: "workflow@1", destination: "role:probe",
   destination_kind: "role", destination_id: "probe", clearance: 0n, cost: 0, task_cost: 0, task_budget: null,
-  approval_hint: false, delegation_depth: 0n,
+  approval_hint: false, delegation_depth: 0n, tenant_daily_cost: 0, tenant_daily_budget: null, egress_enabled: false,
 };
 
 /**

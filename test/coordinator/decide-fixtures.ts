@@ -59,5 +59,7 @@ export function context(now: number, seed: string, govern: (hop: HopFacts) => Ve
     newId: () => createHash("sha256").update(`${seed}:${n++}`).digest("hex").slice(0, 32),
     maxPayloadBytes: 1024 * 1024,
     defaultStepTimeoutMs: 1000,
+    approvalTtlMs: 60_000,
+    tenant: { dailyCost: 0, dailyBudget: null, egressEnabled: false },
   };
 }

@@ -19,6 +19,9 @@ function hop(overrides: Partial<HopFacts> = {}): HopFacts {
     taskBudget: null,
     approvalHint: false,
     delegationDepth: 0,
+    tenantDailyCost: 0,
+    tenantDailyBudget: null,
+    egressEnabled: true,
     ...overrides,
   };
 }
@@ -246,5 +249,32 @@ rules:
       }),
       { numRuns: 200 },
     );
+  });
+
+  describe("tenant facts", () => {
+    const allowAll = compilePolicy({ default: "allow", rules: [] });
+    it("denies a2a_egress while egress is switched off for the tenant, whatever the rules say", () => {
+      expect(evaluate(allowAll, hop({ action: "a2a_egress", destination: { kind: "foreign", id: "x" }, egressEnabled: false }))).toMatchObject({
+        verdict: "deny",
+        rule: "builtin:egress-disabled",
+      });
+      expect(evaluate(allowAll, hop({ action: "a2a_egress", destination: { kind: "foreign", id: "x" }, egressEnabled: true })).verdict).toBe("allow");
+      expect(evaluate(allowAll, hop({ egressEnabled: false })).verdict).toBe("allow");
+    });
+
+    it("applies the policy's over_budget verdict past the tenant's daily budget", () => {
+      expect(evaluate(allowAll, hop({ cost: 2, tenantDailyCost: 9, tenantDailyBudget: 10 }))).toMatchObject({ verdict: "deny", rule: "builtin:daily-budget" });
+      expect(evaluate(allowAll, hop({ cost: 1, tenantDailyCost: 9, tenantDailyBudget: 10 })).verdict).toBe("allow");
+      const approve = compilePolicy({ over_budget: "requires_approval", rules: [] });
+      expect(evaluate(approve, hop({ cost: 2, tenantDailyCost: 9, tenantDailyBudget: 10 })).verdict).toBe("requires_approval");
+      // a hop that costs nothing is never stopped by the daily budget
+      expect(evaluate(allowAll, hop({ cost: 0, tenantDailyCost: 11, tenantDailyBudget: 10 })).verdict).toBe("allow");
+    });
+
+    it("exposes tenant facts to CEL conditions", () => {
+      const policy = compilePolicy({ rules: [{ id: "r", when: "hop.tenant_daily_budget != null && hop.tenant_daily_cost > 5.0", verdict: "requires_approval", reason: "busy day" }] });
+      expect(evaluate(policy, hop({ tenantDailyCost: 6, tenantDailyBudget: 100 })).verdict).toBe("requires_approval");
+      expect(evaluate(policy, hop({ tenantDailyCost: 1, tenantDailyBudget: 100 })).verdict).toBe("allow");
+    });
   });
 });

@@ -162,7 +162,7 @@ steps:
     expect(actions).toEqual(["dispatch", "timeout", "dispatch", "result"]);
   });
 
-  it("fails a foreign step closed until the FOREIGN feature is available", async () => {
+  it("fails a foreign step closed: denied by default, and refused by the dispatcher port when allowed", async () => {
     await submit(rt, `
 name: outside
 steps:
@@ -171,14 +171,23 @@ steps:
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "outside" });
     const task = await rt.tasks.get(ORG, taskId);
     expect(task.status).toBe("failed");
-    expect(task.error!.code).toBe("POLICY_DENIED");
-    // A tenant policy that allows egress reaches the ForeignDispatcher port, whose only adapter refuses.
-    await putPolicy(rt.pool, ORG, { default: "allow", rules: [] });
-    rt.policies.invalidate();
-    const second = await rt.tasks.start({ orgId: ORG, workflow: "outside" });
-    const t2 = await rt.tasks.get(ORG, second.taskId);
-    expect(t2.status).toBe("failed");
-    expect(t2.error!.code).toBe("FOREIGN_UNAVAILABLE");
+    expect(task.error).toMatchObject({ code: "POLICY_DENIED" });
+    expect(task.error!.message).toContain("builtin:egress-disabled");
+    // With egress switched on and a policy that allows it, the hop reaches the ForeignDispatcher port, whose
+    // only adapter in this build refuses.
+    const open = await createTestRuntime({ egress: { egressEnabled: () => true } });
+    try {
+      await putPolicy(open.pool, ORG, { default: "allow", rules: [] });
+      await submitWorkflow(open.pool, ORG, parseWorkflowDefinition("name: outside\nsteps:\n  - { id: ask, to: \"foreign:weather\" }\n"));
+      const second = await open.tasks.start({ orgId: ORG, workflow: "outside" });
+      const t2 = await open.tasks.get(ORG, second.taskId);
+      expect(t2.status).toBe("failed");
+      expect(t2.error!.code).toBe("FOREIGN_UNAVAILABLE");
+      const actions = (await listAudit(open.pool, ORG, { taskId: second.taskId })).map((a) => `${a.action}:${a.verdict}`);
+      expect(actions).toEqual(["a2a_egress:allow", "result:failed"]);
+    } finally {
+      await open.cleanup();
+    }
   });
 
   it("returns the same task for the same idempotency key", async () => {
@@ -196,5 +205,26 @@ steps:
   it("reports unknown workflows and tenants clearly", async () => {
     await expect(rt.tasks.start({ orgId: ORG, workflow: "nope" })).rejects.toMatchObject({ code: "NOT_FOUND" });
     await expect(rt.tasks.get("other-tenant", "00000000-0000-4000-8000-000000000000")).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
+  it("accrues each tenant's daily cost and stops hops past the tenant's daily budget", async () => {
+    await rt.pool.query("INSERT INTO tenants (org_id, name, daily_budget) VALUES ($1, 'Acme', 1.5)", [ORG]);
+    await submit(rt, `
+name: pricey
+steps:
+  - { id: one, to: "role:echo", cost_estimate: 1 }
+  - { id: two, to: "role:echo", cost_estimate: 1 }
+`);
+    rt.startCoordinator();
+    workers.start("echo", async (_work, ctx) => {
+      ctx.usage({ cost: 1 });
+      return "ok";
+    });
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "pricey" });
+    const task = await finished(rt, taskId);
+    expect(task.status).toBe("failed");
+    expect(task.error).toMatchObject({ code: "BUDGET_EXCEEDED", stepId: "two" });
+    const { rows } = await rt.pool.query("SELECT cost FROM tenant_daily_cost WHERE org_id = $1", [ORG]);
+    expect(rows).toEqual([{ cost: 1 }]);
   });
 });
