@@ -31,23 +31,32 @@ export async function loadMigrations(dir: string = defaultMigrationsDir): Promis
   return migrations;
 }
 
-/** Creates the database named in `connectionString` when it does not exist yet. */
+/**
+ * Creates the database named in `connectionString` when it does not exist yet. Only then is the server's
+ * `postgres` database touched, so managed services that forbid it work as long as the database exists.
+ */
 export async function ensureDatabase(connectionString: string): Promise<void> {
   const target = new URL(connectionString);
   const name = decodeURIComponent(target.pathname.replace(/^\//, ""));
   if (!name) throw new SwitchyardError(ErrorCode.Config, "DATABASE_URL names no database");
+  const probe = new pg.Client({ connectionString });
+  try {
+    await probe.connect();
+    return;
+  } catch (error) {
+    if ((error as { code?: string }).code !== "3D000") throw error; // anything but "database does not exist"
+  } finally {
+    await probe.end().catch(() => {});
+  }
   const admin = new URL(connectionString);
   admin.pathname = "/postgres";
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
   try {
-    const exists = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-    if (exists.rowCount === 0) {
-      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`).catch((error: { code?: string }) => {
-        // Created concurrently by another starter: 42P04 duplicate_database, or 23505 when the catalog insert races.
-        if (error.code !== "42P04" && error.code !== "23505") throw error;
-      });
-    }
+    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`).catch((error: { code?: string }) => {
+      // Created concurrently by another starter: 42P04 duplicate_database, or 23505 when the catalog insert races.
+      if (error.code !== "42P04" && error.code !== "23505") throw error;
+    });
   } finally {
     await client.end();
   }
