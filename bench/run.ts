@@ -10,6 +10,9 @@ import { Redis } from "ioredis";
 import { loadConfig } from "../src/config.js";
 import { bullmqScenario } from "./bullmq.js";
 import { rawRelayScenario } from "./raw-relay.js";
+import { endToEndScenario } from "./scenarios/end-to-end.js";
+import { governedHopsScenario } from "./scenarios/governed-hops.js";
+import { latencyScenario } from "./scenarios/latency.js";
 import {
   USAGE,
   formatJsonLine,
@@ -31,7 +34,7 @@ import {
  *   (b) coordinator governed hops/s              → `hops_per_s` (unit "hops/s")
  *   (e) step latency at 1,000 steps/s offered    → `step_p50_ms`, `step_p99_ms` (unit "ms"; see `paceAt`)
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the

@@ -41,6 +41,31 @@ export interface HarnessConfig {
   heartbeatMs: number;
 }
 
+/** `*` (every tenant / every role and team) or an explicit list. */
+export type ScopeList = "*" | readonly string[];
+
+/**
+ * The defaults of the live flags (every one OFF unless the environment turns it on). A row in table `flags`
+ * overrides the default for its name and scope; a scoped value counts only while the flag's global value is on.
+ */
+export interface FlagsConfig {
+  /** BUS_ENABLED: coordinators and harnesses read and publish on the bus. */
+  busEnabled: boolean;
+  /** COORDINATOR_ENABLED (global) and the tenants it serves. */
+  coordinatorEnabled: boolean;
+  coordinatorTenants: ScopeList;
+  /** HARNESS_ENABLED (global) and the queues (`role:NAME`, `team:NAME`) whose harnesses take work. */
+  harnessEnabled: boolean;
+  harnessScopes: ScopeList;
+  /** BUS_ROUTED: queues (`role:NAME`, `team:NAME`) whose handlers may delegate over the bus. */
+  busRouted: ScopeList;
+  /** A2A_EGRESS_ENABLED (global) and the tenants whose foreign hops may leave the perimeter. */
+  egressEnabled: boolean;
+  egressTenants: ScopeList;
+  /** How often running processes re-read table `flags` (ms). */
+  pollMs: number;
+}
+
 export interface Config {
   redisUrl: string;
   databaseUrl: string;
@@ -48,6 +73,7 @@ export interface Config {
   bus: BusConfig;
   coordinator: CoordinatorConfig;
   harness: HarnessConfig;
+  flags: FlagsConfig;
 }
 
 export const defaultConfig: Config = {
@@ -73,6 +99,17 @@ export const defaultConfig: Config = {
   harness: {
     shutdownGraceMs: 10_000,
     heartbeatMs: 10_000,
+  },
+  flags: {
+    busEnabled: false,
+    coordinatorEnabled: false,
+    coordinatorTenants: [],
+    harnessEnabled: false,
+    harnessScopes: [],
+    busRouted: [],
+    egressEnabled: false,
+    egressTenants: [],
+    pollMs: 1_000,
   },
 };
 
@@ -106,6 +143,35 @@ function url(env: Env, name: string, fallback: string, schemes: string[]): strin
   return raw;
 }
 
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = raw.trim().toLowerCase();
+  if (value === "true") return true;
+  if (value === "false") return false;
+  throw new SwitchyardError(ErrorCode.Config, `${name} must be true or false, got ${JSON.stringify(raw)}`, { details: { variable: name } });
+}
+
+const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const QUEUE_RE = /^(role|team):[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/** `*`, or a comma-separated list whose every item `valid` accepts; empty means none. */
+function scopeList(env: Env, name: string, valid: RegExp, example: string): ScopeList {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return [];
+  if (raw.trim() === "*") return "*";
+  const items = raw.split(",").map((item) => item.trim());
+  for (const [index, item] of items.entries()) {
+    if (!valid.test(item)) {
+      const why = item === "" ? "an empty item" : item === "*" ? `"*" mixed with names (use "*" alone)` : JSON.stringify(item);
+      throw new SwitchyardError(ErrorCode.Config, `${name} must be "*" or a comma-separated list like ${example}; item ${index + 1} is ${why}`, {
+        details: { variable: name },
+      });
+    }
+  }
+  return [...new Set(items)];
+}
+
 /** Reads configuration from the environment (default: `process.env`), validating every value. */
 export function loadConfig(env: Env = process.env): Config {
   const d = defaultConfig;
@@ -132,6 +198,17 @@ export function loadConfig(env: Env = process.env): Config {
     harness: {
       shutdownGraceMs: int(env, "SWITCHYARD_SHUTDOWN_GRACE_MS", d.harness.shutdownGraceMs, 0),
       heartbeatMs: int(env, "SWITCHYARD_HEARTBEAT_MS", d.harness.heartbeatMs, 100),
+    },
+    flags: {
+      busEnabled: bool(env, "SWITCHYARD_BUS_ENABLED", d.flags.busEnabled),
+      coordinatorEnabled: bool(env, "SWITCHYARD_COORDINATOR_ENABLED", d.flags.coordinatorEnabled),
+      coordinatorTenants: scopeList(env, "SWITCHYARD_COORDINATOR_TENANTS", TENANT_RE, "acme,globex"),
+      harnessEnabled: bool(env, "SWITCHYARD_HARNESS_ENABLED", d.flags.harnessEnabled),
+      harnessScopes: scopeList(env, "SWITCHYARD_HARNESS_SCOPES", QUEUE_RE, "role:writer,team:ops"),
+      busRouted: scopeList(env, "SWITCHYARD_BUS_ROUTED", QUEUE_RE, "role:researcher,team:ops"),
+      egressEnabled: bool(env, "SWITCHYARD_A2A_EGRESS_ENABLED", d.flags.egressEnabled),
+      egressTenants: scopeList(env, "SWITCHYARD_A2A_EGRESS_TENANTS", TENANT_RE, "acme,globex"),
+      pollMs: int(env, "SWITCHYARD_FLAGS_POLL_MS", d.flags.pollMs, 50),
     },
   };
 }

@@ -29,6 +29,8 @@ export const ErrorCode = {
   Cancelled: "CANCELLED",
   /** A worker handler threw. */
   HandlerFailed: "HANDLER_FAILED",
+  /** A handler delegated while BUS_ROUTED is off for its role/team; the step fails without retries. */
+  BusNotRouted: "BUS_NOT_ROUTED",
   /** FOREIGN dispatch is not available in this build. */
   ForeignUnavailable: "FOREIGN_UNAVAILABLE",
   /** Redis is configured in a way that can lose work (e.g. an evicting maxmemory-policy). */

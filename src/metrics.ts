@@ -1,8 +1,12 @@
 /**
  * Prometheus metrics. One `Metrics` object per process, created with its own registry and passed to the parts
  * that record; nothing registers globally.
+ *
+ * These are the metrics recorded where events happen (counters, histograms). Gauges that describe state — queue
+ * lengths, pending approvals, flags, budgets, outbox age, audit heads — are read at scrape time instead, by the
+ * collectors `collectMetrics` (src/metrics/collect.ts) registers on the same registry.
  */
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Histogram, Registry } from "prom-client";
 
 export interface Metrics {
   registry: Registry;
@@ -16,8 +20,10 @@ export interface Metrics {
   delegationDepthExceeded: Counter<never>;
   orphanReplies: Counter<never>;
   batchSize: Histogram<never>;
-  queueLength: Gauge<"stream">;
-  queuePending: Gauge<"stream">;
+  /** Harness turns by stream and outcome (completed, failed, delegated, unsent, abandoned). */
+  harnessTurns: Counter<"stream" | "outcome">;
+  /** Checkpoint signer runs per tenant: signed, or refused because the chain did not verify. */
+  checkpoints: Counter<"outcome">;
 }
 
 export function createMetrics(registry: Registry = new Registry()): Metrics {
@@ -53,7 +59,7 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     }),
     orphanReplies: new Counter({ name: "switchyard_orphan_replies_total", help: "Replies whose origin was unknown or no longer waiting", registers: [registry] }),
     batchSize: new Histogram({ name: "switchyard_coordinator_batch_size", help: "Inbound envelopes per coordinator transaction", buckets: [1, 5, 10, 25, 50, 100, 200, 500], registers: [registry] }),
-    queueLength: new Gauge({ name: "switchyard_queue_length", help: "Entries in a stream", labelNames: ["stream"], registers: [registry] }),
-    queuePending: new Gauge({ name: "switchyard_queue_pending", help: "Delivered but unacknowledged entries in a stream", labelNames: ["stream"], registers: [registry] }),
+    harnessTurns: new Counter({ name: "switchyard_harness_turns_total", help: "Harness turns by stream and outcome", labelNames: ["stream", "outcome"], registers: [registry] }),
+    checkpoints: new Counter({ name: "switchyard_audit_checkpoints_total", help: "Audit checkpoint signing by outcome (signed, refused)", labelNames: ["outcome"], registers: [registry] }),
   };
 }

@@ -13,6 +13,9 @@ import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
 import { OutboxPublisher } from "./coordinator/outbox-publisher.js";
 import { createTenantFactsSource, type EgressSwitch } from "./coordinator/tenant-facts.js";
 import { TaskService } from "./coordinator/tasks.js";
+import { FlaggedOutboxPublisher } from "./flags/flagged-publisher.js";
+import type { FlagSwitches } from "./flags/flag-types.js";
+import { LiveFlags } from "./flags/live-flags.js";
 import { PolicyCache } from "./governance/policy-store.js";
 import { silentLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -32,6 +35,8 @@ export interface Runtime {
   engine: Engine;
   publisher: OutboxPublisher;
   tasks: TaskService;
+  /** Live flags (environment defaults + table `flags`, re-read every `config.flags.pollMs`); pass to coordinators and harnesses. */
+  flags: LiveFlags;
   close(): Promise<void>;
 }
 
@@ -39,8 +44,13 @@ export interface RuntimeOptions {
   logger?: Logger;
   metrics?: Metrics;
   foreign?: ForeignDispatcher;
-  /** Where the engine learns whether A2A egress is on per tenant. @defaultValue off for everyone */
+  /** Where the engine learns whether A2A egress is on per tenant. @defaultValue the live flags (A2A_EGRESS_ENABLED) */
   egress?: EgressSwitch;
+  /**
+   * What the runtime's publisher obeys (BUS_ENABLED): with the bus off, outbox rows wait in Postgres.
+   * @defaultValue the live flags
+   */
+  busSwitch?: Pick<FlagSwitches, "busEnabled">;
   /** Pool size; coordinators want a few, CLI commands one or two. @defaultValue 10 */
   poolSize?: number;
   /** Check the schema version and Redis eviction policy first. @defaultValue true */
@@ -56,10 +66,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
   // Without a listener ioredis prints every reconnect failure to the console; log it structured instead.
   redis.on("error", (error: Error) => logger.warn({ err: error }, "redis connection error"));
+  const flags = new LiveFlags({ db: pool, defaults: config.flags, logger });
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
+    await flags.stop();
     await bus.close().catch(() => {});
     redis.disconnect();
     await pool.end().catch(() => {});
@@ -81,13 +93,21 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await close();
     throw error;
   }
+  try {
+    await flags.refresh();
+  } catch (error) {
+    // A database that is unreachable or behind is reported by the schema check (here or in the caller); until
+    // the table can be read, the environment's defaults apply.
+    logger.warn({ err: error }, "could not read table flags; using the environment's defaults until it can be read");
+  }
+  flags.start();
   const policies = new PolicyCache({ pool, ttlMs: 1000 });
   const workflows = new WorkflowCache(pool);
   const engine = new Engine({
     policies,
     workflows,
     foreign: options.foreign,
-    tenantFacts: createTenantFactsSource({ egress: options.egress }),
+    tenantFacts: createTenantFactsSource({ egress: options.egress ?? flags }),
     approvalTtlMs: config.coordinator.approvalTtlMs,
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
@@ -95,7 +115,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     metrics,
     clock: options.clock,
   });
-  const publisher = new OutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics });
+  const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics }, options.busSwitch ?? flags);
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
-  return { config, logger, metrics, pool, redis, bus, policies, workflows, engine, publisher, tasks, close };
+  return { config, logger, metrics, pool, redis, bus, policies, workflows, engine, publisher, tasks, flags, close };
 }

@@ -26,6 +26,7 @@ import { touchScript } from "./lua/touch.js";
 import { trimScript } from "./lua/trim.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 
 export interface RedisBusOptions {
   /** The command connection. Owned by the caller unless `ownsConnection`. Must not use ioredis' `keyPrefix`. */
@@ -40,6 +41,8 @@ export interface RedisBusOptions {
   ownsConnection?: boolean;
   /** @defaultValue silent */
   logger?: Logger;
+  /** Counts the entries the bus itself dead-letters (undecodable, or over `maxDeliveries`). */
+  metrics?: Pick<Metrics, "deadLetters">;
 }
 
 /** Room for the non-payload fields of an envelope; a raw entry larger than payload limit + this is not decoded. */
@@ -137,9 +140,11 @@ export function createRedisBus(options: RedisBusOptions): Bus {
     }
   }
 
-  async function moveToDeadLetters(stream: string, group: string, id: string, raw: Uint8Array, reason: string): Promise<boolean> {
+  /** `counted` is the metric's reason label when the bus itself decided (callers of `deadLetter` count their own). */
+  async function moveToDeadLetters(stream: string, group: string, id: string, raw: Uint8Array, reason: string, counted?: string): Promise<boolean> {
     const keys = keysOf(stream);
     const moved = await script(deadLetterScript, [keys.stream, keys.dead], [group, id, stream, reason, toBuffer(raw), Date.now()]);
+    if (moved === 1 && counted) options.metrics?.deadLetters.inc({ stream, reason: counted });
     if (moved === 1) logger.warn({ stream, group, entryId: id, reason }, "bus entry moved to dead letters");
     else logger.warn({ stream, group, entryId: id, reason }, "bus entry not pending in group; not dead-lettered");
     return moved === 1;
@@ -154,7 +159,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
       if (!fields) continue;
       const raw = fieldValue(fields, ENVELOPE_FIELD_BYTES);
       const outcome = decodeRaw(raw);
-      if (typeof outcome === "string") rejected.push(moveToDeadLetters(stream, group, id, raw ?? new Uint8Array(), outcome));
+      if (typeof outcome === "string") rejected.push(moveToDeadLetters(stream, group, id, raw ?? new Uint8Array(), outcome, "MALFORMED_ENVELOPE"));
       else decoded.push({ stream, id, envelope: outcome });
     }
     await Promise.all(rejected);
@@ -239,7 +244,10 @@ export function createRedisBus(options: RedisBusOptions): Bus {
             return reclaimed;
           }
           const [next, claimed, deadLettered, deleted] = reply as [Buffer, RawEntry[], number, number];
-          if (deadLettered > 0) logger.warn({ stream, group, count: deadLettered, maxDeliveries }, "bus entries over max deliveries moved to dead letters");
+          if (deadLettered > 0) {
+            logger.warn({ stream, group, count: deadLettered, maxDeliveries }, "bus entries over max deliveries moved to dead letters");
+            options.metrics?.deadLetters.inc({ stream, reason: "MAX_DELIVERIES" }, deadLettered);
+          }
           if (deleted > 0) logger.info({ stream, group, count: deleted }, "pending bus entries were deleted from the stream; dropped");
           reclaimed.push(...(await decodeEntries(stream, group, claimed)));
           cursor = next.toString();

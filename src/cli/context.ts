@@ -9,6 +9,7 @@ import { createLogger, silentLogger, type Logger } from "../logger.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
 import { createPool, type Pool } from "../store/db.js";
 import { assertSchemaCurrent } from "../store/migrate.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
 import { ExitCode, jsonLine } from "./output.js";
 
 export interface TextSink {
@@ -40,6 +41,9 @@ export interface GlobalOptions {
   redisUrl?: string;
   keyPrefix?: string;
   logLevel?: string;
+  /** A gateway to send tenant commands to (see src/cli/remote/). */
+  url?: string;
+  token?: string;
 }
 
 /**
@@ -75,6 +79,31 @@ export class CliContext {
       this.loaded = loadConfig({ ...this.io.env, ...overrides });
     }
     return this.loaded;
+  }
+
+  /**
+   * The gateway tenant commands talk to, when `--url` or SWITCHYARD_URL is set (token: `--token` or
+   * SWITCHYARD_TOKEN); undefined means direct database access.
+   * TODO(api): read SWITCHYARD_URL / SWITCHYARD_TOKEN through src/config.ts once it has them; until then they are
+   * taken from the same environment object `loadConfig` reads.
+   */
+  get remote(): { url: string; token: string } | undefined {
+    const url = this.globals.url ?? this.io.env.SWITCHYARD_URL;
+    if (url === undefined || url === "") return undefined;
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new SwitchyardError(ErrorCode.Config, `--url / SWITCHYARD_URL is not a URL: ${JSON.stringify(url)}`, { details: { variable: "SWITCHYARD_URL" } });
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+      throw new SwitchyardError(ErrorCode.Config, `--url / SWITCHYARD_URL must be an http or https URL, got ${parsed.protocol}`, { details: { variable: "SWITCHYARD_URL" } });
+    }
+    const token = this.globals.token ?? this.io.env.SWITCHYARD_TOKEN;
+    if (!token) {
+      throw new SwitchyardError(ErrorCode.Config, "--url / SWITCHYARD_URL needs an API key: pass --token or set SWITCHYARD_TOKEN", { details: { variable: "SWITCHYARD_TOKEN" } });
+    }
+    return { url: url.replace(/\/+$/, ""), token };
   }
 
   print(line = ""): void {

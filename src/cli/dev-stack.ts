@@ -12,6 +12,8 @@ import { createHarness, type Harness } from "../harness/harness.js";
 import { loadHandler } from "../harness/process.js";
 import type { Logger } from "../logger.js";
 import type { Runtime } from "../runtime.js";
+import type { GatewayOptions } from "../gateway/options.js";
+import { startGateway, type Gateway } from "../gateway/server.js";
 import { openRuntime } from "./context.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
 
@@ -29,12 +31,16 @@ export interface DevStackOptions {
   consumer?: string;
   /** Handlers running at once per role. @defaultValue 10 */
   concurrency?: number;
+  /** Also serve the API gateway on this runtime (`start all`). A port already in use is logged and skipped. */
+  gateway?: GatewayOptions;
 }
 
 export interface DevStack {
   runtime: Runtime;
   coordinator: Coordinator;
   harnesses: readonly Harness[];
+  /** The API gateway, when asked for and its port was free. */
+  gateway?: Gateway;
   /** Settles when every loop has ended; rejects with the first part that crashed. */
   done: Promise<void>;
   /** Stops everything gracefully and closes every connection. Idempotent. */
@@ -59,6 +65,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     trimMaxLen: config.bus.trimMaxLen,
     logger,
     metrics: runtime.metrics,
+    flags: runtime.flags,
   });
   let harnesses: Harness[];
   try {
@@ -76,12 +83,14 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
         shutdownGraceMs: config.harness.shutdownGraceMs,
         blockMs: config.bus.blockMs,
         resultReader,
+        flags: runtime.flags,
       }),
     );
   } catch (error) {
     await runtime.close();
     throw error;
   }
+  const gateway = options.gateway ? await startDevGateway(runtime, options.gateway, logger) : undefined;
   const runs = [coordinator.start(), ...harnesses.map((h) => h.start())];
   const done = Promise.all(runs).then(() => undefined);
   // Observed here so a crash is never an unhandled rejection; callers still see it through `done`.
@@ -89,9 +98,24 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      await gateway?.close();
       await Promise.allSettled([coordinator.close(), ...harnesses.map((h) => h.close())]);
       await Promise.allSettled(runs);
       await runtime.close();
     })());
-  return { runtime, coordinator, harnesses, done, stop };
+  return { runtime, coordinator, harnesses, ...(gateway ? { gateway } : {}), done, stop };
+}
+
+/** For development a busy port should not stop the coordinator and workers from running: say so and go on. */
+async function startDevGateway(runtime: Runtime, options: GatewayOptions, logger: Logger): Promise<Gateway | undefined> {
+  try {
+    return await startGateway(runtime, options);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE") {
+      await runtime.close();
+      throw error;
+    }
+    logger.warn({ port: options.port }, "the gateway did not start: its port is in use (pass --port to choose another)");
+    return undefined;
+  }
 }

@@ -11,14 +11,18 @@ import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
 import { createActionRunner } from "./action.js";
 import { CommandExit, defaultIo, type CliIo } from "./context.js";
+import { registerApiKeyCommands } from "./commands/apikey.js";
 import { registerApprovalCommands } from "./commands/approval.js";
 import { registerAuditCommands } from "./commands/audit.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerDlqCommands } from "./commands/dlq.js";
+import { registerFlagsCommands } from "./commands/flags.js";
+import { registerGatewayCommand } from "./commands/gateway.js";
 import { registerMigrateCommand } from "./commands/migrate.js";
 import { registerPolicyCommands } from "./commands/policy.js";
 import { registerStartCommands } from "./commands/start.js";
 import { registerTaskCommands } from "./commands/task.js";
+import { registerTenantCommands } from "./commands/tenant.js";
 import { registerWorkflowCommands } from "./commands/workflow.js";
 import { ExitCode, exitCodeFor, formatErrorJson, formatErrorLine, toCliError } from "./output.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
@@ -35,6 +39,8 @@ export function buildProgram(io: CliIo = defaultIo()): Command {
     .option("--redis-url <url>", "Redis URL (overrides REDIS_URL)")
     .option("--key-prefix <prefix>", "Redis key prefix (overrides SWITCHYARD_KEY_PREFIX)")
     .option("--log-level <level>", "log level of the long-running processes (overrides SWITCHYARD_LOG_LEVEL)")
+    .option("--url <url>", "send tenant commands to this gateway instead of the database (overrides SWITCHYARD_URL)")
+    .option("--token <key>", "API key for --url (overrides SWITCHYARD_TOKEN)")
     // Subcommands inherit these two settings, so they must be set before any command is added.
     .exitOverride()
     .configureOutput({
@@ -49,12 +55,16 @@ export function buildProgram(io: CliIo = defaultIo()): Command {
   registerDemoCommand(program, run);
   registerMigrateCommand(program, run);
   registerStartCommands(program, run);
+  registerGatewayCommand(program, run);
   registerWorkflowCommands(program, run);
   registerPolicyCommands(program, run);
   registerTaskCommands(program, run);
   registerApprovalCommands(program, run);
   registerAuditCommands(program, run);
   registerDlqCommands(program, run);
+  registerFlagsCommands(program, run);
+  registerTenantCommands(program, run);
+  registerApiKeyCommands(program, run);
   return program;
 }
 

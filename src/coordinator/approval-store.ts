@@ -1,8 +1,14 @@
 /**
- * Approval rows: opened when a hop's verdict is requires_approval, closed (exactly once) by a decision.
+ * Approval rows: opened when a hop's verdict is requires_approval (with a deadline, `expires_at`), closed exactly
+ * once by a decision — a person through the API or CLI, a signed link, or the expiry sweep — recorded in
+ * `decided_via`.
  */
 import type { Queryable } from "../store/db.js";
 import type { ApprovalSpec } from "./model.js";
+
+/** How a decision arrived. */
+export type ApprovalDecisionVia = "api" | "cli" | "link" | "expiry";
+export const APPROVAL_DECISION_VIAS: readonly ApprovalDecisionVia[] = ["api", "cli", "link", "expiry"];
 
 export interface ApprovalRow {
   id: string;
@@ -19,6 +25,9 @@ export interface ApprovalRow {
   decisionReason: string | null;
   createdAt: string;
   decidedAt: string | null;
+  /** The deadline; null only for approvals opened before expiry existed. */
+  expiresAt: string | null;
+  decidedVia: ApprovalDecisionVia | null;
 }
 
 export async function insertApprovals(client: Queryable, approvals: readonly ApprovalSpec[]): Promise<void> {
@@ -62,7 +71,7 @@ export async function closeApprovals(
 }
 
 const COLUMNS = `id, org_id, task_id, step_id, action, destination, rule, reason, cost, status, decided_by, decision_reason,
-  created_at, decided_at`;
+  created_at, decided_at, expires_at, decided_via`;
 
 function toApproval(row: Record<string, unknown>): ApprovalRow {
   return {
@@ -80,6 +89,8 @@ function toApproval(row: Record<string, unknown>): ApprovalRow {
     decisionReason: (row.decision_reason as string | null) ?? null,
     createdAt: (row.created_at as Date).toISOString(),
     decidedAt: row.decided_at ? (row.decided_at as Date).toISOString() : null,
+    expiresAt: row.expires_at ? (row.expires_at as Date).toISOString() : null,
+    decidedVia: (row.decided_via as ApprovalDecisionVia | null) ?? null,
   };
 }
 
@@ -95,4 +106,27 @@ export async function listApprovals(client: Queryable, orgId: string, options: {
 export async function getApproval(client: Queryable, orgId: string, approvalId: string, forUpdate = false): Promise<ApprovalRow | undefined> {
   const { rows } = await client.query(`SELECT ${COLUMNS} FROM approvals WHERE org_id = $1 AND id = $2${forUpdate ? " FOR UPDATE" : ""}`, [orgId, approvalId]);
   return rows[0] ? toApproval(rows[0]) : undefined;
+}
+
+/**
+ * Records how the decision that closed an approval arrived. Written in the deciding transaction, after the engine
+ * closed the row; only a row this transaction decided has no `decided_via` yet.
+ */
+export async function recordDecisionVia(client: Queryable, orgId: string, approvalId: string, via: ApprovalDecisionVia): Promise<void> {
+  await client.query("UPDATE approvals SET decided_via = $3 WHERE org_id = $1 AND id = $2 AND status <> 'pending' AND decided_via IS NULL", [
+    orgId,
+    approvalId,
+    via,
+  ]);
+}
+
+/** Pending approvals whose deadline is at or before `nowMs`, oldest deadline first (across tenants: an operator query). */
+export async function listOverdueApprovals(client: Queryable, nowMs: number, limit: number): Promise<Array<{ id: string; orgId: string; expiresAt: string }>> {
+  const { rows } = await client.query<{ id: string; org_id: string; expires_at: Date }>(
+    `SELECT id, org_id, expires_at FROM approvals
+     WHERE status = 'pending' AND expires_at <= to_timestamp($1 / 1000.0)
+     ORDER BY expires_at, id LIMIT $2`,
+    [nowMs, limit],
+  );
+  return rows.map((r) => ({ id: r.id, orgId: r.org_id, expiresAt: r.expires_at.toISOString() }));
 }

@@ -14,8 +14,26 @@ import type { Metrics } from "../metrics.js";
 import type { Engine, EngineInput } from "./engine.js";
 import { envelopeToEvent } from "./envelopes.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
+import type { OutboxRow } from "./outbox.js";
+import type { CoordinatorFlags } from "../flags/flag-types.js";
+import { TenantHold } from "../flags/tenant-hold.js";
+import { approvalExpirySweep } from "../approvals/expiry.js";
+import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
 
 export const COORDINATOR_GROUP = "coordinator";
+
+/** With live flags, blocking reads are cut short this often so a flag change applies well within 2 s. */
+const FLAG_READ_BLOCK_CAP_MS = 500;
+/** How often a paused coordinator (BUS_ENABLED off) looks at the flag again. */
+const PAUSE_CHECK_MS = 200;
+/** After the bus comes back, due steps wait for the inbox backlog to be read, but never longer than this. */
+const CATCH_UP_LIMIT_MS = 10_000;
+
+/** A committed batch: the inbox entries to acknowledge and the outbox rows to publish. */
+interface AppliedBatch {
+  ackIds: string[];
+  outbox: OutboxRow[];
+}
 
 export interface CoordinatorOptions {
   pool: Pool;
@@ -31,6 +49,16 @@ export interface CoordinatorOptions {
   logger?: Logger;
   metrics?: Metrics;
   clock?: () => number;
+  /**
+   * BUS_ENABLED and COORDINATOR_ENABLED (live flags). Bus off: nothing is read, published or swept. A tenant
+   * off: its inbox messages move to its hold stream and its due steps wait; re-enabled, the held messages are
+   * applied (before its due steps fire). @defaultValue everything on
+   */
+  flags?: CoordinatorFlags;
+  /** Runs at the end of every sweep with its time. @defaultValue expires overdue approvals (src/approvals/expiry.ts) */
+  onSweep?: (now: number) => Promise<unknown>;
+  /** Signs audit chain heads periodically; `false` turns it off. @defaultValue every 1000 rows or 60 s per tenant (src/governance/checkpoint-job.ts) */
+  checkpoints?: CheckpointJob | false;
 }
 
 export class Coordinator {
@@ -40,10 +68,35 @@ export class Coordinator {
   private readonly clock: () => number;
   /** Streams this process published to, trimmed periodically. */
   private readonly streams = new Set<string>([COORDINATOR_STREAM]);
+  /** The acknowledgement and publish of the last committed batch, running while the next batch is applied. */
+  private finishing: Promise<void> = Promise.resolve();
+  /** Holds and later applies the inbox messages of tenants switched off (only with flags). */
+  private readonly hold: TenantHold<AppliedBatch> | undefined;
+  /** When the bus was last (re)enabled, and when an inbox read last came back short (the backlog was read). */
+  private busOnSince = 0;
+  private drainedAt = 0;
 
   constructor(private readonly options: CoordinatorOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "coordinator", consumer: options.consumer });
     this.clock = options.clock ?? Date.now;
+    this.hold = options.flags
+      ? new TenantHold<AppliedBatch>({
+          bus: options.bus,
+          flags: options.flags,
+          consumer: options.consumer,
+          reclaimIdleMs: options.reclaimIdleMs,
+          batchSize: options.batchSize,
+          inbox: COORDINATOR_STREAM,
+          group: COORDINATOR_GROUP,
+          logger: this.logger,
+          apply: (entries, stream) => this.applyBatch(entries, stream),
+          publish: async (applied) => {
+            for (const row of applied.outbox) this.streams.add(row.stream);
+            await this.options.publisher.publish(applied.outbox);
+          },
+          running: () => !this.stopped,
+        })
+      : undefined;
   }
 
   /** Starts the loops; resolves once they have all stopped (after `close()` or the signal). */
@@ -52,7 +105,10 @@ export class Coordinator {
     signal?.addEventListener("abort", () => this.abort.abort(), { once: true });
     this.running = (async () => {
       await this.options.bus.ensureGroup(COORDINATOR_STREAM, COORDINATOR_GROUP);
-      await Promise.all([this.inboxLoop(), this.periodic("sweep", this.options.sweepIntervalMs, () => this.sweepOnce()), this.periodic("trim", 10_000, () => this.trimOnce())]);
+      this.busOnSince = this.clock();
+      await this.hold?.discover(this.options.pool);
+      const checkpoints = checkpointJobOf(this.options);
+      await Promise.all([this.inboxLoop(), this.periodic("sweep", this.options.sweepIntervalMs, () => this.sweepOnce()), this.periodic("trim", 10_000, () => this.trimOnce()), ...(checkpoints ? [this.periodic("checkpoints", checkpoints.intervalMs, () => checkpoints.run(this.clock()))] : [])]);
     })();
     return this.running;
   }
@@ -66,32 +122,128 @@ export class Coordinator {
     return this.abort.signal.aborted;
   }
 
+  /**
+   * Reads, applies and acknowledges batches one after another (so per-stream order is kept within this process),
+   * with two overlaps that keep the transaction's round trips off the critical path: the next batch is read while
+   * the current one is applied, and a committed batch is acknowledged and published while the next is applied.
+   * At most one batch waits to be published, so a slow bus holds the loop back instead of queueing rows in memory.
+   */
   private async inboxLoop(): Promise<void> {
-    const { bus, batchSize, blockMs, consumer, reclaimIdleMs } = this.options;
     let lastReclaim = 0;
+    let readAhead: Promise<BusEntry[]> | undefined;
+    const next = (): Promise<BusEntry[]> => {
+      if (this.clock() - lastReclaim >= this.options.reclaimIdleMs / 2) {
+        lastReclaim = this.clock();
+        return this.reclaimOrRead();
+      }
+      return this.readInbox();
+    };
     while (!this.stopped) {
       try {
-        let entries: BusEntry[] = [];
-        if (this.clock() - lastReclaim >= reclaimIdleMs / 2) {
-          lastReclaim = this.clock();
-          entries = await bus.reclaim({ stream: COORDINATOR_STREAM, group: COORDINATOR_GROUP, consumer, minIdleMs: reclaimIdleMs, count: batchSize });
-          if (entries.length > 0) this.options.metrics?.reclaims.inc({ stream: COORDINATOR_STREAM }, entries.length);
+        if (!readAhead && !this.busOn()) {
+          await this.pauseWhileBusOff();
+          continue;
         }
-        if (entries.length === 0) {
-          entries = await bus.read({ stream: COORDINATOR_STREAM, group: COORDINATOR_GROUP, consumer, count: batchSize, blockMs, signal: this.abort.signal });
+        const pending = readAhead ?? next();
+        readAhead = undefined;
+        const entries = await pending;
+        if (entries.length < this.options.batchSize) this.drainedAt = this.clock();
+        if (entries.length === 0) continue;
+        if (!this.stopped && this.busOn()) {
+          readAhead = next();
+          // Awaited on the next turn of the loop; until then a failed read must not count as unhandled.
+          readAhead.catch(() => {});
         }
-        if (entries.length > 0) await this.processBatch(entries);
+        const applied = await this.applyBatch(entries);
+        if (applied) await this.finishInBackground(applied);
       } catch (error) {
         if (this.stopped) break;
         this.logger.error({ err: error }, "coordinator inbox loop failed; retrying");
         await sleep(500, this.abort.signal);
       }
     }
+    // Entries a read handed us just before the stop are ours (pending under this consumer): apply them now
+    // rather than leave them to a reclaim much later.
+    const leftover = await readAhead?.catch(() => []);
+    if (leftover && leftover.length > 0) {
+      try {
+        const applied = await this.applyBatch(leftover);
+        if (applied) await this.finishInBackground(applied);
+      } catch (error) {
+        this.logger.error({ err: error }, "coordinator could not apply its last batch; it will be reclaimed");
+      }
+    }
+    await this.finishing;
   }
 
-  /** Applies one batch. Exposed for tests and benchmarks that drive the coordinator step by step. */
+  private async reclaimOrRead(): Promise<BusEntry[]> {
+    const { bus, batchSize, consumer, reclaimIdleMs } = this.options;
+    const entries = await bus.reclaim({ stream: COORDINATOR_STREAM, group: COORDINATOR_GROUP, consumer, minIdleMs: reclaimIdleMs, count: batchSize });
+    if (entries.length > 0) {
+      this.options.metrics?.reclaims.inc({ stream: COORDINATOR_STREAM }, entries.length);
+      return entries;
+    }
+    return this.readInbox();
+  }
+
+  private readInbox(): Promise<BusEntry[]> {
+    const { bus, batchSize, consumer } = this.options;
+    const blockMs = this.options.flags ? Math.min(this.options.blockMs, FLAG_READ_BLOCK_CAP_MS) : this.options.blockMs;
+    return bus.read({ stream: COORDINATOR_STREAM, group: COORDINATOR_GROUP, consumer, count: batchSize, blockMs, signal: this.abort.signal });
+  }
+
+  private busOn(): boolean {
+    return this.options.flags?.busEnabled() ?? true;
+  }
+
+  private tenantOn(orgId: string): boolean {
+    return this.options.flags?.coordinatorEnabled(orgId) ?? true;
+  }
+
+  /** BUS_ENABLED is off: read nothing until it is on again. */
+  private async pauseWhileBusOff(): Promise<void> {
+    this.logger.info("BUS_ENABLED is off: not reading the inbox, publishing or sweeping until it is on again");
+    while (!this.stopped && !this.busOn()) await sleep(PAUSE_CHECK_MS, this.abort.signal);
+    if (this.stopped) return;
+    this.busOnSince = this.clock();
+    this.logger.info("BUS_ENABLED is on: reading the inbox again");
+  }
+
+  /**
+   * Waits for the previous batch's acknowledgement and publish (keeping publish order = commit order), then starts
+   * this batch's without waiting for it. A failed acknowledgement is logged: the entries are redelivered later and
+   * the engine drops them as duplicates; a failed publish leaves the outbox rows to the relay sweep.
+   */
+  private async finishInBackground(applied: AppliedBatch): Promise<void> {
+    await this.finishing;
+    this.finishing = this.finish(applied).catch((error: unknown) => {
+      this.logger.warn({ err: error, entries: applied.ackIds.length }, "acknowledging a committed batch failed; its entries will be redelivered and dropped as duplicates");
+    });
+  }
+
+  private async finish(applied: AppliedBatch): Promise<void> {
+    const acked = this.options.bus.ack(COORDINATOR_STREAM, COORDINATOR_GROUP, applied.ackIds);
+    // Both go out in the same tick, so ioredis writes them back to back; the outbox publish never throws.
+    // With the bus switched off meanwhile, the rows stay in the outbox for the relay once it is on again.
+    const published = this.busOn() ? this.options.publisher.publish(applied.outbox) : Promise.resolve();
+    await Promise.all([acked, published]);
+  }
+
+  /** Applies one batch, acknowledges and publishes it. Exposed for tests and benchmarks that drive the coordinator step by step. */
   async processBatch(entries: readonly BusEntry[]): Promise<void> {
-    const { bus, engine, pool, publisher } = this.options;
+    const applied = await this.applyBatch(entries);
+    if (!applied) return;
+    await this.options.bus.ack(COORDINATOR_STREAM, COORDINATOR_GROUP, applied.ackIds);
+    if (this.busOn()) await this.options.publisher.publish(applied.outbox);
+  }
+
+  /**
+   * Decodes and applies a batch in one transaction; undefined when no entry was usable (all dead-lettered or
+   * held). Inbox entries of tenants switched off are moved to their hold streams first.
+   */
+  private async applyBatch(all: readonly BusEntry[], stream: string = COORDINATOR_STREAM): Promise<AppliedBatch | undefined> {
+    const { bus, engine, pool } = this.options;
+    const entries = stream === COORDINATOR_STREAM && this.hold ? await this.hold.holdDisabled(all) : all;
     const inputs: EngineInput[] = [];
     const ackIds: string[] = [];
     for (const entry of entries) {
@@ -102,28 +254,53 @@ export class Coordinator {
       } catch (error) {
         if (!isSwitchyardError(error)) throw error;
         this.logger.warn({ err: error, envelopeId: entry.envelope.id, orgId: entry.envelope.orgId }, "inbound envelope refused; dead-lettered");
-        this.options.metrics?.deadLetters.inc({ stream: COORDINATOR_STREAM, reason: error.code });
-        await bus.deadLetter(COORDINATOR_STREAM, COORDINATOR_GROUP, entry.id, toBinary(EnvelopeSchema, entry.envelope), `${error.code}: ${error.message}`);
+        this.options.metrics?.deadLetters.inc({ stream, reason: error.code });
+        await bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, toBinary(EnvelopeSchema, entry.envelope), `${error.code}: ${error.message}`);
       }
     }
-    if (inputs.length === 0) return;
+    if (inputs.length === 0) return undefined;
     this.options.metrics?.batchSize.observe(inputs.length);
     // On failure nothing is acknowledged: the entries are redelivered (reclaim) and dead-lettered after N tries.
     const result = await engine.apply(pool, inputs);
     for (const input of inputs) this.options.metrics?.events.inc({ type: input.event.type, outcome: "seen" });
-    await bus.ack(COORDINATOR_STREAM, COORDINATOR_GROUP, ackIds);
     for (const row of result.outbox) this.streams.add(row.stream);
-    await publisher.publish(result.outbox);
+    return { ackIds, outbox: result.outbox };
   }
 
-  /** Fires due steps (timeouts, retry backoff) and publishes stale outbox rows. */
+  /**
+   * Fires due steps (timeouts, retry backoff) and publishes stale outbox rows. With BUS_ENABLED off it does
+   * neither (a step's result may be waiting on the paused bus; outbox rows wait in Postgres).
+   */
   async sweepOnce(): Promise<number> {
     const now = this.clock();
-    const { rows } = await this.options.pool.query<{ org_id: string; task_id: string; step_id: string; attempt: number; due_at_ms: number }>(
+    let fired = 0;
+    if (this.busOn()) {
+      await this.hold?.releaseEnabled();
+      fired = await this.fireDueSteps(now);
+      await this.options.publisher.sweep();
+    }
+    await (this.options.onSweep ?? approvalExpirySweep(this.options))(now);
+    return fired;
+  }
+
+  /** The due steps of tenants switched on; a tenant's held messages are applied before its steps time out. */
+  private async fireDueSteps(now: number): Promise<number> {
+    const flags = this.options.flags;
+    // Right after the bus came back, results may still be waiting in the inbox: read them before timing out.
+    if (flags && this.drainedAt < this.busOnSince && now - this.busOnSince < CATCH_UP_LIMIT_MS) return 0;
+    const selection = flags?.coordinatorTenants?.();
+    const only = selection && "only" in selection ? selection.only : null;
+    const except = selection && "except" in selection ? selection.except : null;
+    if (only && only.length === 0) return 0;
+    const { rows: candidates } = await this.options.pool.query<{ org_id: string; task_id: string; step_id: string; attempt: number; due_at_ms: number }>(
       `SELECT org_id, task_id, step_id, attempt, due_at_ms FROM steps
-       WHERE status IN ('dispatched', 'retrying', 'waiting') AND due_at_ms <= $1 ORDER BY due_at_ms LIMIT 500`,
-      [now],
+       WHERE status IN ('dispatched', 'retrying', 'waiting') AND due_at_ms <= $1
+         AND ($2::text[] IS NULL OR org_id = ANY($2::text[])) AND ($3::text[] IS NULL OR org_id <> ALL($3::text[]))
+       ORDER BY due_at_ms LIMIT 500`,
+      [now, only, except],
     );
+    const rows = flags ? candidates.filter((r) => this.tenantOn(r.org_id)) : candidates;
+    if (this.hold) for (const orgId of new Set(rows.map((r) => r.org_id))) await this.hold.release(orgId);
     if (rows.length > 0) {
       const result = await this.options.engine.apply(
         this.options.pool,
@@ -136,7 +313,6 @@ export class Coordinator {
       for (const row of result.outbox) this.streams.add(row.stream);
       await this.options.publisher.publish(result.outbox);
     }
-    await this.options.publisher.sweep();
     return rows.length;
   }
 

@@ -214,7 +214,9 @@ export class Engine {
     const changedTasks: TaskRecord[] = [];
     for (const [taskId, state] of after) {
       const prior = before.get(taskId)!;
-      if (state.task !== prior.task) changedTasks.push(state.task);
+      // Decisions copy the task record even when nothing in it changed: compare what `saveTasks` writes, so a
+      // plain step completion does not rewrite the task row (a non-HOT update of every task in the batch).
+      if (taskRowChanged(prior.task, state.task)) changedTasks.push(state.task);
       for (const [stepId, step] of state.steps) if (prior.steps.get(stepId) !== step) changedSteps.push(step);
     }
     const auditEntries: AuditEntry[] = [];
@@ -264,10 +266,12 @@ export class Engine {
     await saveSteps(client, changedSteps);
     await insertApprovals(client, opened);
     await closeApprovals(client, closed);
+    result.outbox = await insertOutbox(client, outgoing);
+    // Last: appending locks the tenant's chain head until COMMIT, and every other transaction of the tenant
+    // (other coordinators, task starts, approvals) queues on that lock, so nothing else should run under it.
     const started = performance.now();
     result.audit = await appendAudit(client, auditEntries);
     this.options.metrics?.auditAppendLatency.observe((performance.now() - started) / 1000);
-    result.outbox = await insertOutbox(client, outgoing);
     result.approvals = opened;
     result.tasks = changedTasks;
   }
@@ -278,6 +282,11 @@ export class Engine {
     const seconds = Math.max(0, (this.clock() - createdAtMs) / 1000);
     for (const effect of effects) if (effect.type === "hop") metrics.hopLatency.observe({ action: effect.hop.facts.action }, seconds);
   }
+}
+
+/** Whether any column `saveTasks` writes differs; a changed error is always a new object. */
+function taskRowChanged(before: TaskRecord, after: TaskRecord): boolean {
+  return before.status !== after.status || before.cost !== after.cost || before.error !== after.error || before.finishedAtMs !== after.finishedAtMs;
 }
 
 /** Workflow steps in definition order, then delegation steps in creation order. */

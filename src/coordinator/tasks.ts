@@ -4,10 +4,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import type { Pool, Queryable } from "../store/db.js";
+import type { Pool, PoolClient, Queryable } from "../store/db.js";
 import { unscoped, type TransactionRunner } from "../store/tenant-scope.js";
 import { getWorkflow } from "../store/workflow-store.js";
-import { getApproval } from "./approval-store.js";
+import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "./approval-store.js";
 import type { ApplyResult, Engine } from "./engine.js";
 import type { StepRecord, TaskRecord, TaskStatus } from "./model.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
@@ -24,6 +24,34 @@ export interface TaskServiceOptions {
    * row-level security; operator paths (CLI, demo) use the default, an ordinary transaction.
    */
   transact?: TransactionRunner;
+  /** Tells a late approval decision from a timely one. @defaultValue Date.now */
+  clock?: () => number;
+}
+
+/** The actor that denies an approval nobody decided by its deadline. */
+export const EXPIRY_ACTOR = "system:expiry";
+
+export interface DecideApprovalRequest {
+  orgId: string;
+  approvalId: string;
+  approve: boolean;
+  /** Who decides, recorded in the audit row and on the approval (`user:ann`, `cli`, `link:<kid>`, `system:expiry`). */
+  actor: string;
+  reason?: string;
+  /** How the decision arrived, recorded as `approvals.decided_via`. */
+  via?: ApprovalDecisionVia;
+  /**
+   * Runs inside the deciding transaction, only when this call closes the approval (not when it was decided
+   * already), so whatever it writes commits or rolls back with the decision — e.g. a link token marked used.
+   */
+  onDecided?: (client: PoolClient) => Promise<void>;
+}
+
+export interface DecideApprovalOutcome {
+  status: "approved" | "denied";
+  decidedBy: string;
+  /** True when this call's decision was not applied: decided before, expired, or the step no longer parked. */
+  alreadyDecided: boolean;
 }
 
 export interface StartTaskRequest {
@@ -62,9 +90,11 @@ export interface TaskView {
 
 export class TaskService {
   private readonly transact: TransactionRunner;
+  private readonly clock: () => number;
 
   constructor(private readonly options: TaskServiceOptions) {
     this.transact = options.transact ?? unscoped(options.pool);
+    this.clock = options.clock ?? Date.now;
   }
 
   async start(request: StartTaskRequest): Promise<{ taskId: string; created: boolean; workflow: string }> {
@@ -139,48 +169,59 @@ export class TaskService {
   }
 
   /**
-   * Decides a pending approval. Idempotent: a second decision (either way) changes nothing and returns the
-   * first outcome.
+   * Decides a pending approval. Idempotent: a second decision (either way, by any route) changes nothing and
+   * returns the first outcome. A decision that arrives after the approval's deadline is not applied: the approval
+   * expires instead (denied by `system:expiry`, the step fails closed), as the expiry sweep would have done.
    */
-  async decideApproval(request: { orgId: string; approvalId: string; approve: boolean; actor: string; reason?: string }): Promise<{
-    status: "approved" | "denied";
-    decidedBy: string;
-    alreadyDecided: boolean;
-  }> {
+  async decideApproval(request: DecideApprovalRequest): Promise<DecideApprovalOutcome> {
     if (!isUuid(request.approvalId)) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
-    const outcome = await this.transact(request.orgId, async (client) => {
-      const approval = await getApproval(client, request.orgId, request.approvalId, true);
-      if (!approval) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
-      if (approval.status !== "pending") {
-        return { status: approval.status, decidedBy: approval.decidedBy ?? "unknown", alreadyDecided: true, applied: undefined };
-      }
-      const applied = await this.options.engine.applyInTransaction(client, [
-        {
-          orgId: request.orgId,
-          taskId: approval.taskId,
-          event: {
-            type: "approval_decided",
-            eventId: `approval:${approval.id}`,
-            approvalId: approval.id,
-            approve: request.approve,
-            actor: request.actor,
-            reason: request.reason ?? "",
-          },
-        },
-      ]);
-      const after = await getApproval(client, request.orgId, request.approvalId);
-      if (after?.status === "pending") {
-        // The step moved on (task cancelled or failed): close the approval so it is not decided later.
-        await client.query("UPDATE approvals SET status = 'denied', decided_by = $2, decision_reason = 'step no longer parked', decided_at = now() WHERE id = $1", [
-          request.approvalId,
-          "coordinator",
-        ]);
-        return { status: "denied" as const, decidedBy: "coordinator", alreadyDecided: true, applied };
-      }
-      return { status: request.approve ? ("approved" as const) : ("denied" as const), decidedBy: request.actor, alreadyDecided: false, applied };
-    });
+    const outcome = await retryOnConflict(() => this.transact(request.orgId, (client) => this.decideInTransaction(client, request)));
     await this.publish(outcome.applied);
     return { status: outcome.status, decidedBy: outcome.decidedBy, alreadyDecided: outcome.alreadyDecided };
+  }
+
+  private async decideInTransaction(client: PoolClient, request: DecideApprovalRequest): Promise<DecideApprovalOutcome & { applied: ApplyResult | undefined }> {
+    // The row lock serialises every route a decision can take (API, CLI, link, expiry sweep).
+    const approval = await getApproval(client, request.orgId, request.approvalId, true);
+    if (!approval) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
+    if (approval.status !== "pending") {
+      return { status: approval.status, decidedBy: approval.decidedBy ?? "unknown", alreadyDecided: true, applied: undefined };
+    }
+    const late = approval.expiresAt !== null && Date.parse(approval.expiresAt) <= this.clock() && request.via !== "expiry";
+    const decision = late
+      ? { approve: false, actor: EXPIRY_ACTOR, reason: `approval expired at ${approval.expiresAt}`, via: "expiry" as const }
+      : { approve: request.approve, actor: request.actor, reason: request.reason ?? "", via: request.via };
+    const applied = await this.options.engine.applyInTransaction(client, [
+      {
+        orgId: request.orgId,
+        taskId: approval.taskId,
+        event: {
+          type: "approval_decided",
+          eventId: `approval:${approval.id}`,
+          approvalId: approval.id,
+          approve: decision.approve,
+          actor: decision.actor,
+          reason: decision.reason,
+        },
+      },
+    ]);
+    const after = await getApproval(client, request.orgId, request.approvalId);
+    let result: DecideApprovalOutcome;
+    if (after?.status === "pending") {
+      // The step moved on (task cancelled or failed): close the approval so it is not decided later.
+      await client.query("UPDATE approvals SET status = 'denied', decided_by = $2, decision_reason = 'step no longer parked', decided_at = now() WHERE id = $1", [
+        request.approvalId,
+        "coordinator",
+      ]);
+      result = { status: "denied", decidedBy: "coordinator", alreadyDecided: true };
+    } else if (late) {
+      result = { status: "denied", decidedBy: decision.actor, alreadyDecided: true };
+    } else {
+      result = { status: decision.approve ? "approved" : "denied", decidedBy: decision.actor, alreadyDecided: false };
+    }
+    if (decision.via) await recordDecisionVia(client, request.orgId, request.approvalId, decision.via);
+    await request.onDecided?.(client);
+    return { ...result, applied };
   }
 
   private async publish(applied: ApplyResult | undefined): Promise<void> {
@@ -228,6 +269,20 @@ export async function getTaskView(db: Queryable, orgId: string, taskId: string):
       approvalId: s.approvalId,
     })),
   };
+}
+
+const RETRYABLE_PG_CODES = new Set(["40P01", "40001"]); // deadlock, serialization failure
+
+/** Decisions lock the approval, then its task; a batch that locked the task first may deadlock with one: retry. */
+async function retryOnConflict<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (attempt >= 5 || !code || !RETRYABLE_PG_CODES.has(code)) throw error;
+    }
+  }
 }
 
 function notFound(orgId: string, taskId: string): SwitchyardError {

@@ -9,18 +9,33 @@
  * - a row whose prev_hash is not its predecessor's hash → that row's seq;
  * - a missing (deleted) row → the missing seq itself (the first seq of the gap), not the row after it;
  * - rows missing at the tail, or rows beyond the head → the first seq after the last good row;
- * - an audit_heads row that does not match the last row → the head's seq.
+ * - an audit_heads row that does not match the last row → the head's seq;
+ * - a row whose hash differs from a signed checkpoint's (`expected`) → the checkpoint's seq: the chain verifies
+ *   on its own, so it was rewritten consistently after the checkpoint was signed (see checkpoint-verify.ts);
+ * - a checkpoint beyond the end of the chain → the first missing seq.
  */
 import { GENESIS_HASH } from "../domain.js";
 import { SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
-import { rowHash } from "./audit-hash.js";
+import { rowHash, type ChainHead } from "./audit-hash.js";
 import { AUDIT_COLUMNS, auditRowFromDb, type AuditDbRow } from "./audit-log.js";
 
 export interface VerifyChainOptions {
   signal?: AbortSignal;
   /** Rows fetched per query; default 1000. */
   pageSize?: number;
+  /**
+   * Hashes the chain must have at given seqs (signed checkpoints). A row whose hash differs, or an expectation
+   * beyond the end of the chain, is a break like any other, named at the first seq where it shows.
+   */
+  expected?: readonly ExpectedHash[];
+}
+
+/** A hash the chain must carry at `seq`; `source` names where the expectation came from, for the reason text. */
+export interface ExpectedHash {
+  seq: number;
+  hash: string;
+  source: string;
 }
 
 export interface VerifyChainResult {
@@ -33,10 +48,7 @@ export interface VerifyChainResult {
 }
 
 export async function verifyChain(db: Queryable, orgId: string, options: VerifyChainOptions = {}): Promise<VerifyChainResult> {
-  const pageSize = options.pageSize ?? 1000;
-  const checkAborted = () => {
-    if (options.signal?.aborted) throw SwitchyardError.from(options.signal.reason);
-  };
+  const checkAborted = abortChecker(options.signal);
   checkAborted();
 
   const start = await db.query<{ head_seq: string | null; head_hash: string | null; max_seq: string | null }>(
@@ -50,35 +62,105 @@ export async function verifyChain(db: Queryable, orgId: string, options: VerifyC
   const maxSeq = Number(start.rows[0]?.max_seq ?? 0);
   const untilSeq = Math.max(headSeq, maxSeq);
 
+  const expected = [...(options.expected ?? [])].sort((a, b) => a.seq - b.seq);
+  const walked = await walkChain(db, orgId, { seq: 0, hash: GENESIS_HASH }, untilSeq, { pageSize: options.pageSize ?? 1000, checkAborted, expected });
+  const broken = (seq: number, reason: string): VerifyChainResult => ({ ok: false, rows: walked.checked, headSeq, firstBroken: { seq, reason } });
+  if (walked.broken) return broken(walked.broken.seq, walked.broken.reason);
+  const lastSeq = walked.last.seq;
+
+  if (lastSeq < headSeq) return broken(lastSeq + 1, `the chain ends at seq ${lastSeq} but the audit head is at seq ${headSeq} (rows missing at the tail)`);
+  if (maxSeq > headSeq) return broken(headSeq + 1, `rows exist beyond the audit head (head at seq ${headSeq}, last row ${maxSeq})`);
+  if (headHash !== walked.last.hash) return broken(headSeq, `the audit head's hash does not match row ${headSeq}`);
+  const beyond = expected.find((e) => e.seq > lastSeq);
+  if (beyond) {
+    return broken(lastSeq + 1, `the chain ends at seq ${lastSeq} but ${beyond.source} covers seq ${beyond.seq}: rows ${lastSeq + 1}..${beyond.seq} were removed`);
+  }
+  return { ok: true, rows: walked.checked, headSeq };
+}
+
+/**
+ * Checks the rows after `from` up to `toSeq` link onto `from` and match their hashes, and that the row at
+ * `toSeq` has `toHash`. Used before signing a checkpoint, so a signer never extends a chain that forked from
+ * the last one it signed. Returns the first break, or undefined when the segment is intact.
+ */
+export async function verifySegment(
+  db: Queryable,
+  orgId: string,
+  from: ChainHead,
+  to: ChainHead,
+  options: { signal?: AbortSignal; pageSize?: number } = {},
+): Promise<{ seq: number; reason: string } | undefined> {
+  const checkAborted = abortChecker(options.signal);
+  const walked = await walkChain(db, orgId, from, to.seq, { pageSize: options.pageSize ?? 1000, checkAborted, expected: [] });
+  if (walked.broken) return walked.broken;
+  if (walked.last.seq < to.seq) return { seq: walked.last.seq + 1, reason: `the chain ends at seq ${walked.last.seq} but the audit head is at seq ${to.seq}` };
+  if (walked.last.hash !== to.hash) return { seq: to.seq, reason: `the audit head's hash does not match row ${to.seq}` };
+  return undefined;
+}
+
+interface Walked {
+  checked: number;
+  last: ChainHead;
+  broken?: { seq: number; reason: string };
+}
+
+/** Recomputes rows `from.seq + 1 .. untilSeq` page by page, checking links, hashes and expected hashes. */
+async function walkChain(
+  db: Queryable,
+  orgId: string,
+  from: ChainHead,
+  untilSeq: number,
+  options: { pageSize: number; checkAborted: () => void; expected: readonly ExpectedHash[] },
+): Promise<Walked> {
   let checked = 0;
-  let lastSeq = 0;
-  let lastHash = GENESIS_HASH;
-  const broken = (seq: number, reason: string): VerifyChainResult => ({ ok: false, rows: checked, headSeq, firstBroken: { seq, reason } });
+  let lastSeq = from.seq;
+  let lastHash = from.hash;
+  // Seq of the last expectation that matched, to say where a rewrite must lie.
+  let lastMatched = 0;
+  let next = 0;
+  const { expected } = options;
+  while (next < expected.length && expected[next]!.seq <= from.seq) next++;
+  const broken = (seq: number, reason: string): Walked => ({ checked, last: { seq: lastSeq, hash: lastHash }, broken: { seq, reason } });
 
   while (lastSeq < untilSeq) {
-    checkAborted();
+    options.checkAborted();
     const page = await db.query<AuditDbRow>(
       `SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE org_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
-      [orgId, lastSeq, untilSeq, pageSize],
+      [orgId, lastSeq, untilSeq, options.pageSize],
     );
     if (page.rows.length === 0) break;
     for (const dbRow of page.rows) {
       const row = auditRowFromDb(dbRow);
-      const expected = lastSeq + 1;
-      if (row.seq !== expected) {
-        const gap = row.seq - 1 === expected ? `row ${expected} is missing` : `rows ${expected}..${row.seq - 1} are missing`;
-        return broken(expected, `${gap} (the next row present is ${row.seq})`);
+      const want = lastSeq + 1;
+      if (row.seq !== want) {
+        const gap = row.seq - 1 === want ? `row ${want} is missing` : `rows ${want}..${row.seq - 1} are missing`;
+        return broken(want, `${gap} (the next row present is ${row.seq})`);
       }
       checked++;
       if (row.prevHash !== lastHash) return broken(row.seq, `prev_hash does not match the hash of ${row.seq === 1 ? "the genesis" : `row ${row.seq - 1}`}`);
       if (rowHash(row) !== row.hash) return broken(row.seq, "the row's contents do not match its hash (the row was altered)");
+      let expectedHere = false;
+      for (; next < expected.length && expected[next]!.seq === row.seq; next++) {
+        const e = expected[next]!;
+        expectedHere = true;
+        if (e.hash !== row.hash) {
+          return broken(
+            row.seq,
+            `the chain's hash at seq ${row.seq} is ${row.hash} but ${e.source} says ${e.hash}: ` +
+              `the chain was rewritten after it was signed (the change lies in rows ${lastMatched + 1}..${row.seq})`,
+          );
+        }
+      }
+      if (expectedHere) lastMatched = row.seq;
       lastSeq = row.seq;
       lastHash = row.hash;
     }
   }
+  return { checked, last: { seq: lastSeq, hash: lastHash } };
+}
 
-  if (lastSeq < headSeq) return broken(lastSeq + 1, `the chain ends at seq ${lastSeq} but the audit head is at seq ${headSeq} (rows missing at the tail)`);
-  if (maxSeq > headSeq) return broken(headSeq + 1, `rows exist beyond the audit head (head at seq ${headSeq}, last row ${maxSeq})`);
-  if (headHash !== lastHash) return broken(headSeq, `the audit head's hash does not match row ${headSeq}`);
-  return { ok: true, rows: checked, headSeq };
+function abortChecker(signal: AbortSignal | undefined): () => void {
+  return () => {
+    if (signal?.aborted) throw SwitchyardError.from(signal.reason);
+  };
 }

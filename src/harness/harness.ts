@@ -14,7 +14,9 @@ import { consumerName } from "../bus/keys.js";
 import { EnvelopeSchema } from "../gen/switchyard/bus/v1/envelope_pb.js";
 import { parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import type { HarnessFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 import { isHandledKind, type HarnessSource } from "./envelopes.js";
 import type { ResultReader } from "./result-reader.js";
 import { startTurn, type RunningTurn, type TurnOutcome } from "./turn.js";
@@ -22,6 +24,11 @@ import type { Handler } from "./types.js";
 
 /** The consumer group every harness reads its stream with. */
 export const HARNESS_GROUP = "harness";
+
+/** With live flags, blocking reads are cut short this often so a flag change applies well within 2 s. */
+const FLAG_READ_BLOCK_CAP_MS = 500;
+/** How often a paused harness looks at its flags again. */
+const PAUSE_CHECK_MS = 200;
 
 export interface HarnessOptions {
   bus: Bus;
@@ -50,6 +57,14 @@ export interface HarnessOptions {
   blockMs?: number;
   /** Consumer name within the group; unique per process. @defaultValue `consumerName()` from bus/keys */
   consumer?: string;
+  /**
+   * Live flags. BUS_ENABLED or HARNESS_ENABLED off for this queue: no new work is read or reclaimed, turns in
+   * flight finish. BUS_ROUTED off for this queue: `ctx.delegate()` fails the turn with BUS_NOT_ROUTED.
+   * @defaultValue everything on
+   */
+  flags?: HarnessFlags;
+  /** Counts turns by outcome (`switchyard_harness_turns_total`) and reclaims. */
+  metrics?: Pick<Metrics, "harnessTurns" | "reclaims">;
 }
 
 export interface HarnessStats {
@@ -62,6 +77,8 @@ export interface HarnessStats {
   abandoned: number;
   reclaimed: number;
   deadLettered: number;
+  /** True while the flags keep this harness from taking new work. */
+  paused: boolean;
 }
 
 export interface Harness {
@@ -128,6 +145,11 @@ export function createHarness(options: HarnessOptions): Harness {
   const bus = options.bus;
   const logger = (options.logger ?? silentLogger).child({ component: "harness", stream, consumer });
   const group = HARNESS_GROUP;
+  const flags = options.flags;
+  const queueKind = source.kind === EndpointKind.ROLE ? "role" : "team";
+  const accepting = (): boolean => !flags || (flags.busEnabled() && flags.harnessEnabled(queueKind, source.id));
+  const readBlockMs = flags ? Math.min(blockMs, FLAG_READ_BLOCK_CAP_MS) : blockMs;
+  let paused = false;
 
   const inFlight = new Map<string, RunningTurn>();
   // Dead-letter moves are quick and hold no slot, but a stop still waits for them before the bus is closed.
@@ -150,10 +172,12 @@ export function createHarness(options: HarnessOptions): Harness {
     heartbeatMs,
     resultReader: options.resultReader,
     now: () => Date.now(),
+    routed: flags ? () => flags.busRouted(queueKind, source.id) : undefined,
   };
 
   function count(outcome: TurnOutcome): void {
     counters[outcome] += 1;
+    options.metrics?.harnessTurns.inc({ stream, outcome });
   }
 
   async function deadLetter(entry: BusEntry): Promise<void> {
@@ -218,6 +242,7 @@ export function createHarness(options: HarnessOptions): Harness {
       const entries = await bus.reclaim({ stream, group, consumer, minIdleMs: reclaimIdleMs, count: free });
       if (entries.length > 0) {
         counters.reclaimed += dispatch(entries);
+        options.metrics?.reclaims.inc({ stream }, entries.length);
         logger.info({ count: entries.length, entryIds: entries.map((e) => e.id) }, "reclaimed stalled entries");
       }
     } catch (error) {
@@ -233,6 +258,10 @@ export function createHarness(options: HarnessOptions): Harness {
     while (!stop.aborted) {
       await waitForFreeSlot();
       if (stop.aborted) break;
+      if (!accepting()) {
+        await pauseWhileSwitchedOff(stop);
+        continue;
+      }
       // Reclaim runs in the loop rather than on its own timer so it never races a read for the same free slots.
       if (Date.now() >= nextReclaimAt) {
         await reclaim();
@@ -246,7 +275,7 @@ export function createHarness(options: HarnessOptions): Harness {
           group,
           consumer,
           count: free,
-          blockMs: Math.max(1, Math.min(blockMs, nextReclaimAt - Date.now())),
+          blockMs: Math.max(1, Math.min(readBlockMs, nextReclaimAt - Date.now())),
           signal: stop,
         });
         failures = 0;
@@ -263,6 +292,15 @@ export function createHarness(options: HarnessOptions): Harness {
     }
   }
 
+  /** Switched off: take nothing new (turns in flight run on and send their outcome) until switched on again. */
+  async function pauseWhileSwitchedOff(stop: AbortSignal): Promise<void> {
+    paused = true;
+    logger.info({ inFlight: inFlight.size }, "switched off (BUS_ENABLED or HARNESS_ENABLED): taking no new work; turns in flight finish");
+    while (!stop.aborted && !accepting()) await sleep(PAUSE_CHECK_MS, stop);
+    paused = false;
+    if (!stop.aborted) logger.info("switched on: taking work again");
+  }
+
   async function drain(): Promise<void> {
     await Promise.all(deadLettering);
     if (inFlight.size === 0) return;
@@ -272,7 +310,7 @@ export function createHarness(options: HarnessOptions): Harness {
     await Promise.race([Promise.all(turns.map((t) => t.done)), sleep(shutdownGraceMs, graceController.signal)]);
     graceController.abort();
     for (const turn of inFlight.values()) {
-      if (turn.abandon(`shutdown grace of ${shutdownGraceMs} ms exceeded`)) counters.abandoned += 1;
+      if (turn.abandon(`shutdown grace of ${shutdownGraceMs} ms exceeded`)) count("abandoned");
     }
     inFlight.clear();
   }
@@ -317,7 +355,7 @@ export function createHarness(options: HarnessOptions): Harness {
       else options.signal?.removeEventListener("abort", onAbort);
     },
     get stats(): HarnessStats {
-      return { inFlight: inFlight.size, ...counters };
+      return { inFlight: inFlight.size, ...counters, paused };
     },
   };
 }

@@ -11,6 +11,7 @@ import type { Config } from "../config.js";
 import { createRedisBus } from "../bus/redis-bus.js";
 import { assertRedisSafe } from "../bus/redis-check.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { LiveFlags } from "../flags/live-flags.js";
 import type { Logger } from "../logger.js";
 import { createPool } from "../store/db.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
@@ -31,6 +32,11 @@ export interface HarnessProcessOptions {
   cwd?: string;
   /** Aborting it stops the process gracefully, like a first SIGINT/SIGTERM (for embedding and tests). */
   signal?: AbortSignal;
+  /**
+   * Obey the live flags (BUS_ENABLED, HARNESS_ENABLED, BUS_ROUTED): `config.flags` with table `flags` on top,
+   * re-read while running. `switchyard start harness` turns this on. @defaultValue false (everything on)
+   */
+  liveFlags?: boolean;
 }
 
 /** Imports a handler module and checks that its default export is a function. Throws CONFIG otherwise. */
@@ -98,9 +104,14 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
   if (options.signal?.aborted) stop.abort();
   else options.signal?.addEventListener("abort", onAbort, { once: true });
 
+  const flags = options.liveFlags ? new LiveFlags({ db: pool, defaults: config.flags, logger }) : undefined;
   try {
     await redis.connect();
     await assertRedisSafe(redis, { logger });
+    if (flags) {
+      await flags.refresh();
+      flags.start(stop.signal);
+    }
     const harness = createHarness({
       bus,
       ...(options.role !== undefined ? { role: options.role } : { team: options.team! }),
@@ -114,9 +125,11 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
       shutdownGraceMs: config.harness.shutdownGraceMs,
       blockMs: config.bus.blockMs,
       resultReader: createStepResultReader({ db: pool }),
+      ...(flags ? { flags } : {}),
     });
     await harness.start();
   } finally {
+    await flags?.stop();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     options.signal?.removeEventListener("abort", onAbort);

@@ -49,6 +49,8 @@ export interface TurnDeps {
   heartbeatMs: number;
   resultReader: ResultReader | undefined;
   now: () => number;
+  /** BUS_ROUTED for this queue; false makes `ctx.delegate()` fail the turn. @defaultValue always routed */
+  routed?: () => boolean;
 }
 
 export interface RunningTurn {
@@ -106,6 +108,8 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
     }
 
     const issued = new Set<Delegation>();
+    // Sticky: a handler that catches the refusal still fails the turn, so a switched-off route is never bypassed.
+    let refused: SwitchyardError | undefined;
     const ctx: HandlerContext = {
       signal: controller.signal,
       logger,
@@ -129,6 +133,14 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
         if (!parsed) throw invalid(`delegation destination ${JSON.stringify(destination)} is not role:NAME, team:NAME or foreign:KEY`);
         if (options.correlationId !== undefined && (typeof options.correlationId !== "string" || options.correlationId === "")) {
           throw invalid("delegation correlationId must be a non-empty string");
+        }
+        if (deps.routed && !deps.routed()) {
+          refused = new SwitchyardError(
+            ErrorCode.BusNotRouted,
+            `delegation from ${deps.stream} to ${destination} is not routed: BUS_ROUTED is off for ${deps.stream} (switchyard flags set BUS_ROUTED on --${deps.stream.replace(":", " ")})`,
+            { details: { source: deps.stream, destination } },
+          );
+          throw refused;
         }
         const delegation = createDelegation({
           destination: parsed,
@@ -159,6 +171,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
     try {
       const value: unknown = await deps.handler(work, ctx);
       usage.durationMs = performance.now() - started;
+      if (refused) throw refused;
       if (isDelegation(value)) {
         if (!issued.has(value)) throw invalid("the handler returned a Delegation this turn's ctx.delegate() did not create");
         if (issued.size > 1) {
@@ -176,6 +189,8 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
       usage.durationMs = performance.now() - started;
       if (abandoned) return "abandoned";
       const info = errorInfoOf(error);
+      // The route stays off until an SRE turns it on: retrying the step now cannot help.
+      if (info.code === ErrorCode.BusNotRouted) info.retryable = false;
       logger.warn({ err: error, code: info.code, retryable: info.retryable }, "handler failed");
       outgoing = resultErrorEnvelope(envelope, deps.source, info, usage, deps.now());
       outcome = "failed";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/main.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
-import { redisUrl } from "../support/env.js";
+import { FLAGS_ON_ENV, redisUrl } from "../support/env.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
 
 export interface CliRun {
@@ -48,7 +48,7 @@ export async function createCliEnvironment(): Promise<CliEnvironment> {
   const db = await createTestDatabase();
   const redis = await createTestRedis();
   const dir = await mkdtemp(join(tmpdir(), "sy-cli-"));
-  const env = { DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix, SWITCHYARD_LOG_LEVEL: "warn" };
+  const env = { ...FLAGS_ON_ENV, DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix, SWITCHYARD_LOG_LEVEL: "warn" };
   return {
     db,
     redis,

@@ -10,6 +10,7 @@ import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
+import { FLAGS_ON_ENV } from "../support/env.js";
 
 const ORG = "crash";
 const TASKS = 300;
@@ -32,6 +33,7 @@ describe("crash test", () => {
   beforeAll(async () => {
     rt = await createTestRuntime();
     env = {
+      ...FLAGS_ON_ENV,
       DATABASE_URL: rt.config.databaseUrl,
       REDIS_URL: rt.config.redisUrl,
       SWITCHYARD_KEY_PREFIX: rt.prefix,

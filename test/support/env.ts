@@ -1,4 +1,18 @@
 /** Where the tests find Redis and Postgres: REDIS_URL / DATABASE_URL, defaulting to the local servers. */
+
+/**
+ * The environment that switches every live flag on except A2A egress (flags default off), for CLI commands and
+ * child processes in tests that are not about flags.
+ */
+export const FLAGS_ON_ENV: Readonly<Record<string, string>> = {
+  SWITCHYARD_BUS_ENABLED: "true",
+  SWITCHYARD_COORDINATOR_ENABLED: "true",
+  SWITCHYARD_COORDINATOR_TENANTS: "*",
+  SWITCHYARD_HARNESS_ENABLED: "true",
+  SWITCHYARD_HARNESS_SCOPES: "*",
+  SWITCHYARD_BUS_ROUTED: "*",
+};
+
 export function redisUrl(): string {
   return process.env.REDIS_URL || "redis://127.0.0.1:6379";
 }

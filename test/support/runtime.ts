@@ -17,7 +17,27 @@ export interface TestRuntime extends Runtime {
   cleanup(): Promise<void>;
 }
 
-export function testConfig(db: TestDatabase, prefix: string, overrides: Partial<Config["coordinator"]> = {}, bus: Partial<Config["bus"]> = {}, redisDb?: number): Config {
+/** Every flag on except A2A egress (the flags tests and the egress tests switch things themselves). */
+export const TEST_FLAGS: Config["flags"] = {
+  busEnabled: true,
+  coordinatorEnabled: true,
+  coordinatorTenants: "*",
+  harnessEnabled: true,
+  harnessScopes: "*",
+  busRouted: "*",
+  egressEnabled: false,
+  egressTenants: [],
+  pollMs: 1_000,
+};
+
+export function testConfig(
+  db: TestDatabase,
+  prefix: string,
+  overrides: Partial<Config["coordinator"]> = {},
+  bus: Partial<Config["bus"]> = {},
+  redisDb?: number,
+  flags: Partial<Config["flags"]> = {},
+): Config {
   const redis = new URL(redisUrl());
   if (redisDb !== undefined) redis.pathname = `/${redisDb}`;
   return {
@@ -28,15 +48,22 @@ export function testConfig(db: TestDatabase, prefix: string, overrides: Partial<
     bus: { ...defaultConfig.bus, keyPrefix: prefix, blockMs: 100, reclaimIdleMs: 2000, ...bus },
     coordinator: { ...defaultConfig.coordinator, sweepIntervalMs: 100, outboxStaleMs: 500, defaultStepTimeoutMs: 5000, ...overrides },
     harness: { shutdownGraceMs: 1000, heartbeatMs: 500 },
+    flags: { ...TEST_FLAGS, ...flags },
   };
 }
 
 export async function createTestRuntime(
-  options: RuntimeOptions & { coordinator?: Partial<Config["coordinator"]>; bus?: Partial<Config["bus"]>; redisDb?: number } = {},
+  options: RuntimeOptions & {
+    coordinator?: Partial<Config["coordinator"]>;
+    bus?: Partial<Config["bus"]>;
+    redisDb?: number;
+    /** Flag defaults over TEST_FLAGS (everything on but egress). */
+    flags?: Partial<Config["flags"]>;
+  } = {},
 ): Promise<TestRuntime> {
   const db = await createTestDatabase();
   const prefix = uniquePrefix();
-  const config = testConfig(db, prefix, options.coordinator, options.bus, options.redisDb);
+  const config = testConfig(db, prefix, options.coordinator, options.bus, options.redisDb, options.flags);
   // TEST_LOG=debug (or info…) shows the runtime's structured logs while debugging a test.
   const logger = options.logger ?? (process.env.TEST_LOG ? createLogger({ level: process.env.TEST_LOG }) : undefined);
   const runtime = await createRuntime(config, { ...options, logger });
@@ -59,6 +86,7 @@ export async function createTestRuntime(
         trimMaxLen: config.bus.trimMaxLen,
         metrics: runtime.metrics,
         logger: runtime.logger,
+        flags: runtime.flags,
         ...overrides,
       });
       coordinators.push(coordinator);

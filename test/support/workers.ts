@@ -1,4 +1,5 @@
 /** Starts real harnesses on a test runtime's bus; stops them all in `stop()`. */
+import type { HarnessFlags } from "../../src/flags/flag-types.js";
 import { createHarness, type Handler, type Harness } from "../../src/harness/index.js";
 import { createStepResultReader } from "../../src/store/step-result-reader.js";
 import type { TestRuntime } from "./runtime.js";
@@ -7,7 +8,8 @@ export class Workers {
   private readonly harnesses: Harness[] = [];
   constructor(private readonly runtime: TestRuntime) {}
 
-  start(role: string, handler: Handler, options: { concurrency?: number; consumer?: string } = {}): Harness {
+  /** Starts a harness obeying the runtime's live flags (pass `flags` to override, e.g. with your own switch). */
+  start(role: string, handler: Handler, options: { concurrency?: number; consumer?: string; flags?: HarnessFlags } = {}): Harness {
     const harness = createHarness({
       bus: this.runtime.bus,
       role,
@@ -20,6 +22,7 @@ export class Workers {
       shutdownGraceMs: this.runtime.config.harness.shutdownGraceMs,
       blockMs: 100,
       resultReader: createStepResultReader({ db: this.runtime.pool }),
+      flags: options.flags ?? this.runtime.flags,
     });
     this.harnesses.push(harness);
     void harness.start();

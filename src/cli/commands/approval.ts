@@ -1,12 +1,16 @@
 /**
- * `switchyard approval list|approve|deny` — the human decisions that parked steps wait for.
+ * `switchyard approval list|approve|deny|link|keys|rotate-key|retire-key` — the human decisions that parked steps
+ * wait for, and the signed one-click links (with their per-tenant keys) that carry them by mail or chat.
  */
 import { InvalidArgumentError, type Command } from "commander";
-import { listApprovals, type ApprovalRow } from "../../coordinator/approval-store.js";
-import { requireTenant, uuidOption } from "../args.js";
+import type { ApprovalRow } from "../../coordinator/approval-store.js";
+import { createApprovalLinks, listLinkKeys, retireLinkKey, rotateLinkKey } from "../../approvals/link-signing.js";
+import type { Config } from "../../config.js";
+import { requireTenant, secondsOption, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
 import { formatTable, formatTime } from "../output.js";
+import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
 
 const STATUSES = ["pending", "approved", "denied", "all"] as const;
 type StatusFilter = (typeof STATUSES)[number];
@@ -17,7 +21,7 @@ function statusOption(value: string): StatusFilter {
 }
 
 interface DecideOptions {
-  tenant: string;
+  tenant?: string;
   actor: string;
   reason?: string;
   json?: boolean;
@@ -38,15 +42,14 @@ export function registerApprovalCommands(program: Command, run: ActionRunner): v
   approval
     .command("list")
     .description("list approvals (default: pending ones)")
-    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--status <status>", `one of ${STATUSES.join(", ")}`, statusOption, "pending")
     .option("--task <id>", "only this task's approvals", uuidOption)
     .option("--json", "print the result as JSON")
     .action(
-      run(async (ctx, options: { tenant: string; status: StatusFilter; task?: string; json?: boolean }) => {
-        const tenant = requireTenant(options.tenant);
-        const rows = await ctx.withPool((pool) =>
-          listApprovals(pool, tenant, {
+      run(async (ctx, options: { tenant?: string; status: StatusFilter; task?: string; json?: boolean }) => {
+        const rows = await withTenantApi(ctx, options.tenant, (api) =>
+          api.listApprovals({
             ...(options.status !== "all" ? { status: options.status } : {}),
             ...(options.task !== undefined ? { taskId: options.task } : {}),
           }),
@@ -68,16 +71,15 @@ export function registerApprovalCommands(program: Command, run: ActionRunner): v
       .command(verb)
       .description(verb === "approve" ? "approve a pending approval; the parked step continues" : "deny a pending approval; the parked step fails")
       .argument("<id>", "approval id")
-      .requiredOption("--tenant <tenant>", "tenant (org id)")
+      .option("--tenant <tenant>", TENANT_OPTION_HELP)
       .option("--actor <actor>", "who decides (recorded in the audit log)", "cli")
       .option("--reason <reason>", "why (recorded in the audit log)")
       .option("--json", "print the result as JSON")
       .action(
         run(async (ctx, id: string, options: DecideOptions) => {
-          const tenant = requireTenant(options.tenant);
-          const outcome = await ctx.withRuntime((runtime) =>
-            runtime.tasks.decideApproval({
-              orgId: tenant,
+          // Direct mode records the decision as arriving via "cli", remote mode via "api".
+          const outcome = await withTenantApi(ctx, options.tenant, (api) =>
+            api.decideApproval({
               approvalId: id,
               approve: verb === "approve",
               actor: options.actor,
@@ -89,13 +91,128 @@ export function registerApprovalCommands(program: Command, run: ActionRunner): v
         }),
       );
   }
+
+  registerLinkCommands(approval, run);
+}
+
+/** Until config.ts has the gateway's public URL (SWITCHYARD_PUBLIC_URL), links point at a local gateway. */
+const DEFAULT_PUBLIC_URL = "http://127.0.0.1:8080";
+
+function publicUrl(config: Config): string {
+  return (config as Config & { publicUrl?: string }).publicUrl ?? DEFAULT_PUBLIC_URL;
+}
+
+function registerLinkCommands(approval: Command, run: ActionRunner): void {
+  /**
+   * `approval link ID --tenant T [--base-url URL] [--ttl SECONDS] [--json]` — signed one-click approve and deny
+   * links for a pending approval, valid until min(approval deadline, now + TTL (default 24 h)), each usable once.
+   *
+   * JSON: `{"approvalId":"<uuid>","approveUrl":"…","denyUrl":"…","expiresAt":"<ISO 8601>","kid":"…"}`
+   */
+  approval
+    .command("link")
+    .description("print signed one-click approve and deny links for a pending approval")
+    .argument("<id>", "approval id", uuidOption)
+    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--base-url <url>", `the gateway's public URL (default: SWITCHYARD_PUBLIC_URL or ${DEFAULT_PUBLIC_URL})`)
+    .option("--ttl <seconds>", "how long the links work at most (default 24 h; never past the approval's deadline)", secondsOption)
+    .option("--json", "print the result as JSON")
+    .action(
+      run(async (ctx, id: string, options: { tenant: string; baseUrl?: string; ttl?: number; json?: boolean }) => {
+        const tenant = requireTenant(options.tenant);
+        const baseUrl = options.baseUrl ?? publicUrl(ctx.config);
+        const links = await ctx.withPool((pool) =>
+          createApprovalLinks(pool, { orgId: tenant, approvalId: id, baseUrl, ...(options.ttl !== undefined ? { ttlMs: Math.round(options.ttl * 1000) } : {}) }),
+        );
+        if (options.json) return ctx.printJson({ approvalId: id, ...links });
+        ctx.print(`approve: ${links.approveUrl}`);
+        ctx.print(`deny:    ${links.denyUrl}`);
+        ctx.print(`expires: ${links.expiresAt} (key ${links.kid})`);
+      }),
+    );
+
+  /**
+   * `approval keys --tenant T [--json]` — the tenant's link keys, newest first (never the secrets).
+   *
+   * JSON: `{"keys":[{"kid":"…","createdAt":"<ISO 8601>","retiredAt":"<ISO 8601>"|null,"signing":true}]}`
+   */
+  approval
+    .command("keys")
+    .description("list the tenant's link-signing keys")
+    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--json", "print the result as JSON")
+    .action(
+      run(async (ctx, options: { tenant: string; json?: boolean }) => {
+        const tenant = requireTenant(options.tenant);
+        const keys = await ctx.withPool((pool) => listLinkKeys(pool, tenant));
+        if (options.json) return ctx.printJson({ keys });
+        ctx.print(
+          formatTable(
+            ["kid", "created", "retired", "signing"],
+            keys.map((k) => [k.kid, formatTime(k.createdAt), formatTime(k.retiredAt), k.signing ? "yes" : ""]),
+          ),
+        );
+      }),
+    );
+
+  /**
+   * `approval rotate-key --tenant T [--json]` — a new key signs links from now on; links signed with older keys
+   * keep working until those keys are retired.
+   *
+   * JSON: `{"kid":"…"}`
+   */
+  approval
+    .command("rotate-key")
+    .description("start signing approval links with a new key (older links keep working until their key is retired)")
+    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--json", "print the result as JSON")
+    .action(
+      run(async (ctx, options: { tenant: string; json?: boolean }) => {
+        const tenant = requireTenant(options.tenant);
+        const kid = await ctx.withPool((pool) => rotateLinkKey(pool, tenant));
+        if (options.json) return ctx.printJson({ kid });
+        ctx.print(`new link key ${kid} signs from now on; retire old keys with \`switchyard approval retire-key KID --tenant ${tenant}\``);
+      }),
+    );
+
+  /**
+   * `approval retire-key KID --tenant T [--json]` — links signed with the key stop working at once.
+   * An unknown kid exits 1 with NOT_FOUND.
+   *
+   * JSON: `{"kid":"…","retiredAt":"<ISO 8601>"}`
+   */
+  approval
+    .command("retire-key")
+    .description("retire a link key: links it signed stop working")
+    .argument("<kid>", "key id (see `approval keys`)")
+    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--json", "print the result as JSON")
+    .action(
+      run(async (ctx, kid: string, options: { tenant: string; json?: boolean }) => {
+        const tenant = requireTenant(options.tenant);
+        const retired = await ctx.withPool((pool) => retireLinkKey(pool, tenant, kid));
+        if (options.json) return ctx.printJson(retired);
+        ctx.print(`retired link key ${retired.kid} at ${retired.retiredAt}`);
+      }),
+    );
 }
 
 export function printApprovals(ctx: CliContext, rows: readonly ApprovalRow[]): void {
   ctx.print(
     formatTable(
-      ["id", "task", "step", "destination", "rule", "status", "decided by", "created"],
-      rows.map((a) => [a.id, a.taskId, a.stepId, a.destination, a.rule, a.status, a.decidedBy, formatTime(a.createdAt)]),
+      ["id", "task", "step", "destination", "rule", "status", "decided by", "via", "created", "expires"],
+      rows.map((a) => [
+        a.id,
+        a.taskId,
+        a.stepId,
+        a.destination,
+        a.rule,
+        a.status,
+        a.decidedBy,
+        a.decidedVia,
+        formatTime(a.createdAt),
+        formatTime(a.expiresAt),
+      ]),
     ),
   );
 }

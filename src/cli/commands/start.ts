@@ -11,6 +11,7 @@ import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
 import { EXAMPLE_ROLES, startDevStack } from "../dev-stack.js";
+import { DEFAULT_GATEWAY_PORT } from "../../gateway/options.js";
 
 export function registerStartCommands(program: Command, run: ActionRunner): void {
   const start = program.command("start").description("run a coordinator, a worker harness, or everything for development");
@@ -43,6 +44,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
             trimMaxLen: config.bus.trimMaxLen,
             logger,
             metrics: runtime.metrics,
+            flags: runtime.flags,
           });
           logger.info("coordinator started");
           await coordinator.start(stop.signal);
@@ -79,6 +81,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
           logger: ctx.createLogger("switchyard-harness"),
           cwd: ctx.io.cwd,
           ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
+          liveFlags: true,
         });
       }),
     );
@@ -92,10 +95,21 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .description("run a coordinator and the example workers in one process (development)")
     .option("--roles <list>", "comma-separated example roles to serve", EXAMPLE_ROLES.join(","))
     .option("--consumer <name>", "the coordinator's consumer name")
-    .action(run(async (ctx, options: { roles: string; consumer?: string }) => runAll(ctx, options)));
+    .option("--port <n>", "the API gateway's port", intOption(0), DEFAULT_GATEWAY_PORT)
+    .option("--host <host>", "the API gateway's interface", "0.0.0.0")
+    .option("--no-gateway", "do not serve the API gateway")
+    .action(run(async (ctx, options: AllOptions) => runAll(ctx, options)));
 }
 
-async function runAll(ctx: CliContext, options: { roles: string; consumer?: string }): Promise<void> {
+interface AllOptions {
+  roles: string;
+  consumer?: string;
+  port: number;
+  host: string;
+  gateway: boolean;
+}
+
+async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
   const roles = options.roles.split(",").map((r) => r.trim()).filter(Boolean);
   const unknown = roles.filter((r) => !(EXAMPLE_ROLES as readonly string[]).includes(r));
   if (roles.length === 0 || unknown.length > 0) {
@@ -104,7 +118,13 @@ async function runAll(ctx: CliContext, options: { roles: string; consumer?: stri
     });
   }
   const logger = ctx.createLogger("switchyard");
-  const stack = await startDevStack({ config: ctx.config, logger, roles, ...(options.consumer ? { consumer: options.consumer } : {}) });
+  const stack = await startDevStack({
+    config: ctx.config,
+    logger,
+    roles,
+    ...(options.consumer ? { consumer: options.consumer } : {}),
+    ...(options.gateway ? { gateway: { port: options.port, host: options.host, shutdownGraceMs: ctx.config.harness.shutdownGraceMs } } : {}),
+  });
   const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
   try {
     logger.info({ roles }, "coordinator and example harnesses started");

@@ -1,5 +1,5 @@
 /**
- * `switchyard task start|get|cancel` — run a workflow and watch or stop the run.
+ * `switchyard task start|get|cancel|list` — run a workflow and watch or stop the run; list the tenant's runs.
  *
  * TaskView (the JSON of `task get --json` and the last line of `task start --json`):
  * ```json
@@ -12,16 +12,19 @@
  * ```
  * Workflow steps come in definition order, then delegation steps (`<origin step>.d<n>`).
  */
-import type { Command } from "commander";
-import { getTaskView, type TaskView } from "../../coordinator/tasks.js";
-import { parseJsonOption, requireTenant, secondsOption } from "../args.js";
+import { InvalidArgumentError, type Command } from "commander";
+import type { TaskStatus } from "../../coordinator/model.js";
+import type { TaskView } from "../../coordinator/tasks.js";
+import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "../../gateway/task-list.js";
+import { intOption, parseJsonOption, secondsOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";
 import { ExitCode, formatNumber, formatTable, formatTime } from "../output.js";
+import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
 
 interface StartOptions {
-  tenant: string;
+  tenant?: string;
   input?: string;
   idempotencyKey?: string;
   wait?: boolean;
@@ -45,7 +48,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
     .command("start")
     .description("start a task of a workflow")
     .argument("<workflow>", "NAME (latest version) or NAME@VERSION")
-    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--input <json>", "task input as JSON", undefined)
     .option("--idempotency-key <key>", "start at most one task per key")
     .option("--wait", "wait for the task to finish, printing step progress")
@@ -53,11 +56,9 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
     .option("--json", "print the task as JSON (TaskView) on the last line")
     .action(
       run(async (ctx, workflow: string, options: StartOptions) => {
-        const tenant = requireTenant(options.tenant);
         const input = parseJsonOption("--input", options.input);
-        await ctx.withRuntime(async (runtime) => {
-          const started = await runtime.tasks.start({
-            orgId: tenant,
+        await withTenantApi(ctx, options.tenant, async (api) => {
+          const started = await api.startTask({
             workflow,
             input,
             ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
@@ -65,11 +66,12 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
           const say = (line: string) => (options.json ? ctx.note(line) : ctx.print(line));
           say(`${started.created ? "started" : "already started (same idempotency key)"}: task ${started.taskId} of ${started.workflow}`);
           if (!options.wait) {
-            if (options.json) ctx.printJson(await runtime.tasks.get(tenant, started.taskId));
+            if (options.json) ctx.printJson(await api.getTask(started.taskId));
             else ctx.print(started.taskId);
             return;
           }
-          const final = await waitWithProgress(ctx, say, { tasks: runtime.tasks, tenant, taskId: started.taskId, timeoutSeconds: options.timeout });
+          const tasks = { get: (_org: string, id: string) => api.getTask(id) };
+          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: started.taskId, timeoutSeconds: options.timeout });
           if (options.json) ctx.printJson(final);
           else ctx.print(started.taskId);
           if (final.status !== "completed") throw new CommandExit(ExitCode.Failed);
@@ -85,12 +87,11 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
     .command("get")
     .description("show a task and its steps")
     .argument("<id>", "task id")
-    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--json", "print the task as JSON (TaskView)")
     .action(
-      run(async (ctx, id: string, options: { tenant: string; json?: boolean }) => {
-        const tenant = requireTenant(options.tenant);
-        const view = await ctx.withPool((pool) => getTaskView(pool, tenant, id));
+      run(async (ctx, id: string, options: { tenant?: string; json?: boolean }) => {
+        const view = await withTenantApi(ctx, options.tenant, (api) => api.getTask(id));
         if (options.json) return ctx.printJson(view);
         printTask(ctx, view);
       }),
@@ -105,43 +106,87 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
     .command("cancel")
     .description("cancel a task")
     .argument("<id>", "task id")
-    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--reason <reason>", "why (recorded in the audit log)", "cancelled from the CLI")
     .option("--actor <actor>", "who cancels (recorded in the audit log)", "cli")
     .option("--json", "print the task as JSON (TaskView)")
     .action(
-      run(async (ctx, id: string, options: { tenant: string; reason: string; actor: string; json?: boolean }) => {
-        const tenant = requireTenant(options.tenant);
-        await ctx.withRuntime(async (runtime) => {
-          const before = await runtime.tasks.get(tenant, id);
-          const after = ["completed", "failed", "cancelled"].includes(before.status)
-            ? before
-            : await runtime.tasks.cancel(tenant, id, options.actor, options.reason);
+      run(async (ctx, id: string, options: { tenant?: string; reason: string; actor: string; json?: boolean }) => {
+        await withTenantApi(ctx, options.tenant, async (api) => {
+          const { task: after, alreadyFinished } = await api.cancelTask(id, options.actor, options.reason);
           if (options.json) return ctx.printJson(after);
-          if (after === before) ctx.print(`task ${id} is already ${before.status}; nothing to cancel`);
+          if (alreadyFinished) ctx.print(`task ${id} is already ${after.status}; nothing to cancel`);
           else ctx.print(`task ${id}: ${after.status}`);
         });
       }),
     );
+
+  /**
+   * `task list [--tenant T] [--status S[,S…]] [--workflow NAME[@V]] [--limit N] [--page-token TOKEN] [--json]` —
+   * the tenant's tasks, newest first, without steps. When there are more, the next page's token is printed on
+   * stderr (human form) or in `nextPageToken`.
+   *
+   * JSON: `{"tasks":[{"id":"<uuid>","workflow":"name@1","status":"…","cost":1.5,"budget":null,"error":null,
+   * "createdAt":"<ISO 8601>","finishedAt":"<ISO 8601>"|null}],"nextPageToken":"…"|null}`
+   */
+  task
+    .command("list")
+    .description("list the tenant's tasks, newest first")
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
+    .option("--status <statuses>", `only these statuses, comma-separated (${TASK_STATUSES.join(", ")})`, statusesOption)
+    .option("--workflow <ref>", "only tasks of this workflow: NAME (any version) or NAME@VERSION")
+    .option("--limit <n>", `at most this many (1..${MAX_TASK_PAGE_SIZE})`, intOption(1), DEFAULT_TASK_PAGE_SIZE)
+    .option("--page-token <token>", "continue after the previous page")
+    .option("--json", "print the result as JSON")
+    .action(
+      run(async (ctx, options: { tenant?: string; status?: TaskStatus[]; workflow?: string; limit: number; pageToken?: string; json?: boolean }) => {
+        const page = await withTenantApi(ctx, options.tenant, (api) =>
+          api.listTasks({
+            pageSize: options.limit,
+            ...(options.status ? { statuses: options.status } : {}),
+            ...(options.workflow !== undefined ? { workflow: options.workflow } : {}),
+            ...(options.pageToken !== undefined ? { pageToken: options.pageToken } : {}),
+          }),
+        );
+        if (options.json) return ctx.printJson(page);
+        ctx.print(
+          formatTable(
+            ["id", "workflow", "status", "cost", "created", "finished", "error"],
+            page.tasks.map((t) => [t.id, t.workflow, t.status, t.cost, formatTime(t.createdAt), formatTime(t.finishedAt), t.error ? `${t.error.code}: ${t.error.message}` : ""]),
+          ),
+        );
+        if (page.nextPageToken) ctx.note(`more tasks: add --page-token ${page.nextPageToken}`);
+      }),
+    );
+}
+
+const TASK_STATUSES: readonly TaskStatus[] = ["running", "parked", "completed", "failed", "cancelled"];
+
+function statusesOption(value: string): TaskStatus[] {
+  const statuses = value.split(",").map((s) => s.trim());
+  const unknown = statuses.filter((s) => !(TASK_STATUSES as readonly string[]).includes(s));
+  if (unknown.length > 0) throw new InvalidArgumentError(`unknown status ${unknown.join(", ")}; expected ${TASK_STATUSES.join(", ")}`);
+  return statuses as TaskStatus[];
 }
 
 async function waitWithProgress(
   ctx: CliContext,
   say: (line: string) => void,
-  options: { tasks: Parameters<typeof watchTask>[0]["tasks"]; tenant: string; taskId: string; timeoutSeconds: number | undefined },
+  options: { tasks: Parameters<typeof watchTask>[0]["tasks"]; tenant: string | undefined; taskId: string; timeoutSeconds: number | undefined },
 ): Promise<TaskView> {
   const stop = ctx.shutdownSignal();
   try {
     const final = await watchTask({
       tasks: options.tasks,
-      orgId: options.tenant,
+      orgId: options.tenant ?? "",
       taskId: options.taskId,
       signal: stop.signal,
       ...(options.timeoutSeconds !== undefined ? { timeoutMs: options.timeoutSeconds * 1000 } : {}),
       onStep: (step) => {
         say(formatStepLine(step));
         if (step.status === "parked" && step.approvalId) {
-          say(`  decide with: switchyard approval approve ${step.approvalId} --tenant ${options.tenant}   (or: approval deny …)`);
+          const tenantFlag = options.tenant !== undefined ? ` --tenant ${options.tenant}` : "";
+          say(`  decide with: switchyard approval approve ${step.approvalId}${tenantFlag}   (or: approval deny …)`);
         }
       },
     });

@@ -3,14 +3,13 @@
  */
 import type { Command } from "commander";
 import { stringify } from "yaml";
-import { parseWorkflowDefinition, workflowToSource } from "../../workflow/definition.js";
-import { getWorkflow, listWorkflows, submitWorkflow } from "../../store/workflow-store.js";
-import { inFile, readInputFile, requireTenant } from "../args.js";
+import { readInputFile } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
+import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
 
 interface TenantOptions {
-  tenant: string;
+  tenant?: string;
   json?: boolean;
 }
 
@@ -30,19 +29,11 @@ export function registerWorkflowCommands(program: Command, run: ActionRunner): v
     .command("submit")
     .description("validate a workflow file and store it as the next version")
     .argument("<file>", "workflow definition (YAML or JSON)")
-    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, file: string, options: TenantOptions) => {
-        const tenant = requireTenant(options.tenant);
-        const input = await readInputFile(ctx.io.cwd, file);
-        let definition;
-        try {
-          definition = parseWorkflowDefinition(input.text, input.format ? { format: input.format } : {});
-        } catch (error) {
-          throw inFile(input.path, error);
-        }
-        const submitted = await ctx.withPool((pool) => submitWorkflow(pool, tenant, definition));
+        const submitted = await withTenantApi(ctx, options.tenant, async (api) => api.submitWorkflow(await readInputFile(ctx.io.cwd, file)));
         if (options.json) return ctx.printJson(submitted);
         ctx.print(submitted.created ? `stored ${submitted.name} version ${submitted.version}` : `unchanged: identical to version ${submitted.version}`);
         ctx.print(submitted.ref);
@@ -62,13 +53,12 @@ export function registerWorkflowCommands(program: Command, run: ActionRunner): v
     .command("get")
     .description("show one workflow version (default: the latest)")
     .argument("<ref>", "NAME or NAME@VERSION")
-    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, ref: string, options: TenantOptions) => {
-        const tenant = requireTenant(options.tenant);
-        const stored = await ctx.withPool((pool) => getWorkflow(pool, tenant, ref));
-        const definition = workflowToSource(stored.definition);
+        const stored = await withTenantApi(ctx, options.tenant, (api) => api.getWorkflow(ref));
+        const definition = stored.definition;
         if (options.json) {
           return ctx.printJson({
             name: stored.name,
@@ -92,12 +82,11 @@ export function registerWorkflowCommands(program: Command, run: ActionRunner): v
   workflow
     .command("list")
     .description("list the tenant's workflows (latest version of each)")
-    .requiredOption("--tenant <tenant>", "tenant (org id)")
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: TenantOptions) => {
-        const tenant = requireTenant(options.tenant);
-        const workflows = await ctx.withPool((pool) => listWorkflows(pool, tenant));
+        const workflows = await withTenantApi(ctx, options.tenant, (api) => api.listWorkflows());
         if (options.json) {
           return ctx.printJson({
             workflows: workflows.map((w) => ({

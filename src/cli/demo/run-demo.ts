@@ -21,10 +21,13 @@ import { submitWorkflow } from "../../store/workflow-store.js";
 import { startDevStack, type DevStack } from "../dev-stack.js";
 import { describeVerification, formatNumber, formatTable } from "../output.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
+import { switchOnDemoFlags } from "./demo-flags.js";
 import { formatHopsTable } from "./hops-table.js";
 
 export const DEMO_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/demo.yaml", import.meta.url));
 export const DEMO_ROLES = ["researcher", "analyst", "writer", "publisher"] as const;
+/** The demo role whose handler delegates (it needs BUS_ROUTED). */
+export const DEMO_DELEGATING_ROLES = ["researcher"] as const;
 /** Who the demo's approval is recorded as. */
 export const DEMO_ACTOR = "demo";
 
@@ -68,6 +71,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   say("   (the researcher hands part of its turn to the analyst: a delegation the coordinator governs too)");
   const stack = await startDevStack({ config: options.config, logger: options.logger, roles: DEMO_ROLES });
   try {
+    const switched = await switchOnDemoFlags({
+      pool: stack.runtime.pool,
+      flags: stack.runtime.flags,
+      tenant,
+      roles: DEMO_ROLES,
+      delegatingRoles: DEMO_DELEGATING_ROLES,
+      actor: DEMO_ACTOR,
+    });
+    say(`   ${switched}`);
     return await runTask(stack, { ...options, tenant, topic, timeoutMs, say });
   } finally {
     await stack.stop();

@@ -1,0 +1,55 @@
+/**
+ * `switchyard start gateway` — the HTTP server for the tenant/SRE API, metrics and health. Runs until a signal.
+ */
+import type { Command } from "commander";
+import { DEFAULT_GATEWAY_PORT, DEFAULT_READ_MAX_BYTES } from "../../gateway/options.js";
+import { startGateway } from "../../gateway/server.js";
+import { intOption } from "../args.js";
+import type { ActionRunner } from "../action.js";
+import { openRuntime, type CliContext } from "../context.js";
+
+export interface GatewayCommandOptions {
+  port: number;
+  host: string;
+  readMaxBytes: number;
+}
+
+/** Adds `gateway` under the `start` command group (registered by start.ts). */
+export function registerGatewayCommand(program: Command, run: ActionRunner): void {
+  const start = program.commands.find((c) => c.name() === "start") ?? program.command("start");
+
+  /**
+   * `start gateway [--port N] [--host H] [--read-max-bytes N]` — serves the Connect API (`/switchyard.api.v1.*`,
+   * JSON and binary), `/metrics`, `/healthz`, `/readyz` and `/approvals/decide`. Stops gracefully on
+   * SIGINT/SIGTERM: no new connections, in-flight calls finish (SWITCHYARD_SHUTDOWN_GRACE_MS), then it exits.
+   */
+  start
+    .command("gateway")
+    .description("run the API gateway (Connect API, /metrics, /healthz, /readyz) until SIGINT/SIGTERM")
+    .option("--port <n>", "TCP port (0: any free port)", intOption(0), DEFAULT_GATEWAY_PORT)
+    .option("--host <host>", "interface to listen on", "0.0.0.0")
+    .option("--read-max-bytes <n>", "largest request body accepted", intOption(1), DEFAULT_READ_MAX_BYTES)
+    .action(run(async (ctx, options: GatewayCommandOptions) => runGateway(ctx, options)));
+}
+
+async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Promise<void> {
+  const logger = ctx.createLogger("switchyard-gateway");
+  const runtime = await openRuntime(ctx.config, { logger });
+  const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
+  try {
+    const gateway = await startGateway(runtime, {
+      port: options.port,
+      host: options.host,
+      readMaxBytes: options.readMaxBytes,
+      shutdownGraceMs: ctx.config.harness.shutdownGraceMs,
+    });
+    await new Promise<void>((resolve) => {
+      if (stop.signal.aborted) resolve();
+      stop.signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    await gateway.close();
+  } finally {
+    await runtime.close();
+    stop.dispose();
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * TenantApi straight against the database, as the CLI has always worked: connections are opened on first use
+ * (a small pool for reads, the full runtime — with Redis — only to start, cancel or decide) and closed at the end.
+ */
+import { getTaskView } from "../../coordinator/tasks.js";
+import { listApprovals } from "../../coordinator/approval-store.js";
+import { listAudit } from "../../governance/audit-log.js";
+import { verifyChainWithCheckpoints } from "../../governance/checkpoint-verify.js";
+import { silentLogger } from "../../logger.js";
+import type { Runtime } from "../../runtime.js";
+import { createPool, type Pool } from "../../store/db.js";
+import { assertSchemaCurrent } from "../../store/migrate.js";
+import { getWorkflow, listWorkflows, submitWorkflow } from "../../store/workflow-store.js";
+import { listTasks } from "../../gateway/task-list.js";
+import { parseWorkflowDefinition, workflowToSource } from "../../workflow/definition.js";
+import { inFile } from "../args.js";
+import { openRuntime, type CliContext } from "../context.js";
+import type { TenantApi } from "./tenant-api.js";
+
+export function createDirectTenantApi(ctx: CliContext, tenant: string): TenantApi {
+  let pool: Promise<Pool> | undefined;
+  let runtime: Promise<Runtime> | undefined;
+
+  const openPool = (): Promise<Pool> =>
+    (pool ??= (async () => {
+      const opened = createPool({ connectionString: ctx.config.databaseUrl, max: 2, applicationName: "switchyard-cli" });
+      try {
+        // A plain query first: the schema check reads a failed query as "no schema", which hides an unreachable server.
+        await opened.query("SELECT 1");
+        await assertSchemaCurrent(opened);
+        return opened;
+      } catch (error) {
+        await opened.end().catch(() => {});
+        throw error;
+      }
+    })());
+  const openRuntimeOnce = (): Promise<Runtime> => (runtime ??= openRuntime(ctx.config, { logger: silentLogger, poolSize: 2 }));
+  /** Reads go through the runtime's pool when it is open anyway, else through the small one. */
+  const reader = async () => (runtime ? (await runtime).pool : openPool());
+
+  return {
+    mode: "direct",
+    async submitWorkflow(file) {
+      let definition;
+      try {
+        definition = parseWorkflowDefinition(file.text, file.format ? { format: file.format } : {});
+      } catch (error) {
+        throw inFile(file.path, error);
+      }
+      return submitWorkflow(await openPool(), tenant, definition);
+    },
+    async getWorkflow(ref) {
+      const stored = await getWorkflow(await reader(), tenant, ref);
+      return { name: stored.name, version: stored.version, ref: stored.ref, digest: stored.digest, createdAt: stored.createdAt, definition: workflowToSource(stored.definition) };
+    },
+    async listWorkflows() {
+      return listWorkflows(await reader(), tenant);
+    },
+    async startTask(request) {
+      return (await openRuntimeOnce()).tasks.start({ orgId: tenant, ...request });
+    },
+    async getTask(id) {
+      return getTaskView(await reader(), tenant, id);
+    },
+    async cancelTask(id, actor, reason) {
+      const tasks = (await openRuntimeOnce()).tasks;
+      const before = await tasks.get(tenant, id);
+      if (["completed", "failed", "cancelled"].includes(before.status)) return { task: before, alreadyFinished: true };
+      return { task: await tasks.cancel(tenant, id, actor, reason), alreadyFinished: false };
+    },
+    async listTasks(filter) {
+      return listTasks(await reader(), tenant, filter);
+    },
+    async listApprovals(filter) {
+      return listApprovals(await reader(), tenant, filter);
+    },
+    async decideApproval(request) {
+      return (await openRuntimeOnce()).tasks.decideApproval({ orgId: tenant, ...request, via: "cli" });
+    },
+    async verifyAudit(options) {
+      const checkpoints = options.checkpoints;
+      const result = await verifyChainWithCheckpoints(await reader(), tenant, checkpoints ? { checkpoints: checkpoints.parsed, source: checkpoints.source } : {});
+      return { tenant, result };
+    },
+    async listAudit(options) {
+      return listAudit(await reader(), tenant, options);
+    },
+    async close() {
+      await Promise.allSettled([
+        pool?.then((p) => p.end()).catch(() => {}),
+        runtime?.then((r) => r.close()).catch(() => {}),
+      ]);
+    },
+  };
+}

@@ -1,0 +1,136 @@
+/**
+ * TenantApi through a Switchyard gateway (Connect, binary protobuf). Errors come back as the SwitchyardError the
+ * server raised (code, message and details from the ErrorDetail), so the CLI prints and exits exactly as it would
+ * have in direct mode; network failures are UNAVAILABLE naming the URL.
+ */
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { ApprovalService, ApprovalStatus } from "../../gen/switchyard/api/v1/approvals_pb.js";
+import { AuditService } from "../../gen/switchyard/api/v1/audit_pb.js";
+import { ErrorDetailSchema } from "../../gen/switchyard/api/v1/errors_pb.js";
+import { TaskService } from "../../gen/switchyard/api/v1/tasks_pb.js";
+import { WorkflowService } from "../../gen/switchyard/api/v1/workflows_pb.js";
+import { approvalFromProto, approvalStatuses } from "../../gateway/convert/approvals.js";
+import { auditRowFromProto, verificationFromProto } from "../../gateway/convert/audit.js";
+import { taskFromProto, taskStatuses, taskSummaryFromProto } from "../../gateway/convert/tasks.js";
+import { toValue } from "../../gateway/convert/values.js";
+import { workflowFromProto, workflowSummaryFromProto } from "../../gateway/convert/workflows.js";
+import { inFile } from "../args.js";
+import type { RemoteTarget, TenantApi } from "./tenant-api.js";
+import { createApiTransport } from "./transport.js";
+
+/** Connect codes with no finer Switchyard code attached (auth, transport) → the CLI's codes. */
+const FALLBACK_CODES: Partial<Record<Code, ErrorCode>> = {
+  [Code.InvalidArgument]: ErrorCode.InvalidArgument,
+  [Code.NotFound]: ErrorCode.NotFound,
+  [Code.AlreadyExists]: ErrorCode.AlreadyExists,
+  [Code.FailedPrecondition]: ErrorCode.FailedPrecondition,
+  [Code.ResourceExhausted]: ErrorCode.PayloadTooLarge,
+  [Code.Unavailable]: ErrorCode.Unavailable,
+  [Code.DeadlineExceeded]: ErrorCode.Timeout,
+  [Code.Canceled]: ErrorCode.Cancelled,
+};
+
+/** What the gateway said, as the SwitchyardError direct mode would have thrown. */
+export function switchyardErrorOf(error: unknown, url: string): SwitchyardError {
+  if (error instanceof SwitchyardError) return error;
+  const connect = ConnectError.from(error);
+  const [detail] = connect.findDetails(ErrorDetailSchema);
+  if (detail?.code) {
+    return new SwitchyardError(detail.code as ErrorCode, connect.rawMessage, { cause: error, details: (detail.details ?? {}) as Record<string, unknown> });
+  }
+  if (connect.code === Code.Unauthenticated || connect.code === Code.PermissionDenied) {
+    // Not a usage error, not "internal": the key is wrong for this. Say which setting to fix.
+    return new SwitchyardError(ErrorCode.FailedPrecondition, `${url} refused the API key: ${connect.rawMessage} (check --token / SWITCHYARD_TOKEN)`, {
+      cause: error,
+      details: { connectCode: Code[connect.code] },
+    });
+  }
+  if (connect.code === Code.Unavailable || connect.code === Code.Unknown || connect.code === Code.Internal) {
+    const unreachable = connect.code !== Code.Internal && /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ETIMEDOUT|ECONNRESET|fetch failed|socket/i.test(`${connect.rawMessage} ${String((connect.cause as Error | undefined)?.message ?? "")}`);
+    if (unreachable) return new SwitchyardError(ErrorCode.Unavailable, `cannot reach the gateway at ${url}: ${connect.rawMessage}`, { cause: error });
+  }
+  return new SwitchyardError(FALLBACK_CODES[connect.code] ?? ErrorCode.Internal, connect.rawMessage, { cause: error, details: { connectCode: Code[connect.code] } });
+}
+
+export function createRemoteTenantApi(target: RemoteTarget, tenant: string | undefined): TenantApi {
+  const transport = createApiTransport({ url: target.url, token: target.token, ...(tenant ? { tenant } : {}) });
+  const workflows = createClient(WorkflowService, transport);
+  const tasks = createClient(TaskService, transport);
+  const approvals = createClient(ApprovalService, transport);
+  const audit = createClient(AuditService, transport);
+  const call = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      throw switchyardErrorOf(error, target.url);
+    }
+  };
+
+  return {
+    mode: "remote",
+    async submitWorkflow(file) {
+      try {
+        const res = await call(() => workflows.submit({ source: file.text, format: file.format ?? "" }));
+        return { name: res.name, version: res.version, ref: res.ref, digest: res.digest, created: res.created };
+      } catch (error) {
+        // As in direct mode: a validation problem is reported against the file.
+        const validation = error instanceof SwitchyardError && (error.code === ErrorCode.InvalidWorkflow || error.code === ErrorCode.InvalidArgument);
+        throw validation ? inFile(file.path, error) : error;
+      }
+    },
+    async getWorkflow(ref) {
+      return workflowFromProto((await call(() => workflows.get({ ref }))).workflow!);
+    },
+    async listWorkflows() {
+      return (await call(() => workflows.list({}))).workflows.map(workflowSummaryFromProto);
+    },
+    async startTask(request) {
+      const started = await call(() =>
+        tasks.start({ workflow: request.workflow, ...(request.input !== undefined ? { input: toValue(request.input) } : {}), idempotencyKey: request.idempotencyKey ?? "" }),
+      );
+      return { taskId: started.task!.id, created: started.created, workflow: started.task!.workflow };
+    },
+    async getTask(id) {
+      return taskFromProto((await call(() => tasks.get({ id }))).task!);
+    },
+    async cancelTask(id, actor, reason) {
+      const res = await call(() => tasks.cancel({ id, actor, reason }));
+      return { task: taskFromProto(res.task!), alreadyFinished: res.alreadyFinished };
+    },
+    async listTasks(filter) {
+      const res = await call(() =>
+        tasks.list({
+          statuses: (filter.statuses ?? []).map((s) => taskStatuses.toProto(s)),
+          workflow: filter.workflow ?? "",
+          pageSize: filter.pageSize ?? 0,
+          pageToken: filter.pageToken ?? "",
+        }),
+      );
+      return { tasks: res.tasks.map(taskSummaryFromProto), nextPageToken: res.nextPageToken || null };
+    },
+    async listApprovals(filter) {
+      const res = await call(() =>
+        approvals.list({ status: filter.status ? approvalStatuses.toProto(filter.status) : ApprovalStatus.UNSPECIFIED, taskId: filter.taskId ?? "" }),
+      );
+      return res.approvals.map(approvalFromProto);
+    },
+    async decideApproval(request) {
+      const res = await call(() => approvals.decide({ id: request.approvalId, approve: request.approve, actor: request.actor, reason: request.reason ?? "" }));
+      return { status: approvalStatuses.fromProto(res.status) as "approved" | "denied", decidedBy: res.decidedBy, alreadyDecided: res.alreadyDecided };
+    },
+    async verifyAudit(options) {
+      const checkpoints = options.checkpoints;
+      return verificationFromProto(await call(() => audit.verify(checkpoints ? { checkpointsJsonl: checkpoints.text, checkpointsSource: checkpoints.source } : {})));
+    },
+    async listAudit(options) {
+      const res = await call(() =>
+        audit.listRows({ taskId: options.taskId ?? "", afterSeq: BigInt(options.afterSeq ?? 0), limit: options.limit ?? 0 }),
+      );
+      return res.rows.map(auditRowFromProto);
+    },
+    async close() {
+      // Connect's Node transport keeps no connection that needs closing per command.
+    },
+  };
+}

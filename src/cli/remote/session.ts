@@ -1,0 +1,22 @@
+/**
+ * Runs a command's work against the tenant API of this invocation: the gateway when `--url` / SWITCHYARD_URL is
+ * set, otherwise the database. In direct mode `--tenant` is required; in remote mode the API key decides the
+ * tenant, and `--tenant`, if given, is sent along to be checked (an admin key needs it to pick the tenant).
+ */
+import { requireTenant } from "../args.js";
+import type { CliContext } from "../context.js";
+import { createDirectTenantApi } from "./direct-api.js";
+import { createRemoteTenantApi } from "./remote-api.js";
+import type { TenantApi } from "./tenant-api.js";
+
+export const TENANT_OPTION_HELP = "tenant (org id); with --url the API key decides it";
+
+export async function withTenantApi<T>(ctx: CliContext, tenant: string | undefined, fn: (api: TenantApi) => Promise<T>): Promise<T> {
+  const remote = ctx.remote;
+  const api = remote ? createRemoteTenantApi(remote, tenant?.trim() || undefined) : createDirectTenantApi(ctx, requireTenant(tenant));
+  try {
+    return await fn(api);
+  } finally {
+    await api.close();
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The tenant operations the CLI performs, behind one interface with two implementations: straight against the
+ * database (the default) or through a Switchyard gateway when `--url` / SWITCHYARD_URL is set. Commands call this
+ * interface and print the same output either way, because both return the very shapes direct mode has always
+ * printed (TaskView, ApprovalRow, AuditRow, …).
+ *
+ * Commands without an API counterpart (migrate, start, demo, policy, tenant, apikey, flags, dlq, approval
+ * link/keys, audit checkpoint…) keep using the database directly.
+ */
+import type { ApprovalRow } from "../../coordinator/approval-store.js";
+import type { TaskView } from "../../coordinator/tasks.js";
+import type { AuditRow } from "../../domain.js";
+import type { WorkflowDocument } from "../../gateway/convert/workflows.js";
+import type { TaskListFilter, TaskPage } from "../../gateway/task-list.js";
+import type { ListAuditOptions } from "../../governance/audit-log.js";
+import type { VerifyWithCheckpointsResult } from "../../governance/checkpoint-verify.js";
+import type { ExportedCheckpoint } from "../../governance/checkpoints.js";
+import type { SubmittedWorkflow, WorkflowSummary } from "../../store/workflow-store.js";
+import type { InputFile } from "../args.js";
+
+export interface DecideOutcome {
+  status: "approved" | "denied";
+  decidedBy: string;
+  alreadyDecided: boolean;
+}
+
+export interface TenantApi {
+  /** `remote` talks to a gateway; `direct` to the database. */
+  readonly mode: "direct" | "remote";
+  /** Validates and stores a workflow file. Validation errors name the file and the field path. */
+  submitWorkflow(file: InputFile): Promise<SubmittedWorkflow>;
+  getWorkflow(ref: string): Promise<WorkflowDocument>;
+  listWorkflows(): Promise<WorkflowSummary[]>;
+  startTask(request: { workflow: string; input: unknown; idempotencyKey?: string }): Promise<{ taskId: string; created: boolean; workflow: string }>;
+  getTask(id: string): Promise<TaskView>;
+  cancelTask(id: string, actor: string, reason: string): Promise<{ task: TaskView; alreadyFinished: boolean }>;
+  listTasks(filter: TaskListFilter): Promise<TaskPage>;
+  listApprovals(filter: { status?: ApprovalRow["status"]; taskId?: string }): Promise<ApprovalRow[]>;
+  decideApproval(request: { approvalId: string; approve: boolean; actor: string; reason?: string }): Promise<DecideOutcome>;
+  /** `tenant` is the tenant verified: --tenant in direct mode, the key's tenant in remote mode. */
+  verifyAudit(options: { checkpoints?: { parsed: ExportedCheckpoint[]; text: string; source: string } }): Promise<{ tenant: string; result: VerifyWithCheckpointsResult }>;
+  listAudit(options: ListAuditOptions): Promise<AuditRow[]>;
+  close(): Promise<void>;
+}
+
+export interface RemoteTarget {
+  url: string;
+  token: string;
+}

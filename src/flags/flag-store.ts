@@ -1,0 +1,149 @@
+/**
+ * Stored flag values (table `flags`) and their audit trail. `setFlag` writes the row and its audit row in ONE
+ * transaction, so a change is never in force without the record of who made it and why.
+ *
+ * Audit rows: action `flag`, actor, destination = the scope (`global`, `tenant:T`, `role:R`, `team:T`), verdict
+ * `on` / `off`, rule = the flag name, reason. Tenant-scoped changes go to that tenant's chain; global, role and
+ * team changes to the `_system` chain (an id no tenant can have: tenant ids start with a letter or digit).
+ */
+import pg from "pg";
+import type { AuditRow } from "../domain.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import { appendAudit } from "../governance/audit-log.js";
+import { withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
+import { FLAG_NAMES, FLAG_SCOPES, SCOPE_KINDS, type FlagName, type FlagRow, type ScopeKind } from "./flag-types.js";
+
+/** The audit chain of changes that belong to no tenant. */
+export const SYSTEM_CHAIN = "_system";
+
+export interface SetFlagRequest {
+  /** One of FLAG_NAMES. */
+  name: string;
+  /** One of the flag's scopes (see FLAG_SCOPES). */
+  scopeKind: string;
+  /** "" (or omitted) for global; the tenant id, or the role/team name. */
+  scope?: string;
+  enabled: boolean;
+  /** Who made the change (recorded in the row and the audit log). */
+  actor: string;
+  /** Why (required: an SRE reading the audit log later needs it). */
+  reason: string;
+}
+
+export interface SetFlagResult extends FlagRow {
+  /** The audit row that records the change. */
+  audit: AuditRow;
+}
+
+const SCOPE_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const MAX_TEXT = 1_000;
+
+function invalid(path: string, message: string): SwitchyardError {
+  return new SwitchyardError(ErrorCode.InvalidArgument, message, { details: { path } });
+}
+
+export function isFlagName(value: unknown): value is FlagName {
+  return typeof value === "string" && (FLAG_NAMES as readonly string[]).includes(value);
+}
+
+/** Checks a name + scope pair; returns them typed. Throws INVALID_ARGUMENT naming the field. */
+export function validateFlagScope(name: string, scopeKind: string, scope = ""): { name: FlagName; scopeKind: ScopeKind; scope: string } {
+  if (!isFlagName(name)) throw invalid("name", `unknown flag ${JSON.stringify(name)}; flags are ${FLAG_NAMES.join(", ")}`);
+  if (!(SCOPE_KINDS as readonly string[]).includes(scopeKind)) {
+    throw invalid("scopeKind", `scope kind must be one of ${SCOPE_KINDS.join(", ")}, got ${JSON.stringify(scopeKind)}`);
+  }
+  const allowed = FLAG_SCOPES[name];
+  if (!allowed.includes(scopeKind as ScopeKind)) {
+    const how = allowed.map((k) => (k === "global" ? "global (no scope)" : `--${k}`)).join(" or ");
+    throw invalid("scopeKind", `${name} has no ${scopeKind} scope; set it ${how}`);
+  }
+  if (scopeKind === "global") {
+    if (scope !== "") throw invalid("scope", `a global flag has no scope, got ${JSON.stringify(scope)}`);
+  } else if (!SCOPE_NAME_RE.test(scope)) {
+    throw invalid("scope", `${scopeKind} must be a name of letters, digits, "_", ".", "-" (starting with a letter or digit), got ${JSON.stringify(scope)}`);
+  }
+  return { name, scopeKind: scopeKind as ScopeKind, scope };
+}
+
+/** How a scope is written in audit rows and listings: `global`, `tenant:acme`, `role:writer`. */
+export function describeScope(scopeKind: ScopeKind, scope: string): string {
+  return scopeKind === "global" ? "global" : `${scopeKind}:${scope}`;
+}
+
+function text(value: unknown, path: string): string {
+  if (typeof value !== "string" || value.trim() === "") throw invalid(path, `${path} must be a non-empty string`);
+  if (value.length > MAX_TEXT) throw invalid(path, `${path} must be at most ${MAX_TEXT} characters`);
+  return value.trim();
+}
+
+/**
+ * Sets a flag for one scope and audits the change, in one transaction. With a Pool it opens the transaction;
+ * with a client it runs in the caller's (which must be one). Returns the stored row and its audit row.
+ */
+export async function setFlag(db: Pool | PoolClient, request: SetFlagRequest, options: { nowMs?: number } = {}): Promise<SetFlagResult> {
+  const { name, scopeKind, scope } = validateFlagScope(request.name, request.scopeKind, request.scope ?? "");
+  if (typeof request.enabled !== "boolean") throw invalid("enabled", "enabled must be true or false");
+  const actor = text(request.actor, "actor");
+  const reason = text(request.reason, "reason");
+  const nowMs = options.nowMs ?? Date.now();
+  const write = async (client: PoolClient): Promise<SetFlagResult> => {
+    const { rows } = await client.query<FlagDbRow>(
+      `INSERT INTO flags (name, scope_kind, scope, enabled, updated_by, reason, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7::double precision / 1000))
+       ON CONFLICT (name, scope_kind, scope) DO UPDATE
+         SET enabled = EXCLUDED.enabled, updated_by = EXCLUDED.updated_by, reason = EXCLUDED.reason, updated_at = EXCLUDED.updated_at
+       RETURNING ${FLAG_COLUMNS}`,
+      [name, scopeKind, scope, request.enabled, actor, reason, nowMs],
+    );
+    const [audit] = await appendAudit(client, [
+      {
+        orgId: scopeKind === "tenant" ? scope : SYSTEM_CHAIN,
+        action: "flag",
+        actor,
+        destination: describeScope(scopeKind, scope),
+        verdict: request.enabled ? "on" : "off",
+        rule: name,
+        reason,
+        payloadHash: "",
+        cost: 0,
+        taskId: "",
+        stepId: "",
+        envelopeId: "",
+        atMs: nowMs,
+      },
+    ]);
+    return { ...flagRowFromDb(rows[0]!), audit: audit! };
+  };
+  return db instanceof pg.Pool ? withTransaction(db, write) : write(db as PoolClient);
+}
+
+/** Every stored flag value, by name then scope. */
+export async function listFlags(db: Queryable): Promise<FlagRow[]> {
+  const { rows } = await db.query<FlagDbRow>(`SELECT ${FLAG_COLUMNS} FROM flags ORDER BY name, scope_kind, scope`);
+  // Rows a newer release wrote (a flag this code does not know) are not ours to interpret.
+  return rows.filter((row) => isFlagName(row.name)).map(flagRowFromDb);
+}
+
+const FLAG_COLUMNS = "name, scope_kind, scope, enabled, updated_by, reason, updated_at";
+
+interface FlagDbRow {
+  name: string;
+  scope_kind: string;
+  scope: string;
+  enabled: boolean;
+  updated_by: string;
+  reason: string;
+  updated_at: Date;
+}
+
+function flagRowFromDb(row: FlagDbRow): FlagRow {
+  return {
+    name: row.name as FlagName,
+    scopeKind: row.scope_kind as ScopeKind,
+    scope: row.scope,
+    enabled: row.enabled,
+    updatedBy: row.updated_by,
+    reason: row.reason,
+    updatedAt: row.updated_at.toISOString(),
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * COORDINATOR_ENABLED per tenant, on the coordinator's side: inbox messages of a tenant switched off are moved to
+ * its hold stream (never dropped, never applied), and once the tenant is switched on again they are applied
+ * like inbox entries, oldest first. The coordinator also asks for a tenant's release before firing its due
+ * steps, so a held result is applied before its step could time out.
+ *
+ * Which tenants may have held messages: those this process held, those with tasks in flight when it started
+ * (held by an earlier process), and any tenant whose steps come due.
+ */
+import type { Bus, BusEntry } from "../bus/bus.js";
+import type { Logger } from "../logger.js";
+import type { Queryable } from "../store/db.js";
+import type { CoordinatorFlags } from "./flag-types.js";
+import { HeldInbox, heldStreamName } from "./held-inbox.js";
+
+export interface TenantHoldOptions<Applied> {
+  bus: Bus;
+  /** The inbox stream and the coordinator's group and consumer. */
+  inbox: string;
+  group: string;
+  consumer: string;
+  reclaimIdleMs: number;
+  batchSize: number;
+  flags: CoordinatorFlags;
+  logger: Logger;
+  /** Applies entries read from `stream` in one transaction (the coordinator's batch path). */
+  apply(entries: readonly BusEntry[], stream: string): Promise<(Applied & { ackIds: readonly string[] }) | undefined>;
+  /** Publishes what an applied batch produced. */
+  publish(applied: Applied): Promise<void>;
+  /** False once the coordinator is stopping. */
+  running(): boolean;
+}
+
+export class TenantHold<Applied> {
+  private readonly held: HeldInbox;
+  private readonly candidates = new Set<string>();
+
+  constructor(private readonly options: TenantHoldOptions<Applied>) {
+    this.held = new HeldInbox({ bus: options.bus, group: options.group, consumer: options.consumer, reclaimIdleMs: options.reclaimIdleMs });
+  }
+
+  /**
+   * Moves the entries of tenants switched off to their hold streams and acknowledges them on the inbox; returns
+   * the rest. A failure leaves the whole batch unacknowledged, to be redelivered: nothing is lost either way.
+   */
+  async holdDisabled(entries: readonly BusEntry[]): Promise<readonly BusEntry[]> {
+    const { flags, bus } = this.options;
+    const held = entries.filter((entry) => !flags.coordinatorEnabled(entry.envelope.orgId));
+    if (held.length === 0) return entries;
+    await this.held.hold(held);
+    await bus.ack(this.options.inbox, this.options.group, held.map((entry) => entry.id));
+    const tenants = [...new Set(held.map((entry) => entry.envelope.orgId))];
+    for (const orgId of tenants) this.candidates.add(orgId);
+    this.options.logger.info({ tenants, count: held.length }, "COORDINATOR_ENABLED is off for these tenants: their messages are held until it is on");
+    return entries.filter((entry) => !held.includes(entry));
+  }
+
+  /** Adds the tenants with tasks in flight: an earlier process may have held their messages. */
+  async discover(db: Queryable): Promise<void> {
+    try {
+      const { rows } = await db.query<{ org_id: string }>("SELECT DISTINCT org_id FROM tasks WHERE status IN ('running', 'parked')");
+      for (const row of rows) this.candidates.add(row.org_id);
+    } catch (error) {
+      this.options.logger.warn({ err: error }, "could not list active tenants; their held messages are applied when their steps come due");
+    }
+  }
+
+  /** Applies the held messages of every candidate tenant that is switched on. */
+  async releaseEnabled(): Promise<void> {
+    for (const orgId of [...this.candidates]) {
+      if (!this.live()) return;
+      if (this.options.flags.coordinatorEnabled(orgId)) await this.release(orgId);
+    }
+  }
+
+  /** Applies one tenant's held messages (if it is switched on); duplicates are dropped by envelope id. */
+  async release(orgId: string): Promise<void> {
+    if (!(await this.held.hasHeld(orgId))) {
+      this.candidates.delete(orgId);
+      return;
+    }
+    let released = 0;
+    for (;;) {
+      if (!this.live() || !this.options.flags.coordinatorEnabled(orgId)) return;
+      const entries = await this.held.take(orgId, this.options.batchSize);
+      if (entries.length === 0) break;
+      const applied = await this.options.apply(entries, heldStreamName(orgId));
+      await this.held.release(orgId, applied?.ackIds ?? []);
+      if (applied) await this.options.publish(applied);
+      released += entries.length;
+    }
+    await this.held.release(orgId, []);
+    if (!(await this.held.hasHeld(orgId))) this.candidates.delete(orgId);
+    if (released > 0) this.options.logger.info({ orgId, count: released }, "COORDINATOR_ENABLED is on again: held messages applied");
+  }
+
+  private live(): boolean {
+    return this.options.running() && this.options.flags.busEnabled();
+  }
+}

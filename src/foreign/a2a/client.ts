@@ -1,0 +1,251 @@
+/**
+ * The A2A client for FOREIGN hops: send a step to an agent without waiting for it, look a task up, cancel it.
+ *
+ * Built on `@a2a-js/sdk`'s client for both dialects: `ClientFactory` + `JsonRpcTransportFactory` with the v0.3
+ * compatibility layer on, so one code path sends v1.0 `SendMessage` (header `A2A-Version: 1.0`,
+ * `configuration.returnImmediately: true`) or v0.3 `message/send` (header `A2A-Version: 0.3`,
+ * `configuration.blocking: false` — the SDK translates `returnImmediately`). The injected fetch is given to the
+ * transport factory AND to the factory's card resolver, so no SDK path can fall back to the global fetch; cards
+ * themselves are fetched by AgentCardCache through the same fetch.
+ *
+ * The SDK picks the transport from the card's `supportedInterfaces`, preferring a `1.0` interface when both exist.
+ * To honour the dialect chosen by the registry's preference, each call hands the SDK a synthesized card with
+ * exactly one interface: the endpoint of the requested dialect.
+ *
+ * Every call has a timeout (on top of the caller's signal) and maps failures to SwitchyardErrors with
+ * `details.reason` and `details.retryable` (client-errors.ts). Answers are treated as untrusted like push bodies.
+ */
+import { randomUUID } from "node:crypto";
+import { AgentCard, Role, Task, type Message, type SendMessageRequest } from "@a2a-js/sdk";
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client, type RequestOptions } from "@a2a-js/sdk/client";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { messageText, normalizeArtifacts, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
+import type { AgentEndpoint } from "./card-parse.js";
+import { callFailure, mapCallError } from "./client-errors.js";
+import { foreignTaskState, type A2ADialect, type ForeignTaskState } from "./task-state.js";
+import { isJsonObject, requireId } from "./untrusted-json.js";
+
+export interface A2AClientOptions {
+  /** The guarded fetch. Tests may pass `globalThis.fetch`; production never should. */
+  fetch: typeof globalThis.fetch;
+  /** Per-call timeout. @defaultValue 10_000 */
+  timeoutMs?: number;
+  /** Bounds on artifacts read from GetTask / CancelTask answers. */
+  artifactLimits?: ArtifactLimits;
+}
+
+/** The part of a card a call needs (a ResolvedAgentCard fits). */
+export interface A2ATarget {
+  endpoints: Partial<Record<A2ADialect, AgentEndpoint>>;
+  name?: string;
+}
+
+export interface ForeignStepMessage {
+  /** Our task and step: sent as metadata so the agent (and its logs) can name them. */
+  taskId: string;
+  stepId: string;
+  orgId: string;
+  /** The hop's clearance floor, so the agent knows how sensitive the input is. */
+  clearanceFloor: number;
+  /** The step input, sent as the message's data part (non-objects are wrapped as `{ value }`). */
+  input: unknown;
+  /** Defaults to a random UUID. */
+  messageId?: string;
+}
+
+export interface PushTarget {
+  /** Our callback URL (with its signed token in the query). */
+  url: string;
+  /** The per-bridge secret the agent echoes back (`X-A2A-Notification-Token` from the JS SDK). */
+  token: string;
+  /**
+   * Also ask for `Authorization: Bearer <token>` via the config's `authentication`. The JS SDK then sends ONLY the
+   * Authorization header; other SDKs keep sending the token header. @defaultValue false
+   */
+  bearer?: boolean;
+}
+
+export interface A2ASendRequest {
+  card: A2ATarget;
+  protocol: A2ADialect;
+  message: ForeignStepMessage;
+  push: PushTarget;
+  signal?: AbortSignal;
+}
+
+export interface A2ASendResult {
+  foreignTaskId: string;
+  state: ForeignTaskState;
+  contextId?: string;
+}
+
+export interface A2ATaskRequest {
+  card: A2ATarget;
+  protocol: A2ADialect;
+  foreignTaskId: string;
+  signal?: AbortSignal;
+}
+
+export interface ForeignTaskSnapshot {
+  foreignTaskId: string;
+  state: ForeignTaskState;
+  artifacts: ForeignArtifact[];
+  /** Text of the status message, capped (e.g. why the task failed). */
+  message?: string;
+}
+
+export interface A2AClient {
+  /** Opens a task at the agent and returns as soon as it exists; results arrive by push (or `getTask`). */
+  send(request: A2ASendRequest): Promise<A2ASendResult>;
+  getTask(request: A2ATaskRequest): Promise<ForeignTaskSnapshot>;
+  /** Asks the agent to cancel; A2A_NOT_CANCELABLE (FAILED_PRECONDITION) when the task already finished. */
+  cancelTask(request: A2ATaskRequest): Promise<ForeignTaskSnapshot>;
+}
+
+/** Metadata key under which our identifiers travel with the message. */
+export const SWITCHYARD_METADATA_KEY = "switchyard";
+
+export function createA2AClient(options: A2AClientOptions): A2AClient {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+
+  async function call<T>(method: string, card: A2ATarget, protocol: A2ADialect, signal: AbortSignal | undefined, run: (client: Client, opts: RequestOptions) => Promise<T>): Promise<T> {
+    const endpoint = card.endpoints[protocol];
+    if (!endpoint) {
+      throw callFailure("CARD_NO_PROTOCOL", ErrorCode.FailedPrecondition, `the agent's card has no JSON-RPC endpoint for A2A ${protocol}`, false, { method });
+    }
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const observed: { status?: number } = {};
+    const observingFetch: typeof globalThis.fetch = async (input, init) => {
+      const response = await options.fetch(input, init);
+      observed.status = response.status;
+      return response;
+    };
+    try {
+      const client = await sdkClient(endpoint, protocol, card.name ?? "", observingFetch);
+      return await run(client, { signal: combined });
+    } catch (error) {
+      throw mapCallError(error, { method, endpoint: endpoint.url, httpStatus: observed.status, signal, timeout, timeoutMs });
+    }
+  }
+
+  return {
+    async send({ card, protocol, message, push, signal }) {
+      const request = sendMessageRequest(message, push);
+      const result = await call(protocol === "1.0" ? "SendMessage" : "message/send", card, protocol, signal, (client, opts) => client.sendMessage(request, opts));
+      if (!("status" in result) || !("id" in result)) {
+        throw callFailure("A2A_NO_TASK", ErrorCode.FailedPrecondition, "the agent answered with a message instead of opening a task; a FOREIGN hop needs a task to track", false);
+      }
+      const snapshot = readTask(result, options.artifactLimits);
+      return snapshot.contextId ? { foreignTaskId: snapshot.foreignTaskId, state: snapshot.state, contextId: snapshot.contextId } : { foreignTaskId: snapshot.foreignTaskId, state: snapshot.state };
+    },
+
+    async getTask({ card, protocol, foreignTaskId, signal }) {
+      const task = await call(protocol === "1.0" ? "GetTask" : "tasks/get", card, protocol, signal, (client, opts) =>
+        client.getTask({ tenant: "", id: foreignTaskId, historyLength: 0 }, opts),
+      );
+      return snapshotOf(readTask(task, options.artifactLimits), foreignTaskId);
+    },
+
+    async cancelTask({ card, protocol, foreignTaskId, signal }) {
+      const task = await call(protocol === "1.0" ? "CancelTask" : "tasks/cancel", card, protocol, signal, (client, opts) =>
+        client.cancelTask({ tenant: "", id: foreignTaskId, metadata: undefined }, opts),
+      );
+      return snapshotOf(readTask(task, options.artifactLimits), foreignTaskId);
+    },
+  };
+}
+
+async function sdkClient(endpoint: AgentEndpoint, protocol: A2ADialect, name: string, fetchImpl: typeof globalThis.fetch): Promise<Client> {
+  const card = AgentCard.fromJSON({
+    name,
+    description: "",
+    version: "",
+    supportedInterfaces: [{ url: endpoint.url, protocolBinding: "JSONRPC", protocolVersion: protocol, tenant: endpoint.tenant ?? "" }],
+    capabilities: { streaming: false, pushNotifications: true },
+    defaultInputModes: [],
+    defaultOutputModes: [],
+    skills: [],
+  });
+  const factory = new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
+  });
+  return factory.createFromAgentCard(card);
+}
+
+function sendMessageRequest(message: ForeignStepMessage, push: PushTarget): SendMessageRequest {
+  const data = isJsonObject(message.input) ? message.input : { value: message.input ?? null };
+  const sdkMessage: Message = {
+    messageId: message.messageId ?? randomUUID(),
+    contextId: "",
+    taskId: "",
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: "data", value: data }, metadata: undefined, filename: "", mediaType: "application/json" }],
+    metadata: {
+      [SWITCHYARD_METADATA_KEY]: {
+        taskId: message.taskId,
+        stepId: message.stepId,
+        tenant: message.orgId,
+        clearanceFloor: message.clearanceFloor,
+      },
+    },
+    extensions: [],
+    referenceTaskIds: [],
+  };
+  return {
+    tenant: "",
+    message: sdkMessage,
+    configuration: {
+      acceptedOutputModes: [],
+      taskPushNotificationConfig: {
+        tenant: "",
+        id: "",
+        taskId: "",
+        url: push.url,
+        token: push.token,
+        authentication: push.bearer ? { scheme: "Bearer", credentials: push.token } : undefined,
+      },
+      historyLength: 0,
+      returnImmediately: true,
+    },
+    metadata: undefined,
+  };
+}
+
+interface ReadTask extends ForeignTaskSnapshot {
+  contextId?: string;
+}
+
+/** Reads an SDK Task through its v1.0 JSON form, with the same checks as a push body. */
+function readTask(task: Task, limits: ArtifactLimits | undefined): ReadTask {
+  try {
+    const json = Task.toJSON(task) as Record<string, unknown>;
+    const foreignTaskId = requireId(json.id, "$.id", "MISSING_TASK_ID", "task id");
+    const status = isJsonObject(json.status) ? json.status : {};
+    const artifacts = normalizeArtifacts(json.artifacts, "1.0", "$.artifacts", limits);
+    const message = messageText(status.message, "1.0");
+    const contextId = typeof json.contextId === "string" && json.contextId !== "" ? json.contextId : undefined;
+    return {
+      foreignTaskId,
+      state: foreignTaskState(status.state),
+      artifacts,
+      ...(message !== undefined ? { message } : {}),
+      ...(contextId !== undefined ? { contextId } : {}),
+    };
+  } catch (error) {
+    const why = error instanceof SwitchyardError ? `${error.message} (${String(error.details.reason)})` : String(error);
+    throw callFailure("A2A_BAD_RESPONSE", ErrorCode.Unavailable, `the agent's task is unusable: ${why}`, false, {}, error);
+  }
+}
+
+function snapshotOf(task: ReadTask, asked: string): ForeignTaskSnapshot {
+  if (task.foreignTaskId !== asked) {
+    throw callFailure("A2A_BAD_RESPONSE", ErrorCode.Unavailable, "the agent answered with a different task than the one asked for", false, {
+      asked,
+      got: task.foreignTaskId,
+    });
+  }
+  const { contextId: _contextId, ...snapshot } = task;
+  return snapshot;
+}

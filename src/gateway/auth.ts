@@ -1,0 +1,88 @@
+/**
+ * Authentication and tenancy for every RPC: `Authorization: Bearer <key>` decides who is calling and, for tenant
+ * services, which tenant the call runs as. A tenant key's tenant is fixed; the request cannot choose another (a
+ * `Switchyard-Tenant` header may only repeat it). An admin key reaches AdminService, and tenant services only when
+ * it names the tenant in `Switchyard-Tenant` (an SRE verifying a tenant's chain).
+ */
+import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import type { Queryable } from "../store/db.js";
+import { resolveApiKey } from "../tenancy/api-keys.js";
+import type { KeyIdentity, Principal } from "../tenancy/principal.js";
+import { ORG_ID_PATTERN } from "../tenancy/tenants.js";
+
+export const TENANT_HEADER = "switchyard-tenant";
+
+/** A tenant service call: the tenant it runs as and the key that vouched for it. */
+export interface TenantCall {
+  orgId: string;
+  principal: Principal;
+}
+
+const principalKey = createContextKey<Principal | undefined>(undefined, { description: "switchyard principal" });
+const tenantKey = createContextKey<TenantCall | undefined>(undefined, { description: "switchyard tenant call" });
+
+function unauthenticated(message: string): ConnectError {
+  return new ConnectError(message, Code.Unauthenticated, { "www-authenticate": 'Bearer realm="switchyard"' });
+}
+
+function bearerToken(header: string | null): string | undefined {
+  if (!header) return undefined;
+  const match = /^\s*Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+export interface AuthInterceptorOptions {
+  /** Where api_keys live: the owner's pool (tenant traffic cannot read the key table). */
+  db: Queryable;
+  /** Services only admin keys may call. */
+  adminServices: readonly DescService[];
+}
+
+export function createAuthInterceptor(options: AuthInterceptorOptions): Interceptor {
+  const adminOnly = new Set(options.adminServices.map((s) => s.typeName));
+  return (next) => async (req) => {
+    const secret = bearerToken(req.header.get("authorization"));
+    if (!secret) throw unauthenticated("missing API key: send the header `Authorization: Bearer <key>`");
+    const resolved = await resolveApiKey(options.db, secret);
+    if (resolved.status === "unknown") throw unauthenticated("unknown API key");
+    if (resolved.status === "revoked") throw unauthenticated(`API key ${resolved.prefix}… is revoked`);
+    const principal = resolved.principal;
+    req.contextValues.set(principalKey, principal);
+    if (adminOnly.has(req.service.typeName)) {
+      if (principal.kind !== "admin") throw new ConnectError(`${req.service.name} needs an admin API key; this is a tenant key`, Code.PermissionDenied);
+      return next(req);
+    }
+    req.contextValues.set(tenantKey, { orgId: tenantOf(principal, req.header.get(TENANT_HEADER)), principal });
+    return next(req);
+  };
+}
+
+function tenantOf(principal: Principal, asserted: string | null): string {
+  const named = asserted?.trim() || undefined;
+  if (principal.kind === "tenant") {
+    if (named !== undefined && named !== principal.orgId) {
+      throw new ConnectError(`this API key belongs to another tenant than ${named}; a key acts only for its own tenant`, Code.PermissionDenied);
+    }
+    return principal.orgId;
+  }
+  if (named === undefined) {
+    throw new ConnectError(`an admin key must name the tenant to act for in the \`${TENANT_HEADER}\` header`, Code.InvalidArgument);
+  }
+  if (!ORG_ID_PATTERN.test(named)) throw new ConnectError(`${TENANT_HEADER}: not a tenant id: ${JSON.stringify(named)}`, Code.InvalidArgument);
+  return named;
+}
+
+/** The tenant call of a tenant service handler. The interceptor always sets it; its absence is a wiring bug. */
+export function tenantCall(ctx: HandlerContext): TenantCall {
+  const call = ctx.values.get(tenantKey);
+  if (!call) throw new ConnectError("no tenant resolved for this call", Code.Internal);
+  return call;
+}
+
+/** The admin principal of an AdminService handler. */
+export function adminCall(ctx: HandlerContext): KeyIdentity {
+  const principal = ctx.values.get(principalKey);
+  if (principal?.kind !== "admin") throw new ConnectError("this call needs an admin API key", Code.PermissionDenied);
+  return principal;
+}

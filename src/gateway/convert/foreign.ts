@@ -1,0 +1,92 @@
+/**
+ * Foreign-agent registry rows ↔ switchyard.api.v1.ForeignAgent, and the update mask → patch.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { FieldMask } from "@bufbuild/protobuf/wkt";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import type { ForeignAgentInput, ForeignAgentPatch, ForeignAgentRecord, ForeignProtocol as RegistryProtocol } from "../../foreign/registry.js";
+import { ForeignProtocol, type ForeignAgent, type ForeignAgentSchema } from "../../gen/switchyard/api/v1/foreign_pb.js";
+import { enumMapping, toTimestamp } from "./values.js";
+
+export const foreignProtocols = enumMapping<RegistryProtocol, ForeignProtocol>("foreign protocol", [
+  ["auto", ForeignProtocol.AUTO],
+  ["1.0", ForeignProtocol.V1_0],
+  ["0.3", ForeignProtocol.V0_3],
+]);
+
+export function foreignAgentToProto(agent: ForeignAgentRecord): MessageInitShape<typeof ForeignAgentSchema> {
+  return {
+    agentKey: agent.agentKey,
+    baseUrl: agent.baseUrl,
+    protocol: foreignProtocols.toProto(agent.protocol),
+    ...(agent.credentialRef !== null ? { credentialRef: agent.credentialRef } : {}),
+    allowHost: agent.allowHost,
+    skills: agent.skills,
+    clearanceCeiling: agent.clearanceCeiling,
+    costEstimate: agent.costEstimate,
+    enabled: agent.enabled,
+    createdAt: toTimestamp(agent.createdAt),
+    updatedAt: toTimestamp(agent.updatedAt),
+  };
+}
+
+/** Register: unset protocol means auto; `enabled` is true unless the request says false explicitly — proto3 cannot. */
+export function foreignAgentInputFromProto(agent: ForeignAgent | undefined): ForeignAgentInput {
+  if (!agent) throw new SwitchyardError(ErrorCode.InvalidArgument, "agent: is required", { details: { path: "agent" } });
+  return {
+    agentKey: agent.agentKey,
+    baseUrl: agent.baseUrl,
+    protocol: foreignProtocols.fromProtoOptional(agent.protocol) ?? "auto",
+    credentialRef: agent.credentialRef ?? null,
+    allowHost: agent.allowHost,
+    skills: agent.skills,
+    clearanceCeiling: agent.clearanceCeiling,
+    costEstimate: agent.costEstimate,
+    enabled: true,
+  };
+}
+
+const MASKABLE: Record<string, keyof ForeignAgentPatch> = {
+  base_url: "baseUrl",
+  protocol: "protocol",
+  credential_ref: "credentialRef",
+  allow_host: "allowHost",
+  skills: "skills",
+  clearance_ceiling: "clearanceCeiling",
+  cost_estimate: "costEstimate",
+  enabled: "enabled",
+};
+
+/** The patch an Update asks for: exactly the fields in `update_mask` (snake_case paths), taken from `agent`. */
+export function foreignAgentPatchFromProto(agent: ForeignAgent, mask: FieldMask | undefined): ForeignAgentPatch {
+  const paths = mask?.paths ?? [];
+  if (paths.length === 0) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `update_mask: name the fields to change (${Object.keys(MASKABLE).join(", ")})`, {
+      details: { path: "update_mask" },
+    });
+  }
+  const patch: ForeignAgentPatch = {};
+  for (const path of paths) {
+    const field = MASKABLE[path];
+    if (!field) {
+      throw new SwitchyardError(ErrorCode.InvalidArgument, `update_mask: "${path}" cannot be changed; one of ${Object.keys(MASKABLE).join(", ")}`, {
+        details: { path: "update_mask" },
+      });
+    }
+    switch (field) {
+      case "protocol": {
+        const protocol = foreignProtocols.fromProtoOptional(agent.protocol);
+        if (!protocol) throw new SwitchyardError(ErrorCode.InvalidArgument, "agent.protocol: must be AUTO, V1_0 or V0_3", { details: { path: "agent.protocol" } });
+        patch.protocol = protocol;
+        break;
+      }
+      case "credentialRef":
+        // In the mask but unset: remove the reference.
+        patch.credentialRef = agent.credentialRef ?? null;
+        break;
+      default:
+        (patch as Record<string, unknown>)[field] = agent[field];
+    }
+  }
+  return patch;
+}

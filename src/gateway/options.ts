@@ -1,0 +1,59 @@
+/**
+ * Gateway settings. Until src/config.ts grows gateway entries (SWITCHYARD_GATEWAY_PORT, SWITCHYARD_PUBLIC_URL),
+ * they come from the command line (`switchyard start gateway --port N --host H`) or from code.
+ */
+
+export interface GatewayOptions {
+  /** TCP port; 0 picks a free one (tests). @defaultValue 8080 */
+  port?: number;
+  /** Interface to listen on. @defaultValue "0.0.0.0" (every interface: API keys guard the API) */
+  host?: string;
+  /** Largest request message accepted, in bytes; larger bodies answer RESOURCE_EXHAUSTED. @defaultValue 1 MiB */
+  readMaxBytes?: number;
+  /** How often TaskService.Watch re-reads a task (ms). @defaultValue 250 */
+  watchIntervalMs?: number;
+  /** How long in-flight requests may finish after `close()` before connections are cut (ms). @defaultValue 10 000 */
+  shutdownGraceMs?: number;
+  /** Time limit of each /readyz probe (ms). @defaultValue 2000 */
+  readinessTimeoutMs?: number;
+  /** Register the scrape-time gauges (queues, approvals, flags, budgets…) on the metrics registry. @defaultValue true */
+  collectMetrics?: boolean;
+  /** Serve the signed approval links (`/approvals/decide`). @defaultValue true */
+  approvalLinks?: boolean;
+  /**
+   * More HTTP routes, tried in order before the Connect API: each answers true when it handled the request
+   * (e.g. the FOREIGN callback route).
+   */
+  routes?: readonly ExtraRoute[];
+}
+
+export type ExtraRoute = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => Promise<boolean>;
+
+export const DEFAULT_GATEWAY_PORT = 8080;
+export const DEFAULT_READ_MAX_BYTES = 1024 * 1024;
+
+export interface ResolvedGatewayOptions {
+  port: number;
+  host: string;
+  readMaxBytes: number;
+  watchIntervalMs: number;
+  shutdownGraceMs: number;
+  readinessTimeoutMs: number;
+  collectMetrics: boolean;
+  approvalLinks: boolean;
+  routes: readonly ExtraRoute[];
+}
+
+export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGatewayOptions {
+  return {
+    port: options.port ?? DEFAULT_GATEWAY_PORT,
+    host: options.host ?? "0.0.0.0",
+    readMaxBytes: options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES,
+    watchIntervalMs: options.watchIntervalMs ?? 250,
+    shutdownGraceMs: options.shutdownGraceMs ?? 10_000,
+    readinessTimeoutMs: options.readinessTimeoutMs ?? 2_000,
+    collectMetrics: options.collectMetrics ?? true,
+    approvalLinks: options.approvalLinks ?? true,
+    routes: options.routes ?? [],
+  };
+}

@@ -1,0 +1,144 @@
+/**
+ * The gateway: one Node HTTP server for the Connect API (JSON and binary, so curl works), `/metrics`, `/healthz`,
+ * `/readyz`, the signed approval links and any extra routes (the FOREIGN callback, later).
+ *
+ * Every RPC passes three interceptors, outermost first: errors (anything thrown becomes a ConnectError a person can
+ * act on), metrics, auth (the API key decides the caller and the tenant). Tenant services run under row-level
+ * security: reads through `withTenantTransaction`, task operations through a TaskService built with
+ * `transact: tenantScoped(pool)`.
+ *
+ * `close()` stops accepting connections, ends Watch streams, lets in-flight calls finish (up to `shutdownGraceMs`),
+ * then cuts what is left. It does not close the runtime: its owner does, after the gateway.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { handleApprovalLink } from "../approvals/link-route.js";
+import { TaskService } from "../coordinator/tasks.js";
+import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
+import type { Runtime } from "../runtime.js";
+import { tenantScoped } from "../store/tenant-scope.js";
+import { createAuthInterceptor } from "./auth.js";
+import { createErrorInterceptor } from "./errors.js";
+import { readiness, sendJson } from "./health.js";
+import { resolveGatewayOptions, type ExtraRoute, type GatewayOptions } from "./options.js";
+import { createMetricsInterceptor } from "./request-metrics.js";
+import { ADMIN_SERVICES, registerServices } from "./routes.js";
+
+/** The parts of a runtime the gateway uses. */
+export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "engine" | "publisher" | "tasks">;
+
+export interface Gateway {
+  server: Server;
+  /** Where clients reach it, e.g. `http://127.0.0.1:8080` (loopback when listening on every interface). */
+  url: string;
+  port: number;
+  /** Graceful stop; idempotent. */
+  close(): Promise<void>;
+}
+
+/** A gauge set the CHECKPOINTS work registers on a registry; a second gateway on the same registry reuses it. */
+const SCRAPE_GAUGE = "switchyard_approvals_pending";
+
+export async function startGateway(runtime: GatewayRuntime, gatewayOptions: GatewayOptions = {}): Promise<Gateway> {
+  const options = resolveGatewayOptions(gatewayOptions);
+  const { logger, metrics, pool } = runtime;
+  const stopping = new AbortController();
+  const tasks = new TaskService({
+    pool,
+    engine: runtime.engine,
+    publisher: runtime.publisher,
+    maxPayloadBytes: runtime.config.bus.maxPayloadBytes,
+    transact: tenantScoped(pool),
+  });
+  const connect = connectNodeAdapter({
+    routes: registerServices({
+      pool,
+      tasks,
+      bus: runtime.bus,
+      redis: runtime.redis,
+      keyPrefix: runtime.config.bus.keyPrefix,
+      maxPayloadBytes: runtime.config.bus.maxPayloadBytes,
+      logger,
+      watchIntervalMs: options.watchIntervalMs,
+      stopping: stopping.signal,
+    }),
+    interceptors: [createErrorInterceptor(logger), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
+    readMaxBytes: options.readMaxBytes,
+    // A misspelt field (`idempotencyKy`) must not be silently dropped: it would quietly change what the call does.
+    jsonOptions: { ignoreUnknownFields: false },
+  });
+
+  let collectors: MetricCollectors | undefined;
+  if (options.collectMetrics && !metrics.registry.getSingleMetric(SCRAPE_GAUGE)) {
+    collectors = collectMetrics(metrics, { pool, bus: runtime.bus, redis: runtime.redis, keyPrefix: runtime.config.bus.keyPrefix, logger });
+  }
+
+  const routes: ExtraRoute[] = [];
+  // The link itself authorises the decision (signed, single use), so it is decided by the operator task service.
+  if (options.approvalLinks) routes.push((req, res) => handleApprovalLink(req, res, { pool, tasks: runtime.tasks, logger }));
+  routes.push(...options.routes);
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method === "GET" || req.method === "HEAD") {
+      if (path === "/healthz") return sendJson(res, 200, { status: "ok" });
+      if (path === "/readyz") {
+        const report = await readiness({ pool, redis: runtime.redis, timeoutMs: options.readinessTimeoutMs });
+        return sendJson(res, report.ready ? 200 : 503, report);
+      }
+      if (path === "/metrics") {
+        const text = await metrics.registry.metrics();
+        res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
+        res.end(text);
+        return;
+      }
+    }
+    for (const route of routes) if (await route(req, res)) return;
+    connect(req, res);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      logger.error({ err: error, path: req.url }, "gateway route failed");
+      if (!res.headersSent) sendJson(res, 500, { error: "internal error; the gateway log has the details" });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = options.host === "0.0.0.0" || options.host === "::" ? "127.0.0.1" : options.host.includes(":") ? `[${options.host}]` : options.host;
+  const url = `http://${shownHost}:${port}`;
+  logger.info({ url, port, host: options.host }, "gateway listening");
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      stopping.abort();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections become idle as their last call finishes; close each as soon as it does.
+      server.closeIdleConnections();
+      const sweeper = setInterval(() => server.closeIdleConnections(), 25);
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          logger.warn({ graceMs: options.shutdownGraceMs }, "gateway requests still running after the grace period; closing their connections");
+          server.closeAllConnections();
+          resolve();
+        }, options.shutdownGraceMs);
+      });
+      await Promise.race([closed, grace]);
+      clearTimeout(timer);
+      clearInterval(sweeper);
+      await closed;
+      collectors?.unregister();
+      logger.info("gateway stopped");
+    })());
+  return { server, url, port, close };
+}

@@ -1,0 +1,143 @@
+/**
+ * AdminService: flags, dead letters, tenants and API keys. The auth interceptor lets only admin keys in.
+ */
+import type { ServiceImpl } from "@connectrpc/connect";
+import { assertStreamName } from "../../bus/keys.js";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { listFlags, setFlag } from "../../flags/flag-store.js";
+import type { FlagRow, ScopeKind } from "../../flags/flag-types.js";
+import { AdminService, FlagScopeKind } from "../../gen/switchyard/api/v1/admin_pb.js";
+import { createApiKey, listApiKeys, revokeApiKey } from "../../tenancy/api-keys.js";
+import { createTenantWithKey } from "../../tenancy/bootstrap.js";
+import { principalActor } from "../../tenancy/principal.js";
+import { listTenants, setTenantBudget } from "../../tenancy/tenants.js";
+import { adminCall } from "../auth.js";
+import { apiKeyToProto, deadLetterToProto, tenantToProto } from "../convert/admin.js";
+import { enumMapping, toTimestamp } from "../convert/values.js";
+import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters } from "../dead-letters.js";
+import type { ServiceDeps } from "./deps.js";
+
+const DEFAULT_DEAD_LETTER_LIMIT = 100;
+const MAX_DEAD_LETTER_LIMIT = 10_000;
+
+const scopeKinds = enumMapping<ScopeKind, FlagScopeKind>("flag scope kind", [
+  ["global", FlagScopeKind.GLOBAL],
+  ["tenant", FlagScopeKind.TENANT],
+  ["role", FlagScopeKind.ROLE],
+  ["team", FlagScopeKind.TEAM],
+]);
+
+function flagToProto(flag: FlagRow) {
+  return {
+    name: flag.name,
+    scopeKind: scopeKinds.toProto(flag.scopeKind),
+    scope: flag.scope,
+    enabled: flag.enabled,
+    updatedBy: flag.updatedBy,
+    reason: flag.reason,
+    updatedAt: toTimestamp(flag.updatedAt),
+  };
+}
+
+function streamName(stream: string, path: string): string {
+  try {
+    assertStreamName(stream);
+  } catch (error) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `${path}: ${(error as Error).message}`, { cause: error, details: { path } });
+  }
+  return stream;
+}
+
+export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService> {
+  return {
+    async setFlag(req, ctx) {
+      const admin = adminCall(ctx);
+      const flag = await setFlag(deps.pool, {
+        name: req.name,
+        scopeKind: scopeKinds.fromProtoOptional(req.scopeKind) ?? "global",
+        scope: req.scope,
+        enabled: req.enabled,
+        actor: principalActor(admin),
+        reason: req.reason,
+      });
+      deps.logger.info({ flag: flag.name, scopeKind: flag.scopeKind, scope: flag.scope, enabled: flag.enabled, key: admin.keyPrefix }, "flag set through the admin API");
+      return { flag: flagToProto(flag) };
+    },
+
+    async listFlags(_req, ctx) {
+      adminCall(ctx);
+      return { flags: (await listFlags(deps.pool)).map(flagToProto) };
+    },
+
+    async listDeadLetters(req, ctx) {
+      adminCall(ctx);
+      const limit = req.limit || DEFAULT_DEAD_LETTER_LIMIT;
+      if (limit < 1 || limit > MAX_DEAD_LETTER_LIMIT) {
+        throw new SwitchyardError(ErrorCode.InvalidArgument, `limit: must be from 1 to ${MAX_DEAD_LETTER_LIMIT}`, { details: { path: "limit" } });
+      }
+      const streams = req.stream !== "" ? [streamName(req.stream, "stream")] : await findDeadLetterStreams(deps.redis, deps.keyPrefix);
+      const letters = [];
+      for (const stream of streams) {
+        for (const letter of await deps.bus.listDeadLetters(stream, limit)) letters.push(deadLetterToProto(deadLetterView(letter, deps.maxPayloadBytes)));
+      }
+      return { deadLetters: letters };
+    },
+
+    async replayDeadLetters(req, ctx) {
+      const admin = adminCall(ctx);
+      const stream = streamName(req.stream, "stream");
+      if ((req.ids.length > 0) === req.all) {
+        throw new SwitchyardError(ErrorCode.InvalidArgument, "ids: name the entries to replay, or set all (not both)", { details: { path: "ids" } });
+      }
+      const replayed = req.all ? await replayAllDeadLetters(deps.bus, stream) : await deps.bus.replayDeadLetters(stream, req.ids);
+      deps.logger.info({ stream, replayed, key: admin.keyPrefix }, "dead letters replayed through the admin API");
+      return { replayed };
+    },
+
+    async createTenant(req, ctx) {
+      const admin = adminCall(ctx);
+      const created = await createTenantWithKey(deps.pool, {
+        orgId: req.orgId,
+        name: req.name,
+        dailyBudget: req.dailyBudget ?? null,
+        ...(req.keyName !== "" ? { keyName: req.keyName } : {}),
+      });
+      deps.logger.info({ orgId: created.tenant.orgId, key: admin.keyPrefix }, "tenant created through the admin API");
+      return { tenant: tenantToProto(created.tenant), apiKey: apiKeyToProto(created.apiKey.key), secret: created.apiKey.secret };
+    },
+
+    async listTenants(_req, ctx) {
+      adminCall(ctx);
+      return { tenants: (await listTenants(deps.pool)).map(tenantToProto) };
+    },
+
+    async setTenantBudget(req, ctx) {
+      const admin = adminCall(ctx);
+      const tenant = await setTenantBudget(deps.pool, req.orgId, req.dailyBudget ?? null);
+      deps.logger.info({ orgId: tenant.orgId, dailyBudget: tenant.dailyBudget, key: admin.keyPrefix }, "tenant budget set through the admin API");
+      return { tenant: tenantToProto(tenant) };
+    },
+
+    async createApiKey(req, ctx) {
+      const admin = adminCall(ctx);
+      if (req.admin && req.orgId !== "") {
+        throw new SwitchyardError(ErrorCode.InvalidArgument, "org_id: an admin key belongs to no tenant; leave org_id empty", { details: { path: "org_id" } });
+      }
+      const created = await createApiKey(deps.pool, { kind: req.admin ? "admin" : "tenant", orgId: req.orgId || null, name: req.name });
+      deps.logger.info({ keyId: created.key.id, kind: created.key.kind, orgId: created.key.orgId, key: admin.keyPrefix }, "API key created through the admin API");
+      return { apiKey: apiKeyToProto(created.key), secret: created.secret };
+    },
+
+    async revokeApiKey(req, ctx) {
+      const admin = adminCall(ctx);
+      const key = await revokeApiKey(deps.pool, req.id);
+      deps.logger.info({ keyId: key.id, key: admin.keyPrefix }, "API key revoked through the admin API");
+      return { apiKey: apiKeyToProto(key) };
+    },
+
+    async listApiKeys(req, ctx) {
+      adminCall(ctx);
+      return { apiKeys: (await listApiKeys(deps.pool, req.orgId !== "" ? { orgId: req.orgId } : {})).map(apiKeyToProto) };
+    },
+  };
+}

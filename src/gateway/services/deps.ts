@@ -1,0 +1,25 @@
+/**
+ * What the service implementations need. Tenant reads go through `withTenantTransaction(pool, …)` and the task
+ * service is built with `transact: tenantScoped(pool)`, so every tenant request runs under row-level security.
+ */
+import type { Redis } from "ioredis";
+import type { Bus } from "../../bus/bus.js";
+import type { TaskService } from "../../coordinator/tasks.js";
+import type { Logger } from "../../logger.js";
+import type { Pool } from "../../store/db.js";
+
+export interface ServiceDeps {
+  /** The owner's pool: tenant code wraps it in tenant-scoped transactions; admin code uses it directly. */
+  pool: Pool;
+  /** A TaskService whose transactions are tenant-scoped. */
+  tasks: TaskService;
+  bus: Bus;
+  redis: Redis;
+  keyPrefix: string;
+  maxPayloadBytes: number;
+  logger: Logger;
+  /** How often Watch re-reads a task (ms). */
+  watchIntervalMs: number;
+  /** Aborted when the gateway starts shutting down: open Watch streams end so in-flight calls can finish. */
+  stopping: AbortSignal;
+}

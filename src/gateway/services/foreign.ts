@@ -1,0 +1,63 @@
+/**
+ * ForeignAgentService: the calling tenant's registry of foreign agents.
+ */
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { disableForeignAgent, getForeignAgent, listForeignAgents, registerForeignAgent, updateForeignAgent } from "../../foreign/registry.js";
+import { ForeignAgentService } from "../../gen/switchyard/api/v1/foreign_pb.js";
+import { withTenantTransaction } from "../../store/tenant-scope.js";
+import { tenantCall } from "../auth.js";
+import { foreignAgentInputFromProto, foreignAgentPatchFromProto, foreignAgentToProto } from "../convert/foreign.js";
+import type { ServiceDeps } from "./deps.js";
+
+/**
+ * The registry names fields as they are on an agent (`base_url`); in Register and Update they sit under `agent`,
+ * so the paths a client sees are `agent.base_url`.
+ */
+async function underAgent<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof SwitchyardError) || error.code !== ErrorCode.InvalidArgument) throw error;
+    const problems = Array.isArray(error.details.errors) ? (error.details.errors as Array<{ path: string; reason: string }>) : [];
+    if (problems.length === 0) throw error;
+    const prefixed = problems.map((p) => ({ path: `agent.${p.path}`, reason: p.reason }));
+    const message = prefixed.length === 1 ? `${prefixed[0]!.path}: ${prefixed[0]!.reason}` : `${prefixed.length} problems: ${prefixed.map((p) => `${p.path}: ${p.reason}`).join("; ")}`;
+    throw new SwitchyardError(ErrorCode.InvalidArgument, message, { cause: error, details: { path: prefixed[0]!.path, reason: prefixed[0]!.reason, errors: prefixed } });
+  }
+}
+
+export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof ForeignAgentService> {
+  const scoped = <T>(orgId: string, fn: Parameters<typeof withTenantTransaction<T>>[2]) => withTenantTransaction(deps.pool, orgId, fn);
+  return {
+    async register(req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      const input = foreignAgentInputFromProto(req.agent);
+      const agent = await underAgent(() => scoped(orgId, (client) => registerForeignAgent(client, orgId, input)));
+      return { agent: foreignAgentToProto(agent) };
+    },
+    async get(req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      return { agent: foreignAgentToProto(await scoped(orgId, (client) => getForeignAgent(client, orgId, req.agentKey))) };
+    },
+    async list(_req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      const agents = await scoped(orgId, (client) => listForeignAgents(client, orgId));
+      return { agents: agents.map(foreignAgentToProto) };
+    },
+    async update(req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      if (!req.agent || req.agent.agentKey === "") {
+        throw new SwitchyardError(ErrorCode.InvalidArgument, "agent.agent_key: name the agent to update", { details: { path: "agent.agent_key" } });
+      }
+      const agentKey = req.agent.agentKey;
+      const patch = foreignAgentPatchFromProto(req.agent, req.updateMask);
+      const agent = await underAgent(() => scoped(orgId, (client) => updateForeignAgent(client, orgId, agentKey, patch)));
+      return { agent: foreignAgentToProto(agent) };
+    },
+    async disable(req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      return { agent: foreignAgentToProto(await scoped(orgId, (client) => disableForeignAgent(client, orgId, req.agentKey))) };
+    },
+  };
+}

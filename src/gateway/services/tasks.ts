@@ -1,0 +1,109 @@
+/**
+ * TaskService: start (idempotent by key), get, list, cancel and watch the calling tenant's tasks.
+ */
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { TERMINAL_TASK_STATUSES } from "../../coordinator/model.js";
+import { getTaskView, type TaskView } from "../../coordinator/tasks.js";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { TaskService } from "../../gen/switchyard/api/v1/tasks_pb.js";
+import { withTenantTransaction } from "../../store/tenant-scope.js";
+import { recordedActor } from "../../tenancy/principal.js";
+import { tenantCall } from "../auth.js";
+import { fromValue } from "../convert/values.js";
+import { taskStatuses, taskSummaryToProto, taskToProto } from "../convert/tasks.js";
+import { listTasks } from "../task-list.js";
+import type { ServiceDeps } from "./deps.js";
+
+const MAX_IDEMPOTENCY_KEY_CHARS = 256;
+
+function requireField(value: string, path: string, what: string): string {
+  if (value.trim() === "") throw new SwitchyardError(ErrorCode.InvalidArgument, `${path}: ${what} is required`, { details: { path } });
+  return value;
+}
+
+function isTerminal(view: TaskView): boolean {
+  return TERMINAL_TASK_STATUSES.includes(view.status);
+}
+
+/** What Watch reports a change of: the task's status and each step's status, attempt and approval. */
+function fingerprint(view: TaskView): string {
+  return JSON.stringify([view.status, view.steps.map((s) => [s.id, s.status, s.attempts, s.approvalId])]);
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> {
+  const readView = (orgId: string, id: string) => withTenantTransaction(deps.pool, orgId, (client) => getTaskView(client, orgId, id));
+
+  return {
+    async start(req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      requireField(req.workflow, "workflow", "the workflow (NAME or NAME@VERSION)");
+      if (req.idempotencyKey.length > MAX_IDEMPOTENCY_KEY_CHARS) {
+        throw new SwitchyardError(ErrorCode.InvalidArgument, `idempotency_key: at most ${MAX_IDEMPOTENCY_KEY_CHARS} characters`, { details: { path: "idempotency_key" } });
+      }
+      const started = await deps.tasks.start({
+        orgId,
+        workflow: req.workflow,
+        input: req.input === undefined ? undefined : fromValue(req.input),
+        ...(req.idempotencyKey !== "" ? { idempotencyKey: req.idempotencyKey } : {}),
+      });
+      return { task: taskToProto(await deps.tasks.get(orgId, started.taskId)), created: started.created };
+    },
+
+    async get(req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      return { task: taskToProto(await deps.tasks.get(orgId, req.id)) };
+    },
+
+    async list(req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      const statuses = req.statuses.map((s, i) => {
+        const status = taskStatuses.fromProtoOptional(s);
+        if (!status) throw new SwitchyardError(ErrorCode.InvalidArgument, `statuses[${i}]: not a task status`, { details: { path: `statuses[${i}]` } });
+        return status;
+      });
+      const page = await withTenantTransaction(deps.pool, orgId, (client) =>
+        listTasks(client, orgId, { statuses, workflow: req.workflow, pageSize: req.pageSize, pageToken: req.pageToken }),
+      );
+      return { tasks: page.tasks.map(taskSummaryToProto), nextPageToken: page.nextPageToken ?? "" };
+    },
+
+    async cancel(req, ctx) {
+      const { orgId, principal } = tenantCall(ctx);
+      const before = await deps.tasks.get(orgId, req.id);
+      if (isTerminal(before)) return { task: taskToProto(before), alreadyFinished: true };
+      const after = await deps.tasks.cancel(orgId, req.id, recordedActor(principal, req.actor), req.reason.trim() || "cancelled through the API");
+      return { task: taskToProto(after), alreadyFinished: false };
+    },
+
+    async *watch(req, ctx: HandlerContext) {
+      const { orgId } = tenantCall(ctx);
+      // The client went away, or the gateway is shutting down: either ends the stream quietly.
+      const signal = AbortSignal.any([ctx.signal, deps.stopping]);
+      let last: string | undefined;
+      for (;;) {
+        const view = await readView(orgId, req.id);
+        const now = fingerprint(view);
+        if (now !== last) {
+          last = now;
+          yield { task: taskToProto(view) };
+        }
+        if (isTerminal(view)) return;
+        await pause(deps.watchIntervalMs, signal);
+        if (signal.aborted) return;
+      }
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * Listing a tenant's tasks, newest first, with filters and keyset paging. The page token is opaque to callers:
+ * base64url of the last row's exact `created_at` (as Postgres prints it, microseconds included) and id, so paging
+ * is stable while new tasks arrive.
+ */
+import type { TaskStatus } from "../coordinator/model.js";
+import type { TaskView } from "../coordinator/tasks.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import type { Queryable } from "../store/db.js";
+import { parseWorkflowRef } from "../store/workflow-store.js";
+
+export const DEFAULT_TASK_PAGE_SIZE = 50;
+export const MAX_TASK_PAGE_SIZE = 500;
+
+export interface TaskListFilter {
+  /** Empty or absent: every status. */
+  statuses?: readonly TaskStatus[];
+  /** `name` (any version) or `name@version`. */
+  workflow?: string;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+/** A task in a listing: the TaskView without input and steps. */
+export type TaskSummaryView = Omit<TaskView, "orgId" | "input" | "steps">;
+
+export interface TaskPage {
+  tasks: TaskSummaryView[];
+  /** null on the last page. */
+  nextPageToken: string | null;
+}
+
+// What `created_at::text` prints: `2024-05-01 10:00:00.123456+00`.
+const TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2})?$/;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+interface Cursor {
+  at: string;
+  id: string;
+}
+
+function encodeCursor(cursor: Cursor): string {
+  return Buffer.from(JSON.stringify([cursor.at, cursor.id])).toString("base64url");
+}
+
+function decodeCursor(token: string): Cursor {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as unknown[];
+    if (typeof at === "string" && typeof id === "string" && TIMESTAMP_RE.test(at) && UUID_RE.test(id)) return { at, id };
+  } catch {
+    // fall through to the error below
+  }
+  throw new SwitchyardError(ErrorCode.InvalidArgument, "page_token: not a token this API handed out; pass next_page_token unchanged", {
+    details: { path: "page_token" },
+  });
+}
+
+export async function listTasks(db: Queryable, orgId: string, filter: TaskListFilter = {}): Promise<TaskPage> {
+  const pageSize = filter.pageSize || DEFAULT_TASK_PAGE_SIZE;
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > MAX_TASK_PAGE_SIZE) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `page_size: must be from 1 to ${MAX_TASK_PAGE_SIZE}`, { details: { path: "page_size" } });
+  }
+  const workflow = filter.workflow ? parseWorkflowFilter(filter.workflow) : undefined;
+  const cursor = filter.pageToken ? decodeCursor(filter.pageToken) : undefined;
+  const statuses = filter.statuses && filter.statuses.length > 0 ? [...filter.statuses] : null;
+  const { rows } = await db.query(
+    `SELECT id, workflow_name, workflow_version, status, budget, cost, error, created_at, finished_at, created_at::text AS cursor_at
+     FROM tasks
+     WHERE org_id = $1
+       AND ($2::text[] IS NULL OR status = ANY($2::text[]))
+       AND ($3::text IS NULL OR workflow_name = $3)
+       AND ($4::int IS NULL OR workflow_version = $4)
+       AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::uuid))
+     ORDER BY created_at DESC, id DESC
+     LIMIT $7`,
+    [orgId, statuses, workflow?.name ?? null, workflow?.version ?? null, cursor?.at ?? null, cursor?.id ?? null, pageSize + 1],
+  );
+  const page = rows.slice(0, pageSize);
+  const last = page.at(-1);
+  return {
+    tasks: page.map((row) => ({
+      id: row.id,
+      workflow: `${row.workflow_name}@${row.workflow_version}`,
+      status: row.status,
+      cost: row.cost,
+      budget: row.budget,
+      error: row.error,
+      createdAt: (row.created_at as Date).toISOString(),
+      finishedAt: row.finished_at ? (row.finished_at as Date).toISOString() : null,
+    })),
+    nextPageToken: rows.length > pageSize && last ? encodeCursor({ at: last.cursor_at, id: last.id }) : null,
+  };
+}
+
+function parseWorkflowFilter(text: string): { name: string; version: number | null } {
+  try {
+    return parseWorkflowRef(text);
+  } catch (error) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `workflow: expected NAME or NAME@VERSION, got ${JSON.stringify(text)}`, {
+      cause: error,
+      details: { path: "workflow" },
+    });
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * API keys: `sy_` + 32 random bytes in base64url. The key is shown once, at creation; only its sha256 hash is
+ * stored (so a database leak yields no usable key) plus a short prefix to recognise it in listings. Tenant keys act
+ * for one tenant; admin keys (SREs) for none. Revocation takes effect on the next request: keys are not cached.
+ */
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import type { Queryable } from "../store/db.js";
+import type { Principal } from "./principal.js";
+import { validateOrgId } from "./tenants.js";
+
+export const API_KEY_PREFIX = "sy_";
+const KEY_RE = /^sy_[A-Za-z0-9_-]{43}$/;
+/** `sy_` plus this many characters identify a key in listings (48 bits: unique enough to tell keys apart). */
+const SHOWN_CHARS = 8;
+const MAX_NAME_CHARS = 100;
+/** `last_used_at` is written at most this often per key, so busy keys do not turn every request into a write. */
+const TOUCH_EVERY_SECONDS = 60;
+
+export type ApiKeyKind = "tenant" | "admin";
+
+export interface ApiKeyRecord {
+  id: string;
+  kind: ApiKeyKind;
+  /** null for admin keys. */
+  orgId: string | null;
+  name: string;
+  /** The first characters of the key, e.g. `sy_Ab3dE9xQ`. */
+  prefix: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+}
+
+export interface NewApiKey {
+  /** The key itself. Shown once; it cannot be recovered. */
+  secret: string;
+  key: ApiKeyRecord;
+}
+
+export function generateApiKeySecret(): string {
+  return `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
+}
+
+export function hashApiKey(secret: string): string {
+  return createHash("sha256").update(secret, "utf8").digest("hex");
+}
+
+export function apiKeyPrefix(secret: string): string {
+  return secret.slice(0, API_KEY_PREFIX.length + SHOWN_CHARS);
+}
+
+export function looksLikeApiKey(text: string): boolean {
+  return KEY_RE.test(text);
+}
+
+const COLUMNS = "id, kind, org_id, name, key_prefix, created_at, revoked_at, last_used_at";
+
+interface ApiKeyRow {
+  id: string;
+  kind: ApiKeyKind;
+  org_id: string | null;
+  name: string;
+  key_prefix: string;
+  created_at: Date;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+function toRecord(row: ApiKeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    kind: row.kind,
+    orgId: row.org_id,
+    name: row.name,
+    prefix: row.key_prefix,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+    lastUsedAt: row.last_used_at,
+  };
+}
+
+function validateKeyName(name: string | undefined): string {
+  const trimmed = (name ?? "").trim();
+  if (trimmed === "" || trimmed.length > MAX_NAME_CHARS) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `name: a key name must be 1 to ${MAX_NAME_CHARS} characters`, {
+      details: { path: "name", reason: "is required" },
+    });
+  }
+  return trimmed;
+}
+
+/**
+ * Creates a key: a tenant key when `orgId` is given (NOT_FOUND when no such tenant), else an admin key.
+ * Returns the secret once.
+ */
+export async function createApiKey(db: Queryable, request: { kind: ApiKeyKind; orgId?: string | null; name: string }): Promise<NewApiKey> {
+  const name = validateKeyName(request.name);
+  let orgId: string | null = null;
+  if (request.kind === "tenant") {
+    orgId = validateOrgId(request.orgId ?? "", "org_id");
+  } else if (request.orgId) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, "org_id: an admin key belongs to no tenant", { details: { path: "org_id" } });
+  }
+  const secret = generateApiKeySecret();
+  try {
+    const { rows } = await db.query<ApiKeyRow>(
+      `INSERT INTO api_keys (id, org_id, kind, name, key_hash, key_prefix) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+      [randomUUID(), orgId, request.kind, name, hashApiKey(secret), apiKeyPrefix(secret)],
+    );
+    return { secret, key: toRecord(rows[0]!) };
+  } catch (error) {
+    // 23503 foreign_key_violation: the tenant row is missing.
+    if ((error as { code?: string }).code === "23503") {
+      throw new SwitchyardError(ErrorCode.NotFound, `no tenant ${orgId}; create it first with \`switchyard tenant create ${orgId}\``, {
+        details: { path: "org_id", orgId },
+      });
+    }
+    throw error;
+  }
+}
+
+/** Revokes a key (idempotent: the first revocation time stays). NOT_FOUND for an unknown id. */
+export async function revokeApiKey(db: Queryable, id: string): Promise<ApiKeyRecord> {
+  if (!isUuid(id)) throw new SwitchyardError(ErrorCode.NotFound, `no API key ${id}`, { details: { path: "id" } });
+  const { rows } = await db.query<ApiKeyRow>(
+    `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING ${COLUMNS}`,
+    [id],
+  );
+  if (!rows[0]) throw new SwitchyardError(ErrorCode.NotFound, `no API key ${id}`, { details: { path: "id" } });
+  return toRecord(rows[0]);
+}
+
+/** Keys of one tenant (or every key), oldest first. Never the secrets: they are not stored. */
+export async function listApiKeys(db: Queryable, filter: { orgId?: string } = {}): Promise<ApiKeyRecord[]> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `SELECT ${COLUMNS} FROM api_keys WHERE ($1::text IS NULL OR org_id = $1) ORDER BY created_at, id`,
+    [filter.orgId ?? null],
+  );
+  return rows.map(toRecord);
+}
+
+export type ApiKeyResolution = { status: "ok"; principal: Principal } | { status: "revoked"; prefix: string } | { status: "unknown" };
+
+/**
+ * Looks a presented key up by its hash (one statement, which also records the use at most once a minute).
+ * Comparing hashes through the unique index leaks nothing useful by timing: an attacker would need a sha256
+ * preimage to steer it.
+ */
+export async function resolveApiKey(db: Queryable, secret: string): Promise<ApiKeyResolution> {
+  if (!looksLikeApiKey(secret)) return { status: "unknown" };
+  const { rows } = await db.query<ApiKeyRow>(
+    `WITH touched AS (
+       UPDATE api_keys SET last_used_at = now()
+       WHERE key_hash = $1 AND revoked_at IS NULL
+         AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2))
+     )
+     SELECT ${COLUMNS} FROM api_keys WHERE key_hash = $1`,
+    [hashApiKey(secret), TOUCH_EVERY_SECONDS],
+  );
+  const row = rows[0];
+  if (!row) return { status: "unknown" };
+  if (row.revoked_at) return { status: "revoked", prefix: row.key_prefix };
+  const identity = { keyId: row.id, keyName: row.name, keyPrefix: row.key_prefix };
+  if (row.kind === "admin") return { status: "ok", principal: { kind: "admin", ...identity } };
+  return { status: "ok", principal: { kind: "tenant", orgId: row.org_id!, ...identity } };
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function isUuid(text: string): boolean {
+  return UUID_RE.test(text);
+}
