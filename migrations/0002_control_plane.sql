@@ -115,7 +115,9 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON
   workflows, policies, tasks, steps, processed_envelopes, outbox, approvals, audit_log, audit_heads,
   audit_checkpoints, tenant_daily_cost, foreign_agents
 TO switchyard_app;
-GRANT SELECT ON tenants, flags, checkpoint_keys TO switchyard_app;
+GRANT SELECT ON tenants, flags TO switchyard_app;
+-- Never the private half: tenants may verify checkpoints, not sign them.
+GRANT SELECT (kid, public_key, created_at, retired_at) ON checkpoint_keys TO switchyard_app;
 GRANT USAGE, SELECT ON SEQUENCE outbox_id_seq TO switchyard_app;
 
 DO $$

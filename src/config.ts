@@ -66,6 +66,54 @@ export interface FlagsConfig {
   pollMs: number;
 }
 
+export interface GatewayConfig {
+  host: string;
+  port: number;
+  /** Base URL the outside world reaches the gateway at (approval links, A2A callback URLs). */
+  publicUrl: string;
+  /** Largest request body accepted (bytes). */
+  maxBodyBytes: number;
+}
+
+export interface CheckpointConfig {
+  /** Operator-supplied Ed25519 private key (PKCS#8 PEM); null = keys generated and stored in Postgres. */
+  signingKeyPem: string | null;
+  /** Sign a tenant's head once this many rows are unsigned… */
+  everyRows: number;
+  /** …or once the oldest unsigned row is this old (ms). */
+  everyMs: number;
+}
+
+export interface ForeignConfig {
+  /** Operator CIDRs a foreign agent may resolve to despite being private/loopback (default none). */
+  allowedNetworks: string[];
+  connectTimeoutMs: number;
+  totalTimeoutMs: number;
+  maxResponseBytes: number;
+  /** Attempts per outbound call for transient failures. */
+  retries: number;
+  retryBaseMs: number;
+  breakerResetMs: number;
+  breakerErrorPercent: number;
+  breakerVolume: number;
+  /** Agent Card cache lifetime (ms). */
+  cardTtlMs: number;
+  /** How long a callback URL's signed token stays valid after the step deadline (ms). */
+  callbackTokenGraceMs: number;
+  callbackMaxBytes: number;
+  /** Push notifications accepted per tenant per second. */
+  callbackRatePerSec: number;
+  /** A bridge with no terminal push after this long is polled with GetTask (ms). */
+  sweepAfterMs: number;
+  sweepIntervalMs: number;
+}
+
+/** Where tenant CLI commands send their calls: the gateway (when set) instead of the database. */
+export interface RemoteConfig {
+  url: string | null;
+  token: string | null;
+}
+
 export interface Config {
   redisUrl: string;
   databaseUrl: string;
@@ -74,6 +122,10 @@ export interface Config {
   coordinator: CoordinatorConfig;
   harness: HarnessConfig;
   flags: FlagsConfig;
+  gateway: GatewayConfig;
+  checkpoints: CheckpointConfig;
+  foreign: ForeignConfig;
+  remote: RemoteConfig;
 }
 
 export const defaultConfig: Config = {
@@ -110,7 +162,27 @@ export const defaultConfig: Config = {
     egressEnabled: false,
     egressTenants: [],
     pollMs: 1_000,
+  },  gateway: { host: "127.0.0.1", port: 8080, publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1024 * 1024 },
+  checkpoints: { signingKeyPem: null, everyRows: 1000, everyMs: 60_000 },
+  remote: { url: null, token: null },
+  foreign: {
+    allowedNetworks: [],
+    connectTimeoutMs: 5_000,
+    totalTimeoutMs: 15_000,
+    maxResponseBytes: 1024 * 1024,
+    retries: 3,
+    retryBaseMs: 200,
+    breakerResetMs: 30_000,
+    breakerErrorPercent: 50,
+    breakerVolume: 5,
+    cardTtlMs: 300_000,
+    callbackTokenGraceMs: 3_600_000,
+    callbackMaxBytes: 1024 * 1024,
+    callbackRatePerSec: 200,
+    sweepAfterMs: 30_000,
+    sweepIntervalMs: 5_000,
   },
+
 };
 
 type Env = Record<string, string | undefined>;
@@ -210,5 +282,40 @@ export function loadConfig(env: Env = process.env): Config {
       egressTenants: scopeList(env, "SWITCHYARD_A2A_EGRESS_TENANTS", TENANT_RE, "acme,globex"),
       pollMs: int(env, "SWITCHYARD_FLAGS_POLL_MS", d.flags.pollMs, 50),
     },
+    gateway: {
+      host: env.SWITCHYARD_GATEWAY_HOST || d.gateway.host,
+      port: int(env, "SWITCHYARD_GATEWAY_PORT", d.gateway.port, 0),
+      publicUrl: url(env, "SWITCHYARD_PUBLIC_URL", d.gateway.publicUrl, ["http:", "https:"]).replace(/\/+$/, ""),
+      maxBodyBytes: int(env, "SWITCHYARD_GATEWAY_MAX_BODY_BYTES", d.gateway.maxBodyBytes, 1),
+    },
+    // Validated where it is used (the CLI names the flag and the variable in its error).
+    remote: { url: env.SWITCHYARD_URL || null, token: env.SWITCHYARD_TOKEN || null },
+    checkpoints: {
+      signingKeyPem: env.SWITCHYARD_CHECKPOINT_KEY || null,
+      everyRows: int(env, "SWITCHYARD_CHECKPOINT_EVERY_ROWS", d.checkpoints.everyRows, 1),
+      everyMs: int(env, "SWITCHYARD_CHECKPOINT_EVERY_MS", d.checkpoints.everyMs, 1),
+    },
+    foreign: {
+      allowedNetworks: list(env, "SWITCHYARD_EGRESS_ALLOWED_NETWORKS"),
+      connectTimeoutMs: int(env, "SWITCHYARD_EGRESS_CONNECT_TIMEOUT_MS", d.foreign.connectTimeoutMs, 1),
+      totalTimeoutMs: int(env, "SWITCHYARD_EGRESS_TOTAL_TIMEOUT_MS", d.foreign.totalTimeoutMs, 1),
+      maxResponseBytes: int(env, "SWITCHYARD_EGRESS_MAX_RESPONSE_BYTES", d.foreign.maxResponseBytes, 1),
+      retries: int(env, "SWITCHYARD_EGRESS_RETRIES", d.foreign.retries, 1),
+      retryBaseMs: int(env, "SWITCHYARD_EGRESS_RETRY_BASE_MS", d.foreign.retryBaseMs, 0),
+      breakerResetMs: int(env, "SWITCHYARD_BREAKER_RESET_MS", d.foreign.breakerResetMs, 1),
+      breakerErrorPercent: int(env, "SWITCHYARD_BREAKER_ERROR_PERCENT", d.foreign.breakerErrorPercent, 1),
+      breakerVolume: int(env, "SWITCHYARD_BREAKER_VOLUME", d.foreign.breakerVolume, 1),
+      cardTtlMs: int(env, "SWITCHYARD_A2A_CARD_TTL_MS", d.foreign.cardTtlMs, 0),
+      callbackTokenGraceMs: int(env, "SWITCHYARD_A2A_CALLBACK_GRACE_MS", d.foreign.callbackTokenGraceMs, 0),
+      callbackMaxBytes: int(env, "SWITCHYARD_A2A_CALLBACK_MAX_BYTES", d.foreign.callbackMaxBytes, 1),
+      callbackRatePerSec: int(env, "SWITCHYARD_A2A_CALLBACK_RATE", d.foreign.callbackRatePerSec, 1),
+      sweepAfterMs: int(env, "SWITCHYARD_A2A_SWEEP_AFTER_MS", d.foreign.sweepAfterMs, 0),
+      sweepIntervalMs: int(env, "SWITCHYARD_A2A_SWEEP_INTERVAL_MS", d.foreign.sweepIntervalMs, 10),
+    },
   };
+}
+
+/** A comma-separated list; empty entries dropped. Each entry's own validation belongs to its user. */
+function list(env: Env, name: string): string[] {
+  return (env[name] ?? "").split(",").map((v) => v.trim()).filter(Boolean);
 }

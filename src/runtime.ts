@@ -22,6 +22,8 @@ import { createMetrics, type Metrics } from "./metrics.js";
 import { createPool, type Pool } from "./store/db.js";
 import { assertSchemaCurrent } from "./store/migrate.js";
 import { WorkflowCache } from "./store/workflow-store.js";
+import { createA2ADispatcher } from "./foreign/dispatcher.js";
+import { createA2AForeign, type A2AForeign, type BackgroundJob } from "./foreign/a2a-foreign.js";
 
 export interface Runtime {
   config: Config;
@@ -37,12 +39,17 @@ export interface Runtime {
   tasks: TaskService;
   /** Live flags (environment defaults + table `flags`, re-read every `config.flags.pollMs`); pass to coordinators and harnesses. */
   flags: LiveFlags;
+  /** FOREIGN over A2A (sender, sweep, callback deps) when the engine uses the A2A dispatcher; undefined with `options.foreign`. */
+  a2a: A2AForeign | undefined;
+  /** Periodic jobs a coordinator of this runtime runs (`new Coordinator({ …, background: runtime.foreignJobs })`). */
+  foreignJobs: BackgroundJob[];
   close(): Promise<void>;
 }
 
 export interface RuntimeOptions {
   logger?: Logger;
   metrics?: Metrics;
+  /** The FOREIGN port. @defaultValue the A2A adapter (src/foreign/dispatcher.ts) with its sender and sweep */
   foreign?: ForeignDispatcher;
   /** Where the engine learns whether A2A egress is on per tenant. @defaultValue the live flags (A2A_EGRESS_ENABLED) */
   egress?: EgressSwitch;
@@ -68,9 +75,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   redis.on("error", (error: Error) => logger.warn({ err: error }, "redis connection error"));
   const flags = new LiveFlags({ db: pool, defaults: config.flags, logger });
   let closed = false;
+  let a2a: A2AForeign | undefined;
   const close = async () => {
     if (closed) return;
     closed = true;
+    a2a?.close();
     await flags.stop();
     await bus.close().catch(() => {});
     redis.disconnect();
@@ -106,7 +115,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const engine = new Engine({
     policies,
     workflows,
-    foreign: options.foreign,
+    foreign: options.foreign ?? createA2ADispatcher({ onBridge: () => a2a?.sender.kick() }),
     tenantFacts: createTenantFactsSource({ egress: options.egress ?? flags }),
     approvalTtlMs: config.coordinator.approvalTtlMs,
     maxPayloadBytes: config.bus.maxPayloadBytes,
@@ -117,5 +126,6 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   });
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics }, options.busSwitch ?? flags);
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
-  return { config, logger, metrics, pool, redis, bus, policies, workflows, engine, publisher, tasks, flags, close };
+  if (!options.foreign) a2a = createA2AForeign({ config, pool, engine, publisher, logger, clock: options.clock });
+  return { config, logger, metrics, pool, redis, bus, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
 }

@@ -122,8 +122,11 @@ export function backendCpuMs(pid: number | undefined): number {
 export function statementName(sql: string): string {
   const text = sql.replace(/\s+/g, " ").trim();
   const verb = /^(WITH|INSERT|UPDATE|DELETE|SELECT)\b/i.exec(text)?.[1]?.toUpperCase() ?? text.split(" ")[0] ?? "?";
-  const table = /\b(?:INSERT INTO|UPDATE|DELETE FROM|FROM)\s+([a-z_]+)/i.exec(text)?.[1] ?? "?";
-  return `${verb} ${table}`;
+  // The statement's own table, not one inside a parenthesised expression (`extract(epoch FROM finished_at)`).
+  let outer = text;
+  for (let previous = ""; previous !== outer; ) [previous, outer] = [outer, outer.replace(/\([^()]*\)/g, "")];
+  const tableIn = (t: string): string | undefined => /\b(?:INSERT INTO|UPDATE|DELETE FROM|FROM)\s+([a-z_]+)/i.exec(t)?.[1];
+  return `${verb} ${tableIn(outer) ?? tableIn(text) ?? "?"}`;
 }
 
 export type AppliedListener = (result: ApplyResult, inputs: readonly EngineInput[], startedAt: number, committedAt: number) => void;

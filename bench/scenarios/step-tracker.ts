@@ -39,7 +39,7 @@ export class StepTracker {
     this.detach = engine.onApplied((result, inputs, startedAt, committedAt) => this.observe(result, inputs, startedAt, committedAt));
   }
 
-  /** Dispatch time of a step whose WORK is created outside `engine.apply` (TaskService.start), or earlier. */
+  /** Records a step's dispatch time chosen by the caller (e.g. when the pacer released its task); it wins over the transaction's start. */
   dispatched(taskId: string, stepId: string, at: number): void {
     if (this.options.recordLatency) this.dispatchedAt.set(key(taskId, stepId), at);
     if (this.firstDispatchAt === undefined || at < this.firstDispatchAt) this.firstDispatchAt = at;

@@ -22,6 +22,7 @@ import { saveSteps } from "../../src/coordinator/task-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import type { WorkflowDefinition } from "../../src/domain.js";
 import { createHarness, type Handler, type Harness } from "../../src/harness/index.js";
+import { ALL_ON } from "../../src/flags/flag-types.js";
 import { createMetrics } from "../../src/metrics.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
@@ -34,7 +35,6 @@ export const BENCH_ORG = "bench-org";
 const STEP_TIMEOUT_MS = 10 * 60_000;
 /** The example every test and bench shares: three sequential `role:echo` steps. */
 const WORKFLOW_FILE = new URL("../../examples/workflows/three-step.yaml", import.meta.url);
-
 
 export interface SystemOptions {
   /** Inbound envelopes per coordinator transaction. @defaultValue the config default (200) */
@@ -150,6 +150,9 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       trimMaxLen: config.bus.trimMaxLen,
       logger: runtime.logger,
       metrics,
+      // As `switchyard start coordinator` runs it (with live flags), every flag on: the per-entry tenant checks
+      // are part of the hop's cost.
+      flags: ALL_ON,
     });
     void coordinator.start();
     closers.push(() => coordinator.close());

@@ -84,11 +84,9 @@ export class CliContext {
   /**
    * The gateway tenant commands talk to, when `--url` or SWITCHYARD_URL is set (token: `--token` or
    * SWITCHYARD_TOKEN); undefined means direct database access.
-   * TODO(api): read SWITCHYARD_URL / SWITCHYARD_TOKEN through src/config.ts once it has them; until then they are
-   * taken from the same environment object `loadConfig` reads.
    */
   get remote(): { url: string; token: string } | undefined {
-    const url = this.globals.url ?? this.io.env.SWITCHYARD_URL;
+    const url = this.globals.url ?? this.config.remote.url ?? undefined;
     if (url === undefined || url === "") return undefined;
     let parsed: URL;
     try {
@@ -99,7 +97,7 @@ export class CliContext {
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
       throw new SwitchyardError(ErrorCode.Config, `--url / SWITCHYARD_URL must be an http or https URL, got ${parsed.protocol}`, { details: { variable: "SWITCHYARD_URL" } });
     }
-    const token = this.globals.token ?? this.io.env.SWITCHYARD_TOKEN;
+    const token = this.globals.token ?? this.config.remote.token;
     if (!token) {
       throw new SwitchyardError(ErrorCode.Config, "--url / SWITCHYARD_URL needs an API key: pass --token or set SWITCHYARD_TOKEN", { details: { variable: "SWITCHYARD_TOKEN" } });
     }

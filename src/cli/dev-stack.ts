@@ -3,9 +3,9 @@
  * Redis connection and bus). For development (`start all`) and the demo; production runs them as separate
  * processes (`start coordinator`, `start harness`).
  */
+import { createCoordinator } from "../coordinator-process.js";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
-import { consumerName } from "../bus/keys.js";
 import type { Config } from "../config.js";
 import { Coordinator } from "../coordinator/coordinator.js";
 import { createHarness, type Harness } from "../harness/harness.js";
@@ -52,21 +52,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   // Load every handler before connecting anything: a broken example fails fast and leaves nothing open.
   const handlers = await Promise.all(options.roles.map((role) => loadHandler(join(EXAMPLE_HANDLERS_DIR, `${role}.ts`))));
   const runtime = await openRuntime(config, { logger, poolSize: 10 });
-  const coordinator = new Coordinator({
-    pool: runtime.pool,
-    bus: runtime.bus,
-    engine: runtime.engine,
-    publisher: runtime.publisher,
-    consumer: options.consumer ?? consumerName("coordinator"),
-    batchSize: config.coordinator.batchSize,
-    blockMs: config.bus.blockMs,
-    reclaimIdleMs: config.bus.reclaimIdleMs,
-    sweepIntervalMs: config.coordinator.sweepIntervalMs,
-    trimMaxLen: config.bus.trimMaxLen,
-    logger,
-    metrics: runtime.metrics,
-    flags: runtime.flags,
-  });
+  const coordinator = createCoordinator(runtime, { consumer: options.consumer, logger });
   let harnesses: Harness[];
   try {
     const resultReader = createStepResultReader({ db: runtime.pool });

@@ -17,6 +17,7 @@ import { registerAuditCommands } from "./commands/audit.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerDlqCommands } from "./commands/dlq.js";
 import { registerFlagsCommands } from "./commands/flags.js";
+import { registerForeignCommands } from "./commands/foreign.js";
 import { registerGatewayCommand } from "./commands/gateway.js";
 import { registerMigrateCommand } from "./commands/migrate.js";
 import { registerPolicyCommands } from "./commands/policy.js";
@@ -65,6 +66,7 @@ export function buildProgram(io: CliIo = defaultIo()): Command {
   registerFlagsCommands(program, run);
   registerTenantCommands(program, run);
   registerApiKeyCommands(program, run);
+  registerForeignCommands(program, run);
   return program;
 }
 

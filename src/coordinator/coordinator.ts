@@ -59,6 +59,8 @@ export interface CoordinatorOptions {
   onSweep?: (now: number) => Promise<unknown>;
   /** Signs audit chain heads periodically; `false` turns it off. @defaultValue every 1000 rows or 60 s per tenant (src/governance/checkpoint-job.ts) */
   checkpoints?: CheckpointJob | false;
+  /** More periodic jobs run beside the loops, e.g. the A2A sender and sweep (`runtime.foreignJobs`). */
+  background?: ReadonlyArray<{ name: string; intervalMs: number; run: (now: number) => Promise<unknown> }>;
 }
 
 export class Coordinator {
@@ -108,7 +110,13 @@ export class Coordinator {
       this.busOnSince = this.clock();
       await this.hold?.discover(this.options.pool);
       const checkpoints = checkpointJobOf(this.options);
-      await Promise.all([this.inboxLoop(), this.periodic("sweep", this.options.sweepIntervalMs, () => this.sweepOnce()), this.periodic("trim", 10_000, () => this.trimOnce()), ...(checkpoints ? [this.periodic("checkpoints", checkpoints.intervalMs, () => checkpoints.run(this.clock()))] : [])]);
+      const jobs = [...(checkpoints ? [{ name: "checkpoints", ...checkpoints }] : []), ...(this.options.background ?? [])];
+      await Promise.all([
+        this.inboxLoop(),
+        this.periodic("sweep", this.options.sweepIntervalMs, () => this.sweepOnce()),
+        this.periodic("trim", 10_000, () => this.trimOnce()),
+        ...jobs.map((job) => this.periodic(job.name, job.intervalMs, () => job.run(this.clock()))),
+      ]);
     })();
     return this.running;
   }

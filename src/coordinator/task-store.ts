@@ -5,6 +5,7 @@
  * a `jsonb` value first (measured on a 240k-row steps table, 400 rows per statement).
  */
 import type { Queryable } from "../store/db.js";
+import type { StepDefinition } from "../domain.js";
 import type { StepRecord, TaskRecord } from "./model.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -79,6 +80,29 @@ export function toStep(row: StepRow): StepRecord {
     delegation: row.delegation,
     checkpoint: row.checkpoint,
     delegations: row.delegations,
+  };
+}
+
+/** A workflow step as it is before its task starts. */
+export function pendingWorkflowStep(taskId: string, orgId: string, def: StepDefinition): StepRecord {
+  return {
+    taskId,
+    stepId: def.id,
+    orgId,
+    kind: "workflow",
+    status: "pending",
+    destination: `${def.to.kind}:${def.to.id}`,
+    attempt: 0,
+    depth: 0,
+    clearance: def.clearance,
+    dueAtMs: null,
+    cost: 0,
+    output: null,
+    error: null,
+    approvalId: null,
+    delegation: null,
+    checkpoint: null,
+    delegations: 0,
   };
 }
 

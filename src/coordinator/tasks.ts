@@ -11,7 +11,7 @@ import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "./appr
 import type { ApplyResult, Engine } from "./engine.js";
 import type { StepRecord, TaskRecord, TaskStatus } from "./model.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
-import { isUuid, insertTask, saveSteps, STEP_COLUMNS, toStep } from "./task-store.js";
+import { isUuid, insertTask, pendingWorkflowStep, saveSteps, STEP_COLUMNS, toStep } from "./task-store.js";
 
 export interface TaskServiceOptions {
   pool: Pool;
@@ -126,25 +126,7 @@ export class TaskService {
         ]);
         return { taskId: rows[0]!.id, created: false, applied: undefined };
       }
-      const steps: StepRecord[] = def.steps.map((s) => ({
-        taskId,
-        stepId: s.id,
-        orgId: request.orgId,
-        kind: "workflow",
-        status: "pending",
-        destination: `${s.to.kind}:${s.to.id}`,
-        attempt: 0,
-        depth: 0,
-        clearance: s.clearance,
-        dueAtMs: null,
-        cost: 0,
-        output: null,
-        error: null,
-        approvalId: null,
-        delegation: null,
-        checkpoint: null,
-        delegations: 0,
-      }));
+      const steps = def.steps.map((s) => pendingWorkflowStep(taskId, request.orgId, s));
       await saveSteps(client, steps);
       const applied = await this.options.engine.applyInTransaction(client, [
         { orgId: request.orgId, taskId, event: { type: "task_started", eventId: `start:${taskId}` } },

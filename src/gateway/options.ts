@@ -1,6 +1,6 @@
 /**
- * Gateway settings. Until src/config.ts grows gateway entries (SWITCHYARD_GATEWAY_PORT, SWITCHYARD_PUBLIC_URL),
- * they come from the command line (`switchyard start gateway --port N --host H`) or from code.
+ * Gateway settings. The CLI fills them from `config.gateway` (SWITCHYARD_GATEWAY_HOST / _PORT / _MAX_BODY_BYTES)
+ * or its flags; code may pass them directly.
  */
 
 export interface GatewayOptions {

@@ -1,6 +1,6 @@
 /**
  * The gateway: one Node HTTP server for the Connect API (JSON and binary, so curl works), `/metrics`, `/healthz`,
- * `/readyz`, the signed approval links and any extra routes (the FOREIGN callback, later).
+ * `/readyz`, the signed approval links, the A2A callback route and any extra routes.
  *
  * Every RPC passes three interceptors, outermost first: errors (anything thrown becomes a ConnectError a person can
  * act on), metrics, auth (the API key decides the caller and the tenant). Tenant services run under row-level
@@ -14,6 +14,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { handleApprovalLink } from "../approvals/link-route.js";
+import { handleA2ACallback } from "../foreign/callback-route.js";
 import { TaskService } from "../coordinator/tasks.js";
 import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
 import type { Runtime } from "../runtime.js";
@@ -26,7 +27,8 @@ import { createMetricsInterceptor } from "./request-metrics.js";
 import { ADMIN_SERVICES, registerServices } from "./routes.js";
 
 /** The parts of a runtime the gateway uses. */
-export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "engine" | "publisher" | "tasks">;
+export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "engine" | "publisher" | "tasks"> &
+  Partial<Pick<Runtime, "a2a">>;
 
 export interface Gateway {
   server: Server;
@@ -66,7 +68,8 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     interceptors: [createErrorInterceptor(logger), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
     readMaxBytes: options.readMaxBytes,
     // A misspelt field (`idempotencyKy`) must not be silently dropped: it would quietly change what the call does.
-    jsonOptions: { ignoreUnknownFields: false },
+    // Zeros and `false` are written out, so a curl user sees `"created": false` and `"attempts": 0`.
+    jsonOptions: { ignoreUnknownFields: false, alwaysEmitImplicit: true },
   });
 
   let collectors: MetricCollectors | undefined;
@@ -77,6 +80,9 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
   const routes: ExtraRoute[] = [];
   // The link itself authorises the decision (signed, single use), so it is decided by the operator task service.
   if (options.approvalLinks) routes.push((req, res) => handleApprovalLink(req, res, { pool, tasks: runtime.tasks, logger }));
+  // A2A push notifications: the signed URL token and the per-bridge notification token are the authorisation.
+  const a2a = runtime.a2a;
+  if (a2a) routes.push((req, res) => handleA2ACallback(req, res, a2a.callback));
   routes.push(...options.routes);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -2,8 +2,10 @@
  * The policy a tenant gets until it stores one of its own.
  *
  * Built-in default policy (`BUILTIN_DEFAULT_POLICY`):
- * - `a2a_egress` → **deny** (`builtin:foreign-unavailable`): FOREIGN dispatch needs the FOREIGN endpoint
- *   feature; until it is enabled no byte leaves the perimeter.
+ * - `a2a_egress` → no rule of its own: allowed (or parked by an approval hint) like any hop. What still stands
+ *   between a step and a foreign agent: the tenant's A2A_EGRESS_ENABLED switch (`builtin:egress-disabled`), the
+ *   FOREIGN dispatcher, which refuses an agent that is not registered and enabled (`FOREIGN_UNAVAILABLE`) or whose
+ *   clearance ceiling is below the hop's floor (`CLEARANCE_DENIED`), and the egress guard's host allowlist.
  * - `reply_egress` → **deny** (`builtin:reply-egress-unavailable`): posting to a third party needs the
  *   origin-reply feature.
  * - a step marked `approval: true` in its workflow → **requires_approval** (`builtin:approval-hint`).
@@ -21,12 +23,6 @@ export const BUILTIN_DEFAULT_DOCUMENT: PolicyDocument = {
   over_budget: "deny",
   clearance: {},
   rules: [
-    {
-      id: "builtin:foreign-unavailable",
-      action: ["a2a_egress"],
-      verdict: "deny",
-      reason: "FOREIGN dispatch needs the FOREIGN endpoint feature, which is not enabled",
-    },
     {
       id: "builtin:reply-egress-unavailable",
       action: ["reply_egress"],

@@ -5,6 +5,7 @@
  */
 import { celEnv, isCelError, parse, plan, type CelResult } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
+import { editDistance } from "../edit-distance.js";
 
 /**
  * The `hop` variable of CEL conditions: each field's CEL type. `task_budget` is `dyn` because it is a double or,
@@ -33,7 +34,6 @@ export interface CompiledCondition {
   /** Never throws for CEL errors: they come back as a CelError value. */
   evaluate(hop: HopCelValue): CelResult;
 }
-
 
 const celEnvironment = celEnv({ funcs: strings });
 type CelExpr = ReturnType<typeof parse>["expr"];
@@ -180,14 +180,3 @@ export function closest(word: string, allowed: readonly string[]): string | unde
   return best;
 }
 
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
-}

@@ -16,7 +16,7 @@ import { HARNESS_GROUP } from "../harness/harness.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Queryable } from "../store/db.js";
-import { discoverStreams } from "./streams.js";
+import { discoverStreams } from "../bus/stream-discovery.js";
 
 
 export interface FlagValue {

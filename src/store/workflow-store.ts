@@ -74,30 +74,36 @@ export function parseWorkflowRef(ref: string): WorkflowRef {
  * stored. The definition is validated again (callers may build one by hand) and stored in canonical form.
  */
 export async function submitWorkflow(pool: Pool, orgId: string, def: WorkflowDefinition): Promise<SubmittedWorkflow> {
+  return withTransaction(pool, (client) => submitWorkflowIn(client, orgId, def));
+}
+
+/**
+ * Submits inside the caller's transaction — e.g. a tenant-scoped one, so API traffic writes under row-level
+ * security.
+ */
+export async function submitWorkflowIn(client: Queryable, orgId: string, def: WorkflowDefinition): Promise<SubmittedWorkflow> {
   requireOrg(orgId);
   const definition = canonicalDefinition(parseWorkflowDefinition(workflowToSource(def)));
   const digest = definitionDigest(definition);
   const { name } = definition;
-  return withTransaction(pool, async (client) => {
-    // Serialises submitters of one (tenant, name) so "max + 1" cannot hand the same version out twice.
-    await client.query("SELECT pg_advisory_xact_lock($1::int, hashtext($2 || '/' || $3))", [SUBMIT_LOCK_NAMESPACE, orgId, name]);
-    const existing = await client.query<{ version: number }>(
-      "SELECT version FROM workflows WHERE org_id = $1 AND name = $2 AND digest = $3",
-      [orgId, name, digest],
-    );
-    if (existing.rows[0]) {
-      const version = existing.rows[0].version;
-      return { name, version, ref: formatWorkflowRef(name, version), digest, created: false };
-    }
-    const inserted = await client.query<{ version: number }>(
-      `INSERT INTO workflows (org_id, name, version, definition, digest)
-       SELECT $1, $2, COALESCE(max(version), 0) + 1, $3, $4 FROM workflows WHERE org_id = $1 AND name = $2
-       RETURNING version`,
-      [orgId, name, JSON.stringify(definition), digest],
-    );
-    const version = inserted.rows[0]!.version;
-    return { name, version, ref: formatWorkflowRef(name, version), digest, created: true };
-  });
+  // Serialises submitters of one (tenant, name) so "max + 1" cannot hand the same version out twice.
+  await client.query("SELECT pg_advisory_xact_lock($1::int, hashtext($2 || '/' || $3))", [SUBMIT_LOCK_NAMESPACE, orgId, name]);
+  const existing = await client.query<{ version: number }>(
+    "SELECT version FROM workflows WHERE org_id = $1 AND name = $2 AND digest = $3",
+    [orgId, name, digest],
+  );
+  if (existing.rows[0]) {
+    const version = existing.rows[0].version;
+    return { name, version, ref: formatWorkflowRef(name, version), digest, created: false };
+  }
+  const inserted = await client.query<{ version: number }>(
+    `INSERT INTO workflows (org_id, name, version, definition, digest)
+     SELECT $1, $2, COALESCE(max(version), 0) + 1, $3, $4 FROM workflows WHERE org_id = $1 AND name = $2
+     RETURNING version`,
+    [orgId, name, JSON.stringify(definition), digest],
+  );
+  const version = inserted.rows[0]!.version;
+  return { name, version, ref: formatWorkflowRef(name, version), digest, created: true };
 }
 
 /** Loads `name` (latest) or `name@version`. Throws NOT_FOUND naming what exists instead. */

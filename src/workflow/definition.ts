@@ -8,6 +8,7 @@ import { formatDestination, parseDestination, type StepDefinition, type Workflow
 import { findDependencyCycles } from "./graph.js";
 import { invalidWorkflow, type WorkflowProblem } from "./problems.js";
 import { decodeSource } from "./source.js";
+import { editDistance } from "../edit-distance.js";
 
 export { topologicalOrder, dependents } from "./graph.js";
 export { MAX_SOURCE_CHARS, type WorkflowProblem } from "./problems.js";
@@ -32,7 +33,6 @@ const KEY_ALIASES: Record<string, string> = {
   timeout_ms: "timeout", backoff_ms: "backoff", requires_approval: "approval", approve: "approval",
   title: "name", desc: "description", step_list: "steps", max_cost: "budget",
 };
-
 
 export interface ParseWorkflowOptions {
   /** How to read a string source. Default: JSON when it starts with `{`, YAML otherwise. */
@@ -301,18 +301,6 @@ function suggestKey(key: string, known: readonly string[]): string | undefined {
     if (distance <= tolerance && (!best || distance < best.distance)) best = { key: candidate, distance };
   }
   return best?.key;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }
 
 function isPlainObject(value: unknown): value is RawObject {

@@ -2,6 +2,7 @@
 import { createHash } from "node:crypto";
 import type { HopFacts, StepDefinition, Verdict, WorkflowDefinition } from "../../src/domain.js";
 import type { DecideContext, StepRecord, TaskState } from "../../src/coordinator/model.js";
+import { pendingWorkflowStep } from "../../src/coordinator/task-store.js";
 
 export function stepDef(id: string, to: string, overrides: Partial<StepDefinition> = {}): StepDefinition {
   const [kind, name] = to.split(":") as ["role", string];
@@ -20,27 +21,7 @@ export const TASK_ID = "00000000-0000-4000-8000-000000000001";
 
 export function initialState(workflow: WorkflowDefinition, input: unknown = { topic: "x" }): TaskState {
   const steps = new Map<string, StepRecord>();
-  for (const s of workflow.steps) {
-    steps.set(s.id, {
-      taskId: TASK_ID,
-      stepId: s.id,
-      orgId: "acme",
-      kind: "workflow",
-      status: "pending",
-      destination: `${s.to.kind}:${s.to.id}`,
-      attempt: 0,
-      depth: 0,
-      clearance: s.clearance,
-      dueAtMs: null,
-      cost: 0,
-      output: null,
-      error: null,
-      approvalId: null,
-      delegation: null,
-      checkpoint: null,
-      delegations: 0,
-    });
-  }
+  for (const s of workflow.steps) steps.set(s.id, pendingWorkflowStep(TASK_ID, "acme", s));
   return {
     task: { id: TASK_ID, orgId: "acme", workflowName: "wf", workflowVersion: 1, input, status: "running", budget: workflow.budget, cost: 0, error: null, finishedAtMs: null },
     steps,

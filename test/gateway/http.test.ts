@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Redis } from "ioredis";
-import { TaskService } from "../../src/gen/switchyard/api/v1/tasks_pb.js";
 import { WorkflowService } from "../../src/gen/switchyard/api/v1/workflows_pb.js";
 import { startGateway } from "../../src/gateway/server.js";
 import { createGatewayFixture, postJson, type GatewayFixture } from "./fixture.js";

@@ -89,7 +89,7 @@ describe("gateway services", () => {
     const raw = await postJson(fx.url, "switchyard.api.v1.TaskService/Start", { workflow: "gated@1", input: { via: "curl" }, idempotencyKey: "k-1" }, key);
     expect(raw.status).toBe(200);
     expect(raw.body).toMatchObject({ task: { id: started.task!.id, status: "TASK_STATUS_RUNNING", input: { topic: "x", n: 1 } } });
-    expect(raw.body.created).toBeUndefined(); // false is the default: JSON leaves it out
+    expect(raw.body.created).toBe(false); // written out, not left implicit
 
     const ids = [started.task!.id];
     for (let i = 0; i < 4; i++) ids.push((await tasks.start({ workflow: "gated" })).task!.id);

@@ -190,12 +190,12 @@ describe("governor built-in guards", () => {
 });
 
 describe("built-in default policy", () => {
-  it("denies FOREIGN and third-party egress, asks for approval on hinted steps, allows the rest", () => {
+  it("allows FOREIGN egress (the dispatcher checks the registry), denies third-party egress, asks for approval on hinted steps, allows the rest", () => {
     const foreign = evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "a2a_egress", destination: { kind: "foreign", id: "vendor" } }));
-    expect(foreign).toMatchObject({ verdict: "deny", rule: "builtin:foreign-unavailable" });
-    expect(foreign.reason).toMatch(/FOREIGN dispatch needs the FOREIGN endpoint feature/);
-    // Even with an approval hint: approving a hop that cannot run would be pointless.
-    expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "a2a_egress", approvalHint: true })).rule).toBe("builtin:foreign-unavailable");
+    expect(foreign).toMatchObject({ verdict: "allow", rule: "builtin:default" });
+    expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "a2a_egress", approvalHint: true }))).toMatchObject({ verdict: "requires_approval", rule: "builtin:approval-hint" });
+    // The tenant's egress switch still comes first.
+    expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "a2a_egress", egressEnabled: false }))).toMatchObject({ verdict: "deny", rule: "builtin:egress-disabled" });
     expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "reply_egress" }))).toMatchObject({ verdict: "deny", rule: "builtin:reply-egress-unavailable" });
     expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ approvalHint: true }))).toMatchObject({ verdict: "requires_approval", rule: "builtin:approval-hint" });
     for (const action of ["dispatch", "sub_query", "reply"] as const) {
@@ -211,7 +211,7 @@ describe("built-in default policy", () => {
     expect(() => {
       (BUILTIN_DEFAULT_POLICY.rules[0] as { verdict: string }).verdict = "allow";
     }).toThrow(TypeError);
-    expect(BUILTIN_DEFAULT_POLICY.rules.map((r) => r.id)).toEqual(["builtin:foreign-unavailable", "builtin:reply-egress-unavailable", "builtin:approval-hint"]);
+    expect(BUILTIN_DEFAULT_POLICY.rules.map((r) => r.id)).toEqual(["builtin:reply-egress-unavailable", "builtin:approval-hint"]);
   });
 });
 

@@ -2,27 +2,12 @@
  * `switchyard dlq list|replay` — entries the bus gave up on (undecodable, or delivered too many times).
  */
 import type { Command } from "commander";
-import type { Redis } from "ioredis";
-import type { Bus, DeadLetter } from "../../bus/bus.js";
-import { decodeEnvelope, EnvelopeKind } from "../../bus/codec.js";
+import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters, type DeadLetterView } from "../../bus/dead-letters.js";
 import { assertStreamName } from "../../bus/keys.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
-
-/** What `dlq list --json` prints per dead letter. */
-export interface DeadLetterView {
-  stream: string;
-  id: string;
-  originalId: string;
-  reason: string;
-  deliveries: number;
-  atMs: number;
-  bytes: number;
-  /** The envelope's identity when the bytes still decode, else null. */
-  envelope: { id: string; kind: string; orgId: string; taskId: string; stepId: string } | null;
-}
 
 export function registerDlqCommands(program: Command, run: ActionRunner): void {
   const dlq = program.command("dlq").description("inspect and replay dead letters");
@@ -46,10 +31,10 @@ export function registerDlqCommands(program: Command, run: ActionRunner): void {
         if (options.stream !== undefined) assertStreamName(options.stream);
         const letters = await ctx.withRuntime(
           async (runtime) => {
-            const streams = options.stream !== undefined ? [options.stream] : await discoverDeadLetterStreams(runtime.redis, ctx.config.bus.keyPrefix);
+            const streams = options.stream !== undefined ? [options.stream] : await findDeadLetterStreams(runtime.redis, ctx.config.bus.keyPrefix);
             const views: DeadLetterView[] = [];
             for (const stream of streams) {
-              for (const letter of await runtime.bus.listDeadLetters(stream, options.limit)) views.push(viewOf(letter, ctx.config.bus.maxPayloadBytes));
+              for (const letter of await runtime.bus.listDeadLetters(stream, options.limit)) views.push(deadLetterView(letter, ctx.config.bus.maxPayloadBytes));
             }
             return views;
           },
@@ -84,64 +69,11 @@ export function registerDlqCommands(program: Command, run: ActionRunner): void {
         if ((options.id === undefined) === !options.all) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "name the entries to replay with --id (repeatable) or pass --all", { details: { path: "--id" } });
         }
-        const replayed = await ctx.withRuntime((runtime) => (options.all ? replayAll(runtime.bus, options.stream) : runtime.bus.replayDeadLetters(options.stream, options.id!)), {
+        const replayed = await ctx.withRuntime((runtime) => (options.all ? replayAllDeadLetters(runtime.bus, options.stream) : runtime.bus.replayDeadLetters(options.stream, options.id!)), {
           checks: false,
         });
         if (options.json) return ctx.printJson({ stream: options.stream, replayed });
         ctx.print(`replayed ${replayed}`);
       }),
     );
-}
-
-/** Logical stream names that have a dead-letter stream under `prefix`. */
-export async function discoverDeadLetterStreams(redis: Redis, prefix: string): Promise<string[]> {
-  const pattern = `${escapeGlob(prefix)}{*}:dead`;
-  const found = new Set<string>();
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-    cursor = next;
-    for (const key of keys) {
-      // Stream names contain no braces, so the hash tag is exactly the logical name.
-      const match = /^\{([^{}]+)\}:dead$/.exec(key.slice(prefix.length));
-      if (match) found.add(match[1]!);
-    }
-  } while (cursor !== "0");
-  return [...found].sort();
-}
-
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, "\\$&");
-}
-
-async function replayAll(bus: Bus, stream: string): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const page = await bus.listDeadLetters(stream, 1000);
-    if (page.length === 0) return total;
-    const replayed = await bus.replayDeadLetters(stream, page.map((l) => l.id));
-    total += replayed;
-    // Nothing moved (entries vanished concurrently): stop rather than spin.
-    if (replayed === 0) return total;
-  }
-}
-
-function viewOf(letter: DeadLetter, maxPayloadBytes: number): DeadLetterView {
-  let envelope: DeadLetterView["envelope"] = null;
-  try {
-    const decoded = decodeEnvelope(letter.raw, maxPayloadBytes);
-    envelope = { id: decoded.id, kind: EnvelopeKind[decoded.kind] ?? String(decoded.kind), orgId: decoded.orgId, taskId: decoded.taskId, stepId: decoded.stepId };
-  } catch {
-    // Undecodable bytes are a normal reason to be here; the row still lists them.
-  }
-  return {
-    stream: letter.stream,
-    id: letter.id,
-    originalId: letter.originalId,
-    reason: letter.reason,
-    deliveries: letter.deliveries,
-    atMs: letter.atMs,
-    bytes: letter.raw.byteLength,
-    envelope,
-  };
 }

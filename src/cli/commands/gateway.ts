@@ -2,16 +2,15 @@
  * `switchyard start gateway` — the HTTP server for the tenant/SRE API, metrics and health. Runs until a signal.
  */
 import type { Command } from "commander";
-import { DEFAULT_GATEWAY_PORT, DEFAULT_READ_MAX_BYTES } from "../../gateway/options.js";
 import { startGateway } from "../../gateway/server.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
 
 export interface GatewayCommandOptions {
-  port: number;
-  host: string;
-  readMaxBytes: number;
+  port?: number;
+  host?: string;
+  readMaxBytes?: number;
 }
 
 /** Adds `gateway` under the `start` command group (registered by start.ts). */
@@ -26,9 +25,9 @@ export function registerGatewayCommand(program: Command, run: ActionRunner): voi
   start
     .command("gateway")
     .description("run the API gateway (Connect API, /metrics, /healthz, /readyz) until SIGINT/SIGTERM")
-    .option("--port <n>", "TCP port (0: any free port)", intOption(0), DEFAULT_GATEWAY_PORT)
-    .option("--host <host>", "interface to listen on", "0.0.0.0")
-    .option("--read-max-bytes <n>", "largest request body accepted", intOption(1), DEFAULT_READ_MAX_BYTES)
+    .option("--port <n>", "TCP port (0: any free port; default SWITCHYARD_GATEWAY_PORT or 8080)", intOption(0))
+    .option("--host <host>", "interface to listen on (default SWITCHYARD_GATEWAY_HOST or 127.0.0.1)")
+    .option("--read-max-bytes <n>", "largest request body accepted (default SWITCHYARD_GATEWAY_MAX_BODY_BYTES)", intOption(1))
     .action(run(async (ctx, options: GatewayCommandOptions) => runGateway(ctx, options)));
 }
 
@@ -38,9 +37,9 @@ async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Prom
   const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
   try {
     const gateway = await startGateway(runtime, {
-      port: options.port,
-      host: options.host,
-      readMaxBytes: options.readMaxBytes,
+      port: options.port ?? ctx.config.gateway.port,
+      host: options.host ?? ctx.config.gateway.host,
+      readMaxBytes: options.readMaxBytes ?? ctx.config.gateway.maxBodyBytes,
       shutdownGraceMs: ctx.config.harness.shutdownGraceMs,
     });
     await new Promise<void>((resolve) => {

@@ -2,9 +2,8 @@
  * `switchyard start coordinator|harness|all` — the long-running processes. Each logs JSON lines to stdout and
  * stops gracefully on SIGINT/SIGTERM; a second signal exits at once with 130.
  */
+import { createCoordinator } from "../../coordinator-process.js";
 import type { Command } from "commander";
-import { consumerName } from "../../bus/keys.js";
-import { Coordinator } from "../../coordinator/coordinator.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { runHarnessProcess } from "../../harness/process.js";
 import { intOption } from "../args.js";
@@ -31,21 +30,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
         const runtime = await openRuntime(config, { logger });
         const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
         try {
-          const coordinator = new Coordinator({
-            pool: runtime.pool,
-            bus: runtime.bus,
-            engine: runtime.engine,
-            publisher: runtime.publisher,
-            consumer: options.consumer ?? consumerName("coordinator"),
-            batchSize: config.coordinator.batchSize,
-            blockMs: config.bus.blockMs,
-            reclaimIdleMs: config.bus.reclaimIdleMs,
-            sweepIntervalMs: config.coordinator.sweepIntervalMs,
-            trimMaxLen: config.bus.trimMaxLen,
-            logger,
-            metrics: runtime.metrics,
-            flags: runtime.flags,
-          });
+          const coordinator = createCoordinator(runtime, { consumer: options.consumer, logger });
           logger.info("coordinator started");
           await coordinator.start(stop.signal);
           logger.info("coordinator stopped");

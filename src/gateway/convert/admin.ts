@@ -5,7 +5,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { ApiKeyKind, type ApiKeySchema, type DeadLetterSchema, type TenantSchema } from "../../gen/switchyard/api/v1/admin_pb.js";
 import type { ApiKeyRecord } from "../../tenancy/api-keys.js";
 import type { TenantRecord } from "../../tenancy/tenants.js";
-import type { DeadLetterView } from "../dead-letters.js";
+import type { DeadLetterView } from "../../bus/dead-letters.js";
 import { enumMapping, toTimestamp } from "./values.js";
 
 export const apiKeyKinds = enumMapping<ApiKeyRecord["kind"], ApiKeyKind>("API key kind", [

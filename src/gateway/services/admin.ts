@@ -14,7 +14,7 @@ import { listTenants, setTenantBudget } from "../../tenancy/tenants.js";
 import { adminCall } from "../auth.js";
 import { apiKeyToProto, deadLetterToProto, tenantToProto } from "../convert/admin.js";
 import { enumMapping, toTimestamp } from "../convert/values.js";
-import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters } from "../dead-letters.js";
+import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters } from "../../bus/dead-letters.js";
 import type { ServiceDeps } from "./deps.js";
 
 const DEFAULT_DEAD_LETTER_LIMIT = 100;

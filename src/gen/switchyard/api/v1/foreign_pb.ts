@@ -102,7 +102,8 @@ export const ForeignAgentSchema: GenMessage<ForeignAgent> = /*@__PURE__*/
  */
 export type ForeignAgentServiceRegisterRequest = Message<"switchyard.api.v1.ForeignAgentServiceRegisterRequest"> & {
   /**
-   * `enabled` defaults to true on register; `created_at` / `updated_at` are ignored.
+   * A registered agent starts enabled (proto3 cannot tell an unset `enabled` from false: call Disable to park it);
+   * `created_at` / `updated_at` are ignored.
    *
    * @generated from field: switchyard.api.v1.ForeignAgent agent = 1;
    */

@@ -1,10 +1,11 @@
 /**
- * Dead letters for the admin API: which streams have them, what each one was, and replaying them.
- * TODO(api): `switchyard dlq` (src/cli/commands/dlq.ts) has the same discovery and view; it could use this module.
+ * Dead letters as operators see them (admin API and `switchyard dlq`): which streams have them, what each one was,
+ * and replaying them.
  */
 import type { Redis } from "ioredis";
-import type { Bus, DeadLetter } from "../bus/bus.js";
-import { decodeEnvelope, EnvelopeKind } from "../bus/codec.js";
+import type { Bus, DeadLetter } from "./bus.js";
+import { decodeEnvelope, EnvelopeKind } from "./codec.js";
+import { discoverStreams } from "./stream-discovery.js";
 
 export interface DeadLetterView {
   stream: string;
@@ -18,21 +19,9 @@ export interface DeadLetterView {
   envelope: { id: string; kind: string; orgId: string; taskId: string; stepId: string } | null;
 }
 
-/** Logical stream names that have a dead-letter stream under `prefix` (SCAN, never KEYS). */
-export async function findDeadLetterStreams(redis: Redis, prefix: string): Promise<string[]> {
-  const pattern = `${prefix.replace(/[*?[\]\\]/g, "\\$&")}{*}:dead`;
-  const found = new Set<string>();
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-    cursor = next;
-    for (const key of keys) {
-      // Stream names contain no braces, so the hash tag is exactly the logical name.
-      const match = /^\{([^{}]+)\}:dead$/.exec(key.slice(prefix.length));
-      if (match) found.add(match[1]!);
-    }
-  } while (cursor !== "0");
-  return [...found].sort();
+/** Logical stream names that have a dead-letter stream under `prefix`. */
+export function findDeadLetterStreams(redis: Redis, prefix: string): Promise<string[]> {
+  return discoverStreams(redis, prefix, { deadLetters: true });
 }
 
 export function deadLetterView(letter: DeadLetter, maxPayloadBytes: number): DeadLetterView {

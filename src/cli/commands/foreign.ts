@@ -1,0 +1,151 @@
+/**
+ * `switchyard foreign register|list|disable` — the tenant's registry of foreign (A2A) agents, straight against the
+ * database (operator path). The registry holds no secret: `--credential-ref` is the NAME of one.
+ */
+import { InvalidArgumentError, type Command } from "commander";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { disableForeignAgent, FOREIGN_PROTOCOLS, listForeignAgents, registerForeignAgent, type ForeignAgentRecord, type ForeignProtocol } from "../../foreign/registry.js";
+import { requireTenant } from "../args.js";
+import type { ActionRunner } from "../action.js";
+import { formatTable } from "../output.js";
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+function wholeNumber(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError("expected a whole number >= 0");
+  return n;
+}
+
+function nonNegative(value: string): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError("expected a number >= 0");
+  return n;
+}
+
+function protocolOption(value: string): ForeignProtocol {
+  if (!(FOREIGN_PROTOCOLS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${FOREIGN_PROTOCOLS.join(", ")}`);
+  return value as ForeignProtocol;
+}
+
+/** The base URL's host (and explicit port): the default allowlist entry. */
+function hostOf(baseUrl: string): string {
+  try {
+    const url = new URL(baseUrl);
+    return url.port ? `${url.hostname}:${url.port}` : url.hostname;
+  } catch {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `--url is not a URL: ${JSON.stringify(baseUrl)}`, { details: { path: "--url" } });
+  }
+}
+
+export function foreignAgentJson(agent: ForeignAgentRecord): Record<string, unknown> {
+  return {
+    orgId: agent.orgId,
+    agentKey: agent.agentKey,
+    baseUrl: agent.baseUrl,
+    protocol: agent.protocol,
+    credentialRef: agent.credentialRef,
+    allowHost: agent.allowHost,
+    skills: agent.skills,
+    clearanceCeiling: agent.clearanceCeiling,
+    costEstimate: agent.costEstimate,
+    enabled: agent.enabled,
+    createdAt: agent.createdAt.toISOString(),
+    updatedAt: agent.updatedAt.toISOString(),
+  };
+}
+
+interface RegisterOptions {
+  tenant?: string;
+  url?: string;
+  skill?: string[];
+  allow?: string;
+  clearance?: number;
+  protocol?: ForeignProtocol;
+  cost?: number;
+  credentialRef?: string;
+  json?: boolean;
+}
+
+export function registerForeignCommands(program: Command, run: ActionRunner): void {
+  const foreign = program.command("foreign").description("register, list and disable the tenant's foreign (A2A) agents");
+
+  /**
+   * `foreign register KEY --tenant T --url BASE [--skill ID]… [--allow HOST] [--clearance N] [--protocol auto|1.0|0.3]
+   * [--cost N] [--credential-ref NAME] [--json]` — JSON: the agent (see `foreign list --json`).
+   */
+  const register = foreign.command("register");
+  register
+    .description("register a foreign agent: steps and delegations to foreign:KEY reach it over A2A")
+    .argument("<key>", "agent key: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+    .option("--tenant <tenant>", "tenant id")
+    .option("--url <base>", "the agent's base URL (required); its card is read from BASE/.well-known/agent-card.json")
+    .option("--skill <id>", "a skill the agent's card must list (repeatable)", collect)
+    .option("--allow <host>", "egress allowlist entry: host[:port] or *.domain (default: the URL's host and port)")
+    .option("--clearance <level>", "clearance ceiling: hops with a higher floor are refused (default 0)", wholeNumber)
+    .option("--protocol <version>", "A2A dialect: auto (prefer 1.0), 1.0 or 0.3", protocolOption)
+    .option("--cost <units>", "cost estimate per call, accrued when the agent answers", nonNegative)
+    .option("--credential-ref <name>", "NAME of the credential in the secret store (never the secret)")
+    .option("--json", "print the agent as JSON")
+    .action(
+      run(async (ctx, key: string, options: RegisterOptions) => {
+        const orgId = requireTenant(options.tenant);
+        // The program's global `--url` (the gateway of remote commands) takes the flag wherever it is written.
+        const baseUrl = options.url ?? register.optsWithGlobals<{ url?: string }>().url;
+        if (!baseUrl) throw new SwitchyardError(ErrorCode.InvalidArgument, "--url must name the agent's base URL", { details: { path: "--url" } });
+        const agent = await ctx.withPool((pool) =>
+          registerForeignAgent(pool, orgId, {
+            agentKey: key,
+            baseUrl,
+            allowHost: options.allow ?? hostOf(baseUrl),
+            skills: options.skill ?? [],
+            ...(options.clearance !== undefined ? { clearanceCeiling: options.clearance } : {}),
+            ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
+            ...(options.cost !== undefined ? { costEstimate: options.cost } : {}),
+            ...(options.credentialRef !== undefined ? { credentialRef: options.credentialRef } : {}),
+          }),
+        );
+        if (options.json) return ctx.printJson(foreignAgentJson(agent));
+        ctx.print(`registered foreign:${agent.agentKey} for tenant ${orgId}: ${agent.baseUrl} (allow ${agent.allowHost}, protocol ${agent.protocol}, clearance ≤ ${agent.clearanceCeiling})`);
+      }),
+    );
+
+  /** `foreign list --tenant T [--json]` — JSON: `{"agents":[{"orgId","agentKey","baseUrl","protocol","credentialRef","allowHost","skills","clearanceCeiling","costEstimate","enabled","createdAt","updatedAt"}]}` */
+  foreign
+    .command("list")
+    .description("list the tenant's foreign agents")
+    .option("--tenant <tenant>", "tenant id")
+    .option("--json", "print the result as JSON")
+    .action(
+      run(async (ctx, options: { tenant?: string; json?: boolean }) => {
+        const orgId = requireTenant(options.tenant);
+        const agents = await ctx.withPool((pool) => listForeignAgents(pool, orgId));
+        if (options.json) return ctx.printJson({ agents: agents.map(foreignAgentJson) });
+        if (agents.length === 0) return ctx.print(`no foreign agents for tenant ${orgId}`);
+        ctx.print(
+          formatTable(
+            ["agent", "url", "allow", "protocol", "skills", "clearance", "cost", "enabled"],
+            agents.map((a) => [a.agentKey, a.baseUrl, a.allowHost, a.protocol, a.skills.join(",") || "-", a.clearanceCeiling, a.costEstimate, a.enabled ? "yes" : "no"]),
+          ),
+        );
+      }),
+    );
+
+  /** `foreign disable KEY --tenant T [--json]` — hops to the agent fail closed (FOREIGN_UNAVAILABLE) from now on. */
+  foreign
+    .command("disable")
+    .description("disable a foreign agent: hops to it fail closed until it is enabled again")
+    .argument("<key>", "agent key")
+    .option("--tenant <tenant>", "tenant id")
+    .option("--json", "print the agent as JSON")
+    .action(
+      run(async (ctx, key: string, options: { tenant?: string; json?: boolean }) => {
+        const orgId = requireTenant(options.tenant);
+        const agent = await ctx.withPool((pool) => disableForeignAgent(pool, orgId, key));
+        if (options.json) return ctx.printJson(foreignAgentJson(agent));
+        ctx.print(`disabled foreign:${agent.agentKey} for tenant ${orgId}`);
+      }),
+    );
+}

@@ -1,0 +1,39 @@
+/**
+ * A coordinator built from a runtime with everything a deployed one runs beside its inbox: live flags, the
+ * signed-checkpoint job (SWITCHYARD_CHECKPOINT_*) and the FOREIGN sender and sweep. `start coordinator`,
+ * `start all` and the demo all use this, so they cannot drift apart.
+ */
+import { consumerName } from "./bus/keys.js";
+import { Coordinator } from "./coordinator/coordinator.js";
+import { createCheckpointJob } from "./governance/checkpoint-job.js";
+import type { Logger } from "./logger.js";
+import type { Runtime } from "./runtime.js";
+
+export function createCoordinator(runtime: Runtime, options: { consumer?: string; logger?: Logger } = {}): Coordinator {
+  const { config, pool, metrics } = runtime;
+  const logger = options.logger ?? runtime.logger;
+  return new Coordinator({
+    pool,
+    bus: runtime.bus,
+    engine: runtime.engine,
+    publisher: runtime.publisher,
+    consumer: options.consumer ?? consumerName("coordinator"),
+    batchSize: config.coordinator.batchSize,
+    blockMs: config.bus.blockMs,
+    reclaimIdleMs: config.bus.reclaimIdleMs,
+    sweepIntervalMs: config.coordinator.sweepIntervalMs,
+    trimMaxLen: config.bus.trimMaxLen,
+    logger,
+    metrics,
+    flags: runtime.flags,
+    checkpoints: createCheckpointJob({
+      pool,
+      operatorKey: config.checkpoints.signingKeyPem ?? undefined,
+      everyRows: config.checkpoints.everyRows,
+      everyMs: config.checkpoints.everyMs,
+      logger,
+      metrics,
+    }),
+    background: runtime.foreignJobs,
+  });
+}

@@ -1,0 +1,62 @@
+/**
+ * One outbound channel per (tenant, agent, allowlist entry): a guarded fetch that may reach only that agent's
+ * `allow_host` (plus the operator's CIDRs), the Agent Card cache and the A2A client built on it. Every call to a
+ * foreign agent — card, send, get, cancel — goes through its channel, so the egress guard sees all of them.
+ * A changed registry entry (another allow_host) gets a fresh channel; old ones are dropped least-recently-used.
+ */
+import type { ForeignConfig } from "../config.js";
+import { AgentCardCache } from "./a2a/agent-card.js";
+import { createA2AClient, type A2AClient } from "./a2a/client.js";
+import { createGuardedFetch } from "./egress/index.js";
+import type { ForeignAgentRecord } from "./registry.js";
+
+export interface AgentChannel {
+  fetch: typeof globalThis.fetch;
+  cards: AgentCardCache;
+  client: A2AClient;
+}
+
+export interface AgentChannelsOptions {
+  foreign: ForeignConfig;
+  /** Aborts every call (shutdown). */
+  signal?: AbortSignal;
+  /** Channels kept at most. @defaultValue 1000 */
+  maxChannels?: number;
+  /** Replaces the guarded fetch factory (tests of the guard itself never need this; kept for benchmarks). */
+  makeFetch?: (allowHost: string) => typeof globalThis.fetch;
+}
+
+export class AgentChannels {
+  private readonly channels = new Map<string, AgentChannel>();
+
+  constructor(private readonly options: AgentChannelsOptions) {}
+
+  get(agent: Pick<ForeignAgentRecord, "orgId" | "agentKey" | "allowHost">): AgentChannel {
+    const key = `${agent.orgId}\u0000${agent.agentKey}\u0000${agent.allowHost}`;
+    const existing = this.channels.get(key);
+    if (existing) {
+      this.channels.delete(key);
+      this.channels.set(key, existing);
+      return existing;
+    }
+    const f = this.options.foreign;
+    const fetchImpl =
+      this.options.makeFetch?.(agent.allowHost) ??
+      createGuardedFetch({
+        allowHosts: [agent.allowHost],
+        allowedNetworks: f.allowedNetworks,
+        connectTimeoutMs: f.connectTimeoutMs,
+        totalTimeoutMs: f.totalTimeoutMs,
+        maxResponseBytes: f.maxResponseBytes,
+        ...(this.options.signal ? { signal: this.options.signal } : {}),
+      });
+    const channel: AgentChannel = {
+      fetch: fetchImpl,
+      cards: new AgentCardCache({ fetch: fetchImpl, ttlMs: f.cardTtlMs, timeoutMs: f.totalTimeoutMs }),
+      client: createA2AClient({ fetch: fetchImpl, timeoutMs: f.totalTimeoutMs }),
+    };
+    this.channels.set(key, channel);
+    while (this.channels.size > (this.options.maxChannels ?? 1000)) this.channels.delete(this.channels.keys().next().value!);
+    return channel;
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The A2A push-notification callback, as a plain Node handler the gateway mounts:
+ * `POST /api/v1/a2a/callback/{bridgeId}?t=TOKEN`.
+ *
+ * In order, before anything changes:
+ * 1. the bridge id names the bridge and therefore the tenant (never the token or the body);
+ * 2. the URL token must verify for that bridge and tenant (HMAC with the tenant's link key, constant time, expiry,
+ *    key not retired) AND the notification token (`X-A2A-Notification-Token`, or `Authorization: Bearer`) must match
+ *    the bridge's stored hash (constant time) — an unknown bridge or either check failing → 401;
+ * 3. the tenant's token bucket (`callbackRatePerSec`) → 429;
+ * 4. the body: over `callbackMaxBytes` → 413; not a v1.0 StreamResponse or v0.3 task event → 400 with the reason;
+ *    its task id must be the bridge's foreign task (400 otherwise; while the send has not answered yet, the first
+ *    push records it).
+ * Then resume.ts applies it: non-terminal states update the bridge, a terminal one resumes the step exactly once.
+ * Duplicates and late pushes answer 200 and change nothing (A2A senders do not retry, so we never ask them to).
+ *
+ * `handleA2ACallback` answers false, touching nothing, for any other path.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { isSwitchyardError, ErrorCode } from "../errors.js";
+import { silentLogger, type Logger } from "../logger.js";
+import { parsePushNotification } from "./a2a/push-body.js";
+import { findBridge } from "./bridge-store.js";
+import { CallbackTokenError, notificationTokenMatches, verifyCallbackToken } from "./callback-token.js";
+import { applyObservation, type BridgeResumeDeps } from "./resume.js";
+import { TokenBuckets } from "./rate-limit.js";
+import { CALLBACK_PATH_PREFIX } from "./sender.js";
+
+export interface A2ACallbackDeps extends BridgeResumeDeps {
+  /** Largest body accepted (bytes). */
+  maxBodyBytes: number;
+  /** Per-tenant limiter; build one with `new TokenBuckets({ ratePerSec })` and keep it for the process. */
+  limiter: TokenBuckets;
+  logger?: Logger;
+  clock?: () => number;
+}
+
+const PATH_RE = /^\/api\/v1\/a2a\/callback\/([^/]+)$/;
+
+export async function handleA2ACallback(req: IncomingMessage, res: ServerResponse, deps: A2ACallbackDeps): Promise<boolean> {
+  const url = new URL(req.url ?? "/", "http://localhost");
+  if (!url.pathname.startsWith(CALLBACK_PATH_PREFIX)) return false;
+  const match = PATH_RE.exec(url.pathname);
+  if (!match) return false;
+  const logger = deps.logger ?? silentLogger;
+  try {
+    if (req.method !== "POST") return answer(res, undefined, 405, "use POST", { allow: "POST" });
+    const bridgeId = decodeURIComponent(match[1]!);
+    const bridge = await findBridge(deps.pool, bridgeId);
+    if (!bridge) return answer(res, req, 401, "unknown callback");
+    try {
+      await verifyCallbackToken(deps.pool, url.searchParams.get("t"), { id: bridge.id, orgId: bridge.orgId }, (deps.clock ?? Date.now)());
+    } catch (error) {
+      if (!(error instanceof CallbackTokenError)) throw error;
+      logger.warn({ bridgeId: bridge.id, orgId: bridge.orgId, refusal: error.refusal }, "A2A callback refused: URL token");
+      return answer(res, req, 401, error.message);
+    }
+    if (!notificationTokenMatches(presentedToken(req), bridge.notificationTokenHash)) {
+      logger.warn({ bridgeId: bridge.id, orgId: bridge.orgId }, "A2A callback refused: notification token");
+      return answer(res, req, 401, "the notification token does not match");
+    }
+    if (!deps.limiter.take(bridge.orgId)) return answer(res, req, 429, "too many callbacks for this tenant; slow down", { "retry-after": "1" });
+
+    const body = await readCapped(req, deps.maxBodyBytes);
+    if (body === undefined) return answer(res, undefined, 413, `push notification body exceeds ${deps.maxBodyBytes} bytes`, { connection: "close" });
+    let parsed;
+    try {
+      parsed = parsePushNotification(req.headers["content-type"], body, { maxBytes: deps.maxBodyBytes });
+    } catch (error) {
+      if (!isSwitchyardError(error)) throw error;
+      const status = error.code === ErrorCode.PayloadTooLarge ? 413 : 400;
+      return answer(res, undefined, status, `${String(error.details.reason ?? error.code)}: ${error.message}`);
+    }
+    if (bridge.foreignTaskId !== null && parsed.foreignTaskId !== bridge.foreignTaskId) {
+      return answer(res, undefined, 400, "TASK_MISMATCH: the push is for another task than this callback's");
+    }
+    let outcome;
+    try {
+      outcome = await applyObservation(deps, bridge.id, {
+        foreignTaskId: parsed.foreignTaskId,
+        ...(parsed.state !== undefined ? { state: parsed.state } : {}),
+        artifacts: parsed.artifacts,
+        ...(parsed.message !== undefined ? { message: parsed.message } : {}),
+      });
+    } catch (error) {
+      // Another bridge of the tenant already owns that foreign task id: the body lies about its task.
+      if ((error as { code?: string }).code === "23505") return answer(res, undefined, 400, "TASK_MISMATCH: the task belongs to another callback");
+      throw error;
+    }
+    if (outcome === "mismatch") return answer(res, undefined, 400, "TASK_MISMATCH: the push is for another task than this callback's");
+    return answer(res, undefined, 200, outcome === "ignored" ? "already resolved; nothing changed" : outcome);
+  } catch (error) {
+    logger.error({ err: error }, "A2A callback failed");
+    if (!res.headersSent) reply(res, 500, "the notification could not be recorded");
+    return true;
+  }
+}
+
+function presentedToken(req: IncomingMessage): string | undefined {
+  const header = req.headers["x-a2a-notification-token"];
+  if (typeof header === "string" && header !== "") return header;
+  const auth = req.headers.authorization;
+  if (typeof auth === "string" && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, "").trim();
+  return undefined;
+}
+
+/** The body, or undefined when it exceeds `limit` (the rest is drained, not buffered). */
+function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+    });
+    req.on("end", () => resolve(size > limit ? undefined : Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+/** Answers and reports the request handled; `unread`, a refused request, has its body drained unread. */
+function answer(res: ServerResponse, unread: IncomingMessage | undefined, status: number, text: string, headers: Record<string, string> = {}): true {
+  reply(res, status, text, headers);
+  unread?.resume();
+  return true;
+}
+
+function reply(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+  const body = JSON.stringify(status < 300 ? { ok: true, outcome: text } : { error: text });
+  res.writeHead(status, { ...headers, "cache-control": "no-store", "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+

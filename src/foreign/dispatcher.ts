@@ -1,0 +1,73 @@
+/**
+ * The A2A adapter of the ForeignDispatcher port. It runs INSIDE the hop's transaction, after the governor allowed the
+ * hop and its audit row was written, and sends nothing: it checks the registry (agent registered and enabled, the
+ * hop's clearance floor within the agent's ceiling) and writes the `a2a_bridge` row (status `pending_send`). The
+ * post-commit sender (sender.ts) opens the foreign task, so no byte leaves before the audit row is committed — and
+ * a rolled-back hop leaves no bridge behind.
+ */
+import type { EnvelopeSpec } from "../coordinator/model.js";
+import type { ForeignDispatcher, ForeignDispatchOutcome } from "../coordinator/foreign-dispatcher.js";
+import { ensureLinkKey } from "../approvals/link-keys.js";
+import { ErrorCode } from "../errors.js";
+import type { Queryable } from "../store/db.js";
+import { insertBridge } from "./bridge-store.js";
+import { notificationSecret, sha256Hex } from "./callback-token.js";
+import { findForeignAgent } from "./registry.js";
+
+export const FOREIGN_PREFIX = "foreign:";
+
+export interface A2ADispatcherOptions {
+  /** Told after a bridge row was written (the sender may look soon; the row is visible once the hop commits). */
+  onBridge?: () => void;
+}
+
+export function agentKeyOf(destination: string): string {
+  return destination.startsWith(FOREIGN_PREFIX) ? destination.slice(FOREIGN_PREFIX.length) : destination;
+}
+
+export function createA2ADispatcher(options: A2ADispatcherOptions = {}): ForeignDispatcher {
+  return {
+    async dispatch(client: Queryable, envelope: EnvelopeSpec): Promise<ForeignDispatchOutcome> {
+      const agentKey = agentKeyOf(envelope.destination);
+      const agent = await findForeignAgent(client, envelope.orgId, agentKey);
+      if (!agent || !agent.enabled) {
+        return {
+          accepted: false,
+          error: { code: ErrorCode.ForeignUnavailable, message: `agent ${agentKey} is not ${agent ? "enabled" : "registered"} for tenant ${envelope.orgId}`, retryable: false },
+        };
+      }
+      if (envelope.clearanceFloor > agent.clearanceCeiling) {
+        return {
+          accepted: false,
+          error: {
+            code: ErrorCode.ClearanceDenied,
+            message: `clearance floor ${envelope.clearanceFloor} exceeds the clearance ceiling ${agent.clearanceCeiling} of foreign agent ${agentKey}`,
+            retryable: false,
+          },
+        };
+      }
+      const key = await ensureLinkKey(client, envelope.orgId);
+      let input: unknown = null;
+      try {
+        input = (JSON.parse(envelope.payloadJson) as { input?: unknown }).input ?? null;
+      } catch {
+        // The hop's own payload: always JSON. Sent as null rather than failing a governed hop on our own bug.
+      }
+      await insertBridge(client, {
+        id: envelope.id,
+        orgId: envelope.orgId,
+        taskId: envelope.taskId,
+        stepId: envelope.stepId,
+        attempt: envelope.attempt,
+        agentKey,
+        dialect: agent.protocol,
+        notificationTokenHash: sha256Hex(notificationSecret(key, envelope.id)),
+        tokenKid: key.kid,
+        request: input,
+        clearance: envelope.clearanceFloor,
+      });
+      options.onBridge?.();
+      return { accepted: true };
+    },
+  };
+}

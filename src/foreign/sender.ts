@@ -1,0 +1,217 @@
+/**
+ * The post-commit half of a foreign hop: opens the A2A task for each `pending_send` bridge.
+ *
+ * A bridge is claimed with `FOR UPDATE SKIP LOCKED` and a lease (`claimed_until`), so several coordinators share the
+ * work and a crashed sender's bridge is picked up again after the lease. The send itself runs OUTSIDE any
+ * transaction, so a push that races the response is never blocked on our row lock: it finds the bridge by id and
+ * records the foreign task id itself; the send's answer must then agree.
+ *
+ * Before sending: the step attempt must still be in flight (a cancelled or timed-out hop sends nothing); the Agent
+ * Card is resolved through the agent's guarded fetch and must list the required skills and push support. The send
+ * runs inside `withRetries` and the per-(tenant, agent) circuit breaker. Any failure — card, egress refusal,
+ * exhausted retries, open breaker — fails the step closed through the engine (`a2a:<bridge>:send-failed`).
+ *
+ * Skills: the card must list every skill the registry expects of the agent, plus the `skill` named by a step input
+ * object (e.g. a delegation payload `{ skill: "translate", … }`), when there is one.
+ */
+import type { ForeignConfig } from "../config.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import { silentLogger, type Logger } from "../logger.js";
+import type { Queryable } from "../store/db.js";
+import { getLinkKey } from "../approvals/link-keys.js";
+import type { AgentChannels } from "./agent-channels.js";
+import { BRIDGE_COLUMNS, toBridge, type BridgeRecord } from "./bridge-store.js";
+import { notificationSecret, signCallbackToken } from "./callback-token.js";
+import { failSend, type BridgeResumeDeps } from "./resume.js";
+import { findForeignAgent, type ForeignAgentRecord } from "./registry.js";
+import { EgressReason, isTransientFailure, withRetries, type BreakerRegistry } from "./egress/index.js";
+
+export const CALLBACK_PATH_PREFIX = "/api/v1/a2a/callback/";
+
+export interface ForeignSenderOptions extends BridgeResumeDeps {
+  channels: AgentChannels;
+  breakers: BreakerRegistry;
+  foreign: ForeignConfig;
+  /** Base URL agents reach our callback route at (SWITCHYARD_PUBLIC_URL). */
+  publicUrl: string;
+  /** Bridges claimed per run. @defaultValue 20 */
+  batchSize?: number;
+  /** How long a claim holds off other senders (ms). @defaultValue retries × total timeout + 30 s */
+  leaseMs?: number;
+  /** Ask agents for `Authorization: Bearer` instead of the token header. @defaultValue false */
+  bearer?: boolean;
+  clock?: () => number;
+}
+
+interface Claimed {
+  bridge: BridgeRecord;
+  stepStatus: string | null;
+  stepAttempt: number | null;
+  dueAtMs: number | null;
+}
+
+export class ForeignSender {
+  private readonly logger: Logger;
+  private readonly clock: () => number;
+  private active = false;
+  private running: Promise<number> | undefined;
+  private again = false;
+
+  constructor(private readonly options: ForeignSenderOptions) {
+    this.logger = (options.logger ?? silentLogger).child({ component: "a2a-sender" });
+    this.clock = options.clock ?? Date.now;
+  }
+
+  /**
+   * Asks for a run soon (after a hop wrote a bridge). Only in a process whose loop runs the sender (a coordinator),
+   * so a short-lived CLI process never starts a send it would abandon.
+   */
+  kick(): void {
+    if (!this.active) return;
+    setTimeout(() => void this.run().catch((error: unknown) => this.logger.error({ err: error }, "foreign sender failed")), 10);
+  }
+
+  /** Sends every claimable bridge; returns how many were handled. One run at a time per process. */
+  run(): Promise<number> {
+    this.active = true;
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      let total = 0;
+      try {
+        do {
+          this.again = false;
+          for (;;) {
+            const claimed = await this.claim();
+            if (claimed.length === 0) break;
+            await Promise.all(claimed.map((c) => this.sendOne(c)));
+            total += claimed.length;
+          }
+        } while (this.again);
+      } finally {
+        this.running = undefined;
+      }
+      return total;
+    })();
+    return this.running;
+  }
+
+  private async claim(): Promise<Claimed[]> {
+    const leaseMs = this.options.leaseMs ?? this.options.foreign.retries * this.options.foreign.totalTimeoutMs + 30_000;
+    const { rows } = await this.options.pool.query(
+      `WITH picked AS (
+         SELECT id FROM a2a_bridge WHERE status = 'pending_send' AND (claimed_until IS NULL OR claimed_until < now())
+         ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       UPDATE a2a_bridge b SET claimed_until = now() + make_interval(secs => $2::double precision / 1000)
+       FROM picked WHERE b.id = picked.id
+       RETURNING ${BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ")},
+         (SELECT s.status FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_status,
+         (SELECT s.attempt FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_attempt,
+         (SELECT s.due_at_ms FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS due_at_ms`,
+      [this.options.batchSize ?? 20, leaseMs],
+    );
+    return rows.map((row) => ({
+      bridge: toBridge(row),
+      stepStatus: (row.step_status as string | null) ?? null,
+      stepAttempt: (row.step_attempt as number | null) ?? null,
+      dueAtMs: row.due_at_ms === null ? null : Number(row.due_at_ms),
+    }));
+  }
+
+  private async sendOne(claimed: Claimed): Promise<void> {
+    const { bridge } = claimed;
+    const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, agent: bridge.agentKey });
+    if (claimed.stepStatus !== "dispatched" || claimed.stepAttempt !== bridge.attempt) {
+      // The hop was cancelled, timed out or retried before we sent it: nothing leaves.
+      await this.options.pool.query(
+        `UPDATE a2a_bridge SET status = 'timed_out', last_state = 'not_sent', resolved_at = now(), updated_at = now(), claimed_until = NULL
+         WHERE id = $1 AND status = 'pending_send'`,
+        [bridge.id],
+      );
+      log.info("foreign hop no longer in flight; not sent");
+      return;
+    }
+    try {
+      const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
+      if (!agent || !agent.enabled) {
+        throw new SwitchyardError(ErrorCode.ForeignUnavailable, `agent ${bridge.agentKey} is not ${agent ? "enabled" : "registered"} for tenant ${bridge.orgId}`);
+      }
+      const deadlineMs = claimed.dueAtMs ?? this.clock() + this.options.foreign.totalTimeoutMs;
+      const push = await this.pushTarget(this.options.pool, bridge, deadlineMs);
+      const sent = await this.send(agent, bridge, push);
+      const { rows } = await this.options.pool.query<{ foreign_task_id: string | null }>(
+        `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, deadline_ms = $4, claimed_until = NULL, updated_at = now(),
+           status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END,
+           last_state = CASE WHEN status = 'pending_send' THEN $5 ELSE last_state END
+         WHERE id = $1 RETURNING foreign_task_id`,
+        [bridge.id, sent.foreignTaskId, sent.dialect, deadlineMs, sent.state],
+      );
+      if (rows[0]?.foreign_task_id !== sent.foreignTaskId) {
+        throw new SwitchyardError(ErrorCode.Unavailable, `foreign agent ${bridge.agentKey} answered with task ${sent.foreignTaskId} but pushed for ${rows[0]?.foreign_task_id}`, {
+          details: { reason: "A2A_TASK_MISMATCH" },
+        });
+      }
+      log.info({ foreignTaskId: sent.foreignTaskId, dialect: sent.dialect }, "foreign task opened");
+    } catch (error) {
+      const stepError = sendFailure(bridge.agentKey, error);
+      log.warn({ err: error, code: stepError.code }, "foreign send failed; the step fails closed");
+      await failSend(this.options, bridge.id, stepError);
+    }
+  }
+
+  private async pushTarget(db: Queryable, bridge: BridgeRecord, deadlineMs: number): Promise<{ url: string; token: string; bearer: boolean }> {
+    const key = await getLinkKey(db, bridge.orgId, bridge.tokenKid);
+    if (!key || key.retiredAt !== null) throw new SwitchyardError(ErrorCode.FailedPrecondition, `the tenant's link key ${bridge.tokenKid} was retired before the hop was sent`);
+    const t = signCallbackToken(key, { bridgeId: bridge.id, orgId: bridge.orgId, expiresAtMs: deadlineMs + this.options.foreign.callbackTokenGraceMs });
+    return {
+      url: `${this.options.publicUrl.replace(/\/+$/, "")}${CALLBACK_PATH_PREFIX}${bridge.id}?t=${t}`,
+      token: notificationSecret(key, bridge.id),
+      bearer: this.options.bearer ?? false,
+    };
+  }
+
+  private async send(agent: ForeignAgentRecord, bridge: BridgeRecord, push: { url: string; token: string; bearer: boolean }) {
+    const channel = this.options.channels.get(agent);
+    const requireSkill = requiredSkills(agent, bridge.request);
+    const f = this.options.foreign;
+    return withRetries(
+      () =>
+        this.options.breakers.run(agent.orgId, agent.agentKey, async () => {
+          const card = await channel.cards.get(agent.orgId, agent.agentKey, { baseUrl: agent.baseUrl, requireSkill, requirePush: true, protocol: agent.protocol });
+          const sent = await channel.client.send({
+            card,
+            protocol: card.protocol,
+            message: { taskId: bridge.taskId, stepId: bridge.stepId, orgId: bridge.orgId, clearanceFloor: bridge.clearance, input: bridge.request, messageId: bridge.id },
+            push,
+          });
+          return { ...sent, dialect: card.protocol };
+        }),
+      { attempts: f.retries, baseDelayMs: f.retryBaseMs, maxDelayMs: Math.max(f.retryBaseMs, 5_000), isTransient: isRetryable },
+    );
+  }
+}
+
+/** Transient per the egress guard, or `retryable` per the A2A client's mapping. */
+function isRetryable(error: unknown): boolean {
+  if (!(error instanceof SwitchyardError)) return false;
+  if (typeof error.details.retryable === "boolean") return error.details.retryable;
+  if (typeof error.details.transient === "boolean") return error.details.transient;
+  // An Agent Card that could not be fetched: worth another try when what failed underneath was transient.
+  return error.details.reason === "CARD_UNREACHABLE" && (isTransientFailure(error.cause) || Number(error.details.status) >= 500);
+}
+
+export function requiredSkills(agent: Pick<ForeignAgentRecord, "skills">, input: unknown): string[] {
+  const skills = [...agent.skills];
+  const named = input !== null && typeof input === "object" && !Array.isArray(input) ? (input as Record<string, unknown>).skill : undefined;
+  if (typeof named === "string" && named !== "" && !skills.includes(named)) skills.push(named);
+  return skills;
+}
+
+function sendFailure(agentKey: string, error: unknown): { code: string; message: string; retryable: false } {
+  const e = SwitchyardError.from(error);
+  const reason = typeof e.details.reason === "string" ? e.details.reason : undefined;
+  const code = reason === EgressReason.BreakerOpen ? "FOREIGN_BREAKER_OPEN" : e.code === ErrorCode.ForeignUnavailable ? e.code : "FOREIGN_SEND_FAILED";
+  return { code, message: `could not open a task at foreign agent ${agentKey}${reason ? ` (${reason})` : ""}: ${e.message}`, retryable: false };
+}

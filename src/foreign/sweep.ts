@@ -1,0 +1,132 @@
+/**
+ * The reconciliation sweep: a push that never comes never strands a step.
+ *
+ * 1. Bridges whose step attempt has moved on — the engine's step timeout fired (audited `timeout`, then retried or
+ *    failed closed), or the task was cancelled — are marked `timed_out`, and `CancelTask` is sent to the agent
+ *    best-effort (its answer changes nothing here).
+ * 2. Bridges still open (`dispatched` / `working`) with no news for `sweepAfterMs` are polled with GetTask /
+ *    `tasks/get` through the agent's guarded channel and breaker; what the agent answers is applied exactly like a
+ *    push (resume.ts), so a terminal state resumes the step once however it was learnt.
+ * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so several coordinators may sweep at once.
+ */
+import type { ForeignConfig } from "../config.js";
+import { silentLogger, type Logger } from "../logger.js";
+import type { AgentChannels } from "./agent-channels.js";
+import { BRIDGE_COLUMNS, toBridge, type BridgeRecord } from "./bridge-store.js";
+import type { BreakerRegistry } from "./egress/index.js";
+import { applyObservation, inTransactionWithRetry, type BridgeResumeDeps } from "./resume.js";
+import { findForeignAgent } from "./registry.js";
+
+export interface ForeignSweepOptions extends BridgeResumeDeps {
+  channels: AgentChannels;
+  breakers: BreakerRegistry;
+  foreign: ForeignConfig;
+  /** Bridges handled per pass of each kind. @defaultValue 100 */
+  batchSize?: number;
+}
+
+export interface SweepReport {
+  timedOut: number;
+  polled: number;
+  resumed: number;
+}
+
+const PREFIXED = BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ");
+
+export class ForeignSweep {
+  private readonly logger: Logger;
+
+  constructor(private readonly options: ForeignSweepOptions) {
+    this.logger = (options.logger ?? silentLogger).child({ component: "a2a-sweep" });
+  }
+
+  async run(): Promise<SweepReport> {
+    const report: SweepReport = { timedOut: 0, polled: 0, resumed: 0 };
+    const stale = await this.closeMovedOn();
+    report.timedOut = stale.length;
+    await Promise.all(stale.filter((b) => b.foreignTaskId !== null).map((b) => this.cancelQuietly(b)));
+    for (const bridge of await this.claimQuiet()) {
+      report.polled++;
+      if (await this.poll(bridge)) report.resumed++;
+    }
+    return report;
+  }
+
+  /** Marks open bridges whose step attempt is no longer in flight as timed out; returns them. */
+  private async closeMovedOn(): Promise<BridgeRecord[]> {
+    return inTransactionWithRetry(this.options.pool, async (client) => {
+      const { rows } = await client.query(
+        `SELECT ${PREFIXED} FROM a2a_bridge b JOIN steps s ON s.task_id = b.task_id AND s.step_id = b.step_id
+         WHERE b.status IN ('dispatched', 'working') AND (s.attempt <> b.attempt OR s.status <> 'dispatched')
+         ORDER BY b.updated_at LIMIT $1 FOR UPDATE OF b SKIP LOCKED`,
+        [this.options.batchSize ?? 100],
+      );
+      const bridges = rows.map(toBridge);
+      if (bridges.length > 0) {
+        await client.query(
+          `UPDATE a2a_bridge SET status = 'timed_out', resolved_at = now(), updated_at = now() WHERE id = ANY($1::uuid[])`,
+          [bridges.map((b) => b.id)],
+        );
+        for (const b of bridges) this.logger.info({ bridgeId: b.id, orgId: b.orgId, taskId: b.taskId, stepId: b.stepId }, "foreign hop timed out: bridge closed");
+      }
+      return bridges;
+    });
+  }
+
+  /** Open bridges with no news for `sweepAfterMs`; touching `updated_at` keeps the next pass from polling them again at once. */
+  private async claimQuiet(): Promise<BridgeRecord[]> {
+    const { rows } = await this.options.pool.query(
+      `WITH picked AS (
+         SELECT id FROM a2a_bridge WHERE status IN ('dispatched', 'working') AND foreign_task_id IS NOT NULL
+           AND updated_at < now() - make_interval(secs => $2::double precision / 1000)
+         ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       UPDATE a2a_bridge b SET updated_at = now() FROM picked WHERE b.id = picked.id RETURNING ${PREFIXED}`,
+      [this.options.batchSize ?? 100, this.options.foreign.sweepAfterMs],
+    );
+    return rows.map(toBridge);
+  }
+
+  private async poll(bridge: BridgeRecord): Promise<boolean> {
+    const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, agent: bridge.agentKey });
+    try {
+      const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
+      if (!agent) return false;
+      const channel = this.options.channels.get(agent);
+      const snapshot = await this.options.breakers.run(bridge.orgId, bridge.agentKey, async () => {
+        const card = await channel.cards.get(agent.orgId, agent.agentKey, { baseUrl: agent.baseUrl, requirePush: false, protocol: dialectPreference(bridge) });
+        return channel.client.getTask({ card, protocol: card.protocol, foreignTaskId: bridge.foreignTaskId! });
+      });
+      const outcome = await applyObservation(this.options, bridge.id, {
+        foreignTaskId: snapshot.foreignTaskId,
+        state: snapshot.state,
+        // GetTask answers with the whole task: its artifacts are complete.
+        artifacts: snapshot.artifacts,
+        ...(snapshot.message !== undefined ? { message: snapshot.message } : {}),
+      });
+      if (outcome === "resumed") log.info({ state: snapshot.state }, "foreign task resolved by the sweep");
+      return outcome === "resumed";
+    } catch (error) {
+      // Left open: the next pass tries again, and the step's own deadline bounds how long.
+      log.warn({ err: error }, "polling a foreign task failed");
+      return false;
+    }
+  }
+
+  private async cancelQuietly(bridge: BridgeRecord): Promise<void> {
+    try {
+      const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
+      if (!agent) return;
+      const channel = this.options.channels.get(agent);
+      await this.options.breakers.run(bridge.orgId, bridge.agentKey, async () => {
+        const card = await channel.cards.get(agent.orgId, agent.agentKey, { baseUrl: agent.baseUrl, requirePush: false, protocol: dialectPreference(bridge) });
+        return channel.client.cancelTask({ card, protocol: card.protocol, foreignTaskId: bridge.foreignTaskId! });
+      });
+    } catch (error) {
+      this.logger.info({ err: error, bridgeId: bridge.id }, "CancelTask for a timed-out foreign hop failed (best effort)");
+    }
+  }
+}
+
+function dialectPreference(bridge: BridgeRecord): "auto" | "1.0" | "0.3" {
+  return bridge.dialect;
+}

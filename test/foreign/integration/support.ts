@@ -1,0 +1,132 @@
+/**
+ * A runtime with FOREIGN over A2A switched on for tests: egress ON for every tenant, loopback admitted by the operator
+ * CIDR list (as `SWITCHYARD_EGRESS_ALLOWED_NETWORKS=127.0.0.0/8` would), the callback route served by a plain HTTP
+ * server on 127.0.0.1:0 whose URL is the runtime's public URL, and a coordinator running the sender and the sweep.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { defaultConfig, type Config } from "../../../src/config.js";
+import { Coordinator } from "../../../src/coordinator/coordinator.js";
+import { createLogger } from "../../../src/logger.js";
+import { createRuntime, type Runtime } from "../../../src/runtime.js";
+import { handleA2ACallback } from "../../../src/foreign/callback-route.js";
+import { registerForeignAgent, type ForeignAgentInput } from "../../../src/foreign/registry.js";
+import { submitWorkflow } from "../../../src/store/workflow-store.js";
+import { parseWorkflowDefinition } from "../../../src/workflow/definition.js";
+import { createTestDatabase, type TestDatabase } from "../../support/db.js";
+import { deleteByPrefix, uniquePrefix } from "../../support/redis.js";
+import { testConfig, waitFor, type TestRuntime } from "../../support/runtime.js";
+import type { TaskView } from "../../../src/coordinator/tasks.js";
+
+export interface ForeignTestRuntime extends Runtime {
+  db: TestDatabase;
+  prefix: string;
+  publicUrl: string;
+  startCoordinator(): Coordinator;
+  register(orgId: string, input: Partial<ForeignAgentInput> & { agentKey: string; baseUrl: string }): Promise<void>;
+  submit(orgId: string, yaml: string): Promise<void>;
+  finished(orgId: string, taskId: string, timeoutMs?: number): Promise<TaskView>;
+  cleanup(): Promise<void>;
+}
+
+export async function createForeignRuntime(foreign: Partial<Config["foreign"]> = {}, coordinator: Partial<Config["coordinator"]> = {}): Promise<ForeignTestRuntime> {
+  const db = await createTestDatabase();
+  const prefix = uniquePrefix();
+  let runtime: Runtime | undefined;
+  const server: Server = createServer((req, res) => {
+    if (!runtime?.a2a) {
+      res.writeHead(503).end();
+      return;
+    }
+    void handleA2ACallback(req, res, runtime.a2a.callback).then((handled) => {
+      if (!handled) res.writeHead(404).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const publicUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const base = testConfig(db, prefix, coordinator, {}, undefined, { egressEnabled: true, egressTenants: "*" });
+  const config: Config = {
+    ...base,
+    gateway: { ...defaultConfig.gateway, publicUrl },
+    foreign: {
+      ...defaultConfig.foreign,
+      allowedNetworks: ["127.0.0.0/8"],
+      connectTimeoutMs: 2_000,
+      totalTimeoutMs: 5_000,
+      retries: 2,
+      retryBaseMs: 20,
+      sweepAfterMs: 60_000,
+      sweepIntervalMs: 100,
+      callbackMaxBytes: 64 * 1024,
+      ...foreign,
+    },
+  };
+  const logger = process.env.TEST_LOG ? createLogger({ level: process.env.TEST_LOG }) : undefined;
+  runtime = await createRuntime(config, { logger });
+  const rt = runtime;
+  const coordinators: Coordinator[] = [];
+  return {
+    ...rt,
+    db,
+    prefix,
+    publicUrl,
+    startCoordinator() {
+      const coordinator = new Coordinator({
+        pool: rt.pool,
+        bus: rt.bus,
+        engine: rt.engine,
+        publisher: rt.publisher,
+        consumer: `test-${coordinators.length}`,
+        batchSize: config.coordinator.batchSize,
+        blockMs: config.bus.blockMs,
+        reclaimIdleMs: config.bus.reclaimIdleMs,
+        sweepIntervalMs: config.coordinator.sweepIntervalMs,
+        trimMaxLen: config.bus.trimMaxLen,
+        metrics: rt.metrics,
+        logger: rt.logger,
+        flags: rt.flags,
+        checkpoints: false,
+        background: rt.foreignJobs,
+      });
+      coordinators.push(coordinator);
+      void coordinator.start();
+      return coordinator;
+    },
+    async register(orgId, input) {
+      const host = new URL(input.baseUrl);
+      await registerForeignAgent(rt.pool, orgId, { allowHost: `${host.hostname}:${host.port}`, skills: ["echo"], ...input });
+    },
+    async submit(orgId, yaml) {
+      await submitWorkflow(rt.pool, orgId, parseWorkflowDefinition(yaml));
+    },
+    async finished(orgId, taskId, timeoutMs = 15_000) {
+      return waitFor(
+        async () => {
+          const task = await rt.tasks.get(orgId, taskId);
+          return ["completed", "failed", "cancelled"].includes(task.status) ? task : undefined;
+        },
+        { timeoutMs, what: `task ${taskId} to finish` },
+      );
+    },
+    async cleanup() {
+      await Promise.all(coordinators.map((c) => c.close()));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await deleteByPrefix(rt.redis, prefix).catch(() => {});
+      await rt.close();
+      await db.drop();
+    },
+  };
+}
+
+/** Posts a push body to a callback URL as an agent would. */
+export async function postPush(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/a2a+json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return { status: response.status, text: await response.text() };
+}
+
+export type { TestRuntime };
