@@ -27,12 +27,10 @@ import {
 
 /**
  * Every scenario, in the order they run. Baselines go first so the Switchyard figures are compared with numbers
- * taken minutes earlier on the same servers.
- *
- * HOOK — append the Switchyard scenarios here as they land, each emitting the measurement named beside it:
- *   (a) end-to-end workflow steps/s              → `steps_per_s` (unit "steps/s")
- *   (b) coordinator governed hops/s              → `hops_per_s` (unit "hops/s")
- *   (e) step latency at 1,000 steps/s offered    → `step_p50_ms`, `step_p99_ms` (unit "ms"; see `paceAt`)
+ * taken minutes earlier on the same servers. The Switchyard scenarios (scenarios/) emit:
+ *   (a) end-to-end workflow steps/s              → `steps_per_s` (unit "steps/s")      end-to-end
+ *   (b) coordinator governed hops/s              → `hops_per_s` (unit "hops/s")        governed-hops
+ *   (e) step latency at 1,000 steps/s offered    → `step_p50_ms`, `step_p99_ms` (ms)   latency
  */
 export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario];
 
@@ -86,7 +84,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   if (options.help) {
-    process.stdout.write(`${USAGE}\n\nscenarios:\n${scenarios.map((s) => `  ${s.name.padEnd(12)} ${s.description}`).join("\n")}\n`);
+    process.stdout.write(`${USAGE}\n\nscenarios:\n${scenarios.map((s) => `  ${s.name.padEnd(14)} ${s.description}`).join("\n")}\n`);
     return 0;
   }
   const config = loadConfig();

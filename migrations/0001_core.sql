@@ -71,6 +71,8 @@ CREATE TABLE processed_envelopes (
   org_id       text        NOT NULL,
   processed_at timestamptz NOT NULL DEFAULT now()
 );
+-- Retention deletes old rows by age; without this it scans the whole table.
+CREATE INDEX processed_envelopes_age ON processed_envelopes (processed_at);
 
 -- Transactional outbox: envelopes committed with the decision that produced them, published after commit.
 CREATE TABLE outbox (

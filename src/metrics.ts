@@ -6,10 +6,13 @@
  * lengths, pending approvals, flags, budgets, outbox age, audit heads — are read at scrape time instead, by the
  * collectors `collectMetrics` (src/metrics/collect.ts) registers on the same registry.
  */
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 export interface Metrics {
   registry: Registry;
+  foreignBreakerState: Gauge<"tenant" | "agent">;
+  a2aCallbacks: Counter<"status">;
+  a2aSweep: Counter<"result">;
   hops: Counter<"action" | "verdict">;
   hopLatency: Histogram<"action">;
   events: Counter<"type" | "outcome">;
@@ -29,6 +32,14 @@ export interface Metrics {
 export function createMetrics(registry: Registry = new Registry()): Metrics {
   return {
     registry,
+    foreignBreakerState: new Gauge({
+      name: "switchyard_foreign_breaker_state",
+      help: "Circuit breaker per foreign agent: 0 closed, 1 half-open, 2 open",
+      labelNames: ["tenant", "agent"],
+      registers: [registry],
+    }),
+    a2aCallbacks: new Counter({ name: "switchyard_a2a_callbacks_total", help: "A2A push notifications received, by HTTP status answered", labelNames: ["status"], registers: [registry] }),
+    a2aSweep: new Counter({ name: "switchyard_a2a_sweep_total", help: "Reconciliation sweep results: bridges polled, resumed, timed out", labelNames: ["result"], registers: [registry] }),
     hops: new Counter({ name: "switchyard_hops_total", help: "Governed hops by action and verdict", labelNames: ["action", "verdict"], registers: [registry] }),
     hopLatency: new Histogram({
       name: "switchyard_hop_latency_seconds",

@@ -166,8 +166,9 @@ export class Engine {
       }
       if (input.createdAtMs) this.observeLatency(decision.effects, input.createdAtMs);
     }
-    await this.persist(client, before, states, effects, result);
+    // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
+    await this.persist(client, before, states, effects, result);
     return result;
   }
 

@@ -1,11 +1,13 @@
 /**
  * FOREIGN over A2A, assembled: the post-commit sender, the reconciliation sweep and the callback route's
- * dependencies, sharing one set of per-agent channels (guarded fetch, card cache, client) and one breaker registry. The runtime builds it; coordinators run `jobs`, the gateway mounts the route.
+ * dependencies, sharing one set of per-agent channels (guarded fetch, card cache, client) and one breaker
+ * registry. The runtime builds it; coordinators run `jobs`, the gateway mounts the route.
  */
 import type { Config } from "../config.js";
 import type { Engine } from "../coordinator/engine.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { silentLogger, type Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 import type { Pool } from "../store/db.js";
 import { AgentChannels } from "./agent-channels.js";
 import type { A2ACallbackDeps } from "./callback-route.js";
@@ -39,8 +41,8 @@ export interface A2AForeignOptions {
   engine: Engine;
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
   logger?: Logger;
-  /** Told on every breaker transition (metrics). */
-  onBreakerChange?: (tenant: string, agent: string, state: "closed" | "open" | "half_open") => void;
+  /** Breaker states and sweep results are recorded here. */
+  metrics?: Metrics;
   clock?: () => number;
 }
 
@@ -55,7 +57,8 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     errorThresholdPercentage: config.foreign.breakerErrorPercent,
     volumeThreshold: config.foreign.breakerVolume,
     resetTimeout: config.foreign.breakerResetMs,
-    ...(options.onBreakerChange ? { onStateChange: options.onBreakerChange } : {}),
+    onStateChange: (tenant, agent, state) =>
+      options.metrics?.foreignBreakerState.set({ tenant, agent }, state === "closed" ? 0 : state === "half_open" ? 1 : 2),
   });
   const channels = new AgentChannels({ foreign: config.foreign, signal: abort.signal });
   const deps = {
@@ -80,7 +83,17 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     callback,
     jobs: [
       { name: "a2a-send", intervalMs: Math.min(config.coordinator.sweepIntervalMs, 1_000), run: () => sender.run() },
-      { name: "a2a-sweep", intervalMs: config.foreign.sweepIntervalMs, run: () => sweep.run() },
+      {
+        name: "a2a-sweep",
+        intervalMs: config.foreign.sweepIntervalMs,
+        run: async () => {
+          const report = await sweep.run();
+          for (const result of ["polled", "resumed", "timedOut"] as const) {
+            if (report[result] > 0) options.metrics?.a2aSweep.inc({ result }, report[result]);
+          }
+          return report;
+        },
+      },
     ],
     close() {
       abort.abort();

@@ -82,7 +82,13 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
   if (options.approvalLinks) routes.push((req, res) => handleApprovalLink(req, res, { pool, tasks: runtime.tasks, logger }));
   // A2A push notifications: the signed URL token and the per-bridge notification token are the authorisation.
   const a2a = runtime.a2a;
-  if (a2a) routes.push((req, res) => handleA2ACallback(req, res, a2a.callback));
+  if (a2a) {
+    routes.push(async (req, res) => {
+      const handled = await handleA2ACallback(req, res, a2a.callback);
+      if (handled) metrics.a2aCallbacks.inc({ status: String(res.statusCode) });
+      return handled;
+    });
+  }
   routes.push(...options.routes);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

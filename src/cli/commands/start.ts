@@ -68,6 +68,9 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
           ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
           liveFlags: true,
         });
+        // A handler that ignores its abort signal would keep the process alive past the grace period; its entry is
+        // left unacknowledged (another worker reclaims it), so once shutdown is done the process may simply go.
+        if (!ctx.io.signal) setTimeout(() => process.exit(process.exitCode ?? 0), 1_000).unref();
       }),
     );
 
