@@ -106,6 +106,8 @@ export interface ForeignConfig {
   /** A bridge with no terminal push after this long is polled with GetTask (ms). */
   sweepAfterMs: number;
   sweepIntervalMs: number;
+  /** Credentials for `credential_ref: env:NAME`, from SWITCHYARD_SECRET_NAME. Never logged. */
+  secrets: Readonly<Record<string, string>>;
 }
 
 /** Where tenant CLI commands send their calls: the gateway (when set) instead of the database. */
@@ -181,6 +183,7 @@ export const defaultConfig: Config = {
     callbackRatePerSec: 200,
     sweepAfterMs: 30_000,
     sweepIntervalMs: 5_000,
+    secrets: {},
   },
 
 };
@@ -311,6 +314,11 @@ export function loadConfig(env: Env = process.env): Config {
       callbackRatePerSec: int(env, "SWITCHYARD_A2A_CALLBACK_RATE", d.foreign.callbackRatePerSec, 1),
       sweepAfterMs: int(env, "SWITCHYARD_A2A_SWEEP_AFTER_MS", d.foreign.sweepAfterMs, 0),
       sweepIntervalMs: int(env, "SWITCHYARD_A2A_SWEEP_INTERVAL_MS", d.foreign.sweepIntervalMs, 10),
+      secrets: Object.fromEntries(
+        Object.entries(env)
+          .filter(([name, value]) => name.startsWith("SWITCHYARD_SECRET_") && value)
+          .map(([name, value]) => [name.slice("SWITCHYARD_SECRET_".length), value!]),
+      ),
     },
   };
 }

@@ -9,6 +9,7 @@ import { AgentCardCache } from "./a2a/agent-card.js";
 import { createA2AClient, type A2AClient } from "./a2a/client.js";
 import { createGuardedFetch } from "./egress/index.js";
 import type { ForeignAgentRecord } from "./registry.js";
+import { createEnvSecretStore, withCredential, type SecretStore } from "./secret-store.js";
 
 export interface AgentChannel {
   fetch: typeof globalThis.fetch;
@@ -22,6 +23,8 @@ export interface AgentChannelsOptions {
   signal?: AbortSignal;
   /** Channels kept at most. @defaultValue 1000 */
   maxChannels?: number;
+  /** Resolves `credential_ref`s. @defaultValue the environment adapter over `foreign.secrets` */
+  secrets?: SecretStore;
   /** Replaces the guarded fetch factory (tests of the guard itself never need this; kept for benchmarks). */
   makeFetch?: (allowHost: string) => typeof globalThis.fetch;
 }
@@ -31,8 +34,8 @@ export class AgentChannels {
 
   constructor(private readonly options: AgentChannelsOptions) {}
 
-  get(agent: Pick<ForeignAgentRecord, "orgId" | "agentKey" | "allowHost">): AgentChannel {
-    const key = `${agent.orgId}\u0000${agent.agentKey}\u0000${agent.allowHost}`;
+  get(agent: Pick<ForeignAgentRecord, "orgId" | "agentKey" | "allowHost" | "credentialRef">): AgentChannel {
+    const key = `${agent.orgId}\u0000${agent.agentKey}\u0000${agent.allowHost}\u0000${agent.credentialRef ?? ""}`;
     const existing = this.channels.get(key);
     if (existing) {
       this.channels.delete(key);
@@ -40,7 +43,7 @@ export class AgentChannels {
       return existing;
     }
     const f = this.options.foreign;
-    const fetchImpl =
+    const guarded =
       this.options.makeFetch?.(agent.allowHost) ??
       createGuardedFetch({
         allowHosts: [agent.allowHost],
@@ -50,6 +53,9 @@ export class AgentChannels {
         maxResponseBytes: f.maxResponseBytes,
         ...(this.options.signal ? { signal: this.options.signal } : {}),
       });
+    // Resolved per channel, so a missing secret fails this agent's calls closed and nothing else.
+    const secrets = this.options.secrets ?? createEnvSecretStore(f.secrets);
+    const fetchImpl = agent.credentialRef ? withCredential(guarded, secrets.resolve(agent.orgId, agent.credentialRef)) : guarded;
     const channel: AgentChannel = {
       fetch: fetchImpl,
       cards: new AgentCardCache({ fetch: fetchImpl, ttlMs: f.cardTtlMs, timeoutMs: f.totalTimeoutMs }),
