@@ -13,10 +13,11 @@ import { rawRelayScenario } from "./raw-relay.js";
 import { endToEndScenario } from "./scenarios/end-to-end.js";
 import { governedHopsScenario } from "./scenarios/governed-hops.js";
 import { latencyScenario } from "./scenarios/latency.js";
+import { a2aCallbacksScenario } from "./scenarios/a2a-callbacks.js";
+import { a2aEgressScenario } from "./scenarios/a2a-egress.js";
+import { formatJsonLine, formatReport } from "./report.js";
 import {
   USAGE,
-  formatJsonLine,
-  formatReport,
   log,
   parseArgs,
   runScenarios,
@@ -31,8 +32,10 @@ import {
  *   (a) end-to-end workflow steps/s              → `steps_per_s` (unit "steps/s")      end-to-end
  *   (b) coordinator governed hops/s              → `hops_per_s` (unit "hops/s")        governed-hops
  *   (e) step latency at 1,000 steps/s offered    → `step_p50_ms`, `step_p99_ms` (ms)   latency
+ *   A2A push callbacks/s (verify → resume)      → `callbacks_per_s` (unit "callbacks/s") a2a-callbacks
+ *   A2A adapter's added latency per dispatch    → `egress_added_ms` (ms)               a2a-egress
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the
