@@ -115,7 +115,8 @@ export class Coordinator {
         this.inboxLoop(),
         this.periodic("sweep", this.options.sweepIntervalMs, () => this.sweepOnce()),
         this.periodic("trim", 10_000, () => this.trimOnce()),
-        ...jobs.map((job) => this.periodic(job.name, job.intervalMs, () => job.run(this.clock()))),
+        // Jobs run once at start: e.g. the FOREIGN sender only reacts to kicks once it has run in this process.
+        ...jobs.map((job) => this.periodic(job.name, job.intervalMs, () => job.run(this.clock()), { immediately: true })),
       ]);
     })();
     return this.running;
@@ -329,9 +330,11 @@ export class Coordinator {
     await this.options.pool.query("DELETE FROM processed_envelopes WHERE processed_at < now() - interval '7 days'");
   }
 
-  private async periodic(name: string, intervalMs: number, fn: () => Promise<unknown>): Promise<void> {
+  private async periodic(name: string, intervalMs: number, fn: () => Promise<unknown>, options: { immediately?: boolean } = {}): Promise<void> {
+    let first = true;
     while (!this.stopped) {
-      await sleep(intervalMs, this.abort.signal);
+      if (!(first && options.immediately)) await sleep(intervalMs, this.abort.signal);
+      first = false;
       if (this.stopped) break;
       try {
         await fn();

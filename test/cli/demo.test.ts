@@ -1,6 +1,7 @@
 /**
  * The demo as a newcomer runs it: a separate process (through bin/switchyard.js, as `npx switchyard demo`
- * would), which must finish with exit 0 and end by itself — no handle left open.
+ * would), which must finish with exit 0 and end by itself — no handle left open: not the coordinator's, the
+ * workers', the gateway's, nor those of the A2A agent it starts for its foreign hop.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -39,30 +40,62 @@ function runProcess(args: string[], env: Record<string, string>, killAfterMs: nu
   });
 }
 
+function demoEnv(): Record<string, string> {
+  return { DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix };
+}
+
+/** The hop table's rows (trimmed), below its header. */
+function hopRows(out: string): string[] {
+  const lines = out.split("\n");
+  const header = lines.findIndex((l) => /^\s+SEQ\s+STEP\s+ACTION\s+ACTOR\s+DESTINATION\s+VERDICT\s+RULE\s+COST\s+\+MS$/.test(l));
+  expect(header, out).toBeGreaterThan(0);
+  const rows: string[] = [];
+  for (let i = header + 1; i < lines.length && /^\s+\d+\s/.test(lines[i]!); i++) rows.push(lines[i]!.trim());
+  return rows;
+}
+
 describe("switchyard demo", () => {
-  it("runs the research-report workflow end to end and exits 0 by itself", async () => {
-    const result = await runProcess(["demo", "--timeout", "60"], { DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix }, 80_000);
+  it("runs the research-report workflow end to end, foreign hop included, and exits 0 by itself", async () => {
+    const result = await runProcess(["demo", "--timeout", "60"], demoEnv(), 80_000);
     const context = `stdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
     expect(result.signal, context).toBeNull();
     expect(result.code, context).toBe(0);
     const out = result.stdout;
-    expect(out).toContain("research-report@1: research → draft → publish");
+    expect(out).toContain("research-report@1: research → fact-check → draft → publish");
+    // The run's switches, audited: A2A egress for the tenant among them.
+    expect(out).toMatch(/switching on .*BUS_ROUTED \(role:researcher\), A2A_EGRESS_ENABLED \(global, tenant:demo\) — audited as actor "demo"/);
+    // The local agent, registered for the tenant with egress to its own host and port only.
+    const agentUrl = /(http:\/\/127\.0\.0\.1:\d+) — Agent Card at \1\/\.well-known\/agent-card\.json, skill "fact-check"/.exec(out)?.[1];
+    expect(agentUrl, context).toBeDefined();
+    expect(out).toContain(`registered foreign agent "fact-checker" for tenant "demo": skill fact-check, egress allowed to ${new URL(agentUrl!).host} only`);
+    expect(out).toMatch(/step "fact-check" goes to foreign:fact-checker: governed as a2a_egress, audited before any byte leaves, resumed by the agent's signed push to http:\/\/127\.0\.0\.1:\d+\/api\/v1\/a2a\/callback\//);
     // The researcher delegated to the analyst: a delegation step shows up in the progress.
     expect(out).toMatch(/step research\.\S+ \(role:analyst, delegated\): completed/);
+    expect(out).toMatch(/step fact-check \(foreign:fact-checker\): completed, attempt 1/);
     expect(out).toMatch(/step publish \(role:publisher\): parked(, attempt \d+)? — waiting for approval [0-9a-f-]{36}/);
     expect(out).toMatch(/The demo approves it as actor "demo"/);
     expect(out).toMatch(/approved by demo/);
     expect(out).toMatch(/step publish \(role:publisher\): completed/);
+    expect(out).toContain("the fact-checker's verdict: supported (2 claims checked)");
+    // The signed callback URL is a credential: nothing (not the agent's SDK either) prints it.
+    expect(out + result.stderr).not.toMatch(/\?t=[A-Za-z0-9_-]{20,}/);
 
-    // The hop table: header, then rows in seq order with the columns the README shows.
-    const lines = out.split("\n");
-    const header = lines.findIndex((l) => /^\s+SEQ\s+STEP\s+ACTION\s+ACTOR\s+DESTINATION\s+VERDICT\s+RULE\s+COST\s+\+MS$/.test(l));
-    expect(header, context).toBeGreaterThan(0);
-    const rows: string[] = [];
-    for (let i = header + 1; i < lines.length && /^\s+\d+\s/.test(lines[i]!); i++) rows.push(lines[i]!.trim());
+    // The hop table: rows in seq order with the columns the README shows.
+    const rows = hopRows(out);
     const seqs = rows.map((r) => Number(r.split(/\s+/)[0]));
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     expect(rows.some((r) => /\bsub_query\b.*role:analyst/.test(r))).toBe(true);
+    // The foreign hop: governed egress, then the agent's answer as its own edge, then the writer's dispatch.
+    const steps = rows.map((r) => r.split(/\s+/).slice(1, 5).join(" "));
+    const egress = steps.indexOf("fact-check a2a_egress coordinator foreign:fact-checker");
+    expect(egress, out).toBeGreaterThan(0);
+    expect(steps.slice(egress, egress + 3)).toEqual([
+      "fact-check a2a_egress coordinator foreign:fact-checker",
+      "fact-check result foreign:fact-checker coordinator",
+      "draft dispatch coordinator role:writer",
+    ]);
+    expect(rows[egress]).toMatch(/\ballow\s+builtin:default\b/);
+    expect(rows[egress + 1]).toMatch(/\baccepted\s+builtin:result\s+0\.5\b/);
     expect(rows.some((r) => /\bpublish\s+dispatch\s+coordinator\s+role:publisher\s+requires_approval\s+builtin:approval-hint\b/.test(r))).toBe(true);
     expect(rows.some((r) => /\bapproval\b.*\bapproved\b/.test(r))).toBe(true);
     expect(rows.every((r) => /\+\d+$/.test(r))).toBe(true);
@@ -72,9 +105,25 @@ describe("switchyard demo", () => {
     expect(out).toContain("Demo finished: the task completed and the audit chain verifies.");
   }, 90_000);
 
+  it("runs again against the same database: flags already on, the agent's registration updated to its new port", async () => {
+    const first = await runProcess(["demo", "--tenant", "again"], demoEnv(), 80_000);
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    const second = await runProcess(["demo", "--tenant", "again"], demoEnv(), 80_000);
+    const context = `stdout:\n${second.stdout}\nstderr:\n${second.stderr}`;
+    expect(second.signal, context).toBeNull();
+    expect(second.code, context).toBe(0);
+    expect(second.stdout).toMatch(/flags already on: .*A2A_EGRESS_ENABLED \(global, tenant:again\)/);
+    const agentUrl = /(http:\/\/127\.0\.0\.1:\d+) — Agent Card/.exec(second.stdout)?.[1];
+    expect(second.stdout).toContain(`updated the registration of foreign agent "fact-checker" for tenant "again": skill fact-check, egress allowed to ${new URL(agentUrl!).host} only`);
+    // The same definition again: the same version, and a second task through the same hops.
+    expect(second.stdout).toContain("research-report@1: research → fact-check → draft → publish");
+    expect(hopRows(second.stdout).filter((r) => /\bfact-check\s+result\s+foreign:fact-checker\b/.test(r))).toHaveLength(1);
+    expect(second.stdout).toMatch(/audit chain of tenant again is intact: \d+ rows verified/);
+  }, 170_000);
+
   it("exits 1 and still ends by itself when the task cannot finish in time", async () => {
     // No Redis-side trouble needed: a timeout this short ends the watch while the task is still running.
-    const result = await runProcess(["demo", "--timeout", "0.05", "--tenant", "impatient"], { DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix }, 60_000);
+    const result = await runProcess(["demo", "--timeout", "0.05", "--tenant", "impatient"], demoEnv(), 60_000);
     expect(result.signal).toBeNull();
     expect(result.code, result.stderr).toBe(1);
     expect(result.stderr).toMatch(/error: TIMEOUT: task \S+ is still (running|parked) after 0\.05 s/);

@@ -46,11 +46,12 @@ describe("parseWorkflowDefinition: accepted input", () => {
     const def = parseWorkflowDefinition(await readFile(new URL("demo.yaml", examplesDir), "utf8"));
     expect(def).toEqual({
       name: "research-report",
-      description: "Research a topic, draft a report, and publish it after a human approves.",
+      description: "Research a topic, have an outside agent fact-check it, draft a report, and publish it after a human approves.",
       budget: 100,
       steps: [
         { id: "research", to: { kind: "role", id: "researcher" }, needs: [], timeoutMs: 30_000, retries: 0, backoffMs: 1000, costEstimate: 2, clearance: 0, approval: false },
-        { id: "draft", to: { kind: "role", id: "writer" }, needs: ["research"], timeoutMs: null, retries: 2, backoffMs: 200, costEstimate: 3, clearance: 0, approval: false },
+        { id: "fact-check", to: { kind: "foreign", id: "fact-checker" }, needs: ["research"], timeoutMs: 30_000, retries: 0, backoffMs: 1000, costEstimate: 1, clearance: 0, approval: false },
+        { id: "draft", to: { kind: "role", id: "writer" }, needs: ["fact-check"], timeoutMs: null, retries: 2, backoffMs: 200, costEstimate: 3, clearance: 0, approval: false },
         { id: "publish", to: { kind: "role", id: "publisher" }, needs: ["draft"], timeoutMs: null, retries: 0, backoffMs: 1000, costEstimate: 1, clearance: 0, approval: true },
       ],
     });

@@ -1,5 +1,6 @@
 /**
- * `switchyard demo` (`npm run demo`) — runs the research-report workflow end to end in this process.
+ * `switchyard demo` (`npm run demo`) — runs the research-report workflow end to end in this process, its foreign
+ * hop included (a local A2A agent the demo starts).
  */
 import type { Command } from "commander";
 import { createLogger } from "../../logger.js";
@@ -19,11 +20,13 @@ interface DemoCommandOptions {
 export function registerDemoCommand(program: Command, run: ActionRunner): void {
   /**
    * `demo [--tenant T] [--topic TEXT] [--timeout SECONDS] [--verbose]` — migrates (creating the database if
-   * needed), starts a coordinator and the researcher/analyst/writer/publisher workers in-process, submits
-   * examples/workflows/demo.yaml, starts a task, approves its parked publish step as actor `demo`, prints every
-   * hop from the audit log and verifies the tenant's chain. Exit 0 only when the task completed and the chain
-   * verifies; 1 otherwise (including the timeout, default 60 s). Worker logs (warnings only, unless --verbose) go
-   * to stderr.
+   * needed), starts the example A2A agent `fact-checker` (examples/agents/) on 127.0.0.1, a coordinator, the
+   * researcher/analyst/writer/publisher workers and the gateway (127.0.0.1, a free port: it receives the agent's
+   * pushes) in-process, switches on the flags the run needs (A2A egress for the tenant included) and registers the
+   * agent for the tenant, submits examples/workflows/demo.yaml, starts a task, approves its parked publish step as
+   * actor `demo`, prints every hop from the audit log and verifies the tenant's chain. Exit 0 only when the task
+   * completed and the chain verifies; 1 otherwise (including the timeout, default 60 s). Worker logs (warnings
+   * only, unless --verbose) go to stderr. Runs again against the same database (the registration is updated).
    */
   program
     .command("demo")

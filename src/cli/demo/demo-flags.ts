@@ -1,7 +1,8 @@
 /**
  * Everything is dormant by default, so the demo switches on what its run needs — the bus, the coordinator for
- * its tenant, the harnesses of its roles, and bus routing for the role that delegates — through the same audited
- * path as `switchyard flags set`, and says so in one line. Flags already on are left alone.
+ * its tenant, the harnesses of its roles, bus routing for the role that delegates, and A2A egress for its tenant
+ * (the foreign hop) — through the same audited path as `switchyard flags set`, and says so in one line. Flags
+ * already on are left alone.
  */
 import type { FlagName, ScopeKind } from "../../flags/flag-types.js";
 import { describeScope, setFlag } from "../../flags/flag-store.js";
@@ -15,6 +16,8 @@ export interface DemoFlagsOptions {
   roles: readonly string[];
   /** Roles whose handlers delegate (BUS_ROUTED). */
   delegatingRoles: readonly string[];
+  /** Switch on A2A_EGRESS_ENABLED (global and for the tenant): the workflow has a foreign hop. @defaultValue false */
+  egress?: boolean;
   actor: string;
 }
 
@@ -29,6 +32,7 @@ export async function switchOnDemoFlags(options: DemoFlagsOptions): Promise<stri
     ["HARNESS_ENABLED", "global", ""],
     ...options.roles.map((role): Switch => ["HARNESS_ENABLED", "role", role]),
     ...options.delegatingRoles.map((role): Switch => ["BUS_ROUTED", "role", role]),
+    ...(options.egress ? ([["A2A_EGRESS_ENABLED", "global", ""], ["A2A_EGRESS_ENABLED", "tenant", options.tenant]] satisfies Switch[]) : []),
   ];
   const off = wanted.filter(([name, kind, scope]) => !options.flags.value(name, kind, scope));
   if (off.length === 0) return `flags already on: ${summarise(wanted)}`;

@@ -1,10 +1,11 @@
 /**
  * The demo: one governed workflow end to end, in one process, narrated for a newcomer.
  *
- * migrate → start a coordinator and the example workers → submit examples/workflows/demo.yaml → start a task →
- * watch it (approving the parked publish step as actor `demo`) → print every hop from the audit log → verify the
- * tenant's audit chain. Everything it starts is stopped before it returns, whatever happened, so the process
- * exits by itself.
+ * migrate → start the example A2A agent (the fact-checker) → start a coordinator, the example workers and the
+ * gateway (for the agent's pushes) → switch on what the run needs and register the agent for the tenant → submit
+ * examples/workflows/demo.yaml → start a task → watch it (approving the parked publish step as actor `demo`) →
+ * print every hop from the audit log → verify the tenant's audit chain. Everything it starts is stopped before it
+ * returns, whatever happened, so the process exits by itself.
  */
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -13,15 +14,17 @@ import { listApprovals } from "../../coordinator/approval-store.js";
 import type { TaskView } from "../../coordinator/tasks.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { CALLBACK_PATH_PREFIX } from "../../foreign/sender.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain, type VerifyChainResult } from "../../governance/audit-verify.js";
 import type { Logger } from "../../logger.js";
 import { migrate } from "../../store/migrate.js";
 import { submitWorkflow } from "../../store/workflow-store.js";
-import { startDevStack, type DevStack } from "../dev-stack.js";
 import { describeVerification, formatNumber, formatTable } from "../output.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
+import { DEMO_AGENT_KEY, DEMO_AGENT_SKILL, LOOPBACK_NETWORK, registerDemoAgent, startDemoAgent } from "./demo-foreign.js";
+import { startDemoStack, type DemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
 
 export const DEMO_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/demo.yaml", import.meta.url));
@@ -60,29 +63,43 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const timeoutMs = options.timeoutMs ?? 60_000;
   const say = (line = "") => options.print(line);
 
-  say("Switchyard demo: a three-step workflow runs through one governed coordinator, with a human approval,");
-  say("a delegation between workers, and a hash-chained audit log. Everything runs in this one process.");
+  say("Switchyard demo: a four-step workflow runs through one governed coordinator, with a delegation between");
+  say("workers, a hop to an A2A agent outside the perimeter, a human approval, and a hash-chained audit log.");
+  say("Everything runs in this one process.");
   say();
   say("1. Preparing the database (created if missing, migrations applied)");
   const migrated = await migrate({ connectionString: options.config.databaseUrl, createDatabase: true });
   say(`   ${migrated.applied.length > 0 ? `applied ${migrated.applied.join(", ")}` : "already up to date"}; schema version ${migrated.version}`);
 
-  say(`2. Starting a coordinator and workers for the roles ${DEMO_ROLES.join(", ")}`);
-  say("   (the researcher hands part of its turn to the analyst: a delegation the coordinator governs too)");
-  const stack = await startDevStack({ config: options.config, logger: options.logger, roles: DEMO_ROLES });
+  say(`2. Starting the "${DEMO_AGENT_KEY}", an A2A v1.0 agent built with @a2a-js/sdk (it stands for an agent outside the perimeter)`);
+  const agent = await startDemoAgent(options.logger);
   try {
-    const switched = await switchOnDemoFlags({
-      pool: stack.runtime.pool,
-      flags: stack.runtime.flags,
-      tenant,
-      roles: DEMO_ROLES,
-      delegatingRoles: DEMO_DELEGATING_ROLES,
-      actor: DEMO_ACTOR,
-    });
-    say(`   ${switched}`);
-    return await runTask(stack, { ...options, tenant, topic, timeoutMs, say });
+    say(`   ${agent.baseUrl} — Agent Card at ${agent.cardUrl}, skill "${DEMO_AGENT_SKILL}", push notifications supported`);
+    say(`3. Starting a coordinator, workers for the roles ${DEMO_ROLES.join(", ")}, and the gateway (for the agent's pushes)`);
+    say("   (the researcher hands part of its turn to the analyst: a delegation the coordinator governs too)");
+    const stack = await startDemoStack({ config: options.config, logger: options.logger, roles: DEMO_ROLES });
+    try {
+      say(`   gateway on ${stack.gateway.url}; the egress guard admits ${LOOPBACK_NETWORK} for this run (SWITCHYARD_EGRESS_ALLOWED_NETWORKS)`);
+      const switched = await switchOnDemoFlags({
+        pool: stack.runtime.pool,
+        flags: stack.runtime.flags,
+        tenant,
+        roles: DEMO_ROLES,
+        delegatingRoles: DEMO_DELEGATING_ROLES,
+        egress: true,
+        actor: DEMO_ACTOR,
+      });
+      say(`   ${switched}`);
+      const registration = await registerDemoAgent(stack.runtime.pool, tenant, agent.baseUrl);
+      const { agentKey, allowHost, skills } = registration.agent;
+      say(`   ${registration.outcome === "registered" ? "registered" : "updated the registration of"} foreign agent "${agentKey}" for tenant "${tenant}": skill ${skills.join(", ")}, egress allowed to ${allowHost} only`);
+      say(`   (by hand: switchyard foreign register ${agentKey} --tenant ${tenant} --url ${agent.baseUrl} --skill ${skills.join(" --skill ")})`);
+      return await runTask(stack, { ...options, tenant, topic, timeoutMs, say });
+    } finally {
+      await stack.stop();
+    }
   } finally {
-    await stack.stop();
+    await agent.close();
   }
 }
 
@@ -93,11 +110,11 @@ interface TaskRunOptions extends DemoOptions {
   say(line?: string): void;
 }
 
-async function runTask(stack: DevStack, options: TaskRunOptions): Promise<DemoResult> {
+async function runTask(stack: DemoStack, options: TaskRunOptions): Promise<DemoResult> {
   const { tenant, say } = options;
   const { pool, tasks } = stack.runtime;
 
-  say(`3. Submitting the workflow examples/workflows/demo.yaml for tenant "${tenant}"`);
+  say(`4. Submitting the workflow examples/workflows/demo.yaml for tenant "${tenant}"`);
   const definition = parseWorkflowDefinition(await readFile(DEMO_WORKFLOW_PATH, "utf8"), { format: "yaml" });
   const submitted = await submitWorkflow(pool, tenant, definition);
   const chain = topologicalOrder(definition).map((s) => s.id).join(" → ");
@@ -105,13 +122,16 @@ async function runTask(stack: DevStack, options: TaskRunOptions): Promise<DemoRe
   for (const step of definition.steps.filter((s) => s.approval)) {
     say(`   step "${step.id}" is marked approval: true, so the default policy parks it until a human decides`);
   }
+  for (const step of definition.steps.filter((s) => s.to.kind === "foreign")) {
+    say(`   step "${step.id}" goes to foreign:${step.to.id}: governed as a2a_egress, audited before any byte leaves, resumed by the agent's signed push to ${stack.gateway.url}${CALLBACK_PATH_PREFIX}…`);
+  }
 
   const input = { topic: options.topic };
-  say(`4. Starting a task with input ${JSON.stringify(input)}`);
+  say(`5. Starting a task with input ${JSON.stringify(input)}`);
   const started = await tasks.start({ orgId: tenant, workflow: submitted.ref, input });
   say(`   task ${started.taskId}`);
 
-  say("5. Watching the task (a line per step change)");
+  say("6. Watching the task (a line per step change)");
   const decided = new Set<string>();
   const watching = watchTask({
     tasks,
@@ -138,15 +158,23 @@ async function runTask(stack: DevStack, options: TaskRunOptions): Promise<DemoRe
   const final = await Promise.race([watching, crashed]);
 
   const ok = final.status === "completed";
-  say(ok ? "6. The task completed. Every hop it made, from the audit log in seq order:" : `6. The task ended ${final.status}. Its audit rows in seq order:`);
+  say(ok ? "7. The task completed. Every hop it made, from the audit log in seq order:" : `7. The task ended ${final.status}. Its audit rows in seq order:`);
   const rows = await listAudit(pool, tenant, { taskId: final.id, limit: 10_000 });
   say(indent(formatHopsTable(rows)));
   say(`   total cost of the task: ${formatNumber(final.cost)}${final.budget !== null ? ` (budget ${formatNumber(final.budget)})` : ""}`);
+  const verdict = final.steps.find((s) => s.destination === `foreign:${DEMO_AGENT_KEY}`)?.output as
+    | { verdict?: unknown; claims?: unknown }
+    | null
+    | undefined;
+  if (typeof verdict?.verdict === "string") {
+    const claims = Array.isArray(verdict.claims) ? ` (${verdict.claims.length} claims checked)` : "";
+    say(`   the ${DEMO_AGENT_KEY}'s verdict: ${verdict.verdict}${claims}; the writer drafted from its annotated findings`);
+  }
   const published = final.steps.find((s) => s.id === "publish")?.output as { url?: unknown } | null | undefined;
   if (typeof published?.url === "string") say(`   the publisher "published" to ${published.url}`);
   if (final.error) say(`   error: ${final.error.code}: ${final.error.message}`);
 
-  say(`7. Verifying the audit hash chain of tenant "${tenant}"`);
+  say(`8. Verifying the audit hash chain of tenant "${tenant}"`);
   const verification = await verifyChain(pool, tenant);
   say(`   ${describeVerification(tenant, verification)}`);
   say();
@@ -155,7 +183,7 @@ async function runTask(stack: DevStack, options: TaskRunOptions): Promise<DemoRe
   return { ok: ok && verification.ok, taskId: final.id, task: final, chain: verification };
 }
 
-async function approve(stack: DevStack, options: TaskRunOptions, taskId: string, approvalId: string): Promise<void> {
+async function approve(stack: DemoStack, options: TaskRunOptions, taskId: string, approvalId: string): Promise<void> {
   const { say, tenant } = options;
   const pending = await listApprovals(stack.runtime.pool, tenant, { status: "pending", taskId });
   say("   A step is parked on an approval. Pending approvals of this task:");
