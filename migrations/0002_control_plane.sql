@@ -112,9 +112,14 @@ $$;
 GRANT USAGE ON SCHEMA public TO switchyard_app;
 GRANT SELECT ON schema_migrations TO switchyard_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON
-  workflows, policies, tasks, steps, processed_envelopes, outbox, approvals, audit_log, audit_heads,
-  audit_checkpoints, tenant_daily_cost, foreign_agents
+  workflows, policies, tasks, steps, processed_envelopes, outbox, approvals, tenant_daily_cost, foreign_agents
 TO switchyard_app;
+-- The audit chain is append-only for tenant traffic: rows are inserted, the head moves forward, nothing else.
+GRANT SELECT, INSERT ON audit_log TO switchyard_app;
+GRANT SELECT, INSERT, UPDATE ON audit_heads TO switchyard_app;
+GRANT SELECT ON audit_checkpoints TO switchyard_app;
+-- A foreign hop dispatched by an API call signs its callback URL with the tenant's link key (its own rows only).
+GRANT SELECT, INSERT ON link_keys TO switchyard_app;
 GRANT SELECT ON tenants, flags TO switchyard_app;
 -- Never the private half: tenants may verify checkpoints, not sign them.
 GRANT SELECT (kid, public_key, created_at, retired_at) ON checkpoint_keys TO switchyard_app;
@@ -125,7 +130,8 @@ DECLARE
   t text;
 BEGIN
   FOREACH t IN ARRAY ARRAY['workflows', 'policies', 'tasks', 'steps', 'processed_envelopes', 'outbox', 'approvals',
-                           'audit_log', 'audit_heads', 'audit_checkpoints', 'tenant_daily_cost', 'foreign_agents']
+                           'audit_log', 'audit_heads', 'audit_checkpoints', 'tenant_daily_cost', 'foreign_agents',
+                           'link_keys']
   LOOP
     EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
     EXECUTE format(

@@ -56,7 +56,9 @@ function hopFacts(draft: Draft, step: StepRecord, action: ActionType, destinatio
 }
 
 /**
- * Governs and (on allow) sends the next attempt of `step`. `approvedBy` skips the governor: a human already
+ * Governs and (on allow) sends the next attempt of `step`. With `approvedBy`, a human's approval satisfies a
+ * `requires_approval` verdict — but the governor still runs, so a deny that holds now (egress switched off, a
+ * budget exceeded, a tightened policy) still fails the hop closed.
  * approved this exact hop.
  */
 export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approvalId: string; actor: string }): void {
@@ -73,7 +75,7 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
   if (encoder.encode(payloadJson).byteLength > draft.ctx.maxPayloadBytes) {
     verdict = { verdict: "deny", rule: "builtin:payload-size", reason: `step input exceeds ${draft.ctx.maxPayloadBytes} bytes` };
   } else if (approvedBy) {
-    verdict = { verdict: "allow", rule: `approval:${approvedBy.approvalId}`, reason: `approved by ${approvedBy.actor}` };
+    verdict = approvedVerdict(draft.ctx.govern(facts), approvedBy);
   } else {
     verdict = draft.ctx.govern(facts);
   }
@@ -191,9 +193,7 @@ export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: 
   const payloadJson = JSON.stringify({ input: stepInput(draft, origin), state: origin.checkpoint.state, depth: origin.depth, turn: origin.delegations });
   const payloadHash = draft.ctx.hashPayload(payloadJson);
   const facts = hopFacts(draft, origin, "reply", origin.destination, 0);
-  const verdict: Verdict = approvedBy
-    ? { verdict: "allow", rule: `approval:${approvedBy.approvalId}`, reason: `approved by ${approvedBy.actor}` }
-    : draft.ctx.govern(facts);
+  const verdict: Verdict = approvedBy ? approvedVerdict(draft.ctx.govern(facts), approvedBy) : draft.ctx.govern(facts);
   draft.effects.push({ type: "hop", hop: { facts, verdict, envelopeId } });
   draft.audit({
     action: "reply",
@@ -246,3 +246,9 @@ export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: 
 }
 
 export { stepTimeoutMs };
+
+/** The verdict of a hop a human approved: an approval answers requires_approval, never a deny. */
+function approvedVerdict(current: Verdict, approvedBy: { approvalId: string; actor: string }): Verdict {
+  if (current.verdict === "deny") return current;
+  return { verdict: "allow", rule: `approval:${approvedBy.approvalId}`, reason: `approved by ${approvedBy.actor}` };
+}

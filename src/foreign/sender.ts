@@ -99,10 +99,13 @@ export class ForeignSender {
   }
 
   private async claim(): Promise<Claimed[]> {
-    const leaseMs = this.options.leaseMs ?? this.options.foreign.retries * this.options.foreign.totalTimeoutMs + 30_000;
+    // Each attempt may take a card fetch and a send, each up to the total timeout, plus backoff between attempts.
+    const f = this.options.foreign;
+    const leaseMs = this.options.leaseMs ?? f.retries * (2 * f.totalTimeoutMs + 5_000) + 30_000;
     const { rows } = await this.options.pool.query(
       `WITH picked AS (
-         SELECT id FROM a2a_bridge WHERE status = 'pending_send' AND (claimed_until IS NULL OR claimed_until < now())
+         SELECT id FROM a2a_bridge WHERE status = 'pending_send' AND foreign_task_id IS NULL
+           AND (claimed_until IS NULL OR claimed_until < now())
          ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
        UPDATE a2a_bridge b SET claimed_until = now() + make_interval(secs => $2::double precision / 1000)
        FROM picked WHERE b.id = picked.id

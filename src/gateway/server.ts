@@ -112,7 +112,8 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      logger.error({ err: error, path: req.url }, "gateway route failed");
+      // The path only: query strings carry signed tokens (approval links, callback URLs) that must not reach logs.
+      logger.error({ err: error, path: (req.url ?? "").split("?")[0] }, "gateway route failed");
       if (!res.headersSent) sendJson(res, 500, { error: "internal error; the gateway log has the details" });
       else res.destroy();
     });

@@ -121,6 +121,22 @@ describe("decide", () => {
     expect(s.steps.get("b")!.status).toBe("dispatched");
   });
 
+  it("an approval does not override a deny that holds when it is decided (e.g. egress switched off meanwhile)", () => {
+    let denyNow = false;
+    const govern = () =>
+      denyNow ? { verdict: "deny" as const, rule: "builtin:egress-disabled", reason: "egress off" } : { verdict: "requires_approval" as const, rule: "human", reason: "check" };
+    const parked = decide(initialState(wf), { type: "task_started", eventId: "s" }, context(1, "s", govern));
+    const approvalId = parked.state.steps.get("a")!.approvalId!;
+    denyNow = true;
+    const approved = decide(parked.state, { type: "approval_decided", eventId: "ap", approvalId, approve: true, actor: "user:ann", reason: "" }, context(2, "ap", govern));
+    expect(sends(approved.effects)).toHaveLength(0);
+    expect(approved.state.task.status).toBe("failed");
+    expect(audits(approved.effects).map((a) => [a.action, a.verdict, a.rule])).toEqual([
+      ["approval", "approved", `approval:${approvalId}`],
+      ["dispatch", "deny", "builtin:egress-disabled"],
+    ]);
+  });
+
   it("a denied approval fails the step and the task", () => {
     const govern = () => ({ verdict: "requires_approval" as const, rule: "human", reason: "check" });
     const s = run(initialState(wf), []).state;

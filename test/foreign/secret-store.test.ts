@@ -23,17 +23,20 @@ describe("secret store", () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   it("reads SWITCHYARD_SECRET_* into the config, and resolves env:NAME references", () => {
-    const config = loadConfig({ SWITCHYARD_SECRET_ACME_TOKEN: "s3cret", OTHER: "x" });
-    expect(config.foreign.secrets).toEqual({ ACME_TOKEN: "s3cret" });
+    const config = loadConfig({ SWITCHYARD_SECRET_ACME__TOKEN: "s3cret", SWITCHYARD_SECRET_GLOBEX_INC__TOKEN: "g", OTHER: "x" });
+    expect(config.foreign.secrets).toEqual({ ACME__TOKEN: "s3cret", GLOBEX_INC__TOKEN: "g" });
     const store = createEnvSecretStore(config.foreign.secrets);
-    expect(store.resolve("acme", "env:acme_token")).toBe("s3cret");
-    expect(() => store.resolve("acme", "env:MISSING")).toThrow(/SWITCHYARD_SECRET_MISSING/);
+    expect(store.resolve("acme", "env:token")).toBe("s3cret");
+    expect(store.resolve("globex-inc", "env:TOKEN")).toBe("g");
+    // A tenant names only its own secrets: the same reference resolves per tenant, or not at all.
+    expect(() => store.resolve("initech", "env:TOKEN")).toThrow(/SWITCHYARD_SECRET_INITECH__TOKEN/);
+    expect(() => store.resolve("acme", "env:MISSING")).toThrow(/SWITCHYARD_SECRET_ACME__MISSING/);
     expect(() => store.resolve("acme", "vault:x")).toThrow(/no secret store/);
   });
 
   it("sends the credential as a Bearer token through the guarded channel", async () => {
-    const channels = new AgentChannels({ foreign: { ...defaultConfig.foreign, allowedNetworks: ["127.0.0.0/8"], secrets: { ACME_TOKEN: "s3cret" } } });
-    const channel = channels.get({ orgId: "acme", agentKey: "a", allowHost: "127.0.0.1", credentialRef: "env:ACME_TOKEN" });
+    const channels = new AgentChannels({ foreign: { ...defaultConfig.foreign, allowedNetworks: ["127.0.0.0/8"], secrets: { ACME__TOKEN: "s3cret" } } });
+    const channel = channels.get({ orgId: "acme", agentKey: "a", allowHost: "127.0.0.1", credentialRef: "env:TOKEN" });
     const response = await channel.fetch(`${base}/ping`);
     expect(response.status).toBe(200);
     expect(seen.at(-1)?.authorization).toBe("Bearer s3cret");
