@@ -4,7 +4,16 @@
  */
 import type { ScenarioResult } from "./support.js";
 
-export const REQUIRED_KEYS = ["steps_per_s", "hops_per_s", "raw_relay_hops_per_s", "bullmq_jobs_per_s", "step_p50_ms", "step_p99_ms"] as const;
+export const REQUIRED_KEYS = [
+  "steps_per_s",
+  "hops_per_s",
+  "raw_relay_hops_per_s",
+  "bullmq_jobs_per_s",
+  "step_p50_ms",
+  "step_p99_ms",
+  "callbacks_per_s",
+  "egress_added_ms",
+] as const;
 
 export const BASELINES = { rawRelay: "raw_relay_hops_per_s", bullmq: "bullmq_jobs_per_s" } as const;
 
@@ -31,6 +40,7 @@ export const TARGETS: readonly Target[] = [
   },
   atLeast("hops_per_s", 12_000),
   atMost("step_p99_ms", 25),
+  atLeast("callbacks_per_s", 3_000),
 ];
 
 export function formatNumber(n: number): string {
