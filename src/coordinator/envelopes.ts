@@ -2,7 +2,7 @@
  * Translation between the wire (protobuf envelopes) and the coordinator's plain events and envelope specs.
  * Inbound envelopes are untrusted: anything that does not fit is refused with MALFORMED_ENVELOPE.
  */
-import { createHash } from "node:crypto";
+import { hash as oneShotHash } from "node:crypto";
 import { parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import {
@@ -21,14 +21,14 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash("sha256").update(data).digest("hex");
+  return oneShotHash("sha256", data, "hex");
 }
 
 /** Ids derived from a seed: the same event always produces the same envelope and approval ids. */
 export function derivedIdSource(seed: string): () => string {
   let n = 0;
   return () => {
-    const h = createHash("sha256").update(`${seed}\u0000${n++}`).digest("hex");
+    const h = oneShotHash("sha256", `${seed}\u0000${n++}`, "hex");
     // Format as an RFC 4122 variant, version 8 (custom) UUID.
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
   };

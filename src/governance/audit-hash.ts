@@ -11,7 +11,7 @@
  * Text is made storable the same way: lone UTF-16 surrogates and NUL (which Postgres text cannot hold) become
  * U+FFFD before hashing.
  */
-import { createHash } from "node:crypto";
+import { hash as oneShotHash } from "node:crypto";
 import { GENESIS_HASH, type AuditEntry, type AuditRow } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 
@@ -20,6 +20,8 @@ const CANONICAL_VERSION = 1;
 const LARGEST_15_DIGIT_DOUBLE = 1.79769313486231e308;
 const HASH_RE = /^[0-9a-f]{64}$/;
 const UNSTORABLE_RE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/** Cheap pre-check: text without NUL or any surrogate cannot hold anything UNSTORABLE_RE would replace. */
+const MAYBE_UNSTORABLE_RE = /[\u0000\uD800-\uDFFF]/;
 
 export interface ChainHead {
   seq: number;
@@ -66,7 +68,8 @@ export function canonicalAuditRow(entry: AuditEntry & { seq: number }): string {
 }
 
 export function chainHash(prevHash: string, canonical: string): string {
-  return createHash("sha256").update(prevHash).update("\n").update(canonical).digest("hex");
+  // One-shot hash of the concatenation: the same UTF-8 bytes as three update() calls, without a Hash object.
+  return oneShotHash("sha256", `${prevHash}\n${canonical}`, "hex");
 }
 
 /** The hash a stored row should carry, recomputed from its contents and its own prev_hash. */
@@ -87,7 +90,7 @@ export function chainRows(head: ChainHead, entries: readonly AuditEntry[]): Audi
   let { seq, hash } = head;
   return entries.map((entry) => {
     if (entry.orgId !== orgId) throw invalidEntry("orgId", `one chain holds one tenant; got ${orgId} and ${entry.orgId}`);
-    const row: AuditRow = { ...storable(entry), seq: seq + 1, prevHash: hash, hash: "" };
+    const row = storableRow(entry, seq + 1, hash);
     row.hash = rowHash(row);
     seq = row.seq;
     hash = row.hash;
@@ -95,8 +98,8 @@ export function chainRows(head: ChainHead, entries: readonly AuditEntry[]): Audi
   });
 }
 
-function storable(entry: AuditEntry): AuditEntry {
-  const clean = (value: string) => (typeof value === "string" ? value.replace(UNSTORABLE_RE, "\uFFFD") : value);
+/** The row as it will be stored (text made storable, cost normalized), built directly rather than spread. */
+function storableRow(entry: AuditEntry, seq: number, prevHash: string): AuditRow {
   return {
     orgId: clean(entry.orgId),
     action: clean(entry.action),
@@ -111,7 +114,15 @@ function storable(entry: AuditEntry): AuditEntry {
     stepId: clean(entry.stepId),
     envelopeId: clean(entry.envelopeId),
     atMs: entry.atMs,
+    seq,
+    prevHash,
+    hash: "",
   };
+}
+
+function clean(value: string): string {
+  if (typeof value !== "string" || !MAYBE_UNSTORABLE_RE.test(value)) return value;
+  return value.replace(UNSTORABLE_RE, "\uFFFD");
 }
 
 function invalidEntry(field: string, message: string): SwitchyardError {

@@ -2,7 +2,7 @@
  * Appending to and reading the per-tenant audit chain in Postgres.
  *
  * `appendAudit` runs inside the caller's transaction (the hop's), so the audit rows commit or vanish with the
- * decision they record. Each tenant's `audit_heads` row is locked FOR UPDATE before chaining; concurrent
+ * decision they record. Each tenant's `audit_heads` row is locked (upserted) before chaining; concurrent
  * appenders for the same tenant queue on that lock and each chains onto the head the previous one committed,
  * so the chain never forks. Locks are taken in org_id order so multi-tenant batches cannot deadlock each other.
  * Requires READ COMMITTED (the default): a waiter must see the head its predecessor committed.
@@ -26,15 +26,15 @@ export async function appendAudit(client: Pick<PoolClient, "query">, entries: re
   }
   const orgIds = [...byOrg.keys()].sort();
 
-  await client.query(
-    `INSERT INTO audit_heads (org_id, seq, hash)
-     SELECT org_id, 0, $2 FROM unnest($1::text[]) AS o(org_id) ORDER BY org_id
-     ON CONFLICT (org_id) DO NOTHING`,
-    [orgIds, GENESIS_HASH],
-  );
+  // One round trip creates missing heads and locks every head: ON CONFLICT DO UPDATE takes the row lock and,
+  // under READ COMMITTED, returns the latest committed head even when it had to wait for another appender.
+  // Rows are inserted (so locked) in org_id order.
   const heads = await client.query<{ org_id: string; seq: string | number; hash: string }>(
-    "SELECT org_id, seq, hash FROM audit_heads WHERE org_id = ANY($1::text[]) ORDER BY org_id FOR UPDATE",
-    [orgIds],
+    `INSERT INTO audit_heads AS h (org_id, seq, hash)
+     SELECT org_id, 0, $2 FROM unnest($1::text[]) AS o(org_id) ORDER BY org_id
+     ON CONFLICT (org_id) DO UPDATE SET seq = h.seq
+     RETURNING h.org_id, h.seq, h.hash`,
+    [orgIds, GENESIS_HASH],
   );
   const headByOrg = new Map<string, ChainHead>(heads.rows.map((h) => [h.org_id, { seq: Number(h.seq), hash: h.hash }]));
 
@@ -47,8 +47,15 @@ export async function appendAudit(client: Pick<PoolClient, "query">, entries: re
   const rows = [...rowsByOrg.values()].flat();
 
   const column = <T>(pick: (row: AuditRow) => T) => rows.map(pick);
+  const lasts = orgIds.map((orgId) => rowsByOrg.get(orgId)!.at(-1)!);
+  // The rows and the new heads in one statement (a data-modifying CTE runs whether or not it is referenced).
   await client.query(
-    `INSERT INTO audit_log (org_id, seq, prev_hash, hash, action, actor, destination, verdict, rule, reason,
+    `WITH new_heads AS (
+       UPDATE audit_heads AS h SET seq = v.seq, hash = v.hash
+       FROM unnest($17::text[], $18::bigint[], $19::text[]) AS v(org_id, seq, hash)
+       WHERE h.org_id = v.org_id
+     )
+     INSERT INTO audit_log (org_id, seq, prev_hash, hash, action, actor, destination, verdict, rule, reason,
                             payload_hash, cost, task_id, step_id, envelope_id, at_ms)
      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
                           $8::text[], $9::text[], $10::text[], $11::text[], $12::float8[], $13::text[], $14::text[],
@@ -71,15 +78,10 @@ export async function appendAudit(client: Pick<PoolClient, "query">, entries: re
       column((r) => r.stepId),
       column((r) => r.envelopeId),
       column((r) => r.atMs),
+      lasts.map((r) => r.orgId),
+      lasts.map((r) => r.seq),
+      lasts.map((r) => r.hash),
     ],
-  );
-
-  const lasts = orgIds.map((orgId) => rowsByOrg.get(orgId)!.at(-1)!);
-  await client.query(
-    `UPDATE audit_heads AS h SET seq = v.seq, hash = v.hash
-     FROM unnest($1::text[], $2::bigint[], $3::text[]) AS v(org_id, seq, hash)
-     WHERE h.org_id = v.org_id`,
-    [lasts.map((r) => r.orgId), lasts.map((r) => r.seq), lasts.map((r) => r.hash)],
   );
 
   // Input order, tenant-relative order preserved.

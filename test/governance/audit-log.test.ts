@@ -80,8 +80,8 @@ describe("appendAudit", () => {
         batch,
       ),
     );
-    // head insert, head lock, ONE insert for all rows, ONE head update.
-    expect(statements).toHaveLength(4);
+    // head upsert + lock, then ONE statement for all rows and the head update.
+    expect(statements).toHaveLength(2);
     expect(statements.filter((s) => /INSERT INTO audit_log/.test(s))).toHaveLength(1);
     expect(rows.map((r) => [r.orgId, r.seq, r.envelopeId])).toEqual([
       ["org-b", 1, "env-org-b-1"],

@@ -82,8 +82,10 @@ describe("Redis loss and several coordinators", () => {
   it("three coordinators on one inbox complete every task once, and the chain never forks", async () => {
     rt = await createTestRuntime();
     workers = new Workers(rt);
-    await submitWorkflow(rt.pool, ORG, parseWorkflowDefinition(WORKFLOW));
-    await submitWorkflow(rt.pool, "globex", parseWorkflowDefinition(WORKFLOW));
+    // Long timeouts: on a loaded machine a 1 s timeout would add timeout/retry rows and blur the exact count below.
+    const patient = WORKFLOW.replace(/timeout: 1s/g, "timeout: 60s");
+    await submitWorkflow(rt.pool, ORG, parseWorkflowDefinition(patient));
+    await submitWorkflow(rt.pool, "globex", parseWorkflowDefinition(patient));
     for (let i = 0; i < 3; i++) rt.startCoordinator({ batchSize: 7 });
     workers.start("echo", async (work, ctx) => {
       ctx.usage({ cost: 0.25 });
