@@ -147,11 +147,11 @@ steps:
     await submit(rt, `
 name: slow
 steps:
-  - { id: s, to: "role:slow", retries: 1, timeout: 300ms }
+  - { id: s, to: "role:slow", retries: 1, timeout: 1s }
 `);
     rt.startCoordinator();
     workers.start("slow", async (work, ctx) => {
-      if (work.attempt === 1) await new Promise((r) => setTimeout(r, 1500, ctx.signal));
+      if (work.attempt === 1) await new Promise((r) => setTimeout(r, 3000, ctx.signal));
       return { attempt: work.attempt };
     });
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "slow" });
