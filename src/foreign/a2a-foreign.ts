@@ -43,6 +43,8 @@ export interface A2AForeignOptions {
   logger?: Logger;
   /** Breaker states and sweep results are recorded here. */
   metrics?: Metrics;
+  /** The live egress switch, checked again right before each send. */
+  egress?: { egressEnabled(orgId: string): boolean };
   clock?: () => number;
 }
 
@@ -67,7 +69,15 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     ...(options.publisher ? { publisher: options.publisher } : {}),
     logger: options.logger ?? silentLogger,
   };
-  const sender = new ForeignSender({ ...deps, channels, breakers, foreign: config.foreign, publicUrl: config.gateway.publicUrl, ...(options.clock ? { clock: options.clock } : {}) });
+  const sender = new ForeignSender({
+    ...deps,
+    channels,
+    breakers,
+    foreign: config.foreign,
+    publicUrl: config.gateway.publicUrl,
+    ...(options.egress ? { egress: options.egress } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
   const sweep = new ForeignSweep({ ...deps, channels, breakers, foreign: config.foreign });
   const callback: A2ACallbackDeps = {
     ...deps,

@@ -40,6 +40,11 @@ export interface ForeignSenderOptions extends BridgeResumeDeps {
   leaseMs?: number;
   /** Ask agents for `Authorization: Bearer` instead of the token header. @defaultValue false */
   bearer?: boolean;
+  /**
+   * Checked again right before sending: egress switched off after the hop was governed (e.g. while it waited for
+   * an approval or in the queue) still stops the bytes. @defaultValue no check (the governor's verdict stands)
+   */
+  egress?: { egressEnabled(orgId: string): boolean };
   clock?: () => number;
 }
 
@@ -137,6 +142,11 @@ export class ForeignSender {
       return;
     }
     try {
+      if (this.options.egress && !this.options.egress.egressEnabled(bridge.orgId)) {
+        throw new SwitchyardError(ErrorCode.PolicyDenied, `A2A egress is switched off for tenant ${bridge.orgId} (A2A_EGRESS_ENABLED); nothing was sent`, {
+          details: { reason: "EGRESS_DISABLED" },
+        });
+      }
       const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
       if (!agent || !agent.enabled) {
         throw new SwitchyardError(ErrorCode.ForeignUnavailable, `agent ${bridge.agentKey} is not ${agent ? "enabled" : "registered"} for tenant ${bridge.orgId}`);
@@ -215,6 +225,13 @@ export function requiredSkills(agent: Pick<ForeignAgentRecord, "skills">, input:
 function sendFailure(agentKey: string, error: unknown): { code: string; message: string; retryable: false } {
   const e = SwitchyardError.from(error);
   const reason = typeof e.details.reason === "string" ? e.details.reason : undefined;
-  const code = reason === EgressReason.BreakerOpen ? "FOREIGN_BREAKER_OPEN" : e.code === ErrorCode.ForeignUnavailable ? e.code : "FOREIGN_SEND_FAILED";
+  const code =
+    reason === EgressReason.BreakerOpen
+      ? "FOREIGN_BREAKER_OPEN"
+      : reason === "EGRESS_DISABLED"
+        ? "POLICY_DENIED"
+        : e.code === ErrorCode.ForeignUnavailable
+          ? e.code
+          : "FOREIGN_SEND_FAILED";
   return { code, message: `could not open a task at foreign agent ${agentKey}${reason ? ` (${reason})` : ""}: ${e.message}`, retryable: false };
 }

@@ -9,6 +9,7 @@ import { verifyChain } from "../../../src/governance/audit-verify.js";
 import { listApprovals } from "../../../src/coordinator/approval-store.js";
 import { listBridges } from "../../../src/foreign/bridge-store.js";
 import { disableForeignAgent } from "../../../src/foreign/registry.js";
+import { setFlag } from "../../../src/flags/flag-store.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitFor } from "../../support/runtime.js";
 import { Workers } from "../../support/workers.js";
@@ -238,5 +239,29 @@ steps:
     const audit = await listAudit(rt.pool, ORG, { taskId });
     expect(audit.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:requires_approval", "approval:approved", "a2a_egress:allow", "result:accepted"]);
     expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+  });
+
+  it("an approval given after egress was switched off sends nothing: the hop fails closed", async () => {
+    const helper = await agent({ dialect: "1.0" });
+    await rt.register(ORG, { agentKey: "helper", baseUrl: helper.baseUrl });
+    await rt.submit(ORG, `
+name: gated
+steps:
+  - { id: b, to: "foreign:helper", approval: true }
+`);
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "gated", input: { q: 1 } });
+    await waitFor(async () => ((await rt.tasks.get(ORG, taskId)).status === "parked" ? true : undefined));
+    await setFlag(rt.pool, { name: "A2A_EGRESS_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "incident" });
+    await rt.flags.refresh();
+    const [approval] = await listApprovals(rt.pool, ORG, { status: "pending" });
+    await rt.tasks.decideApproval({ orgId: ORG, approvalId: approval!.id, approve: true, actor: "user:ann" });
+    const task = await rt.finished(ORG, taskId);
+    expect(task.status).toBe("failed");
+    expect(task.error!.message).toContain("builtin:egress-disabled");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(helper.received).toHaveLength(0);
+    expect(helper.cardRequests()).toBe(0);
+    const audit = await listAudit(rt.pool, ORG, { taskId });
+    expect(audit.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:requires_approval", "approval:approved", "a2a_egress:deny"]);
   });
 });
