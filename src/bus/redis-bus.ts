@@ -14,11 +14,11 @@
  *   trim removes it once every group is done.
  */
 import type { Redis } from "ioredis";
-import type { Bus, BusEntry, DeadLetter, OutgoingEnvelope, ReadOptions, ReclaimOptions } from "./bus.js";
+import type { Bus, BusEntry, OutgoingEnvelope, ReadOptions, ReclaimOptions } from "./bus.js";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "./codec.js";
 import { assertEntryId, assertGroupName, assertKeyPrefix, deadLetterKey, streamKey } from "./keys.js";
 import { deadLetterScript } from "./lua/dead-letter.js";
-import { DEAD_FIELDS, ENVELOPE_FIELD } from "./lua/fields.js";
+import { ENVELOPE_FIELD } from "./lua/fields.js";
 import { reclaimScript } from "./lua/reclaim.js";
 import { replayScript } from "./lua/replay.js";
 import { runScript, type LuaScript, type ScriptArg } from "./lua/script.js";
@@ -26,6 +26,16 @@ import { touchScript } from "./lua/touch.js";
 import { trimScript } from "./lua/trim.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
+import {
+  assertNonNegativeInteger,
+  assertPositiveInteger,
+  fieldValue,
+  hasErrorPrefix,
+  parseDeadLetter,
+  streamEntriesOf,
+  toBuffer,
+  type RawEntry,
+} from "./redis-replies.js";
 import type { Metrics } from "../metrics.js";
 
 export interface RedisBusOptions {
@@ -54,8 +64,6 @@ const MAX_IDLE_BLOCKING_CONNECTIONS = 4;
 const DEFAULT_DEAD_LETTER_PAGE = 100;
 const ENVELOPE_FIELD_BYTES = Buffer.from(ENVELOPE_FIELD);
 
-/** An entry as Redis returns it: id and flat field/value list (null when the entry was deleted). */
-type RawEntry = [id: Buffer, fields: Buffer[] | null];
 
 export function createRedisBus(options: RedisBusOptions): Bus {
   assertKeyPrefix(options.keyPrefix);
@@ -358,53 +366,4 @@ export function createRedisBus(options: RedisBusOptions): Bus {
   }
 
   return bus;
-}
-
-function parseDeadLetter(stream: string, id: string, fields: Buffer[]): DeadLetter {
-  const text = (name: string): string => fieldValue(fields, Buffer.from(name))?.toString() ?? "";
-  const raw = fieldValue(fields, Buffer.from(DEAD_FIELDS.raw));
-  return {
-    id,
-    stream: text(DEAD_FIELDS.stream) || stream,
-    originalId: text(DEAD_FIELDS.originalId),
-    reason: text(DEAD_FIELDS.reason),
-    deliveries: Number(text(DEAD_FIELDS.deliveries)) || 0,
-    raw: raw ? new Uint8Array(raw) : new Uint8Array(),
-    atMs: Number(text(DEAD_FIELDS.atMs)) || Number(id.split("-")[0]),
-  };
-}
-
-/** The entries of a single-stream XREADGROUP reply (`null` when nothing arrived). */
-function streamEntriesOf(reply: unknown): RawEntry[] {
-  if (!Array.isArray(reply) || reply.length === 0) return [];
-  const [, entries] = reply[0] as [Buffer, RawEntry[] | null];
-  return entries ?? [];
-}
-
-function fieldValue(fields: readonly Buffer[], name: Buffer): Buffer | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    if (fields[i]!.equals(name)) return fields[i + 1];
-  }
-  return undefined;
-}
-
-function toBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
-/** Redis error codes (NOGROUP, BUSYGROUP) lead the message, also when raised inside a script. */
-function hasErrorPrefix(error: unknown, prefix: string): boolean {
-  return error instanceof Error && error.message.startsWith(prefix);
-}
-
-function assertPositiveInteger(value: number, path: string): void {
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new SwitchyardError(ErrorCode.InvalidArgument, `${path} must be a positive integer, got ${value}`, { details: { path } });
-  }
-}
-
-function assertNonNegativeInteger(value: number, path: string): void {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new SwitchyardError(ErrorCode.InvalidArgument, `${path} must be a non-negative integer, got ${value}`, { details: { path } });
-  }
 }

@@ -55,6 +55,19 @@ describe("FOREIGN hub and spoke", () => {
     return started;
   }
 
+  /** A one-step workflow whose foreign hop needs an approval, started. */
+  async function startGatedTask(): Promise<{ helper: RunningA2AAgent; taskId: string }> {
+    const helper = await agent({ dialect: "1.0" });
+    await rt.register(ORG, { agentKey: "helper", baseUrl: helper.baseUrl });
+    await rt.submit(ORG, `
+name: gated
+steps:
+  - { id: b, to: "foreign:helper", approval: true }
+`);
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "gated", input: { q: 1 } });
+    return { helper, taskId };
+  }
+
   for (const dialect of ["1.0", "0.3"] as const) {
     it(`runs A → foreign B (v${dialect} agent) → C with one audit row per edge, resumed by the agent's push`, async () => {
       const helper = await agent({ dialect, name: `helper-${dialect}` });
@@ -211,14 +224,7 @@ steps:
   });
 
   it("parks the hop for approval before any byte leaves, then completes once approved", async () => {
-    const helper = await agent({ dialect: "1.0" });
-    await rt.register(ORG, { agentKey: "helper", baseUrl: helper.baseUrl });
-    await rt.submit(ORG, `
-name: gated
-steps:
-  - { id: b, to: "foreign:helper", approval: true }
-`);
-    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "gated", input: { q: 1 } });
+    const { helper, taskId } = await startGatedTask();
     const parked = await waitFor(async () => {
       const t = await rt.tasks.get(ORG, taskId);
       return t.status === "parked" ? t : undefined;
@@ -242,14 +248,7 @@ steps:
   });
 
   it("an approval given after egress was switched off sends nothing: the hop fails closed", async () => {
-    const helper = await agent({ dialect: "1.0" });
-    await rt.register(ORG, { agentKey: "helper", baseUrl: helper.baseUrl });
-    await rt.submit(ORG, `
-name: gated
-steps:
-  - { id: b, to: "foreign:helper", approval: true }
-`);
-    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "gated", input: { q: 1 } });
+    const { helper, taskId } = await startGatedTask();
     await waitFor(async () => ((await rt.tasks.get(ORG, taskId)).status === "parked" ? true : undefined));
     await setFlag(rt.pool, { name: "A2A_EGRESS_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "incident" });
     await rt.flags.refresh();
