@@ -3,6 +3,9 @@
  *
  * Addresses are normalised before any check (zone id and brackets dropped, IPv4-mapped IPv6 turned into the IPv4 it
  * carries) so that `::ffff:10.0.0.1` is judged exactly like `10.0.0.1` whichever list it is checked against.
+ * Only the mapped form is rewritten: a socket given it speaks IPv4. IPv6 forms that a translator or relay turns into
+ * IPv4 (NAT64, SIIT `::ffff:0:a.b.c.d`, 6to4, IPv4-compatible) stay IPv6 here and address-policy.ts judges the
+ * IPv4 address they carry.
  */
 import { BlockList, isIPv4, isIPv6 } from "node:net";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
@@ -23,8 +26,9 @@ export interface IpAddress {
 }
 
 /**
- * Parses `10.0.0.0/8`, `fd00::/8`, or a bare address (a /32 or /128). Throws InvalidArgument naming the bad entry;
- * callers that read operator configuration pass `code: ErrorCode.Config`.
+ * Parses `10.0.0.0/8`, `fd00::/8`, `::ffff:10.0.0.0/104` (taken as `10.0.0.0/8`), or a bare address (a /32 or
+ * /128). Throws InvalidArgument naming the bad entry; callers that read operator configuration pass
+ * `code: ErrorCode.Config`.
  */
 export function parseCidr(text: string, code: ErrorCode = ErrorCode.InvalidArgument): Cidr {
   const trimmed = text.trim();
@@ -32,16 +36,19 @@ export function parseCidr(text: string, code: ErrorCode = ErrorCode.InvalidArgum
   const rawNetwork = slash < 0 ? trimmed : trimmed.slice(0, slash);
   const network = normalizeIp(rawNetwork);
   if (network === undefined) throw new SwitchyardError(code, `not a CIDR: ${JSON.stringify(text)} (bad address)`, { details: { cidr: text } });
-  const max = network.family === 4 ? 32 : 128;
+  // An IPv4-mapped network is written with an IPv6 prefix (`::ffff:10.0.0.0/104`) but normalises to IPv4, where
+  // only the low 32 bits count; a prefix under 96 would reach beyond the mapped block, which IPv4 cannot express.
+  const mapped = network.family === 4 && rawNetwork.includes(":");
+  const [min, max] = mapped ? [96, 128] : [0, network.family === 4 ? 32 : 128];
   let prefix = max;
   if (slash >= 0) {
     const prefixText = trimmed.slice(slash + 1);
     prefix = /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
-    if (!(prefix >= 0 && prefix <= max)) {
-      throw new SwitchyardError(code, `not a CIDR: ${JSON.stringify(text)} (prefix must be 0..${max})`, { details: { cidr: text } });
+    if (!(prefix >= min && prefix <= max)) {
+      throw new SwitchyardError(code, `not a CIDR: ${JSON.stringify(text)} (prefix must be ${min}..${max})`, { details: { cidr: text } });
     }
   }
-  return { network: network.address, prefix, family: network.family };
+  return { network: network.address, prefix: mapped ? prefix - 96 : prefix, family: network.family };
 }
 
 /**

@@ -18,7 +18,17 @@ describe("CIDR", () => {
     expect(parseCidr("::1")).toEqual({ network: "::1", prefix: 128, family: 6 });
   });
 
-  it.each(["", "10.0.0.0/33", "::/129", "10.0.0/8", "10.0.0.0/-1", "10.0.0.0/8/8", "example.com/24", "10.0.0.0/ 8"])("refuses %j", (text) => {
+  it("reads an IPv4-mapped network's IPv6 prefix as the IPv4 prefix it maps", () => {
+    expect(parseCidr("::ffff:10.0.0.0/104")).toEqual({ network: "10.0.0.0", prefix: 8, family: 4 });
+    expect(parseCidr("[::ffff:7f00:0]/96")).toEqual({ network: "127.0.0.0", prefix: 0, family: 4 });
+    expect(parseCidr("::ffff:127.0.0.1")).toEqual({ network: "127.0.0.1", prefix: 32, family: 4 });
+    const set = new CidrSet(["::ffff:10.20.0.0/112"]);
+    expect(set.contains("10.20.3.4")).toBe(true);
+    expect(set.contains("::ffff:10.20.3.4")).toBe(true);
+    expect(set.contains("10.21.0.1")).toBe(false);
+  });
+
+  it.each(["", "10.0.0.0/33", "::/129", "10.0.0/8", "10.0.0.0/-1", "10.0.0.0/8/8", "example.com/24", "10.0.0.0/ 8", "::ffff:10.0.0.0/8", "::ffff:10.0.0.0/95", "::ffff:10.0.0.0/129"])("refuses %j", (text) => {
     expect(() => parseCidr(text, ErrorCode.Config)).toThrowError(expect.objectContaining({ code: ErrorCode.Config }));
   });
 
