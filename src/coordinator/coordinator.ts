@@ -8,7 +8,7 @@ import { toBinary } from "@bufbuild/protobuf";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
 import { EnvelopeSchema } from "../gen/switchyard/bus/v1/envelope_pb.js";
 import { isSwitchyardError } from "../errors.js";
-import type { Pool } from "../store/db.js";
+import { isDatabaseUnavailable, type Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Engine, EngineInput } from "./engine.js";
@@ -33,6 +33,12 @@ const CATCH_UP_LIMIT_MS = 10_000;
 interface AppliedBatch {
   ackIds: string[];
   outbox: OutboxRow[];
+}
+
+/** An inbox entry decoded to the engine's input, remembered with its entry id for the acknowledgement. */
+interface DecodedEntry {
+  entryId: string;
+  input: EngineInput;
 }
 
 export interface CoordinatorOptions {
@@ -247,19 +253,18 @@ export class Coordinator {
   }
 
   /**
-   * Decodes and applies a batch in one transaction; undefined when no entry was usable (all dead-lettered or
-   * held). Inbox entries of tenants switched off are moved to their hold streams first.
+   * Decodes and applies a batch in one transaction (per task when that fails, see `applyIsolating`); undefined
+   * when no entry was usable (all dead-lettered or held). Inbox entries of tenants switched off are moved to their
+   * hold streams first.
    */
   private async applyBatch(all: readonly BusEntry[], stream: string = COORDINATOR_STREAM): Promise<AppliedBatch | undefined> {
-    const { bus, engine, pool } = this.options;
+    const { bus } = this.options;
     const entries = stream === COORDINATOR_STREAM && this.hold ? await this.hold.holdDisabled(all) : all;
-    const inputs: EngineInput[] = [];
-    const ackIds: string[] = [];
+    const decoded: DecodedEntry[] = [];
     for (const entry of entries) {
       try {
         const inbound = envelopeToEvent(entry.envelope);
-        inputs.push({ ...inbound, dedupe: inbound.event.type !== "heartbeat", createdAtMs: Number(entry.envelope.createdAtMs) || undefined });
-        ackIds.push(entry.id);
+        decoded.push({ entryId: entry.id, input: { ...inbound, dedupe: inbound.event.type !== "heartbeat", createdAtMs: Number(entry.envelope.createdAtMs) || undefined } });
       } catch (error) {
         if (!isSwitchyardError(error)) throw error;
         this.logger.warn({ err: error, envelopeId: entry.envelope.id, orgId: entry.envelope.orgId }, "inbound envelope refused; dead-lettered");
@@ -267,13 +272,64 @@ export class Coordinator {
         await bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, toBinary(EnvelopeSchema, entry.envelope), `${error.code}: ${error.message}`);
       }
     }
-    if (inputs.length === 0) return undefined;
-    this.options.metrics?.batchSize.observe(inputs.length);
-    // On failure nothing is acknowledged: the entries are redelivered (reclaim) and dead-lettered after N tries.
-    const result = await engine.apply(pool, inputs);
-    for (const input of inputs) this.options.metrics?.events.inc({ type: input.event.type, outcome: "seen" });
-    for (const row of result.outbox) this.streams.add(row.stream);
-    return { ackIds, outbox: result.outbox };
+    if (decoded.length === 0) return undefined;
+    this.options.metrics?.batchSize.observe(decoded.length);
+    // Entries that were not applied are not acknowledged: redelivered (reclaim), dead-lettered after N tries.
+    const applied = await this.applyIsolating(decoded);
+    for (const input of applied.inputs) this.options.metrics?.events.inc({ type: input.event.type, outcome: "seen" });
+    for (const row of applied.outbox) this.streams.add(row.stream);
+    return { ackIds: applied.ackIds, outbox: applied.outbox };
+  }
+
+  /**
+   * The whole batch in one transaction; if that throws, the batch again one task at a time (a task's inputs
+   * together, in order), so one poison entry (a value Postgres rejects, a task whose state trips a bug) holds back
+   * only its own task: the other tasks commit and are acknowledged, the failing task's entries are redelivered
+   * and reach the dead letters after the bus's max deliveries, as a whole batch did before.
+   *
+   * Splitting costs a transaction per task, so it is skipped where it cannot help: a batch of one task (the retry
+   * would be the same transaction), and errors about the database rather than the batch's content (see
+   * `isDatabaseUnavailable`), which are thrown as before so the inbox loop backs off. The same check after each
+   * task stops the splitting as soon as the database goes away midway; what committed until then is acknowledged.
+   * Deadlocks and serialization failures never get here: `engine.apply` retries them itself.
+   */
+  private async applyIsolating(decoded: readonly DecodedEntry[]): Promise<AppliedBatch & { inputs: EngineInput[] }> {
+    const { engine, pool } = this.options;
+    const inputs = decoded.map((d) => d.input);
+    let batchError: unknown;
+    try {
+      const result = await engine.apply(pool, inputs);
+      return { ackIds: decoded.map((d) => d.entryId), outbox: result.outbox, inputs };
+    } catch (error) {
+      batchError = error;
+    }
+    const groups = groupByTask(decoded);
+    if (groups.length < 2 || isDatabaseUnavailable(batchError)) throw batchError;
+    this.logger.error({ err: batchError, entries: decoded.length, tasks: groups.length }, "coordinator batch failed; applying it again task by task to isolate the failing entries");
+    const applied: AppliedBatch & { inputs: EngineInput[] } = { ackIds: [], outbox: [], inputs: [] };
+    for (const group of groups) {
+      const groupInputs = group.map((d) => d.input);
+      try {
+        const result = await engine.apply(pool, groupInputs);
+        applied.ackIds.push(...group.map((d) => d.entryId));
+        applied.outbox.push(...result.outbox);
+        applied.inputs.push(...groupInputs);
+      } catch (error) {
+        if (isDatabaseUnavailable(error)) {
+          if (applied.ackIds.length === 0) throw error;
+          this.logger.warn({ err: error }, "database unavailable while isolating a failed batch; its remaining entries will be redelivered");
+          break;
+        }
+        const first = group[0]!.input;
+        this.logger.error(
+          { err: error, orgId: first.orgId, taskId: first.taskId, envelopeIds: groupInputs.map((i) => i.event.eventId), entryIds: group.map((d) => d.entryId) },
+          "a task's inbox entries failed to apply; left unacknowledged, to be redelivered and dead-lettered after the max deliveries",
+        );
+      }
+    }
+    // Nothing applied at all: thrown like a failed batch, so the loop backs off before the redelivery.
+    if (applied.ackIds.length === 0) throw batchError;
+    return applied;
   }
 
   /**
@@ -356,4 +412,15 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener("abort", done, { once: true });
   });
+}
+
+/** The entries per task, tasks in order of first appearance, each task's entries in batch order. */
+function groupByTask(decoded: readonly DecodedEntry[]): DecodedEntry[][] {
+  const groups = new Map<string, DecodedEntry[]>();
+  for (const d of decoded) {
+    const group = groups.get(d.input.taskId);
+    if (group) group.push(d);
+    else groups.set(d.input.taskId, [d]);
+  }
+  return [...groups.values()];
 }

@@ -37,3 +37,25 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
     client.release();
   }
 }
+
+
+/** Socket errors of an unreachable server (Node, or inside an AggregateError of several addresses). */
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);
+/** What pg and pg-pool throw when the connection or the pool, not the query, is the problem. */
+const UNAVAILABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client has encountered a connection error|Client was closed)/;
+
+/**
+ * Whether an error is about reaching the database rather than about what the batch wrote: socket errors, pg's
+ * connection and pool errors, and SQLSTATE classes 08 (connection exception), 53 (insufficient resources: disk
+ * full, out of memory, too many connections) and 57P0x (server shutting down, starting up, database dropped),
+ * plus 25006 (a read-only server, e.g. a replica after a failover). Re-applying task by task cannot isolate
+ * anything there; it would only multiply the failing round trips.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown; errors?: unknown } | null | undefined;
+  if (!e || typeof e !== "object") return false;
+  const code = typeof e.code === "string" ? e.code : "";
+  if (UNREACHABLE_CODES.has(code) || code === "25006" || /^(08|53)...$/.test(code) || /^57P0.$/.test(code)) return true;
+  if (typeof e.message === "string" && UNAVAILABLE_MESSAGES.test(e.message)) return true;
+  return Array.isArray(e.errors) && e.errors.some(isDatabaseUnavailable);
+}
