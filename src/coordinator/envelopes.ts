@@ -7,6 +7,7 @@ import { parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import {
   COORDINATOR_ENDPOINT,
+  EndpointKind,
   EnvelopeKind,
   ResultStatus,
   createEnvelope,
@@ -86,7 +87,9 @@ function isObject(value: unknown): value is Record<string, unknown> {
 /** Turns an envelope from the coordinator's inbox into an event; throws MALFORMED_ENVELOPE when it cannot. */
 export function envelopeToEvent(envelope: Envelope): InboundEvent {
   if (!isUuid(envelope.taskId)) throw malformed(envelope, `task_id ${JSON.stringify(envelope.taskId)} is not a UUID`);
-  const actor = `worker:${describeEndpoint(envelope.source)}`;
+  // A FOREIGN source is our own callback path resolving a bridge (src/foreign/foreign-result.ts): the edge is the
+  // agent's, so the audit names it as such.
+  const actor = envelope.source?.kind === EndpointKind.FOREIGN ? `foreign:${envelope.source.id}` : `worker:${describeEndpoint(envelope.source)}`;
   const base = { orgId: envelope.orgId, taskId: envelope.taskId };
   switch (envelope.kind) {
     case EnvelopeKind.RESULT: {

@@ -4,12 +4,12 @@
  * registry. The runtime builds it; coordinators run `jobs`, the gateway mounts the route.
  */
 import type { Config } from "../config.js";
-import type { Engine } from "../coordinator/engine.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Pool } from "../store/db.js";
 import { AgentChannels } from "./agent-channels.js";
+import { CallbackIntake } from "./callback-intake.js";
 import type { A2ACallbackDeps } from "./callback-route.js";
 import { BreakerRegistry } from "./egress/index.js";
 import { TokenBuckets } from "./rate-limit.js";
@@ -38,7 +38,6 @@ export interface A2AForeign {
 export interface A2AForeignOptions {
   config: Config;
   pool: Pool;
-  engine: Engine;
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
   logger?: Logger;
   /** Breaker states and sweep results are recorded here. */
@@ -49,8 +48,9 @@ export interface A2AForeignOptions {
 }
 
 /**
- * The engine is built with the dispatcher (`createA2ADispatcher({ onBridge: () => foreign.sender.kick() })`) first;
- * this builds everything that needs the engine.
+ * The engine is built with the dispatcher (`createA2ADispatcher({ onBridge: () => foreign.sender.kick() })`); this
+ * builds what runs beside it. Resolved bridges resume their steps through the coordinator's inbox (resume.ts), so
+ * nothing here needs the engine.
  */
 export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
   const { config } = options;
@@ -65,9 +65,10 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
   const channels = new AgentChannels({ foreign: config.foreign, signal: abort.signal });
   const deps = {
     pool: options.pool,
-    engine: options.engine,
     ...(options.publisher ? { publisher: options.publisher } : {}),
+    maxPayloadBytes: config.bus.maxPayloadBytes,
     logger: options.logger ?? silentLogger,
+    ...(options.clock ? { clock: options.clock } : {}),
   };
   const sender = new ForeignSender({
     ...deps,
@@ -80,7 +81,8 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
   });
   const sweep = new ForeignSweep({ ...deps, channels, breakers, foreign: config.foreign });
   const callback: A2ACallbackDeps = {
-    ...deps,
+    intake: new CallbackIntake(deps),
+    logger: deps.logger,
     maxBodyBytes: config.foreign.callbackMaxBytes,
     limiter: new TokenBuckets({ ratePerSec: config.foreign.callbackRatePerSec }),
     ...(options.clock ? { clock: options.clock } : {}),

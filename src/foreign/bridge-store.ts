@@ -92,8 +92,15 @@ export async function insertBridge(db: Queryable, bridge: NewBridge): Promise<vo
   );
 }
 
+const BRIDGE_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Whether `id` can name a bridge at all (a lowercase UUID); anything else is refused before it reaches SQL. */
+export function isBridgeId(id: string): boolean {
+  return BRIDGE_ID_RE.test(id);
+}
+
 export async function findBridge(db: Queryable, id: string, forUpdate = false): Promise<BridgeRecord | undefined> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) return undefined;
+  if (!isBridgeId(id)) return undefined;
   const { rows } = await db.query(`SELECT ${BRIDGE_COLUMNS} FROM a2a_bridge WHERE id = $1${forUpdate ? " FOR UPDATE" : ""}`, [id]);
   return rows[0] ? toBridge(rows[0]) : undefined;
 }

@@ -11,7 +11,9 @@
  * 4. the body: over `callbackMaxBytes` → 413; not a v1.0 StreamResponse or v0.3 task event → 400 with the reason;
  *    its task id must be the bridge's foreign task (400 otherwise; while the send has not answered yet, the first
  *    push records it).
- * Then resume.ts applies it: non-terminal states update the bridge, a terminal one resumes the step exactly once.
+ * Then resume.ts applies it (batched with concurrent pushes, callback-intake.ts): non-terminal states update the
+ * bridge, a terminal one resolves it and queues the RESULT that resumes the step exactly once through the
+ * coordinator; `resumed` in the answer means that RESULT is committed (the outbox guarantees its delivery).
  * Duplicates and late pushes answer 200 and change nothing (A2A senders do not retry, so we never ask them to).
  *
  * `handleA2ACallback` answers false, touching nothing, for any other path.
@@ -20,13 +22,14 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isSwitchyardError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { parsePushNotification } from "./a2a/push-body.js";
-import { findBridge } from "./bridge-store.js";
-import { CallbackTokenError, notificationTokenMatches, verifyCallbackToken } from "./callback-token.js";
-import { applyObservation, type BridgeResumeDeps } from "./resume.js";
+import type { CallbackIntake } from "./callback-intake.js";
+import { CallbackTokenError, checkCallbackToken, notificationTokenMatches, parseCallbackToken } from "./callback-token.js";
 import { TokenBuckets } from "./rate-limit.js";
 import { CALLBACK_PATH_PREFIX } from "./sender.js";
 
-export interface A2ACallbackDeps extends BridgeResumeDeps {
+export interface A2ACallbackDeps {
+  /** Bridge lookups and observations, group-committed across concurrent pushes; one per process. */
+  intake: CallbackIntake;
   /** Largest body accepted (bytes). */
   maxBodyBytes: number;
   /** Per-tenant limiter; build one with `new TokenBuckets({ ratePerSec })` and keep it for the process. */
@@ -46,15 +49,20 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
   try {
     if (req.method !== "POST") return answer(res, undefined, 405, "use POST", { allow: "POST" });
     const bridgeId = decodeURIComponent(match[1]!);
-    const bridge = await findBridge(deps.pool, bridgeId);
-    if (!bridge) return answer(res, req, 401, "unknown callback");
+    let target;
     try {
-      await verifyCallbackToken(deps.pool, url.searchParams.get("t"), { id: bridge.id, orgId: bridge.orgId }, (deps.clock ?? Date.now)());
+      const token = parseCallbackToken(url.searchParams.get("t"));
+      target = await deps.intake.find(bridgeId);
+      if (!target) return answer(res, req, 401, "unknown callback");
+      // Every token of a bridge is signed with the key it was opened under; a token naming another kid is not one.
+      const key = target.key?.kid === token.claims.kid ? target.key : undefined;
+      checkCallbackToken(token, { id: target.bridge.id, orgId: target.bridge.orgId }, key, (deps.clock ?? Date.now)());
     } catch (error) {
       if (!(error instanceof CallbackTokenError)) throw error;
-      logger.warn({ bridgeId: bridge.id, orgId: bridge.orgId, refusal: error.refusal }, "A2A callback refused: URL token");
+      logger.warn({ bridgeId, orgId: target?.bridge.orgId, refusal: error.refusal }, "A2A callback refused: URL token");
       return answer(res, req, 401, error.message);
     }
+    const bridge = target.bridge;
     if (!notificationTokenMatches(presentedToken(req), bridge.notificationTokenHash)) {
       logger.warn({ bridgeId: bridge.id, orgId: bridge.orgId }, "A2A callback refused: notification token");
       return answer(res, req, 401, "the notification token does not match");
@@ -76,7 +84,7 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
     }
     let outcome;
     try {
-      outcome = await applyObservation(deps, bridge.id, {
+      outcome = await deps.intake.apply(target, {
         foreignTaskId: parsed.foreignTaskId,
         ...(parsed.state !== undefined ? { state: parsed.state } : {}),
         artifacts: parsed.artifacts,

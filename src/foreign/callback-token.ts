@@ -10,7 +10,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { Queryable } from "../store/db.js";
-import { getLinkKey } from "../approvals/link-keys.js";
+import { getLinkKey, type LinkKey } from "../approvals/link-keys.js";
 
 export interface CallbackClaims {
   bridgeId: string;
@@ -62,11 +62,15 @@ function decode(text: string): Buffer | undefined {
   return bytes.toString("base64url") === text ? bytes : undefined;
 }
 
-/**
- * Verifies a URL token for `bridge` (its id and tenant come from our own row, never from the token). Throws a
- * CallbackTokenError naming why it was refused.
- */
-export async function verifyCallbackToken(db: Queryable, token: string | null, bridge: { id: string; orgId: string }, nowMs: number): Promise<CallbackClaims> {
+/** A URL token split and decoded, not yet verified: its kid names the key to verify it with. */
+export interface ParsedCallbackToken {
+  payload: string;
+  signature: Buffer;
+  claims: CallbackClaims;
+}
+
+/** Splits and decodes a URL token; throws a CallbackTokenError ("malformed") when it cannot be read. */
+export function parseCallbackToken(token: string | null): ParsedCallbackToken {
   if (!token || token.length > MAX_TOKEN_LENGTH) throw new CallbackTokenError("malformed", "the callback URL has no usable token");
   const [payload, signature, extra] = token.split(".");
   if (!payload || !signature || extra !== undefined) throw new CallbackTokenError("malformed", "the callback token is malformed");
@@ -79,15 +83,37 @@ export async function verifyCallbackToken(db: Queryable, token: string | null, b
   } catch {
     throw new CallbackTokenError("malformed", "the callback token is malformed");
   }
+  if (typeof raw !== "object" || raw === null) throw new CallbackTokenError("malformed", "the callback token is malformed");
   const claims: CallbackClaims = { bridgeId: String(raw.b ?? ""), orgId: String(raw.o ?? ""), expiresAtMs: Number(raw.e), kid: String(raw.k ?? "") };
   if (!Number.isFinite(claims.expiresAtMs) || claims.kid === "") throw new CallbackTokenError("malformed", "the callback token is malformed");
+  return { payload, signature: sig, claims };
+}
+
+/**
+ * Checks a parsed token for `bridge` (its id and tenant come from our own row, never from the token) with `key`,
+ * the tenant's link key named by the token's kid (undefined when the tenant has none of that name). Throws a
+ * CallbackTokenError naming why it was refused.
+ */
+export function checkCallbackToken(
+  token: ParsedCallbackToken,
+  bridge: { id: string; orgId: string },
+  key: Pick<LinkKey, "secret" | "retiredAt"> | undefined,
+  nowMs: number,
+): CallbackClaims {
+  const { claims } = token;
   // The bridge decides the tenant: a token of another tenant or bridge never authorises this one.
   if (claims.bridgeId !== bridge.id || claims.orgId !== bridge.orgId) throw new CallbackTokenError("wrong_bridge", "the callback token does not belong to this callback");
-  const key = await getLinkKey(db, bridge.orgId, claims.kid);
   if (!key) throw new CallbackTokenError("unknown_key", "the callback token was signed with an unknown key");
-  const expected = mac(key.secret, payload);
-  if (sig.length !== expected.length || !timingSafeEqual(sig, expected)) throw new CallbackTokenError("forged", "the callback token's signature does not verify");
+  const expected = mac(key.secret, token.payload);
+  if (token.signature.length !== expected.length || !timingSafeEqual(token.signature, expected)) throw new CallbackTokenError("forged", "the callback token's signature does not verify");
   if (key.retiredAt !== null) throw new CallbackTokenError("retired_key", "the callback token's key was retired");
   if (claims.expiresAtMs <= nowMs) throw new CallbackTokenError("expired", "the callback token has expired");
   return claims;
+}
+
+/** Parses and checks a URL token, reading the tenant's key from `db`. */
+export async function verifyCallbackToken(db: Queryable, token: string | null, bridge: { id: string; orgId: string }, nowMs: number): Promise<CallbackClaims> {
+  const parsed = parseCallbackToken(token);
+  const key = parsed.claims.bridgeId === bridge.id && parsed.claims.orgId === bridge.orgId ? await getLinkKey(db, bridge.orgId, parsed.claims.kid) : undefined;
+  return checkCallbackToken(parsed, bridge, key, nowMs);
 }

@@ -1,40 +1,37 @@
 /**
- * Moving a bridge on from what we learnt about its foreign task — a push (callback route), a poll (sweep) or a failed
- * send (sender) — in ONE transaction with the engine: the bridge row is locked first, then the engine locks the task.
+ * Moving bridges on from what we learnt about their foreign tasks — pushes (callback route, batched), a poll (sweep)
+ * or a failed send (sender) — in ONE short transaction per batch: the bridges are locked (in id order), changed,
+ * and for each one that resolves a RESULT envelope is written to the outbox for the coordinator's inbox
+ * (foreign-result.ts). Publishing follows the commit; the coordinator then resumes the step in its own batches.
  *
- * A non-terminal state updates the bridge (status, last state, artifacts merged). A terminal state — and the
- * interrupted states `input-required` / `auth-required`, which we cannot serve yet — resolves the bridge and resumes
- * the step through the engine as a RESULT with event id `a2a:<bridge>:final` (dedupe), audited as its own edge with
- * actor `foreign:<agent>`. A resolved bridge never changes again, so duplicates and late pushes change nothing.
+ * What an observation does to a bridge is bridge-transition.ts; a resolved bridge's RESULT is `a2a:<bridge>:final`,
+ * which the coordinator deduplicates by its id should the relay publish it twice. The callback route takes an
+ * optimistic path first (callback-intake.ts) and falls back to this one when a bridge changed under it.
  */
-import { createHash } from "node:crypto";
-import type { Engine, ApplyResult } from "../coordinator/engine.js";
 import type { StepError } from "../coordinator/model.js";
-import type { OutboxRow } from "../coordinator/outbox.js";
+import { insertOutbox, type OutboxRow } from "../coordinator/outbox.js";
 import { withTransaction, type Pool, type PoolClient } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
-import { foreignOutput, mergeArtifacts, type ForeignArtifact } from "./a2a/artifacts.js";
-import { isInterruptedForeignState, isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
-import { findBridge, isOpen, type BridgeRecord, type BridgeStatus } from "./bridge-store.js";
-import { findForeignAgent } from "./registry.js";
+import { BRIDGE_COLUMNS, findBridge, isOpen, isBridgeId, toBridge, type BridgeRecord } from "./bridge-store.js";
+import { observe, resultFor, type ForeignObservation, type ObservationOutcome, type Resolution } from "./bridge-transition.js";
+import { foreignResultEnvelope, type OutboxEnvelope } from "./foreign-result.js";
+
+export type { ForeignObservation, ObservationOutcome } from "./bridge-transition.js";
 
 export interface BridgeResumeDeps {
   pool: Pool;
-  engine: Engine;
-  /** Publishes what a resume committed (the next step's WORK); without it the outbox relay does. */
+  /** Publishes the RESULTs a batch committed; without it the outbox relay does (within its stale interval). */
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
+  /** The bus's payload cap: a larger output fails the step with FOREIGN_OUTPUT_TOO_LARGE. */
+  maxPayloadBytes: number;
   logger?: Logger;
+  clock?: () => number;
 }
 
-/** What a push or a poll says about the foreign task. */
-export interface ForeignObservation {
-  foreignTaskId: string;
-  state?: ForeignTaskState;
-  artifacts: ForeignArtifact[];
-  message?: string;
+export interface ObservationRequest {
+  bridgeId: string;
+  observation: ForeignObservation;
 }
-
-export type ObservationOutcome = "updated" | "resumed" | "ignored" | "mismatch" | "unknown";
 
 const RETRYABLE_PG_CODES = new Set(["40P01", "40001"]);
 
@@ -49,54 +46,57 @@ export async function inTransactionWithRetry<T>(pool: Pool, fn: (client: PoolCli
   }
 }
 
-/** Applies an observation; see the module comment. */
+/** Applies one observation; see the module comment. */
 export async function applyObservation(deps: BridgeResumeDeps, bridgeId: string, observation: ForeignObservation): Promise<ObservationOutcome> {
-  const { outcome, applied } = await inTransactionWithRetry(deps.pool, async (client) => {
-    const bridge = await findBridge(client, bridgeId, true);
-    if (!bridge) return { outcome: "unknown" as const, applied: undefined };
-    if (!isOpen(bridge.status)) return { outcome: "ignored" as const, applied: undefined };
-    if (bridge.foreignTaskId !== null && bridge.foreignTaskId !== observation.foreignTaskId) return { outcome: "mismatch" as const, applied: undefined };
-    const artifacts = mergeArtifacts(bridge.artifacts, observation.artifacts);
-    const state = observation.state;
-    if (!isTerminalForeignState(state) && !isInterruptedForeignState(state)) {
-      const status: BridgeStatus = state === "working" || bridge.status === "working" ? "working" : bridge.status === "pending_send" ? "pending_send" : "dispatched";
-      await client.query(
-        `UPDATE a2a_bridge SET status = $2, artifacts = $3, last_state = COALESCE($4, last_state), foreign_task_id = COALESCE(foreign_task_id, $5), updated_at = now()
-         WHERE id = $1`,
-        [bridge.id, status, JSON.stringify(artifacts), state ?? null, observation.foreignTaskId],
-      );
-      return { outcome: "updated" as const, applied: undefined };
-    }
-    const applied = await resolveBridge(client, deps, bridge, { state: state!, artifacts, message: observation.message, foreignTaskId: observation.foreignTaskId });
-    return { outcome: "resumed" as const, applied };
-  });
-  if (applied) await publish(deps, applied);
-  return outcome;
+  return (await applyObservations(deps, [{ bridgeId, observation }]))[0]!;
 }
 
-/** Resolves an open bridge whose foreign task ended (or was interrupted), resuming the step. Inside the caller's transaction. */
-async function resolveBridge(
-  client: PoolClient,
-  deps: BridgeResumeDeps,
-  bridge: BridgeRecord,
-  end: { state: ForeignTaskState; artifacts: ForeignArtifact[]; message: string | undefined; foreignTaskId: string },
-): Promise<ApplyResult> {
-  const status: BridgeStatus = end.state === "completed" || end.state === "canceled" || end.state === "rejected" ? end.state : "failed";
-  await client.query(
-    `UPDATE a2a_bridge SET status = $2, artifacts = $3, last_state = $4, foreign_task_id = COALESCE(foreign_task_id, $5), resolved_at = now(),
-       updated_at = now(), claimed_until = NULL
-     WHERE id = $1`,
-    [bridge.id, status, JSON.stringify(end.artifacts), end.state, end.foreignTaskId],
-  );
-  const ok = end.state === "completed";
-  const output = ok ? foreignOutput(end.artifacts) : null;
-  const error = ok ? null : stepErrorFor(bridge.agentKey, end.state, end.message);
-  return resumeStep(client, deps, bridge, `a2a:${bridge.id}:final`, { ok, output, error });
+/** A bridge as the batch changes it, and whether it must be written. */
+interface Working {
+  bridge: BridgeRecord;
+  dirty: boolean;
+}
+
+/**
+ * Applies observations in order, several per bridge allowed, in one transaction; answers one outcome each.
+ * Throws (nothing applied) on a database error — e.g. a push claiming a foreign task id another bridge of the
+ * tenant owns (unique violation 23505): the batcher then re-runs the items one by one.
+ */
+export async function applyObservations(deps: BridgeResumeDeps, requests: readonly ObservationRequest[]): Promise<ObservationOutcome[]> {
+  const now = (deps.clock ?? Date.now)();
+  const { outcomes, rows } = await inTransactionWithRetry(deps.pool, async (client) => {
+    const bridges = await lockBridges(client, requests.map((r) => r.bridgeId));
+    const results: OutboxEnvelope[] = [];
+    const resolved: Array<{ working: Working; end: Resolution }> = [];
+    const outcomes = requests.map(({ bridgeId, observation }): ObservationOutcome => {
+      const working = bridges.get(bridgeId);
+      if (!working) return "unknown";
+      const step = observe(working.bridge, observation, deps.maxPayloadBytes);
+      if (step.bridge !== working.bridge) {
+        working.bridge = step.bridge;
+        working.dirty = true;
+      }
+      if (step.end) resolved.push({ working, end: step.end });
+      return step.outcome;
+    });
+    await saveBridges(client, [...bridges.values()].filter((w) => w.dirty).map((w) => w.bridge));
+    if (resolved.length > 0) {
+      const costs = await agentCosts(client, resolved.map((r) => r.working.bridge));
+      for (const { working, end } of resolved) {
+        const bridge = working.bridge;
+        results.push(resultFor(bridge, end, costs.get(`${bridge.orgId}\u0000${bridge.agentKey}`) ?? 0, deps.maxPayloadBytes, now));
+      }
+    }
+    return { outcomes, rows: await insertOutbox(client, results) };
+  });
+  await publish(deps, rows);
+  return outcomes;
 }
 
 /** The send never reached the agent (card, egress, breaker, retries exhausted): the step fails closed, once. */
 export async function failSend(deps: BridgeResumeDeps, bridgeId: string, error: StepError): Promise<boolean> {
-  const applied = await inTransactionWithRetry(deps.pool, async (client) => {
+  const now = (deps.clock ?? Date.now)();
+  const rows = await inTransactionWithRetry(deps.pool, async (client) => {
     const bridge = await findBridge(client, bridgeId, true);
     // A push that raced the failure may have resolved it, or the sweep closed it: then there is nothing to fail.
     if (!bridge || bridge.status !== "pending_send") return undefined;
@@ -104,63 +104,52 @@ export async function failSend(deps: BridgeResumeDeps, bridgeId: string, error: 
       `UPDATE a2a_bridge SET status = 'send_failed', last_state = $2, resolved_at = now(), updated_at = now(), claimed_until = NULL WHERE id = $1`,
       [bridge.id, error.code],
     );
-    return resumeStep(client, deps, bridge, `a2a:${bridge.id}:send-failed`, { ok: false, output: null, error });
+    // Nothing was sent, so nothing is charged.
+    return insertOutbox(client, [foreignResultEnvelope(bridge, "send-failed", { ok: false, output: null, error, cost: 0 }, deps.maxPayloadBytes, now)]);
   });
-  if (applied) await publish(deps, applied);
-  return applied !== undefined;
+  if (rows) await publish(deps, rows);
+  return rows !== undefined;
 }
 
-async function resumeStep(
-  client: PoolClient,
-  deps: BridgeResumeDeps,
-  bridge: BridgeRecord,
-  eventId: string,
-  outcome: { ok: boolean; output: unknown; error: StepError | null },
-): Promise<ApplyResult> {
-  const agent = await findForeignAgent(client, bridge.orgId, bridge.agentKey);
-  const outputJson = JSON.stringify(outcome.ok ? (outcome.output ?? null) : outcome.error);
-  const result = await deps.engine.applyInTransaction(client, [
-    {
-      orgId: bridge.orgId,
-      taskId: bridge.taskId,
-      dedupe: true,
-      event: {
-        type: "result",
-        eventId,
-        stepId: bridge.stepId,
-        attempt: bridge.attempt,
-        actor: `foreign:${bridge.agentKey}`,
-        ok: outcome.ok,
-        output: outcome.output,
-        error: outcome.error,
-        // The registry's per-call estimate is the best actual we have; a failed send cost nothing.
-        cost: outcome.ok || eventId.endsWith(":final") ? (agent?.costEstimate ?? 0) : 0,
-        payloadHash: createHash("sha256").update(outputJson).digest("hex"),
-      },
-    },
-  ]);
-  if (result.ignored.length > 0) {
-    (deps.logger ?? silentLogger).info({ bridgeId: bridge.id, taskId: bridge.taskId, stepId: bridge.stepId, reason: result.ignored[0]!.reason }, "foreign result not applied: the step moved on");
-  }
-  return result;
+async function lockBridges(client: PoolClient, ids: readonly string[]): Promise<Map<string, Working>> {
+  const wanted = [...new Set(ids.filter(isBridgeId))].sort();
+  if (wanted.length === 0) return new Map();
+  // Id order: two batches locking overlapping bridges queue instead of deadlocking.
+  const { rows } = await client.query(`SELECT ${BRIDGE_COLUMNS} FROM a2a_bridge WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [wanted]);
+  return new Map(rows.map((row) => [row.id as string, { bridge: toBridge(row), dirty: false }]));
 }
 
-function stepErrorFor(agentKey: string, state: ForeignTaskState, message: string | undefined): StepError {
-  const why = message ? `: ${message}` : "";
-  switch (state) {
-    case "canceled":
-      return { code: "FOREIGN_CANCELED", message: `foreign agent ${agentKey} canceled the task${why}`, retryable: false };
-    case "rejected":
-      return { code: "FOREIGN_REJECTED", message: `foreign agent ${agentKey} rejected the task${why}`, retryable: false };
-    case "input_required":
-      return { code: "FOREIGN_INPUT_REQUIRED", message: `foreign agent ${agentKey} asks for more input, which Switchyard cannot provide yet; the step fails closed${why}`, retryable: false };
-    case "auth_required":
-      return { code: "FOREIGN_AUTH_REQUIRED", message: `foreign agent ${agentKey} asks for authentication, which Switchyard cannot provide yet; the step fails closed${why}`, retryable: false };
-    default:
-      return { code: "FOREIGN_FAILED", message: `foreign agent ${agentKey} failed the task${why}`, retryable: false };
-  }
+async function saveBridges(client: PoolClient, bridges: readonly BridgeRecord[]): Promise<void> {
+  if (bridges.length === 0) return;
+  await client.query(
+    `UPDATE a2a_bridge b SET status = u.status, artifacts = u.artifacts, last_state = u.last_state,
+       foreign_task_id = u.foreign_task_id, updated_at = now(),
+       resolved_at = CASE WHEN u.resolved THEN now() ELSE b.resolved_at END,
+       claimed_until = CASE WHEN u.resolved THEN NULL ELSE b.claimed_until END
+     FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::text[], $5::text[], $6::bool[]) AS u(id, status, artifacts, last_state, foreign_task_id, resolved)
+     WHERE b.id = u.id`,
+    [
+      bridges.map((b) => b.id),
+      bridges.map((b) => b.status),
+      bridges.map((b) => JSON.stringify(b.artifacts)),
+      bridges.map((b) => b.lastState),
+      bridges.map((b) => b.foreignTaskId),
+      bridges.map((b) => !isOpen(b.status)),
+    ],
+  );
 }
 
-async function publish(deps: BridgeResumeDeps, applied: ApplyResult): Promise<void> {
-  if (applied.outbox.length > 0 && deps.publisher) await deps.publisher.publish(applied.outbox);
+/** The registry's per-call estimate is the best actual we have for an answered call. */
+async function agentCosts(client: PoolClient, bridges: readonly BridgeRecord[]): Promise<Map<string, number>> {
+  const { rows } = await client.query<{ org_id: string; agent_key: string; cost_estimate: number }>(
+    `SELECT a.org_id, a.agent_key, a.cost_estimate FROM foreign_agents a
+     JOIN unnest($1::text[], $2::text[]) AS q(org_id, agent_key) ON a.org_id = q.org_id AND a.agent_key = q.agent_key`,
+    [bridges.map((b) => b.orgId), bridges.map((b) => b.agentKey)],
+  );
+  return new Map(rows.map((r) => [`${r.org_id}\u0000${r.agent_key}`, r.cost_estimate]));
+}
+
+async function publish(deps: BridgeResumeDeps, rows: readonly OutboxRow[]): Promise<void> {
+  if (rows.length > 0 && deps.publisher) await deps.publisher.publish(rows);
+  else if (rows.length > 0) (deps.logger ?? silentLogger).debug({ rows: rows.length }, "foreign RESULTs left to the outbox relay");
 }

@@ -9,7 +9,7 @@
  * Before sending: the step attempt must still be in flight (a cancelled or timed-out hop sends nothing); the Agent
  * Card is resolved through the agent's guarded fetch and must list the required skills and push support. The send
  * runs inside `withRetries` and the per-(tenant, agent) circuit breaker. Any failure — card, egress refusal,
- * exhausted retries, open breaker — fails the step closed through the engine (`a2a:<bridge>:send-failed`).
+ * exhausted retries, open breaker — fails the step closed with a RESULT to the coordinator (`a2a:<bridge>:send-failed`, resume.ts).
  *
  * Skills: the card must list every skill the registry expects of the agent, plus the `skill` named by a step input
  * object (e.g. a delegation payload `{ skill: "translate", … }`), when there is one.

@@ -29,7 +29,11 @@ export interface ForeignTestRuntime extends Runtime {
   cleanup(): Promise<void>;
 }
 
-export async function createForeignRuntime(foreign: Partial<Config["foreign"]> = {}, coordinator: Partial<Config["coordinator"]> = {}): Promise<ForeignTestRuntime> {
+export async function createForeignRuntime(
+  foreign: Partial<Config["foreign"]> = {},
+  coordinator: Partial<Config["coordinator"]> = {},
+  bus: Partial<Config["bus"]> = {},
+): Promise<ForeignTestRuntime> {
   const db = await createTestDatabase();
   const prefix = uniquePrefix();
   let runtime: Runtime | undefined;
@@ -44,7 +48,7 @@ export async function createForeignRuntime(foreign: Partial<Config["foreign"]> =
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const publicUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const base = testConfig(db, prefix, coordinator, {}, undefined, { egressEnabled: true, egressTenants: "*" });
+  const base = testConfig(db, prefix, coordinator, bus, undefined, { egressEnabled: true, egressTenants: "*" });
   const config: Config = {
     ...base,
     gateway: { ...defaultConfig.gateway, publicUrl },

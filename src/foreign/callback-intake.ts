@@ -1,0 +1,180 @@
+/**
+ * The callback route's trips to Postgres, group-committed across concurrent pushes (MicroBatcher), so a burst costs
+ * a handful of statements per batch instead of per push — on this kind of machine every round trip costs far more
+ * than the work in it (PERFORMANCE.md):
+ *
+ * 1. `find`: the bridge, the tenant link key its URL token must verify with and the agent's per-call cost, one read
+ *    per batch. The row's version (`xmin`) comes along.
+ * 2. `apply`: verified observations, applied optimistically in ONE statement per batch — each bridge's new state is
+ *    computed from the row `find` read (bridge-transition.ts) and written only if the row is still that version
+ *    (`xmin` unchanged), together with the outbox rows of the RESULTs it resolves; nothing else is locked. Bridges
+ *    that changed in between (a concurrent push, the sweep, the sender) are applied again through the locking path
+ *    (resume.ts), which reads them afresh. Either way a bridge resolves once and its RESULT is written once.
+ *
+ * Pushes arriving while a batch runs form the next one, so a lone push waits for nothing. One per process: the
+ * gateway builds it with the runtime (`runtime.a2a.callback.intake`).
+ */
+import type { LinkKey } from "../approvals/link-keys.js";
+import type { OutboxRow } from "../coordinator/outbox.js";
+import { isDatabaseUnavailable, type Pool } from "../store/db.js";
+import { MicroBatcher } from "../store/micro-batcher.js";
+import { BRIDGE_COLUMNS, isBridgeId, isOpen, toBridge, type BridgeRecord } from "./bridge-store.js";
+import { observe, resultFor, type ForeignObservation, type ObservationOutcome } from "./bridge-transition.js";
+import type { OutboxEnvelope } from "./foreign-result.js";
+import { applyObservations, type BridgeResumeDeps } from "./resume.js";
+
+export interface CallbackTarget {
+  bridge: BridgeRecord;
+  /** The tenant's link key the bridge's tokens are signed with; undefined when the tenant no longer has it. */
+  key: Pick<LinkKey, "kid" | "secret" | "retiredAt"> | undefined;
+  /** The agent's per-call cost estimate (0 when the agent was deleted meanwhile). */
+  cost: number;
+  /** The row version `find` read (`xmin`): the optimistic write applies only to that version. */
+  version: string;
+}
+
+interface Observed {
+  target: CallbackTarget;
+  observation: ForeignObservation;
+}
+
+export interface CallbackIntakeOptions extends BridgeResumeDeps {
+  /** Pushes per batch at most. @defaultValue 200 */
+  maxBatch?: number;
+}
+
+const PREFIXED = BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ");
+
+export class CallbackIntake {
+  private readonly lookups: MicroBatcher<string, CallbackTarget | undefined>;
+  private readonly observations: MicroBatcher<Observed, ObservationOutcome>;
+
+  constructor(private readonly options: CallbackIntakeOptions) {
+    const maxBatch = options.maxBatch ?? 200;
+    const isolate = (error: unknown) => !isDatabaseUnavailable(error);
+    // Lookups lock nothing, so two may overlap; one batch of observations at a time keeps the optimistic writes of
+    // this process from racing each other.
+    this.lookups = new MicroBatcher({ run: (ids) => this.lookupBatch(ids), maxBatch, isolate });
+    this.observations = new MicroBatcher({ run: (items) => this.applyBatch(items), maxBatch, isolate });
+  }
+
+  /** The bridge `bridgeId` names, with its key and agent cost; undefined for an unknown (or impossible) bridge id. */
+  async find(bridgeId: string): Promise<CallbackTarget | undefined> {
+    if (!isBridgeId(bridgeId)) return undefined;
+    return this.lookups.submit(bridgeId);
+  }
+
+  /**
+   * Applies a verified observation to the bridge `find` answered. Rejects with a unique violation (23505) when the
+   * push claims a foreign task id another bridge of the tenant owns.
+   */
+  apply(target: CallbackTarget, observation: ForeignObservation): Promise<ObservationOutcome> {
+    return this.observations.submit({ target, observation });
+  }
+
+  private async lookupBatch(ids: string[]): Promise<Array<CallbackTarget | undefined>> {
+    const { rows } = await this.options.pool.query(
+      `SELECT ${PREFIXED}, b.xmin::text AS version, k.kid AS key_kid, k.secret AS key_secret, k.retired_at AS key_retired_at,
+              coalesce(a.cost_estimate, 0) AS cost
+       FROM a2a_bridge b
+       LEFT JOIN link_keys k ON k.org_id = b.org_id AND k.kid = b.token_kid
+       LEFT JOIN foreign_agents a ON a.org_id = b.org_id AND a.agent_key = b.agent_key
+       WHERE b.id = ANY($1::uuid[])`,
+      [[...new Set(ids)]],
+    );
+    const found = new Map<string, CallbackTarget>();
+    for (const row of rows) {
+      const key = row.key_kid ? { kid: row.key_kid as string, secret: row.key_secret as Buffer, retiredAt: row.key_retired_at ? (row.key_retired_at as Date).toISOString() : null } : undefined;
+      found.set(row.id as string, { bridge: toBridge(row), key, cost: Number(row.cost), version: row.version as string });
+    }
+    return ids.map((id) => found.get(id));
+  }
+
+  private async applyBatch(items: Observed[]): Promise<ObservationOutcome[]> {
+    const now = (this.options.clock ?? Date.now)();
+    const outcomes: Array<ObservationOutcome | undefined> = items.map(() => undefined);
+    // Each bridge's observations in order, from the version `find` read; a bridge read at two versions (its pushes
+    // were looked up in different batches around a change) goes to the locking path whole.
+    const perBridge = new Map<string, { version: string; start: BridgeRecord; bridge: BridgeRecord; cost: number; indexes: number[]; results: OutboxEnvelope[]; stale: boolean }>();
+    items.forEach(({ target }, index) => {
+      const entry = perBridge.get(target.bridge.id);
+      if (!entry) perBridge.set(target.bridge.id, { version: target.version, start: target.bridge, bridge: target.bridge, cost: target.cost, indexes: [index], results: [], stale: false });
+      else {
+        entry.indexes.push(index);
+        if (entry.version !== target.version) entry.stale = true;
+      }
+    });
+    for (const entry of perBridge.values()) {
+      if (entry.stale) continue;
+      for (const index of entry.indexes) {
+        const step = observe(entry.bridge, items[index]!.observation, this.options.maxPayloadBytes);
+        entry.bridge = step.bridge;
+        if (step.end) entry.results.push(resultFor(step.bridge, step.end, entry.cost, this.options.maxPayloadBytes, now));
+        outcomes[index] = step.outcome;
+      }
+    }
+    const writes = [...perBridge.values()].filter((e) => !e.stale && e.bridge !== e.start);
+    const { written, outbox } = await this.writeIfUnchanged(writes.map((e) => ({ bridge: e.bridge, version: e.version, results: e.results })));
+    // Whatever could not be applied on the version read — changed meanwhile, or read at two versions — is applied
+    // again from scratch under row locks.
+    const retry = [...perBridge.values()].filter((e) => e.stale || (e.bridge !== e.start && !written.has(e.bridge.id))).flatMap((e) => e.indexes);
+    if (outbox.length > 0 && this.options.publisher) await this.options.publisher.publish(outbox);
+    if (retry.length > 0) {
+      retry.sort((a, b) => a - b);
+      const again = await applyObservations(this.options, retry.map((i) => ({ bridgeId: items[i]!.target.bridge.id, observation: items[i]!.observation })));
+      retry.forEach((index, i) => (outcomes[index] = again[i]!));
+    }
+    return outcomes as ObservationOutcome[];
+  }
+
+  /**
+   * One statement: updates each bridge whose row is still at `version` and inserts the outbox rows of those that
+   * were written. A single statement is atomic, so a bridge and its RESULT are written together or not at all.
+   */
+  private async writeIfUnchanged(writes: ReadonlyArray<{ bridge: BridgeRecord; version: string; results: OutboxEnvelope[] }>): Promise<{ written: Set<string>; outbox: OutboxRow[] }> {
+    if (writes.length === 0) return { written: new Set(), outbox: [] };
+    const results = writes.flatMap((w) => w.results.map((r) => ({ bridgeId: w.bridge.id, ...r })));
+    const { rows } = await this.options.pool.query<{ bridge_id: string; outbox_id: number | null; envelope_id: string | null }>(
+      `WITH u AS (
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::bool[])
+           AS u(id, version, status, artifacts, last_state, foreign_task_id, resolved)
+       ), changed AS (
+         UPDATE a2a_bridge b SET status = u.status, artifacts = u.artifacts, last_state = u.last_state,
+           foreign_task_id = u.foreign_task_id, updated_at = now(),
+           resolved_at = CASE WHEN u.resolved THEN now() ELSE b.resolved_at END,
+           claimed_until = CASE WHEN u.resolved THEN NULL ELSE b.claimed_until END
+         FROM u WHERE b.id = u.id AND b.xmin = u.version::xid
+         RETURNING b.id
+       ), sent AS (
+         INSERT INTO outbox (org_id, stream, envelope_id, envelope)
+         SELECT o.org_id, o.stream, o.envelope_id, o.envelope
+         FROM unnest($8::uuid[], $9::text[], $10::text[], $11::text[], $12::bytea[]) AS o(bridge_id, org_id, stream, envelope_id, envelope)
+         JOIN changed c ON c.id = o.bridge_id
+         RETURNING id, envelope_id
+       )
+       SELECT c.id::text AS bridge_id, NULL::bigint AS outbox_id, NULL::text AS envelope_id FROM changed c
+       UNION ALL SELECT NULL, s.id, s.envelope_id FROM sent s`,
+      [
+        writes.map((w) => w.bridge.id),
+        writes.map((w) => w.version),
+        writes.map((w) => w.bridge.status),
+        writes.map((w) => JSON.stringify(w.bridge.artifacts)),
+        writes.map((w) => w.bridge.lastState),
+        writes.map((w) => w.bridge.foreignTaskId),
+        writes.map((w) => !isOpen(w.bridge.status)),
+        results.map((r) => r.bridgeId),
+        results.map((r) => r.orgId),
+        results.map((r) => r.stream),
+        results.map((r) => r.envelopeId),
+        results.map((r) => Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.byteLength)),
+      ],
+    );
+    const written = new Set(rows.filter((r) => r.bridge_id !== null).map((r) => r.bridge_id));
+    const byEnvelope = new Map(results.map((r) => [r.envelopeId, r]));
+    const createdAtMs = Date.now();
+    const outbox = rows
+      .filter((r) => r.outbox_id !== null)
+      .map((r) => ({ id: Number(r.outbox_id), stream: byEnvelope.get(r.envelope_id!)!.stream, bytes: byEnvelope.get(r.envelope_id!)!.bytes, createdAtMs }));
+    return { written, outbox };
+  }
+}

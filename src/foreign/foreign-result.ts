@@ -1,0 +1,84 @@
+/**
+ * The RESULT envelope that resumes a foreign step. A resolved bridge does not touch the step itself: it puts this
+ * envelope on the coordinator's inbox (through the outbox, in the bridge's own transaction), and the coordinator
+ * applies it in its batches like any worker's RESULT — governed, audited as its own edge with actor
+ * `foreign:<agent>`, deduplicated by its id. So a foreign resume takes the same locks, flags and hold streams as
+ * every other resume, and the callback route never waits on a tenant's audit-chain head.
+ */
+import { COORDINATOR_STREAM } from "../bus/bus.js";
+import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, encodeEnvelope, jsonPayload } from "../bus/codec.js";
+import type { StepError } from "../coordinator/model.js";
+import { ErrorCode, isSwitchyardError } from "../errors.js";
+import type { BridgeRecord } from "./bridge-store.js";
+
+export interface ForeignOutcome {
+  ok: boolean;
+  /** The step output when ok (already normalised from the agent's artifacts). */
+  output: unknown;
+  error: StepError | null;
+  /** Cost units accrued for the call (the registry's per-call estimate). */
+  cost: number;
+}
+
+export interface OutboxEnvelope {
+  orgId: string;
+  stream: string;
+  envelopeId: string;
+  bytes: Uint8Array;
+}
+
+/** `final` for what the agent said; `send-failed` when nothing reached it. */
+export type ForeignResultKind = "final" | "send-failed";
+
+export function foreignResultId(bridgeId: string, kind: ForeignResultKind): string {
+  return `a2a:${bridgeId}:${kind}`;
+}
+
+/**
+ * Encodes the RESULT for the bridge's step attempt. An output over the payload cap becomes a failed RESULT with
+ * FOREIGN_OUTPUT_TOO_LARGE: the agent answered, but nothing that large may enter the bus or the step record.
+ */
+export function foreignResultEnvelope(
+  bridge: Pick<BridgeRecord, "id" | "orgId" | "taskId" | "stepId" | "attempt" | "agentKey">,
+  kind: ForeignResultKind,
+  outcome: ForeignOutcome,
+  maxPayloadBytes: number,
+  nowMs: number,
+): OutboxEnvelope {
+  const envelopeId = foreignResultId(bridge.id, kind);
+  const encode = (result: ForeignOutcome) =>
+    encodeEnvelope(
+      createEnvelope({
+        id: envelopeId,
+        orgId: bridge.orgId,
+        taskId: bridge.taskId,
+        stepId: bridge.stepId,
+        kind: EnvelopeKind.RESULT,
+        source: { kind: EndpointKind.FOREIGN, id: bridge.agentKey },
+        destination: COORDINATOR_ENDPOINT,
+        attempt: bridge.attempt,
+        status: result.ok ? ResultStatus.OK : ResultStatus.ERROR,
+        ...(result.ok ? { payload: jsonPayload(result.output) } : {}),
+        ...(result.error ? { error: { code: result.error.code, message: result.error.message, retryable: result.error.retryable ?? false } } : {}),
+        usage: { cost: result.cost },
+        createdAtMs: BigInt(nowMs),
+      }),
+      maxPayloadBytes,
+    );
+  let bytes: Uint8Array;
+  try {
+    bytes = encode(outcome);
+  } catch (error) {
+    if (!isSwitchyardError(error) || error.code !== ErrorCode.PayloadTooLarge) throw error;
+    bytes = encode({ ...outcome, ok: false, output: null, error: outputTooLarge(bridge.agentKey, maxPayloadBytes) });
+  }
+  return { orgId: bridge.orgId, stream: COORDINATOR_STREAM, envelopeId, bytes };
+}
+
+export function outputTooLarge(agentKey: string, maxPayloadBytes: number): StepError {
+  return {
+    code: "FOREIGN_OUTPUT_TOO_LARGE",
+    message: `foreign agent ${agentKey} produced more than the ${maxPayloadBytes}-byte payload limit; the step fails closed`,
+    retryable: false,
+  };
+}

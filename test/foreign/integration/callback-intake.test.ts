@@ -1,0 +1,177 @@
+/**
+ * The callback route's batched, optimistic path (callback-intake.ts) and where its RESULTs go: many concurrent
+ * pushes, pushes that find their bridge changed since it was read, a push that claims another bridge's task inside a
+ * batch, outputs over the payload cap, and a tenant whose coordinator is switched off.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { getLinkKey } from "../../../src/approvals/link-keys.js";
+import { setFlag } from "../../../src/flags/flag-store.js";
+import { listAudit } from "../../../src/governance/audit-log.js";
+import { verifyChain } from "../../../src/governance/audit-verify.js";
+import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { notificationSecret, signCallbackToken } from "../../../src/foreign/callback-token.js";
+import { applyObservation } from "../../../src/foreign/resume.js";
+import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
+import { waitFor } from "../../support/runtime.js";
+import { createForeignRuntime, postPush, type ForeignTestRuntime } from "./support.js";
+
+const ORG = "acme";
+const ONE_STEP = `
+name: one
+steps:
+  - { id: b, to: "foreign:helper" }
+`;
+
+const completed = (id: string) => ({ statusUpdate: { taskId: id, contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" } } });
+const working = (id: string) => ({ statusUpdate: { taskId: id, contextId: "ctx", status: { state: "TASK_STATE_WORKING" } } });
+const artifact = (id: string, value: unknown, append = false) => ({ artifactUpdate: { taskId: id, contextId: "ctx", append, artifact: { artifactId: "result", parts: [{ data: value }] } } });
+
+describe("A2A callback intake", () => {
+  let rt: ForeignTestRuntime;
+  let helper: RunningA2AAgent;
+
+  afterEach(async () => {
+    await helper?.close();
+    await rt?.cleanup();
+  });
+
+  async function setUp(options: { maxPayloadBytes?: number; coordinator?: boolean } = {}) {
+    rt = await createForeignRuntime({ callbackRatePerSec: 10_000 }, {}, options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {});
+    helper = await startA2AAgent({ dialect: "1.0", behaviour: "no-push" });
+    await rt.register(ORG, { agentKey: "helper", baseUrl: helper.baseUrl, costEstimate: 0.25 });
+    await rt.submit(ORG, ONE_STEP);
+    if (options.coordinator !== false) rt.startCoordinator();
+  }
+
+  /** Starts a task and waits until the agent has its message; the bridge is then `dispatched`. */
+  async function opened() {
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "one" });
+    const bridge = await waitFor(async () => {
+      const [b] = await listBridges(rt.pool, ORG, taskId);
+      return b?.status === "dispatched" ? b : undefined;
+    });
+    const received = helper.received.find((r) => (r.metadata as { switchyard?: { taskId?: string } })?.switchyard?.taskId === taskId)!;
+    return { taskId, bridge, url: received.pushConfig!.url, header: { "x-a2a-notification-token": received.pushConfig!.token! }, foreignTaskId: received.taskId };
+  }
+
+  describe("with a coordinator", () => {
+    beforeEach(() => setUp());
+
+    it("resumes each of many concurrently pushed tasks exactly once, duplicates included", async () => {
+      const hops = await Promise.all(Array.from({ length: 24 }, () => opened()));
+      // Every task gets progress, an artifact and its final state three times, all at once and interleaved.
+      const answers = await Promise.all(
+        hops.flatMap((h, i) => [
+          postPush(h.url, working(h.foreignTaskId), h.header),
+          postPush(h.url, artifact(h.foreignTaskId, { n: i }), h.header),
+          ...Array.from({ length: 3 }, () => postPush(h.url, completed(h.foreignTaskId), h.header)),
+        ]),
+      );
+      expect(answers.every((a) => a.status === 200)).toBe(true);
+      expect(answers.filter((a) => a.text.includes("resumed"))).toHaveLength(hops.length);
+      for (const h of hops) {
+        const done = await rt.finished(ORG, h.taskId);
+        expect(done.status).toBe("completed");
+        const audit = await listAudit(rt.pool, ORG, { taskId: h.taskId });
+        expect(audit.map((r) => `${r.action}:${r.verdict}:${r.actor}`)).toEqual(["a2a_egress:allow:coordinator", "result:accepted:foreign:helper"]);
+        expect(audit[1]!.cost).toBe(0.25);
+      }
+      expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+      const { rows } = await rt.pool.query("SELECT count(*)::int AS n FROM outbox");
+      expect(rows[0].n).toBe(0);
+    });
+
+    it("applies a push whose bridge changed since it was read through the locking path", async () => {
+      const h = await opened();
+      const intake = rt.a2a!.callback.intake;
+      const stale = (await intake.find(h.bridge.id))!;
+      // The sweep (say) learns of progress meanwhile: the row moves to a new version.
+      const deps = { pool: rt.pool, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes };
+      expect(await applyObservation(deps, h.bridge.id, { foreignTaskId: h.foreignTaskId, state: "working", artifacts: [{ artifactId: "a", parts: [1] }] })).toBe("updated");
+      expect(await intake.apply(stale, { foreignTaskId: h.foreignTaskId, state: "completed", artifacts: [] })).toBe("resumed");
+      const done = await rt.finished(ORG, h.taskId);
+      // The artifact recorded by the other writer is kept: the push was applied to the fresh row, not the stale one.
+      expect(done).toMatchObject({ status: "completed", steps: [{ output: 1 }] });
+      // A stale read of a resolved bridge changes nothing.
+      expect(await intake.apply(stale, { foreignTaskId: h.foreignTaskId, state: "failed", artifacts: [] })).toBe("ignored");
+      expect((await listBridges(rt.pool, ORG, h.taskId))[0]).toMatchObject({ status: "completed" });
+      expect((await listAudit(rt.pool, ORG, { taskId: h.taskId })).filter((r) => r.action === "result")).toHaveLength(1);
+    });
+  });
+
+  it("fails the step closed with FOREIGN_OUTPUT_TOO_LARGE when streamed artifacts outgrow the payload cap", async () => {
+    await setUp({ maxPayloadBytes: 8192 });
+    const h = await opened();
+    const chunk = "x".repeat(5_000);
+    // Each push is well under the body cap; together they exceed twice the 8 KiB payload cap by the fourth.
+    let last;
+    for (let i = 0; i < 10; i++) {
+      last = await postPush(h.url, artifact(h.foreignTaskId, chunk, true), h.header);
+      if (last.text.includes("resumed")) break;
+    }
+    expect(last!.status).toBe(200);
+    expect(last!.text).toContain("resumed");
+    const failed = await rt.finished(ORG, h.taskId);
+    expect(failed.error).toMatchObject({ code: "FOREIGN_OUTPUT_TOO_LARGE" });
+    expect((await listBridges(rt.pool, ORG, h.taskId))[0]).toMatchObject({ status: "failed" });
+    // Later pushes change nothing.
+    expect((await postPush(h.url, completed(h.foreignTaskId), h.header)).text).toContain("already resolved");
+  });
+
+  it("fails the step closed with FOREIGN_OUTPUT_TOO_LARGE when the final output exceeds the payload cap", async () => {
+    await setUp({ maxPayloadBytes: 4096 });
+    const h = await opened();
+    expect((await postPush(h.url, { task: { id: h.foreignTaskId, contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ artifactId: "r", parts: [{ text: "y".repeat(5000) }] }] } }, h.header)).status).toBe(200);
+    const failed = await rt.finished(ORG, h.taskId);
+    expect(failed.error).toMatchObject({ code: "FOREIGN_OUTPUT_TOO_LARGE" });
+    expect(failed.error!.message).toMatch(/4096-byte/);
+    const audit = await listAudit(rt.pool, ORG, { taskId: h.taskId });
+    expect(audit.map((r) => `${r.action}:${r.verdict}:${r.actor}`)).toEqual(["a2a_egress:allow:coordinator", "result:failed:foreign:helper"]);
+  });
+
+  it("holds a foreign resume while the tenant's coordinator is switched off, and applies it once switched on", async () => {
+    await setUp();
+    const h = await opened();
+    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "test" });
+    await rt.flags.refresh();
+    expect((await postPush(h.url, completed(h.foreignTaskId), h.header)).text).toContain("resumed");
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect((await rt.tasks.get(ORG, h.taskId)).status).toBe("running");
+    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "test over" });
+    await rt.flags.refresh();
+    expect((await rt.finished(ORG, h.taskId)).status).toBe("completed");
+    expect((await listAudit(rt.pool, ORG, { taskId: h.taskId })).filter((r) => r.action === "result")).toHaveLength(1);
+  });
+
+  it("refuses a push claiming another bridge's task inside a batch, and still applies the others", async () => {
+    // No coordinator: the sender never runs, so the bridges stay `pending_send` with no foreign task id yet,
+    // and the first push may record one (a push that beats the send's answer).
+    await setUp({ coordinator: false });
+    const starts = await Promise.all([0, 1, 2].map(() => rt.tasks.start({ orgId: ORG, workflow: "one" })));
+    const bridges = await Promise.all(starts.map(async (s) => (await listBridges(rt.pool, ORG, s.taskId))[0]!));
+    const keys = await Promise.all(bridges.map(async (b) => (await getLinkKey(rt.pool, ORG, b.tokenKid))!));
+    const push = (i: number, foreignTaskId: string) => {
+      const key = keys[i]!;
+      return postPush(`${rt.publicUrl}/api/v1/a2a/callback/${bridges[i]!.id}?t=${signCallbackToken(key, { bridgeId: bridges[i]!.id, orgId: ORG, expiresAtMs: Date.now() + 60_000 })}`, working(foreignTaskId), {
+        "x-a2a-notification-token": notificationSecret(key, bridges[i]!.id),
+      });
+    };
+    // Straight to the intake, so the two land in one batch behind the first: the batch's single statement fails
+    // on the unique (tenant, foreign task id) and its items are applied one by one.
+    const intake = rt.a2a!.callback.intake;
+    const targets = await Promise.all(bridges.map(async (b) => (await intake.find(b.id))!));
+    const first = intake.apply(targets[0]!, { foreignTaskId: "ft-a", state: "working", artifacts: [] });
+    const claim = intake.apply(targets[1]!, { foreignTaskId: "ft-a", state: "working", artifacts: [] });
+    const own = intake.apply(targets[2]!, { foreignTaskId: "ft-c", state: "working", artifacts: [] });
+    expect(await first).toBe("updated");
+    await expect(claim).rejects.toMatchObject({ code: "23505" });
+    expect(await own).toBe("updated");
+    // Over HTTP the same claim is a 400 that names the problem.
+    const answer = await push(1, "ft-a");
+    expect(answer.status).toBe(400);
+    expect(answer.text).toMatch(/TASK_MISMATCH/);
+    expect((await push(2, "ft-c")).status).toBe(200);
+    const after = await Promise.all(starts.map(async (s) => (await listBridges(rt.pool, ORG, s.taskId))[0]!));
+    expect(after.map((b) => b.foreignTaskId)).toEqual(["ft-a", null, "ft-c"]);
+  });
+});
