@@ -159,9 +159,15 @@ export class Coordinator {
           await this.pauseWhileBusOff();
           continue;
         }
+        const readEarly = readAhead !== undefined;
         const pending = readAhead ?? next();
         readAhead = undefined;
-        const entries = await pending;
+        let entries = await pending;
+        // A read-ahead returns as soon as the first entries arrive, early in the previous apply; what arrived during
+        // the rest of it joins this batch now (one non-blocking read) rather than making a batch of its own.
+        if (readEarly && entries.length > 0 && entries.length < this.options.batchSize && !this.stopped && this.busOn()) {
+          entries = entries.concat(await this.topUp(this.options.batchSize - entries.length));
+        }
         if (entries.length < this.options.batchSize) this.drainedAt = this.clock();
         if (entries.length === 0) continue;
         if (!this.stopped && this.busOn()) {
@@ -199,6 +205,12 @@ export class Coordinator {
       return entries;
     }
     return this.readInbox();
+  }
+
+  /** New entries already waiting, without blocking. */
+  private topUp(count: number): Promise<BusEntry[]> {
+    const { bus, consumer } = this.options;
+    return bus.read({ stream: COORDINATOR_STREAM, group: COORDINATOR_GROUP, consumer, count, blockMs: 0, signal: this.abort.signal });
   }
 
   private readInbox(): Promise<BusEntry[]> {
