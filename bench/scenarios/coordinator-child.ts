@@ -1,0 +1,62 @@
+/**
+ * A coordinator in its own process, as deployed beside a gateway: the callback scenario's route runs in the bench
+ * process and the coordinator that applies the RESULTs it queues runs here, so the two do not share one thread.
+ * It runs the inbox, sweeper and relay loops only — no FOREIGN sender or sweep, which would try to send the bench's
+ * bridges — and no live flags (everything on). Its whole Config arrives as the child's JSON argument.
+ */
+import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
+import type { Config } from "../../src/config.js";
+import { COORDINATOR_GROUP, Coordinator } from "../../src/coordinator/coordinator.js";
+import { createRuntime } from "../../src/runtime.js";
+import { forkChild, runAsChild, type ForkedChild } from "./child-process.js";
+
+/** The coordinator's transactions so far and the inbox entries they applied. */
+export interface CoordinatorSample {
+  batches: number;
+  entries: number;
+}
+
+export type CoordinatorProcess = ForkedChild<CoordinatorSample, object>;
+
+/** Forks a coordinator process and resolves once it reads its inbox. `BENCH_CHILD_PROF=DIR` writes its CPU profile there. */
+export function startCoordinatorProcess(config: Config, profileDir?: string): Promise<CoordinatorProcess> {
+  return forkChild(import.meta.url, config, profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []);
+}
+
+runAsChild<Config, CoordinatorSample, object>(import.meta.url, "coordinator", {
+  async start(config) {
+    const runtime = await createRuntime(config, { poolSize: 4 });
+    const coordinator = new Coordinator({
+      pool: runtime.pool,
+      bus: runtime.bus,
+      engine: runtime.engine,
+      publisher: runtime.publisher,
+      consumer: `bench-coordinator-${process.pid}`,
+      batchSize: config.coordinator.batchSize,
+      blockMs: config.bus.blockMs,
+      reclaimIdleMs: config.bus.reclaimIdleMs,
+      sweepIntervalMs: config.coordinator.sweepIntervalMs,
+      trimMaxLen: config.bus.trimMaxLen,
+      logger: runtime.logger,
+      metrics: runtime.metrics,
+      checkpoints: false,
+    });
+    // Before "ready": RESULTs published after it must find the group (ensureGroup is idempotent; start repeats it).
+    await runtime.bus.ensureGroup(COORDINATOR_STREAM, COORDINATOR_GROUP);
+    const running = coordinator.start();
+    return {
+      async sample() {
+        const { values } = await runtime.metrics.batchSize.get();
+        const batches = values.find((v) => v.metricName?.endsWith("_count"))?.value ?? 0;
+        const entries = values.find((v) => v.metricName?.endsWith("_sum"))?.value ?? 0;
+        return { batches, entries };
+      },
+      async stop() {
+        await coordinator.close();
+        await running;
+        await runtime.close();
+        return {};
+      },
+    };
+  },
+});
