@@ -9,6 +9,7 @@ import type { OutboxPublisher } from "../coordinator/outbox-publisher.js";
 import { EXPIRY_ACTOR, TaskService } from "../coordinator/tasks.js";
 import { listOverdueApprovals } from "../coordinator/approval-store.js";
 import { silentLogger, type Logger } from "../logger.js";
+import type { TenantSelection } from "../flags/flag-types.js";
 import type { Pool, Queryable } from "../store/db.js";
 
 /** What expiry needs of the task service: a decision that is idempotent under the approval's row lock. */
@@ -22,6 +23,8 @@ export interface ExpireApprovalsOptions {
   now: number;
   /** Most approvals expired per call; the rest wait for the next sweep. @defaultValue 100 */
   limit?: number;
+  /** Tenants whose approvals may expire now (COORDINATOR_ENABLED); the others wait until switched on. @defaultValue all */
+  tenants?: TenantSelection;
   logger?: Logger;
 }
 
@@ -36,7 +39,7 @@ export interface ExpireApprovalsResult {
 
 export async function expireApprovals(options: ExpireApprovalsOptions): Promise<ExpireApprovalsResult> {
   const logger = options.logger ?? silentLogger;
-  const overdue = await listOverdueApprovals(options.pool, options.now, options.limit ?? 100);
+  const overdue = await listOverdueApprovals(options.pool, options.now, options.limit ?? 100, options.tenants);
   const result: ExpireApprovalsResult = { expired: 0, alreadyDecided: 0, failed: 0 };
   for (const approval of overdue) {
     try {
@@ -64,8 +67,16 @@ export async function expireApprovals(options: ExpireApprovalsOptions): Promise<
  * The coordinator's default sweep hook: expires overdue approvals through a task service built on the
  * coordinator's own engine and publisher.
  */
-export function approvalExpirySweep(deps: { pool: Pool; engine: Engine; publisher?: OutboxPublisher; logger?: Logger; limit?: number }): (now: number) => Promise<ExpireApprovalsResult> {
+export function approvalExpirySweep(deps: {
+  pool: Pool;
+  engine: Engine;
+  publisher?: OutboxPublisher;
+  logger?: Logger;
+  limit?: number;
+  /** Asked at every sweep: the tenants whose coordinator is switched on. @defaultValue all */
+  tenants?: () => TenantSelection;
+}): (now: number) => Promise<ExpireApprovalsResult> {
   // Only decides approvals and never starts a task, so no task input is ever measured against the payload cap.
   const tasks = new TaskService({ pool: deps.pool, engine: deps.engine, publisher: deps.publisher, maxPayloadBytes: 0 });
-  return (now) => expireApprovals({ pool: deps.pool, tasks, now, logger: deps.logger, limit: deps.limit });
+  return (now) => expireApprovals({ pool: deps.pool, tasks, now, logger: deps.logger, limit: deps.limit, tenants: deps.tenants?.() });
 }

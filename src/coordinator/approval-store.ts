@@ -3,6 +3,7 @@
  * once by a decision — a person through the API or CLI, a signed link, or the expiry sweep — recorded in
  * `decided_via`.
  */
+import { tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
 import type { Queryable } from "../store/db.js";
 import type { ApprovalSpec } from "./model.js";
 
@@ -120,13 +121,24 @@ export async function recordDecisionVia(client: Queryable, orgId: string, approv
   ]);
 }
 
-/** Pending approvals whose deadline is at or before `nowMs`, oldest deadline first (across tenants: an operator query). */
-export async function listOverdueApprovals(client: Queryable, nowMs: number, limit: number): Promise<Array<{ id: string; orgId: string; expiresAt: string }>> {
+/**
+ * Pending approvals whose deadline is at or before `nowMs`, oldest deadline first (across tenants: an operator
+ * query), of the tenants `tenants` selects (all when absent).
+ */
+export async function listOverdueApprovals(
+  client: Queryable,
+  nowMs: number,
+  limit: number,
+  tenants?: TenantSelection,
+): Promise<Array<{ id: string; orgId: string; expiresAt: string }>> {
+  const filter = tenantSqlFilter(tenants);
+  if (filter.none) return [];
   const { rows } = await client.query<{ id: string; org_id: string; expires_at: Date }>(
     `SELECT id, org_id, expires_at FROM approvals
      WHERE status = 'pending' AND expires_at <= to_timestamp($1 / 1000.0)
+       AND ($3::text[] IS NULL OR org_id = ANY($3::text[])) AND ($4::text[] IS NULL OR org_id <> ALL($4::text[]))
      ORDER BY expires_at, id LIMIT $2`,
-    [nowMs, limit],
+    [nowMs, limit, filter.only, filter.except],
   );
   return rows.map((r) => ({ id: r.id, orgId: r.org_id, expiresAt: r.expires_at.toISOString() }));
 }

@@ -15,7 +15,7 @@ import type { Engine, EngineInput } from "./engine.js";
 import { envelopeToEvent } from "./envelopes.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
 import type { OutboxRow } from "./outbox.js";
-import type { CoordinatorFlags } from "../flags/flag-types.js";
+import { tenantSqlFilter, type CoordinatorFlags, type TenantSelection } from "../flags/flag-types.js";
 import { TenantHold } from "../flags/tenant-hold.js";
 import { approvalExpirySweep } from "../approvals/expiry.js";
 import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
@@ -356,8 +356,15 @@ export class Coordinator {
       fired = await this.fireDueSteps(now);
       await this.options.publisher.sweep();
     }
-    await (this.options.onSweep ?? approvalExpirySweep(this.options))(now);
+    if (this.options.onSweep) await this.options.onSweep(now);
+    // Expiry decides approvals and moves steps on: paused with the bus, and per tenant with its coordinator.
+    else if (this.busOn()) await approvalExpirySweep({ ...this.options, tenants: () => this.servedTenants() })(now);
     return fired;
+  }
+
+  /** The tenants this coordinator serves now (COORDINATOR_ENABLED), as a SQL filter can use them. */
+  private servedTenants(): TenantSelection {
+    return this.options.flags?.coordinatorTenants?.() ?? { except: [] };
   }
 
   /** The due steps of tenants switched on; a tenant's held messages are applied before its steps time out. */
@@ -365,10 +372,8 @@ export class Coordinator {
     const flags = this.options.flags;
     // Right after the bus came back, results may still be waiting in the inbox: read them before timing out.
     if (flags && this.drainedAt < this.busOnSince && now - this.busOnSince < CATCH_UP_LIMIT_MS) return 0;
-    const selection = flags?.coordinatorTenants?.();
-    const only = selection && "only" in selection ? selection.only : null;
-    const except = selection && "except" in selection ? selection.except : null;
-    if (only && only.length === 0) return 0;
+    const { only, except, none } = tenantSqlFilter(flags?.coordinatorTenants?.());
+    if (none) return 0;
     const { rows: candidates } = await this.options.pool.query<{ org_id: string; task_id: string; step_id: string; attempt: number; due_at_ms: number }>(
       `SELECT org_id, task_id, step_id, attempt, due_at_ms FROM steps
        WHERE status IN ('dispatched', 'retrying', 'waiting') AND due_at_ms <= $1

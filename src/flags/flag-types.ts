@@ -79,3 +79,13 @@ export const ALL_ON: FlagSwitches = {
   busRouted: () => true,
   egressEnabled: () => true,
 };
+
+/**
+ * A TenantSelection as two SQL array parameters for `($n::text[] IS NULL OR org_id = ANY($n)) AND
+ * ($m::text[] IS NULL OR org_id <> ALL($m))`; `none` when nothing can match. No selection means every tenant.
+ */
+export function tenantSqlFilter(selection: TenantSelection | undefined): { only: readonly string[] | null; except: readonly string[] | null; none: boolean } {
+  const only = selection && "only" in selection ? selection.only : null;
+  const except = selection && "except" in selection ? selection.except : null;
+  return { only, except, none: only !== null && only.length === 0 };
+}

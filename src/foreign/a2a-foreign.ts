@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Pool } from "../store/db.js";
 import { AgentChannels } from "./agent-channels.js";
+import type { CoordinatorFlags } from "../flags/flag-types.js";
 import { CallbackIntake } from "./callback-intake.js";
 import type { A2ACallbackDeps } from "./callback-route.js";
 import { BreakerRegistry } from "./egress/index.js";
@@ -44,6 +45,8 @@ export interface A2AForeignOptions {
   metrics?: Metrics;
   /** The live egress switch, checked again right before each send. */
   egress?: { egressEnabled(orgId: string): boolean };
+  /** BUS_ENABLED / COORDINATOR_ENABLED: the sender and sweep pause with them. @defaultValue everything on */
+  flags?: CoordinatorFlags;
   clock?: () => number;
 }
 
@@ -77,9 +80,10 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     foreign: config.foreign,
     publicUrl: config.gateway.publicUrl,
     ...(options.egress ? { egress: options.egress } : {}),
+    ...(options.flags ? { flags: options.flags } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
   });
-  const sweep = new ForeignSweep({ ...deps, channels, breakers, foreign: config.foreign });
+  const sweep = new ForeignSweep({ ...deps, channels, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
   const callback: A2ACallbackDeps = {
     intake: new CallbackIntake(deps),
     logger: deps.logger,

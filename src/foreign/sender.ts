@@ -22,6 +22,7 @@ import { getLinkKey } from "../approvals/link-keys.js";
 import type { AgentChannels } from "./agent-channels.js";
 import { BRIDGE_COLUMNS, toBridge, type BridgeRecord } from "./bridge-store.js";
 import { notificationSecret, signCallbackToken } from "./callback-token.js";
+import { tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { failSend, type BridgeResumeDeps } from "./resume.js";
 import { findForeignAgent, type ForeignAgentRecord } from "./registry.js";
 import { EgressReason, isTransientFailure, withRetries, type BreakerRegistry } from "./egress/index.js";
@@ -45,6 +46,11 @@ export interface ForeignSenderOptions extends BridgeResumeDeps {
    * an approval or in the queue) still stops the bytes. @defaultValue no check (the governor's verdict stands)
    */
   egress?: { egressEnabled(orgId: string): boolean };
+  /**
+   * The coordinator's switches: with BUS_ENABLED off nothing is sent, and the bridges of a tenant whose coordinator
+   * is switched off (COORDINATOR_ENABLED) wait, unsent, until it is on again. @defaultValue everything on
+   */
+  flags?: CoordinatorFlags;
   clock?: () => number;
 }
 
@@ -79,6 +85,7 @@ export class ForeignSender {
   /** Sends every claimable bridge; returns how many were handled. One run at a time per process. */
   run(): Promise<number> {
     this.active = true;
+    if (this.options.flags && !this.options.flags.busEnabled()) return Promise.resolve(0);
     if (this.running) {
       this.again = true;
       return this.running;
@@ -104,6 +111,8 @@ export class ForeignSender {
   }
 
   private async claim(): Promise<Claimed[]> {
+    const tenants = tenantSqlFilter(this.options.flags?.coordinatorTenants?.());
+    if (tenants.none) return [];
     // Each attempt may take a card fetch and a send, each up to the total timeout, plus backoff between attempts.
     const f = this.options.foreign;
     const leaseMs = this.options.leaseMs ?? f.retries * (2 * f.totalTimeoutMs + 5_000) + 30_000;
@@ -111,6 +120,7 @@ export class ForeignSender {
       `WITH picked AS (
          SELECT id FROM a2a_bridge WHERE status = 'pending_send' AND foreign_task_id IS NULL
            AND (claimed_until IS NULL OR claimed_until < now())
+           AND ($3::text[] IS NULL OR org_id = ANY($3::text[])) AND ($4::text[] IS NULL OR org_id <> ALL($4::text[]))
          ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
        UPDATE a2a_bridge b SET claimed_until = now() + make_interval(secs => $2::double precision / 1000)
        FROM picked WHERE b.id = picked.id
@@ -118,7 +128,7 @@ export class ForeignSender {
          (SELECT s.status FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_status,
          (SELECT s.attempt FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_attempt,
          (SELECT s.due_at_ms FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS due_at_ms`,
-      [this.options.batchSize ?? 20, leaseMs],
+      [this.options.batchSize ?? 20, leaseMs, tenants.only, tenants.except],
     );
     return rows.map((row) => ({
       bridge: toBridge(row),
@@ -139,6 +149,13 @@ export class ForeignSender {
         [bridge.id],
       );
       log.info("foreign hop no longer in flight; not sent");
+      return;
+    }
+    const flags = this.options.flags;
+    if (flags && (!flags.busEnabled() || !flags.coordinatorEnabled(bridge.orgId))) {
+      // Switched off since the claim: left for when it is on again, not failed.
+      await this.options.pool.query("UPDATE a2a_bridge SET claimed_until = NULL WHERE id = $1 AND status = 'pending_send'", [bridge.id]);
+      log.info("bus or the tenant's coordinator switched off; the foreign hop waits unsent");
       return;
     }
     try {

@@ -10,6 +10,7 @@
  * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so several coordinators may sweep at once.
  */
 import type { ForeignConfig } from "../config.js";
+import { tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { AgentChannels } from "./agent-channels.js";
 import { BRIDGE_COLUMNS, toBridge, type BridgeRecord } from "./bridge-store.js";
@@ -23,6 +24,8 @@ export interface ForeignSweepOptions extends BridgeResumeDeps {
   foreign: ForeignConfig;
   /** Bridges handled per pass of each kind. @defaultValue 100 */
   batchSize?: number;
+  /** As for the sender: nothing with the bus off; a tenant whose coordinator is off is left alone. @defaultValue all on */
+  flags?: CoordinatorFlags;
 }
 
 export interface SweepReport {
@@ -42,6 +45,7 @@ export class ForeignSweep {
 
   async run(): Promise<SweepReport> {
     const report: SweepReport = { timedOut: 0, polled: 0, resumed: 0 };
+    if (this.options.flags && !this.options.flags.busEnabled()) return report;
     const stale = await this.closeMovedOn();
     report.timedOut = stale.length;
     await Promise.all(stale.filter((b) => b.foreignTaskId !== null).map((b) => this.cancelQuietly(b)));
@@ -52,14 +56,21 @@ export class ForeignSweep {
     return report;
   }
 
+  /** The tenants served now as the two SQL array parameters (only, except); `only: []` matches none. */
+  private tenants(): [readonly string[] | null, readonly string[] | null] {
+    const { only, except } = tenantSqlFilter(this.options.flags?.coordinatorTenants?.());
+    return [only, except];
+  }
+
   /** Marks open bridges whose step attempt is no longer in flight as timed out; returns them. */
   private async closeMovedOn(): Promise<BridgeRecord[]> {
     return inTransactionWithRetry(this.options.pool, async (client) => {
       const { rows } = await client.query(
         `SELECT ${PREFIXED} FROM a2a_bridge b JOIN steps s ON s.task_id = b.task_id AND s.step_id = b.step_id
          WHERE b.status IN ('dispatched', 'working') AND (s.attempt <> b.attempt OR s.status <> 'dispatched')
+           AND ($2::text[] IS NULL OR b.org_id = ANY($2::text[])) AND ($3::text[] IS NULL OR b.org_id <> ALL($3::text[]))
          ORDER BY b.updated_at LIMIT $1 FOR UPDATE OF b SKIP LOCKED`,
-        [this.options.batchSize ?? 100],
+        [this.options.batchSize ?? 100, ...this.tenants()],
       );
       const bridges = rows.map(toBridge);
       if (bridges.length > 0) {
@@ -79,9 +90,10 @@ export class ForeignSweep {
       `WITH picked AS (
          SELECT id FROM a2a_bridge WHERE status IN ('dispatched', 'working') AND foreign_task_id IS NOT NULL
            AND updated_at < now() - make_interval(secs => $2::double precision / 1000)
+           AND ($3::text[] IS NULL OR org_id = ANY($3::text[])) AND ($4::text[] IS NULL OR org_id <> ALL($4::text[]))
          ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)
        UPDATE a2a_bridge b SET updated_at = now() FROM picked WHERE b.id = picked.id RETURNING ${PREFIXED}`,
-      [this.options.batchSize ?? 100, this.options.foreign.sweepAfterMs],
+      [this.options.batchSize ?? 100, this.options.foreign.sweepAfterMs, ...this.tenants()],
     );
     return rows.map(toBridge);
   }

@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { expireApprovals } from "../../src/approvals/expiry.js";
 import { Coordinator } from "../../src/coordinator/coordinator.js";
+import { setFlag } from "../../src/flags/flag-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { listAudit } from "../../src/governance/audit-log.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
@@ -50,6 +51,23 @@ describe("approval expiry", () => {
     expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
     // Nothing was published for the expired step.
     expect((await rt.bus.stats("role:publisher", "harness")).length).toBe(0);
+  });
+
+  it("leaves the approvals of a tenant whose coordinator is switched off until it is on again", async () => {
+    rt = await createTestRuntime({ coordinator: { approvalTtlMs: 200 } });
+    await submitGated(rt, ORG);
+    const { taskId, approvalId } = await parkTask(rt, ORG);
+    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "pause" });
+    await rt.flags.refresh();
+    rt.startCoordinator();
+    // Well past the deadline and several sweeps later, nothing moved.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect((await approvalOf(rt.pool, ORG, approvalId)).status).toBe("pending");
+    expect((await rt.tasks.get(ORG, taskId)).status).toBe("parked");
+    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "resume" });
+    await rt.flags.refresh();
+    await waitFor(async () => ((await rt!.tasks.get(ORG, taskId)).status === "failed" ? true : undefined), { what: "the expiry after the switch", timeoutMs: 10_000 });
+    expect(await approvalOf(rt.pool, ORG, approvalId)).toMatchObject({ status: "denied", decidedBy: "system:expiry" });
   });
 
   it("leaves approvals before their deadline alone", async () => {

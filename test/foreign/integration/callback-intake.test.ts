@@ -143,6 +143,22 @@ describe("A2A callback intake", () => {
     expect((await listAudit(rt.pool, ORG, { taskId: h.taskId })).filter((r) => r.action === "result")).toHaveLength(1);
   });
 
+  it("sends nothing for a tenant whose coordinator is switched off, and sends once it is on again", async () => {
+    await setUp({ coordinator: false });
+    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "pause" });
+    await rt.flags.refresh();
+    rt.startCoordinator();
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "one" });
+    // The hop was governed and its bridge written; the sender (a coordinator job, every 100 ms here) holds it.
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(helper.received).toHaveLength(0);
+    expect((await listBridges(rt.pool, ORG, taskId))[0]).toMatchObject({ status: "pending_send" });
+    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "resume" });
+    await rt.flags.refresh();
+    await waitFor(async () => ((await listBridges(rt.pool, ORG, taskId))[0]?.status === "dispatched" ? true : undefined), { what: "the send after the switch" });
+    expect(helper.received).toHaveLength(1);
+  });
+
   it("refuses a push claiming another bridge's task inside a batch, and still applies the others", async () => {
     // No coordinator: the sender never runs, so the bridges stay `pending_send` with no foreign task id yet,
     // and the first push may record one (a push that beats the send's answer).
