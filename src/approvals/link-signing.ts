@@ -1,5 +1,5 @@
 /**
- * Signed one-click approval links. A token is `base64url(JSON claims) "." base64url(HMAC-SHA256(key, payload))`
+ * Signed one-click approval links. A token is `base64url(JSON claims) "." base64url(HMAC-SHA256(key, purpose + payload))`
  * where the claims are `{a: approval id, d: "approve" | "deny", e: expiry ms, k: key id, o: tenant}` and the key
  * is the tenant's link key `k` (src/approvals/link-keys.ts). Verification recomputes the MAC in constant time,
  * refuses unknown or retired keys and expired links; the approval must belong to the token's tenant.
@@ -56,8 +56,14 @@ export function linkRefusalOf(error: unknown): LinkRefusal | undefined {
   return error.details.refusal as LinkRefusal | undefined;
 }
 
+/**
+ * The tenant's link key also signs A2A callback tokens and notification secrets (src/foreign/callback-token.ts):
+ * each use MACs under its own purpose prefix, so no token of one kind can ever verify as another.
+ */
+const PURPOSE = "switchyard/approval-link\u0000";
+
 function mac(secret: Buffer, payload: string): Buffer {
-  return createHmac("sha256", secret).update(payload).digest();
+  return createHmac("sha256", secret).update(PURPOSE).update(payload).digest();
 }
 
 /** Signs claims with a key. Pure: the caller chose the key (normally the tenant's signing key). */

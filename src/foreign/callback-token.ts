@@ -2,10 +2,11 @@
  * The two secrets that guard the A2A callback route, both derived from the tenant's link keys
  * (src/approvals/link-keys.ts), so rotating and retiring keys works as for approval links:
  *
- * - the URL token `t`: `base64url(JSON {b: bridge id, o: tenant, e: expiry ms, k: kid}) "." base64url(HMAC-SHA256)`;
+ * - the URL token `t`: `base64url(JSON {b: bridge id, o: tenant, e: expiry ms, k: kid}) "." base64url(HMAC-SHA256)`
+ *   (MAC over a purpose prefix and the payload);
  *   verified in constant time against the tenant's key `k` (not retired), the bridge and tenant it names and its expiry;
  * - the notification token the agent echoes (`X-A2A-Notification-Token` / `Authorization: Bearer`): a per-bridge
- *   secret `HMAC(key, "a2a-notify\0" + bridge id)`. Only its sha256 is stored on the bridge; re-deriving it lets the
+ *   secret `HMAC(key, "switchyard/a2a-notify\0" + bridge id)`. Only its sha256 is stored on the bridge; re-deriving it lets the
  *   post-commit sender (in any coordinator) hand it to the agent without a plaintext secret at rest.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
@@ -30,8 +31,11 @@ export class CallbackTokenError extends Error {
 const MAX_TOKEN_LENGTH = 1024;
 const BASE64URL_RE = /^[A-Za-z0-9_-]+$/;
 
+/** Domain separation from the other uses of the tenant's link key (approval links, notification secrets). */
+const PURPOSE = "switchyard/a2a-callback\u0000";
+
 function mac(secret: Buffer, payload: string): Buffer {
-  return createHmac("sha256", secret).update(payload).digest();
+  return createHmac("sha256", secret).update(PURPOSE).update(payload).digest();
 }
 
 export function signCallbackToken(key: { kid: string; secret: Buffer }, claims: Omit<CallbackClaims, "kid">): string {
@@ -41,7 +45,7 @@ export function signCallbackToken(key: { kid: string; secret: Buffer }, claims: 
 
 /** The per-bridge notification secret the agent must echo. */
 export function notificationSecret(key: { secret: Buffer }, bridgeId: string): string {
-  return createHmac("sha256", key.secret).update(`a2a-notify\u0000${bridgeId}`).digest("base64url");
+  return createHmac("sha256", key.secret).update(`switchyard/a2a-notify\u0000${bridgeId}`).digest("base64url");
 }
 
 export function sha256Hex(text: string): string {
