@@ -1,8 +1,9 @@
 /**
  * Envelope encoding for the bus: protobuf binary, validated on both sides. A decode failure is a
- * MALFORMED_ENVELOPE error that the consumer turns into a dead letter.
+ * MALFORMED_ENVELOPE error that the consumer turns into a dead letter. The wire work is the hand-rolled codec
+ * in envelope-wire.ts (equivalent to protobuf-es create / toBinary / fromBinary, several times faster).
  */
-import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
   EndpointKind,
   EnvelopeKind,
@@ -11,6 +12,7 @@ import {
   type Envelope,
 } from "../gen/switchyard/bus/v1/envelope_pb.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { envelopeFromBinary, envelopeToBinary, initEnvelope } from "./envelope-wire.js";
 import type { Destination } from "../domain.js";
 
 export { EndpointKind, EnvelopeKind, ResultStatus } from "../gen/switchyard/bus/v1/envelope_pb.js";
@@ -18,7 +20,7 @@ export type { Envelope, Endpoint } from "../gen/switchyard/bus/v1/envelope_pb.js
 export type EnvelopeInit = MessageInitShape<typeof EnvelopeSchema>;
 
 export function createEnvelope(init: EnvelopeInit): Envelope {
-  return create(EnvelopeSchema, init);
+  return initEnvelope(init);
 }
 
 function malformed(message: string, details: Record<string, unknown> = {}): SwitchyardError {
@@ -45,13 +47,15 @@ export function validateEnvelope(envelope: Envelope, maxPayloadBytes: number): E
 }
 
 export function encodeEnvelope(envelope: Envelope, maxPayloadBytes: number): Uint8Array {
-  return toBinary(EnvelopeSchema, validateEnvelope(envelope, maxPayloadBytes));
+  return envelopeToBinary(validateEnvelope(envelope, maxPayloadBytes));
 }
 
 export function decodeEnvelope(bytes: Uint8Array, maxPayloadBytes: number): Envelope {
   let envelope: Envelope;
   try {
-    envelope = fromBinary(EnvelopeSchema, bytes);
+    // Strict: a known field with the wrong wire type or a sub-message overrunning its length is refused
+    // here, where protobuf-es would have misread it.
+    envelope = envelopeFromBinary(bytes);
   } catch (error) {
     throw new SwitchyardError(ErrorCode.MalformedEnvelope, `envelope does not decode: ${(error as Error).message}`, { cause: error });
   }

@@ -4,9 +4,8 @@
  * run the sweeper (timeouts and retry backoff), the outbox relay and stream trimming. Several coordinators may
  * run against the same streams and database: row locks and status guards keep every transition single.
  */
-import { toBinary } from "@bufbuild/protobuf";
+import { envelopeToBinary } from "../bus/envelope-wire.js";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
-import { EnvelopeSchema } from "../gen/switchyard/bus/v1/envelope_pb.js";
 import { isSwitchyardError } from "../errors.js";
 import { isDatabaseUnavailable, type Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -281,7 +280,7 @@ export class Coordinator {
         if (!isSwitchyardError(error)) throw error;
         this.logger.warn({ err: error, envelopeId: entry.envelope.id, orgId: entry.envelope.orgId }, "inbound envelope refused; dead-lettered");
         this.options.metrics?.deadLetters.inc({ stream, reason: error.code });
-        await bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, toBinary(EnvelopeSchema, entry.envelope), `${error.code}: ${error.message}`);
+        await bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, envelopeToBinary(entry.envelope), `${error.code}: ${error.message}`);
       }
     }
     if (decoded.length === 0) return undefined;

@@ -7,11 +7,10 @@
  * in-flight turns get `shutdownGraceMs` to finish; the rest are abandoned (their signal aborted, their entries
  * left unacknowledged so another worker reclaims them) and `start()` resolves.
  */
-import { toBinary } from "@bufbuild/protobuf";
+import { envelopeToBinary } from "../bus/envelope-wire.js";
 import type { Bus, BusEntry } from "../bus/bus.js";
 import { EndpointKind, EnvelopeKind } from "../bus/codec.js";
 import { consumerName } from "../bus/keys.js";
-import { EnvelopeSchema } from "../gen/switchyard/bus/v1/envelope_pb.js";
 import { parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { HarnessFlags } from "../flags/flag-types.js";
@@ -185,7 +184,7 @@ export function createHarness(options: HarnessOptions): Harness {
     const reason = `the harness on ${stream} does not handle ${kindName} envelopes (only WORK and REPLY)`;
     let raw: Uint8Array;
     try {
-      raw = toBinary(EnvelopeSchema, entry.envelope);
+      raw = envelopeToBinary(entry.envelope);
     } catch {
       raw = new Uint8Array();
     }
