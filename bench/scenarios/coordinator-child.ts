@@ -18,7 +18,7 @@ export interface CoordinatorSample {
 
 export type CoordinatorProcess = ForkedChild<CoordinatorSample, object>;
 
-/** Forks a coordinator process and resolves once it reads its inbox. `BENCH_CHILD_PROF=DIR` writes its CPU profile there. */
+/** Forks a coordinator process and resolves once it reads its inbox; with `profileDir` it writes its V8 CPU profile there on exit. */
 export function startCoordinatorProcess(config: Config, profileDir?: string): Promise<CoordinatorProcess> {
   return forkChild(import.meta.url, config, profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []);
 }
