@@ -37,7 +37,7 @@ import { startCoordinatorProcess, type CoordinatorProcess } from "./coordinator-
 import { sendAll, serialisePush } from "./push-client.js";
 import { Tally, cpuPerUnit, sampleCpu, statementName, type CpuSources } from "./probe.js";
 
-const SIZES = { full: { warmup: 400, callbacks: 3_000 }, quick: { warmup: 200, callbacks: 1_000 } };
+const SIZES = { full: { warmup: 1_000, callbacks: 4_000 }, quick: { warmup: 200, callbacks: 1_000 } };
 /** Keep-alive connections pushing at once: a fleet of agents, each waiting for its answer before its next push. */
 const CONCURRENCY = 128;
 /** Tenants the tasks are spread over; every resume of one tenant queues on its audit-chain head. */
