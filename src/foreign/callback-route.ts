@@ -48,7 +48,8 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
   const logger = deps.logger ?? silentLogger;
   try {
     if (req.method !== "POST") return answer(res, undefined, 405, "use POST", { allow: "POST" });
-    const bridgeId = decodeURIComponent(match[1]!);
+    const bridgeId = decodePathSegment(match[1]!);
+    if (bridgeId === undefined) return answer(res, req, 401, "unknown callback");
     let target;
     try {
       const token = parseCallbackToken(url.searchParams.get("t"));
@@ -101,6 +102,15 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
     logger.error({ err: error }, "A2A callback failed");
     if (!res.headersSent) reply(res, 500, "the notification could not be recorded");
     return true;
+  }
+}
+
+/** A percent-decoded path segment, or undefined when its escapes are malformed (`%zz`). */
+function decodePathSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
   }
 }
 

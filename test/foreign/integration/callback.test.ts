@@ -93,6 +93,7 @@ steps:
     expect(malformed.text).toMatch(/INVALID_SHAPE/);
     expect((await postPush(a.url, task(a.foreignTaskId, "TASK_STATE_COMPLETED", [artifact("x".repeat(5000))]), header)).status).toBe(413);
     expect((await postPush(`${rt.publicUrl}/api/v1/a2a/callback/00000000-0000-4000-8000-000000000000?t=x`, done, header)).status).toBe(401);
+    expect((await postPush(`${rt.publicUrl}/api/v1/a2a/callback/%zz?t=x`, done, header)).status).toBe(401);
 
     await unchanged(ORG, a.taskId, a.bridge);
     await unchanged(OTHER, b.taskId, b.bridge);
