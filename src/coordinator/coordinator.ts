@@ -7,11 +7,12 @@
 import { envelopeToBinary } from "../bus/envelope-wire.js";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
 import { isSwitchyardError } from "../errors.js";
-import { isDatabaseUnavailable, type Pool } from "../store/db.js";
+import type { Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { Engine, EngineInput } from "./engine.js";
+import type { Engine } from "./engine.js";
 import { envelopeToEvent } from "./envelopes.js";
+import { applyIsolating, type DecodedEntry } from "./isolated-apply.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
 import type { OutboxRow } from "./outbox.js";
 import { tenantSqlFilter, type CoordinatorFlags, type TenantSelection } from "../flags/flag-types.js";
@@ -32,12 +33,6 @@ const CATCH_UP_LIMIT_MS = 10_000;
 interface AppliedBatch {
   ackIds: string[];
   outbox: OutboxRow[];
-}
-
-/** An inbox entry decoded to the engine's input, remembered with its entry id for the acknowledgement. */
-interface DecodedEntry {
-  entryId: string;
-  input: EngineInput;
 }
 
 export interface CoordinatorOptions {
@@ -264,7 +259,7 @@ export class Coordinator {
   }
 
   /**
-   * Decodes and applies a batch in one transaction (per task when that fails, see `applyIsolating`); undefined
+   * Decodes and applies a batch in one transaction (per task when that fails, see isolated-apply.ts); undefined
    * when no entry was usable (all dead-lettered or held). Inbox entries of tenants switched off are moved to their
    * hold streams first.
    */
@@ -286,62 +281,13 @@ export class Coordinator {
     if (decoded.length === 0) return undefined;
     this.options.metrics?.batchSize.observe(decoded.length);
     // Entries that were not applied are not acknowledged: redelivered (reclaim), dead-lettered after N tries.
-    const applied = await this.applyIsolating(decoded);
+    const applied = await applyIsolating({ engine: this.options.engine, pool: this.options.pool, logger: this.logger }, decoded);
     for (const input of applied.inputs) this.options.metrics?.events.inc({ type: input.event.type, outcome: "seen" });
     for (const row of applied.outbox) this.streams.add(row.stream);
     return { ackIds: applied.ackIds, outbox: applied.outbox };
   }
 
-  /**
-   * The whole batch in one transaction; if that throws, the batch again one task at a time (a task's inputs
-   * together, in order), so one poison entry (a value Postgres rejects, a task whose state trips a bug) holds back
-   * only its own task: the other tasks commit and are acknowledged, the failing task's entries are redelivered
-   * and reach the dead letters after the bus's max deliveries, as a whole batch did before.
-   *
-   * Splitting costs a transaction per task, so it is skipped where it cannot help: a batch of one task (the retry
-   * would be the same transaction), and errors about the database rather than the batch's content (see
-   * `isDatabaseUnavailable`), which are thrown as before so the inbox loop backs off. The same check after each
-   * task stops the splitting as soon as the database goes away midway; what committed until then is acknowledged.
-   * Deadlocks and serialization failures never get here: `engine.apply` retries them itself.
-   */
-  private async applyIsolating(decoded: readonly DecodedEntry[]): Promise<AppliedBatch & { inputs: EngineInput[] }> {
-    const { engine, pool } = this.options;
-    const inputs = decoded.map((d) => d.input);
-    let batchError: unknown;
-    try {
-      const result = await engine.apply(pool, inputs);
-      return { ackIds: decoded.map((d) => d.entryId), outbox: result.outbox, inputs };
-    } catch (error) {
-      batchError = error;
-    }
-    const groups = groupByTask(decoded);
-    if (groups.length < 2 || isDatabaseUnavailable(batchError)) throw batchError;
-    this.logger.error({ err: batchError, entries: decoded.length, tasks: groups.length }, "coordinator batch failed; applying it again task by task to isolate the failing entries");
-    const applied: AppliedBatch & { inputs: EngineInput[] } = { ackIds: [], outbox: [], inputs: [] };
-    for (const group of groups) {
-      const groupInputs = group.map((d) => d.input);
-      try {
-        const result = await engine.apply(pool, groupInputs);
-        applied.ackIds.push(...group.map((d) => d.entryId));
-        applied.outbox.push(...result.outbox);
-        applied.inputs.push(...groupInputs);
-      } catch (error) {
-        if (isDatabaseUnavailable(error)) {
-          if (applied.ackIds.length === 0) throw error;
-          this.logger.warn({ err: error }, "database unavailable while isolating a failed batch; its remaining entries will be redelivered");
-          break;
-        }
-        const first = group[0]!.input;
-        this.logger.error(
-          { err: error, orgId: first.orgId, taskId: first.taskId, envelopeIds: groupInputs.map((i) => i.event.eventId), entryIds: group.map((d) => d.entryId) },
-          "a task's inbox entries failed to apply; left unacknowledged, to be redelivered and dead-lettered after the max deliveries",
-        );
-      }
-    }
-    // Nothing applied at all: thrown like a failed batch, so the loop backs off before the redelivery.
-    if (applied.ackIds.length === 0) throw batchError;
-    return applied;
-  }
+
 
   /**
    * Fires due steps (timeouts, retry backoff) and publishes stale outbox rows. With BUS_ENABLED off it does
@@ -428,15 +374,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener("abort", done, { once: true });
   });
-}
-
-/** The entries per task, tasks in order of first appearance, each task's entries in batch order. */
-function groupByTask(decoded: readonly DecodedEntry[]): DecodedEntry[][] {
-  const groups = new Map<string, DecodedEntry[]>();
-  for (const d of decoded) {
-    const group = groups.get(d.input.taskId);
-    if (group) group.push(d);
-    else groups.set(d.input.taskId, [d]);
-  }
-  return [...groups.values()];
 }

@@ -1,0 +1,88 @@
+/**
+ * Applying a coordinator batch so that one poison entry holds back only its own task (see `applyIsolating`).
+ */
+import { isDatabaseUnavailable, type Pool } from "../store/db.js";
+import type { Logger } from "../logger.js";
+import type { Engine, EngineInput } from "./engine.js";
+import type { OutboxRow } from "./outbox.js";
+
+/** An inbox entry decoded to the engine's input, remembered with its entry id for the acknowledgement. */
+export interface DecodedEntry {
+  entryId: string;
+  input: EngineInput;
+}
+
+export interface IsolatedApplyDeps {
+  engine: Engine;
+  pool: Pool;
+  logger: Logger;
+}
+
+/** What committed: the inbox entries to acknowledge, the outbox rows to publish and the inputs applied. */
+export interface IsolatedApplyResult {
+  ackIds: string[];
+  outbox: OutboxRow[];
+  inputs: EngineInput[];
+}
+
+/**
+ * The whole batch in one transaction; if that throws, the batch again one task at a time (a task's inputs
+ * together, in order), so one poison entry (a value Postgres rejects, a task whose state trips a bug) holds back
+ * only its own task: the other tasks commit and are acknowledged, the failing task's entries are redelivered
+ * and reach the dead letters after the bus's max deliveries, as a whole batch did before.
+ *
+ * Splitting costs a transaction per task, so it is skipped where it cannot help: a batch of one task (the retry
+ * would be the same transaction), and errors about the database rather than the batch's content (see
+ * `isDatabaseUnavailable`), which are thrown as before so the inbox loop backs off. The same check after each
+ * task stops the splitting as soon as the database goes away midway; what committed until then is acknowledged.
+ * Deadlocks and serialization failures never get here: `engine.apply` retries them itself.
+ */
+export async function applyIsolating(deps: IsolatedApplyDeps, decoded: readonly DecodedEntry[]): Promise<IsolatedApplyResult> {
+  const { engine, pool, logger } = deps;
+  const inputs = decoded.map((d) => d.input);
+  let batchError: unknown;
+  try {
+    const result = await engine.apply(pool, inputs);
+    return { ackIds: decoded.map((d) => d.entryId), outbox: result.outbox, inputs };
+  } catch (error) {
+    batchError = error;
+  }
+  const groups = groupByTask(decoded);
+  if (groups.length < 2 || isDatabaseUnavailable(batchError)) throw batchError;
+  logger.error({ err: batchError, entries: decoded.length, tasks: groups.length }, "coordinator batch failed; applying it again task by task to isolate the failing entries");
+  const applied: IsolatedApplyResult = { ackIds: [], outbox: [], inputs: [] };
+  for (const group of groups) {
+    const groupInputs = group.map((d) => d.input);
+    try {
+      const result = await engine.apply(pool, groupInputs);
+      applied.ackIds.push(...group.map((d) => d.entryId));
+      applied.outbox.push(...result.outbox);
+      applied.inputs.push(...groupInputs);
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) {
+        if (applied.ackIds.length === 0) throw error;
+        logger.warn({ err: error }, "database unavailable while isolating a failed batch; its remaining entries will be redelivered");
+        break;
+      }
+      const first = group[0]!.input;
+      logger.error(
+        { err: error, orgId: first.orgId, taskId: first.taskId, envelopeIds: groupInputs.map((i) => i.event.eventId), entryIds: group.map((d) => d.entryId) },
+        "a task's inbox entries failed to apply; left unacknowledged, to be redelivered and dead-lettered after the max deliveries",
+      );
+    }
+  }
+  // Nothing applied at all: thrown like a failed batch, so the loop backs off before the redelivery.
+  if (applied.ackIds.length === 0) throw batchError;
+  return applied;
+}
+
+/** The entries per task, tasks in order of first appearance, each task's entries in batch order. */
+function groupByTask(decoded: readonly DecodedEntry[]): DecodedEntry[][] {
+  const groups = new Map<string, DecodedEntry[]>();
+  for (const d of decoded) {
+    const group = groups.get(d.input.taskId);
+    if (group) group.push(d);
+    else groups.set(d.input.taskId, [d]);
+  }
+  return [...groups.values()];
+}
