@@ -329,13 +329,13 @@ export class Coordinator {
     const rows = flags ? candidates.filter((r) => this.tenantOn(r.org_id)) : candidates;
     if (this.hold) for (const orgId of new Set(rows.map((r) => r.org_id))) await this.hold.release(orgId);
     if (rows.length > 0) {
-      const result = await this.options.engine.apply(
-        this.options.pool,
-        rows.map((r) => ({
-          orgId: r.org_id,
-          taskId: r.task_id,
-          event: { type: "step_due" as const, eventId: `due:${r.task_id}:${r.step_id}:${r.attempt}:${r.due_at_ms}`, stepId: r.step_id, attempt: r.attempt },
-        })),
+      // Isolated like an inbox batch: a step whose task cannot be applied must not hold back every other timeout.
+      const result = await applyIsolating(
+        { engine: this.options.engine, pool: this.options.pool, logger: this.logger },
+        rows.map((r) => {
+          const eventId = `due:${r.task_id}:${r.step_id}:${r.attempt}:${r.due_at_ms}`;
+          return { entryId: eventId, input: { orgId: r.org_id, taskId: r.task_id, event: { type: "step_due" as const, eventId, stepId: r.step_id, attempt: r.attempt } } };
+        }),
       );
       for (const row of result.outbox) this.streams.add(row.stream);
       await this.options.publisher.publish(result.outbox);

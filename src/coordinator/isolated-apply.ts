@@ -6,7 +6,7 @@ import type { Logger } from "../logger.js";
 import type { Engine, EngineInput } from "./engine.js";
 import type { OutboxRow } from "./outbox.js";
 
-/** An inbox entry decoded to the engine's input, remembered with its entry id for the acknowledgement. */
+/** An engine input with what identifies it to the caller (an inbox entry id to acknowledge, an event id). */
 export interface DecodedEntry {
   entryId: string;
   input: EngineInput;

@@ -179,4 +179,23 @@ describe("a poison entry in a coordinator batch", () => {
     expect((await pending()).map(([id]) => id)).toEqual(entries.map((e) => e.id));
     expect(logLines.some((l) => String(l.msg).includes("task by task"))).toBe(false);
   });
+
+  it("times out the other tasks' steps when one due step cannot be applied", async () => {
+    const timed = (name: string) => parseWorkflowDefinition(`name: ${name}\nsteps:\n  - { id: a, to: "role:writer", timeout: 200ms, retries: 0 }\n`);
+    await submitWorkflow(rt.pool, ORG, timed("fine"));
+    await submitWorkflow(rt.pool, ORG, timed("broken"));
+    const fine = (await rt.tasks.start({ orgId: ORG, workflow: "fine" })).taskId;
+    const broken = (await rt.tasks.start({ orgId: ORG, workflow: "broken" })).taskId;
+    // A definition that no longer parses as a workflow: loading that task throws inside the sweeper's batch.
+    await rt.pool.query("UPDATE workflows SET definition = '{}'::jsonb WHERE org_id = $1 AND name = 'broken'", [ORG]);
+    rt.workflows.clear();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const coordinator = steppedCoordinator();
+    expect(await coordinator.sweepOnce()).toBe(2);
+    expect((await rt.tasks.get(ORG, fine)).steps[0]).toMatchObject({ status: "failed", error: expect.objectContaining({ code: "TIMEOUT" }) });
+    // Its view needs the definition too, so the step row is read directly.
+    const { rows } = await rt.pool.query("SELECT status FROM steps WHERE task_id = $1", [broken]);
+    expect(rows).toEqual([{ status: "dispatched" }]);
+    expect(logLines.some((l) => l.taskId === broken && String(l.msg).includes("failed to apply"))).toBe(true);
+  });
 });
