@@ -13,6 +13,8 @@ export interface Metrics {
   foreignBreakerState: Gauge<"tenant" | "agent">;
   a2aCallbacks: Counter<"status">;
   a2aSweep: Counter<"result">;
+  a2aCallbackBatchSize: Histogram<never>;
+  a2aCallbackConflicts: Counter<never>;
   hops: Counter<"action" | "verdict">;
   hopLatency: Histogram<"action">;
   events: Counter<"type" | "outcome">;
@@ -40,6 +42,8 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     }),
     a2aCallbacks: new Counter({ name: "switchyard_a2a_callbacks_total", help: "A2A push notifications received, by HTTP status answered", labelNames: ["status"], registers: [registry] }),
     a2aSweep: new Counter({ name: "switchyard_a2a_sweep_total", help: "Reconciliation sweep results: bridges polled, resumed, timed out", labelNames: ["result"], registers: [registry] }),
+    a2aCallbackBatchSize: new Histogram({ name: "switchyard_a2a_callback_batch_size", help: "Verified A2A pushes applied per callback-route statement", buckets: [1, 5, 10, 25, 50, 100, 200], registers: [registry] }),
+    a2aCallbackConflicts: new Counter({ name: "switchyard_a2a_callback_conflicts_total", help: "Pushes whose bridge changed after it was read, applied again under a row lock", registers: [registry] }),
     hops: new Counter({ name: "switchyard_hops_total", help: "Governed hops by action and verdict", labelNames: ["action", "verdict"], registers: [registry] }),
     hopLatency: new Histogram({
       name: "switchyard_hop_latency_seconds",

@@ -85,7 +85,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
   });
   const sweep = new ForeignSweep({ ...deps, channels, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
   const callback: A2ACallbackDeps = {
-    intake: new CallbackIntake(deps),
+    intake: new CallbackIntake({ ...deps, ...(options.metrics ? { metrics: options.metrics } : {}) }),
     logger: deps.logger,
     maxBodyBytes: config.foreign.callbackMaxBytes,
     limiter: new TokenBuckets({ ratePerSec: config.foreign.callbackRatePerSec }),

@@ -16,6 +16,7 @@
  */
 import type { LinkKey } from "../approvals/link-keys.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
+import type { Metrics } from "../metrics.js";
 import { isDatabaseUnavailable, type Pool } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
 import { BRIDGE_COLUMNS, isBridgeId, isOpen, toBridge, type BridgeRecord } from "./bridge-store.js";
@@ -41,6 +42,8 @@ interface Observed {
 export interface CallbackIntakeOptions extends BridgeResumeDeps {
   /** Pushes per batch at most. @defaultValue 200 */
   maxBatch?: number;
+  /** Batch sizes and optimistic-write conflicts are recorded here. */
+  metrics?: Pick<Metrics, "a2aCallbackBatchSize" | "a2aCallbackConflicts">;
 }
 
 const PREFIXED = BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ");
@@ -92,6 +95,7 @@ export class CallbackIntake {
 
   private async applyBatch(items: Observed[]): Promise<ObservationOutcome[]> {
     const now = (this.options.clock ?? Date.now)();
+    this.options.metrics?.a2aCallbackBatchSize.observe(items.length);
     const outcomes: Array<ObservationOutcome | undefined> = items.map(() => undefined);
     // Each bridge's observations in order, from the version `find` read; a bridge read at two versions (its pushes
     // were looked up in different batches around a change) goes to the locking path whole.
@@ -120,6 +124,7 @@ export class CallbackIntake {
     const retry = [...perBridge.values()].filter((e) => e.stale || (e.bridge !== e.start && !written.has(e.bridge.id))).flatMap((e) => e.indexes);
     if (outbox.length > 0 && this.options.publisher) await this.options.publisher.publish(outbox);
     if (retry.length > 0) {
+      this.options.metrics?.a2aCallbackConflicts.inc(retry.length);
       retry.sort((a, b) => a - b);
       const again = await applyObservations(this.options, retry.map((i) => ({ bridgeId: items[i]!.target.bridge.id, observation: items[i]!.observation })));
       retry.forEach((index, i) => (outcomes[index] = again[i]!));

@@ -69,6 +69,13 @@ describe("A2A callback intake", () => {
       );
       expect(answers.every((a) => a.status === 200)).toBe(true);
       expect(answers.filter((a) => a.text.includes("resumed"))).toHaveLength(hops.length);
+      // Every push went through a batch (count of batches ≤ pushes, sum of sizes = pushes).
+      const sizes = (await rt.metrics.a2aCallbackBatchSize.get()).values;
+      const sum = sizes.find((v) => v.metricName?.endsWith("_sum"))?.value;
+      const count = sizes.find((v) => v.metricName?.endsWith("_count"))?.value ?? 0;
+      expect(sum).toBe(answers.length);
+      expect(count).toBeGreaterThan(0);
+      expect(count).toBeLessThanOrEqual(answers.length);
       for (const h of hops) {
         const done = await rt.finished(ORG, h.taskId);
         expect(done.status).toBe("completed");
@@ -89,6 +96,7 @@ describe("A2A callback intake", () => {
       const deps = { pool: rt.pool, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes };
       expect(await applyObservation(deps, h.bridge.id, { foreignTaskId: h.foreignTaskId, state: "working", artifacts: [{ artifactId: "a", parts: [1] }] })).toBe("updated");
       expect(await intake.apply(stale, { foreignTaskId: h.foreignTaskId, state: "completed", artifacts: [] })).toBe("resumed");
+      expect((await rt.metrics.a2aCallbackConflicts.get()).values[0]?.value).toBe(1);
       const done = await rt.finished(ORG, h.taskId);
       // The artifact recorded by the other writer is kept: the push was applied to the fresh row, not the stale one.
       expect(done).toMatchObject({ status: "completed", steps: [{ output: 1 }] });
