@@ -9,7 +9,14 @@ import { createCheckpointJob } from "./governance/checkpoint-job.js";
 import type { Logger } from "./logger.js";
 import type { Runtime } from "./runtime.js";
 
-export function createCoordinator(runtime: Runtime, options: { consumer?: string; logger?: Logger } = {}): Coordinator {
+export interface CreateCoordinatorOptions {
+  consumer?: string;
+  logger?: Logger;
+  /** Run the FOREIGN sender and sweep beside the loops. @defaultValue true */
+  foreignJobs?: boolean;
+}
+
+export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOptions = {}): Coordinator {
   const { config, pool, metrics } = runtime;
   const logger = options.logger ?? runtime.logger;
   return new Coordinator({
@@ -34,6 +41,6 @@ export function createCoordinator(runtime: Runtime, options: { consumer?: string
       logger,
       metrics,
     }),
-    background: runtime.foreignJobs,
+    background: options.foreignJobs === false ? [] : runtime.foreignJobs,
   });
 }

@@ -164,7 +164,7 @@ function microcosts(push: Push, secret: Buffer): Record<string, number> {
   const payload = new URL(push.path, "http://x").searchParams.get("t")!.split(".")[0]!;
   const body = Buffer.from(push.body);
   return {
-    url_token_hmac_us: time(() => createHmac("sha256", secret).update(payload).digest()),
+    url_token_hmac_us: time(() => createHmac("sha256", secret).update("switchyard/a2a-callback\u0000").update(payload).digest()),
     notification_token_sha256_us: time(() => createHash("sha256").update(push.token).digest("hex")),
     push_body_parse_us: time(() => parsePushNotification("application/a2a+json", body, { maxBytes: 65_536 })),
     url_parse_us: time(() => new URL(push.path, "http://localhost")),

@@ -1,12 +1,13 @@
 /**
  * A coordinator in its own process, as deployed beside a gateway: the callback scenario's route runs in the bench
  * process and the coordinator that applies the RESULTs it queues runs here, so the two do not share one thread.
- * It runs the inbox, sweeper and relay loops only — no FOREIGN sender or sweep, which would try to send the bench's
- * bridges — and no live flags (everything on). Its whole Config arrives as the child's JSON argument.
+ * It is the deployed coordinator (`createCoordinator`: live flags, checkpoint job) without the FOREIGN sender and
+ * sweep, which would try to send the bench's bridges. Its whole Config arrives as the child's JSON argument.
  */
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import type { Config } from "../../src/config.js";
-import { COORDINATOR_GROUP, Coordinator } from "../../src/coordinator/coordinator.js";
+import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
+import { createCoordinator } from "../../src/coordinator-process.js";
 import { createRuntime } from "../../src/runtime.js";
 import { forkChild, runAsChild, type ForkedChild } from "./child-process.js";
 
@@ -26,21 +27,8 @@ export function startCoordinatorProcess(config: Config, profileDir?: string): Pr
 runAsChild<Config, CoordinatorSample, object>(import.meta.url, "coordinator", {
   async start(config) {
     const runtime = await createRuntime(config, { poolSize: 4 });
-    const coordinator = new Coordinator({
-      pool: runtime.pool,
-      bus: runtime.bus,
-      engine: runtime.engine,
-      publisher: runtime.publisher,
-      consumer: `bench-coordinator-${process.pid}`,
-      batchSize: config.coordinator.batchSize,
-      blockMs: config.bus.blockMs,
-      reclaimIdleMs: config.bus.reclaimIdleMs,
-      sweepIntervalMs: config.coordinator.sweepIntervalMs,
-      trimMaxLen: config.bus.trimMaxLen,
-      logger: runtime.logger,
-      metrics: runtime.metrics,
-      checkpoints: false,
-    });
+    // As `switchyard start coordinator` builds it (live flags, checkpoint job), minus the FOREIGN jobs.
+    const coordinator = createCoordinator(runtime, { consumer: `bench-coordinator-${process.pid}`, foreignJobs: false });
     // Before "ready": RESULTs published after it must find the group (ensureGroup is idempotent; start repeats it).
     await runtime.bus.ensureGroup(COORDINATOR_STREAM, COORDINATOR_GROUP);
     const running = coordinator.start();
