@@ -98,8 +98,10 @@ export class ForeignSender {
           for (;;) {
             const claimed = await this.claim();
             if (claimed.length === 0) break;
-            await Promise.all(claimed.map((c) => this.sendOne(c)));
-            total += claimed.length;
+            const handled = (await Promise.all(claimed.map((c) => this.sendOne(c)))).filter(Boolean).length;
+            total += handled;
+            // Every claim handed back (switched off meanwhile): claiming again now would only find them again.
+            if (handled === 0) break;
           }
         } while (this.again);
       } finally {
@@ -138,7 +140,8 @@ export class ForeignSender {
     }));
   }
 
-  private async sendOne(claimed: Claimed): Promise<void> {
+  /** Sends one claimed bridge (or closes or fails it); false when it was handed back unsent, to wait. */
+  private async sendOne(claimed: Claimed): Promise<boolean> {
     const { bridge } = claimed;
     const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, agent: bridge.agentKey });
     if (claimed.stepStatus !== "dispatched" || claimed.stepAttempt !== bridge.attempt) {
@@ -149,14 +152,14 @@ export class ForeignSender {
         [bridge.id],
       );
       log.info("foreign hop no longer in flight; not sent");
-      return;
+      return true;
     }
     const flags = this.options.flags;
     if (flags && (!flags.busEnabled() || !flags.coordinatorEnabled(bridge.orgId))) {
       // Switched off since the claim: left for when it is on again, not failed.
       await this.options.pool.query("UPDATE a2a_bridge SET claimed_until = NULL WHERE id = $1 AND status = 'pending_send'", [bridge.id]);
       log.info("bus or the tenant's coordinator switched off; the foreign hop waits unsent");
-      return;
+      return false;
     }
     try {
       if (this.options.egress && !this.options.egress.egressEnabled(bridge.orgId)) {
@@ -189,6 +192,7 @@ export class ForeignSender {
       log.warn({ err: error, code: stepError.code }, "foreign send failed; the step fails closed");
       await failSend(this.options, bridge.id, stepError);
     }
+    return true;
   }
 
   private async pushTarget(db: Queryable, bridge: BridgeRecord, deadlineMs: number): Promise<{ url: string; token: string; bearer: boolean }> {

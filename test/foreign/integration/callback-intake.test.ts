@@ -11,6 +11,7 @@ import { verifyChain } from "../../../src/governance/audit-verify.js";
 import { listBridges } from "../../../src/foreign/bridge-store.js";
 import { notificationSecret, signCallbackToken } from "../../../src/foreign/callback-token.js";
 import { applyObservation } from "../../../src/foreign/resume.js";
+import { ForeignSender } from "../../../src/foreign/sender.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitFor } from "../../support/runtime.js";
 import { createForeignRuntime, postPush, type ForeignTestRuntime } from "./support.js";
@@ -165,6 +166,28 @@ describe("A2A callback intake", () => {
     await rt.flags.refresh();
     await waitFor(async () => ((await listBridges(rt.pool, ORG, taskId))[0]?.status === "dispatched" ? true : undefined), { what: "the send after the switch" });
     expect(helper.received).toHaveLength(1);
+  });
+
+  it("hands a claimed bridge back, once, when flags without a tenant list switch its tenant off", async () => {
+    await setUp({ coordinator: false });
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "one" });
+    const a2a = rt.a2a!;
+    // Flags that can say "off" per tenant but cannot list tenants for the claim's SQL filter.
+    const sender = new ForeignSender({
+      pool: rt.pool,
+      maxPayloadBytes: rt.config.bus.maxPayloadBytes,
+      channels: a2a.channels,
+      breakers: a2a.breakers,
+      foreign: rt.config.foreign,
+      publicUrl: rt.publicUrl,
+      flags: { busEnabled: () => true, coordinatorEnabled: () => false },
+    });
+    expect(await sender.run()).toBe(0);
+    expect(helper.received).toHaveLength(0);
+    const [bridge] = await listBridges(rt.pool, ORG, taskId);
+    expect(bridge).toMatchObject({ status: "pending_send" });
+    const { rows } = await rt.pool.query("SELECT claimed_until FROM a2a_bridge WHERE id = $1", [bridge!.id]);
+    expect(rows[0].claimed_until).toBeNull();
   });
 
   it("refuses a push claiming another bridge's task inside a batch, and still applies the others", async () => {
