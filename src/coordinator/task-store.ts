@@ -111,7 +111,11 @@ const TASK_COLUMNS = `id, org_id, workflow_name, workflow_version, input, status
 export const STEP_COLUMNS = `task_id, step_id, org_id, kind, status, destination, attempt, depth, clearance, due_at_ms,
   cost, output, error, approval_id, delegation, checkpoint, delegations`;
 
-/** Locks and loads the tasks (skipping unknown ids) and all their steps. */
+/**
+ * Locks and loads the tasks (skipping unknown ids) and all their steps, in one round trip: each task row carries
+ * its steps as a JSON array (the same columns, the same values: no step column is a timestamp, and float8 and
+ * bigint print exactly).
+ */
 export async function loadTasksForUpdate(
   client: Queryable,
   taskIds: readonly string[],
@@ -120,14 +124,15 @@ export async function loadTasksForUpdate(
   const tasks = new Map<string, TaskRecord>();
   const steps = new Map<string, StepRecord[]>();
   if (ids.length === 0) return { tasks, steps };
-  const taskRows = await client.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [ids]);
-  for (const row of taskRows.rows) tasks.set(row.id, toTask(row));
-  if (tasks.size === 0) return { tasks, steps };
-  const stepRows = await client.query<StepRow>(`SELECT ${STEP_COLUMNS} FROM steps WHERE task_id = ANY($1::uuid[])`, [[...tasks.keys()]]);
-  for (const row of stepRows.rows) {
-    const list = steps.get(row.task_id) ?? [];
-    list.push(toStep(row));
-    steps.set(row.task_id, list);
+  const taskRows = await client.query<TaskRow & { steps: StepRow[] }>(
+    `SELECT ${TASK_COLUMNS},
+       (SELECT coalesce(json_agg(s), '[]'::json) FROM (SELECT ${STEP_COLUMNS} FROM steps WHERE steps.task_id = tasks.id) s) AS steps
+     FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`,
+    [ids],
+  );
+  for (const row of taskRows.rows) {
+    tasks.set(row.id, toTask(row));
+    if (row.steps.length > 0) steps.set(row.id, row.steps.map(toStep));
   }
   return { tasks, steps };
 }
