@@ -61,10 +61,15 @@ async function insertKey(db: Queryable, orgId: string): Promise<LinkKey> {
 }
 
 /**
- * The tenant's signing key, created on first use. Two callers racing on a tenant without a key may each create
- * one; both verify, and the newer signs from then on.
+ * The tenant's signing key, created on first use. Creation is serialised per tenant with a transaction-scoped
+ * advisory lock, so concurrent first uses inside transactions (the first hops of a new tenant) share one key; a
+ * caller outside a transaction may still race another and create a second key — both verify, the newer signs.
  */
 export async function ensureLinkKey(db: Queryable, orgId: string): Promise<LinkKey> {
+  const existing = await signingKey(db, orgId);
+  if (existing) return existing;
+  await db.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`switchyard/link-key/${orgId}`]);
+  // Read again under the lock: a transaction that held it before us has committed its key by now.
   return (await signingKey(db, orgId)) ?? insertKey(db, orgId);
 }
 

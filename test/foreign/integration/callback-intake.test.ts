@@ -196,6 +196,8 @@ describe("A2A callback intake", () => {
     await setUp({ coordinator: false });
     const starts = await Promise.all([0, 1, 2].map(() => rt.tasks.start({ orgId: ORG, workflow: "one" })));
     const bridges = await Promise.all(starts.map(async (s) => (await listBridges(rt.pool, ORG, s.taskId))[0]!));
+    // The tenant's first hops, at once, still share one link key (its creation is serialised).
+    expect(new Set(bridges.map((b) => b.tokenKid)).size).toBe(1);
     const keys = await Promise.all(bridges.map(async (b) => (await getLinkKey(rt.pool, ORG, b.tokenKid))!));
     const push = (i: number, foreignTaskId: string) => {
       const key = keys[i]!;
