@@ -66,6 +66,13 @@ export interface FlagsConfig {
   pollMs: number;
 }
 
+/** A standalone coordinator's own Prometheus endpoint (the gateway serves /metrics itself). */
+export interface MetricsConfig {
+  host: string;
+  /** null: not served. */
+  port: number | null;
+}
+
 export interface GatewayConfig {
   host: string;
   port: number;
@@ -125,6 +132,7 @@ export interface Config {
   harness: HarnessConfig;
   flags: FlagsConfig;
   gateway: GatewayConfig;
+  metrics: MetricsConfig;
   checkpoints: CheckpointConfig;
   foreign: ForeignConfig;
   remote: RemoteConfig;
@@ -165,6 +173,7 @@ export const defaultConfig: Config = {
     egressTenants: [],
     pollMs: 1_000,
   },  gateway: { host: "127.0.0.1", port: 8080, publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1024 * 1024 },
+  metrics: { host: "127.0.0.1", port: null },
   checkpoints: { signingKeyPem: null, everyRows: 1000, everyMs: 60_000 },
   remote: { url: null, token: null },
   foreign: {
@@ -290,6 +299,10 @@ export function loadConfig(env: Env = process.env): Config {
       port: int(env, "SWITCHYARD_GATEWAY_PORT", d.gateway.port, 0),
       publicUrl: url(env, "SWITCHYARD_PUBLIC_URL", d.gateway.publicUrl, ["http:", "https:"]).replace(/\/+$/, ""),
       maxBodyBytes: int(env, "SWITCHYARD_GATEWAY_MAX_BODY_BYTES", d.gateway.maxBodyBytes, 1),
+    },
+    metrics: {
+      host: env.SWITCHYARD_METRICS_HOST || d.metrics.host,
+      port: env.SWITCHYARD_METRICS_PORT === undefined || env.SWITCHYARD_METRICS_PORT === "" ? null : int(env, "SWITCHYARD_METRICS_PORT", 0, 0),
     },
     // Validated where it is used (the CLI names the flag and the variable in its error).
     remote: { url: env.SWITCHYARD_URL || null, token: env.SWITCHYARD_TOKEN || null },

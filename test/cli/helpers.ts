@@ -38,7 +38,8 @@ export interface CliEnvironment {
   env: Record<string, string>;
   /** A scratch directory for files the tests write; the CLI's cwd. */
   dir: string;
-  run(argv: string[], options?: { signal?: AbortSignal }): Promise<CliRun>;
+  /** `env` adds to (or overrides) the environment's variables for this run only. */
+  run(argv: string[], options?: { signal?: AbortSignal; env?: Record<string, string> }): Promise<CliRun>;
   /** Writes a file into `dir` and returns its name (relative to the CLI's cwd). */
   file(name: string, text: string): Promise<string>;
   cleanup(): Promise<void>;
@@ -57,7 +58,7 @@ export async function createCliEnvironment(): Promise<CliEnvironment> {
     async run(argv, options = {}) {
       const stdout = sink();
       const stderr = sink();
-      const code = await runCli(argv, { env, stdout, stderr, cwd: dir, handleSignals: false, ...(options.signal ? { signal: options.signal } : {}) });
+      const code = await runCli(argv, { env: { ...env, ...options.env }, stdout, stderr, cwd: dir, handleSignals: false, ...(options.signal ? { signal: options.signal } : {}) });
       const lines = stdout.text.split("\n");
       if (lines.at(-1) === "") lines.pop();
       return { code, stdout: stdout.text, stderr: stderr.text, lines, last: lines.at(-1) ?? "" };

@@ -1,6 +1,8 @@
 /**
  * The long-running commands, run in-process and stopped through `io.signal` (what a first SIGINT does).
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCliEnvironment, type CliEnvironment, type CliRun } from "./helpers.js";
@@ -16,6 +18,15 @@ beforeAll(async () => {
 afterAll(async () => {
   await cli?.cleanup();
 });
+
+/** A port nothing listens on right now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 function logLines(run: CliRun): Array<Record<string, unknown>> {
   return run.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -43,6 +54,28 @@ describe("start", () => {
     const logs = logLines(coordinatorRun);
     expect(logs.map((l) => l.msg)).toEqual(expect.arrayContaining(["coordinator started", "coordinator stopped"]));
     expect(logs.every((l) => typeof l.level === "number" && typeof l.time === "number")).toBe(true);
+  });
+
+  it("start coordinator serves its own counters on SWITCHYARD_METRICS_PORT", async () => {
+    const port = await freePort();
+    const stop = new AbortController();
+    const coordinator = cli.run(["start", "coordinator", "--log-level", "info"], { signal: stop.signal, env: { SWITCHYARD_METRICS_PORT: String(port) } });
+    const harness = cli.run(["start", "harness", "--role", "echo", "--handler", ECHO_HANDLER], { signal: stop.signal });
+    let text = "";
+    try {
+      expect((await cli.run(["task", "start", "three-step", "--tenant", "acme", "--wait", "--timeout", "20"])).code).toBe(0);
+      const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+      expect(response.status).toBe(200);
+      text = await response.text();
+    } finally {
+      stop.abort();
+    }
+    // The hops this coordinator governed: three dispatches (plus the task start's first one, governed by the CLI).
+    const dispatched = /^switchyard_hops_total\{action="dispatch",verdict="allow"\} (\d+)$/m.exec(text);
+    expect(Number(dispatched?.[1])).toBeGreaterThanOrEqual(2);
+    expect((await coordinator).code).toBe(0);
+    await harness;
+    await expect(fetch(`http://127.0.0.1:${port}/metrics`)).rejects.toThrow();
   });
 
   it("start all runs the coordinator and example workers in one process; --wait --json prints the TaskView last", async () => {

@@ -11,6 +11,7 @@ import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
 import { EXAMPLE_ROLES, startDevStack } from "../dev-stack.js";
 import { DEFAULT_GATEWAY_PORT } from "../../gateway/options.js";
+import { startMetricsServer, type MetricsServer } from "../../metrics/metrics-server.js";
 
 export function registerStartCommands(program: Command, run: ActionRunner): void {
   const start = program.command("start").description("run a coordinator, a worker harness, or everything for development");
@@ -29,12 +30,18 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
         const { config } = ctx;
         const runtime = await openRuntime(config, { logger });
         const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
+        let metricsServer: MetricsServer | undefined;
         try {
+          if (config.metrics.port !== null) {
+            metricsServer = await startMetricsServer({ registry: runtime.metrics.registry, host: config.metrics.host, port: config.metrics.port, logger });
+            logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics");
+          }
           const coordinator = createCoordinator(runtime, { consumer: options.consumer, logger });
           logger.info("coordinator started");
           await coordinator.start(stop.signal);
           logger.info("coordinator stopped");
         } finally {
+          await metricsServer?.close();
           // Handlers stay until everything is closed: a second signal while closing still means "exit now".
           await runtime.close();
           stop.dispose();

@@ -1,0 +1,31 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { Registry } from "prom-client";
+import { loadConfig } from "../../src/config.js";
+import { createMetrics } from "../../src/metrics.js";
+import { startMetricsServer, type MetricsServer } from "../../src/metrics/metrics-server.js";
+
+describe("a standalone process's metrics endpoint", () => {
+  let server: MetricsServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it("serves the registry on /metrics, answers /healthz, and 404 elsewhere", async () => {
+    const metrics = createMetrics(new Registry());
+    metrics.hops.inc({ action: "dispatch", verdict: "allow" }, 3);
+    server = await startMetricsServer({ registry: metrics.registry, host: "127.0.0.1", port: 0 });
+    const response = await fetch(`${server.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/plain");
+    expect(await response.text()).toMatch(/^switchyard_hops_total\{action="dispatch",verdict="allow"\} 3$/m);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${server.url}/api/anything`)).status).toBe(404);
+  });
+
+  it("is off unless SWITCHYARD_METRICS_PORT is set, and refuses a port that is not a number", () => {
+    expect(loadConfig({}).metrics).toEqual({ host: "127.0.0.1", port: null });
+    expect(loadConfig({ SWITCHYARD_METRICS_PORT: "9464", SWITCHYARD_METRICS_HOST: "0.0.0.0" }).metrics).toEqual({ host: "0.0.0.0", port: 9464 });
+    expect(() => loadConfig({ SWITCHYARD_METRICS_PORT: "metrics" })).toThrow(/SWITCHYARD_METRICS_PORT must be an integer/);
+  });
+});
