@@ -91,6 +91,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     maxPayloadBytes: config.bus.maxPayloadBytes,
     maxDeliveries: config.bus.maxDeliveries,
     logger,
+    // Dead letters the bus decides on (malformed envelopes, too many deliveries) count as well.
+    metrics,
   });
   try {
     await redis.connect();

@@ -40,6 +40,9 @@ describe("approval link commands", () => {
     expect(text.lines[0]).toMatch(/^approve: http:\/\/127\.0\.0\.1:8080\/approvals\/decide\?token=[\w-]+\.[\w-]+$/);
     expect(text.lines[1]).toMatch(/^deny: {4}http:\/\/127\.0\.0\.1:8080\/approvals\/decide\?token=[\w-]+\.[\w-]+$/);
     expect(text.lines[2]).toMatch(/^expires: \S+Z \(key [0-9a-f]{12}\)$/);
+    // The deployment's public URL is the default base.
+    const deployed = await cli.run(["approval", "link", approvalId, "--tenant", "acme"], { env: { SWITCHYARD_PUBLIC_URL: "https://sy.example/base" } });
+    expect(deployed.lines[0]).toMatch(/^approve: https:\/\/sy\.example\/base\/approvals\/decide\?token=/);
 
     const json = await cli.run(["approval", "link", approvalId, "--tenant", "acme", "--base-url", "https://gw.example/sy/", "--ttl", "60", "--json"]);
     const links = JSON.parse(json.last);

@@ -160,6 +160,9 @@ describe("a poison entry in a coordinator batch", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect((await rt.bus.listDeadLetters(COORDINATOR_STREAM)).map((d) => d.originalId)).toEqual([poisonEntry]);
     expect(dead[0]).toMatchObject({ originalId: poisonEntry, deliveries: MAX_DELIVERIES + 1 });
+    // The bus decided this one (too many deliveries), and the runtime's bus counts it.
+    const counted = (await rt.metrics.deadLetters.get()).values.filter((v) => v.labels.reason === "MAX_DELIVERIES");
+    expect(counted.map((v) => v.value)).toEqual([1]);
     expect(await pending()).toEqual([]);
     expect((await rt.tasks.get(ORG, poisoned!)).steps[0]).toMatchObject({ status: "dispatched", output: null });
     for (const taskId of [healthyA!, healthyB!]) {

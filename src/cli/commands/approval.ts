@@ -95,11 +95,9 @@ export function registerApprovalCommands(program: Command, run: ActionRunner): v
   registerLinkCommands(approval, run);
 }
 
-/** Until config.ts has the gateway's public URL (SWITCHYARD_PUBLIC_URL), links point at a local gateway. */
-const DEFAULT_PUBLIC_URL = "http://127.0.0.1:8080";
-
+/** Where approvers reach the gateway (SWITCHYARD_PUBLIC_URL); `--base-url` overrides it. */
 function publicUrl(config: Config): string {
-  return (config as Config & { publicUrl?: string }).publicUrl ?? DEFAULT_PUBLIC_URL;
+  return config.gateway.publicUrl;
 }
 
 function registerLinkCommands(approval: Command, run: ActionRunner): void {
@@ -114,7 +112,7 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .description("print signed one-click approve and deny links for a pending approval")
     .argument("<id>", "approval id", uuidOption)
     .requiredOption("--tenant <tenant>", "tenant (org id)")
-    .option("--base-url <url>", `the gateway's public URL (default: SWITCHYARD_PUBLIC_URL or ${DEFAULT_PUBLIC_URL})`)
+    .option("--base-url <url>", "the gateway's public URL (default: SWITCHYARD_PUBLIC_URL, itself http://127.0.0.1:8080 when unset)")
     .option("--ttl <seconds>", "how long the links work at most (default 24 h; never past the approval's deadline)", secondsOption)
     .option("--json", "print the result as JSON")
     .action(
