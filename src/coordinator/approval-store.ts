@@ -3,7 +3,7 @@
  * once by a decision — a person through the API or CLI, a signed link, or the expiry sweep — recorded in
  * `decided_via`.
  */
-import { tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
+import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
 import type { Queryable } from "../store/db.js";
 import type { ApprovalSpec } from "./model.js";
 
@@ -136,7 +136,7 @@ export async function listOverdueApprovals(
   const { rows } = await client.query<{ id: string; org_id: string; expires_at: Date }>(
     `SELECT id, org_id, expires_at FROM approvals
      WHERE status = 'pending' AND expires_at <= to_timestamp($1 / 1000.0)
-       AND ($3::text[] IS NULL OR org_id = ANY($3::text[])) AND ($4::text[] IS NULL OR org_id <> ALL($4::text[]))
+       AND ${tenantSqlClause("org_id", 3)}
      ORDER BY expires_at, id LIMIT $2`,
     [nowMs, limit, filter.only, filter.except],
   );

@@ -15,7 +15,7 @@ import { envelopeToEvent } from "./envelopes.js";
 import { applyIsolating, type DecodedEntry } from "./isolated-apply.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
 import type { OutboxRow } from "./outbox.js";
-import { tenantSqlFilter, type CoordinatorFlags, type TenantSelection } from "../flags/flag-types.js";
+import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags, type TenantSelection } from "../flags/flag-types.js";
 import { TenantHold } from "../flags/tenant-hold.js";
 import { approvalExpirySweep } from "../approvals/expiry.js";
 import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
@@ -74,6 +74,8 @@ export class Coordinator {
   private finishing: Promise<void> = Promise.resolve();
   /** Holds and later applies the inbox messages of tenants switched off (only with flags). */
   private readonly hold: TenantHold<AppliedBatch> | undefined;
+  /** The default sweep hook: overdue approvals of the tenants served now are denied. */
+  private readonly expireApprovals: (now: number) => Promise<unknown>;
   /** When the bus was last (re)enabled, and when an inbox read last came back short (the backlog was read). */
   private busOnSince = 0;
   private drainedAt = 0;
@@ -81,6 +83,7 @@ export class Coordinator {
   constructor(private readonly options: CoordinatorOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "coordinator", consumer: options.consumer });
     this.clock = options.clock ?? Date.now;
+    this.expireApprovals = approvalExpirySweep({ ...options, logger: this.logger, tenants: () => this.servedTenants() });
     this.hold = options.flags
       ? new TenantHold<AppliedBatch>({
           bus: options.bus,
@@ -303,7 +306,7 @@ export class Coordinator {
     }
     if (this.options.onSweep) await this.options.onSweep(now);
     // Expiry decides approvals and moves steps on: paused with the bus, and per tenant with its coordinator.
-    else if (this.busOn()) await approvalExpirySweep({ ...this.options, tenants: () => this.servedTenants() })(now);
+    else if (this.busOn()) await this.expireApprovals(now);
     return fired;
   }
 
@@ -317,12 +320,12 @@ export class Coordinator {
     const flags = this.options.flags;
     // Right after the bus came back, results may still be waiting in the inbox: read them before timing out.
     if (flags && this.drainedAt < this.busOnSince && now - this.busOnSince < CATCH_UP_LIMIT_MS) return 0;
-    const { only, except, none } = tenantSqlFilter(flags?.coordinatorTenants?.());
+    const { only, except, none } = tenantSqlFilter(this.servedTenants());
     if (none) return 0;
     const { rows: candidates } = await this.options.pool.query<{ org_id: string; task_id: string; step_id: string; attempt: number; due_at_ms: number }>(
       `SELECT org_id, task_id, step_id, attempt, due_at_ms FROM steps
        WHERE status IN ('dispatched', 'retrying', 'waiting') AND due_at_ms <= $1
-         AND ($2::text[] IS NULL OR org_id = ANY($2::text[])) AND ($3::text[] IS NULL OR org_id <> ALL($3::text[]))
+         AND ${tenantSqlClause("org_id", 2)}
        ORDER BY due_at_ms LIMIT 500`,
       [now, only, except],
     );

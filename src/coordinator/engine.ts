@@ -6,7 +6,7 @@
 import { performance } from "node:perf_hooks";
 import type { AuditEntry, AuditRow, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
 import { encodeEnvelope } from "../bus/codec.js";
-import { withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
+import { withTransactionRetry, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { appendAudit } from "../governance/audit-log.js";
 import { evaluate } from "../governance/governor.js";
 import type { CompiledPolicy } from "../governance/policy.js";
@@ -66,8 +66,6 @@ export interface ApplyResult {
   ignored: Array<{ taskId: string; type: string; reason: string }>;
 }
 
-const RETRYABLE_PG_CODES = new Set(["40P01", "40001"]); // deadlock, serialization failure
-
 export class Engine {
   private readonly logger: Logger;
   private readonly foreign: ForeignDispatcher;
@@ -83,14 +81,7 @@ export class Engine {
 
   /** Applies the events in their own transaction, retrying on deadlock / serialization failure. */
   async apply(pool: Pool, inputs: readonly EngineInput[]): Promise<ApplyResult> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await withTransaction(pool, (client) => this.applyInTransaction(client, inputs));
-      } catch (error) {
-        const code = (error as { code?: string }).code;
-        if (attempt >= 5 || !code || !RETRYABLE_PG_CODES.has(code)) throw error;
-      }
-    }
+    return withTransactionRetry(pool, (client) => this.applyInTransaction(client, inputs));
   }
 
   async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[]): Promise<ApplyResult> {

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import type { Pool, PoolClient, Queryable } from "../store/db.js";
+import { retryOnConflict, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { unscoped, type TransactionRunner } from "../store/tenant-scope.js";
 import { getWorkflow } from "../store/workflow-store.js";
 import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "./approval-store.js";
@@ -157,6 +157,7 @@ export class TaskService {
    */
   async decideApproval(request: DecideApprovalRequest): Promise<DecideApprovalOutcome> {
     if (!isUuid(request.approvalId)) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
+    // Decisions lock the approval, then its task; a batch that locked the task first may deadlock with one: retry.
     const outcome = await retryOnConflict(() => this.transact(request.orgId, (client) => this.decideInTransaction(client, request)));
     await this.publish(outcome.applied);
     return { status: outcome.status, decidedBy: outcome.decidedBy, alreadyDecided: outcome.alreadyDecided };
@@ -251,20 +252,6 @@ export async function getTaskView(db: Queryable, orgId: string, taskId: string):
       approvalId: s.approvalId,
     })),
   };
-}
-
-const RETRYABLE_PG_CODES = new Set(["40P01", "40001"]); // deadlock, serialization failure
-
-/** Decisions lock the approval, then its task; a batch that locked the task first may deadlock with one: retry. */
-async function retryOnConflict<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      const code = (error as { code?: string }).code;
-      if (attempt >= 5 || !code || !RETRYABLE_PG_CODES.has(code)) throw error;
-    }
-  }
 }
 
 function notFound(orgId: string, taskId: string): SwitchyardError {

@@ -81,11 +81,16 @@ export const ALL_ON: FlagSwitches = {
 };
 
 /**
- * A TenantSelection as two SQL array parameters for `($n::text[] IS NULL OR org_id = ANY($n)) AND
- * ($m::text[] IS NULL OR org_id <> ALL($m))`; `none` when nothing can match. No selection means every tenant.
+ * A TenantSelection as two SQL array parameters for `tenantSqlClause`; `none` when nothing can match. No selection
+ * means every tenant.
  */
 export function tenantSqlFilter(selection: TenantSelection | undefined): { only: readonly string[] | null; except: readonly string[] | null; none: boolean } {
   const only = selection && "only" in selection ? selection.only : null;
   const except = selection && "except" in selection ? selection.except : null;
   return { only, except, none: only !== null && only.length === 0 };
+}
+
+/** The condition `tenantSqlFilter`'s two parameters, at `$n` (only) and `$n+1` (except), put on `column`. */
+export function tenantSqlClause(column: string, n: number): string {
+  return `($${n}::text[] IS NULL OR ${column} = ANY($${n}::text[])) AND ($${n + 1}::text[] IS NULL OR ${column} <> ALL($${n + 1}::text[]))`;
 }

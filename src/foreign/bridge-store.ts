@@ -3,7 +3,9 @@
  * attempt) and the A2A task it opened at the agent. Callers run these as the owner (coordinator, callback route):
  * the bridge id alone names the tenant.
  */
+import type { OutboxRow } from "../coordinator/outbox.js";
 import type { Queryable } from "../store/db.js";
+import type { OutboxEnvelope } from "./foreign-result.js";
 import type { ForeignArtifact } from "./a2a/artifacts.js";
 
 export type BridgeStatus =
@@ -44,6 +46,9 @@ export interface BridgeRecord {
 
 export const BRIDGE_COLUMNS = `id, org_id, task_id, step_id, attempt, agent_key, dialect, foreign_task_id, status, notification_token_hash,
   token_kid, request, clearance, artifacts, last_state, deadline_ms, created_at, updated_at, resolved_at`;
+
+/** The same columns qualified with the alias `b`, for queries that join or update `a2a_bridge b`. */
+export const BRIDGE_COLUMNS_OF_B = BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ");
 
 export function toBridge(row: Record<string, unknown>): BridgeRecord {
   return {
@@ -113,4 +118,66 @@ export async function listBridges(db: Queryable, orgId: string, taskId: string):
 
 export function isOpen(status: BridgeStatus): boolean {
   return OPEN_BRIDGE_STATUSES.includes(status);
+}
+
+/** A bridge's new state to write, with the outbox rows (RESULTs) that go with it. */
+export interface BridgeWrite {
+  bridge: BridgeRecord;
+  /** The row version (`xmin`) the new state was computed from; null when the caller holds the row lock. */
+  version: string | null;
+  results: readonly OutboxEnvelope[];
+}
+
+/**
+ * Writes bridges and their RESULTs' outbox rows in ONE statement, so a bridge and its RESULT are written together
+ * or not at all. A bridge with a `version` is written only if its row is still that version (the callback route's
+ * optimistic path); answers which bridges were written and the outbox rows inserted.
+ */
+export async function writeBridges(db: Queryable, writes: readonly BridgeWrite[]): Promise<{ written: Set<string>; outbox: OutboxRow[] }> {
+  if (writes.length === 0) return { written: new Set(), outbox: [] };
+  const results = writes.flatMap((w) => w.results.map((r) => ({ bridgeId: w.bridge.id, ...r })));
+  const { rows } = await db.query<{ bridge_id: string | null; outbox_id: number | null; envelope_id: string | null }>(
+    `WITH u AS (
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::bool[])
+         AS u(id, version, status, artifacts, last_state, foreign_task_id, resolved)
+     ), changed AS (
+       UPDATE a2a_bridge b SET status = u.status, artifacts = u.artifacts, last_state = u.last_state,
+         foreign_task_id = u.foreign_task_id, updated_at = now(),
+         resolved_at = CASE WHEN u.resolved THEN now() ELSE b.resolved_at END,
+         claimed_until = CASE WHEN u.resolved THEN NULL ELSE b.claimed_until END
+       FROM u WHERE b.id = u.id AND (u.version IS NULL OR b.xmin = u.version::xid)
+       RETURNING b.id
+     ), sent AS (
+       INSERT INTO outbox (org_id, stream, envelope_id, envelope)
+       SELECT o.org_id, o.stream, o.envelope_id, o.envelope
+       FROM unnest($8::uuid[], $9::text[], $10::text[], $11::text[], $12::bytea[]) AS o(bridge_id, org_id, stream, envelope_id, envelope)
+       JOIN changed c ON c.id = o.bridge_id
+       RETURNING id, envelope_id
+     )
+     SELECT c.id::text AS bridge_id, NULL::bigint AS outbox_id, NULL::text AS envelope_id FROM changed c
+     UNION ALL SELECT NULL, s.id, s.envelope_id FROM sent s`,
+    [
+      writes.map((w) => w.bridge.id),
+      writes.map((w) => w.version),
+      writes.map((w) => w.bridge.status),
+      writes.map((w) => JSON.stringify(w.bridge.artifacts)),
+      writes.map((w) => w.bridge.lastState),
+      writes.map((w) => w.bridge.foreignTaskId),
+      writes.map((w) => !isOpen(w.bridge.status)),
+      results.map((r) => r.bridgeId),
+      results.map((r) => r.orgId),
+      results.map((r) => r.stream),
+      results.map((r) => r.envelopeId),
+      results.map((r) => Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.byteLength)),
+    ],
+  );
+  const byEnvelope = new Map(results.map((r) => [r.envelopeId, r]));
+  const createdAtMs = Date.now();
+  return {
+    written: new Set(rows.flatMap((r) => (r.bridge_id === null ? [] : [r.bridge_id]))),
+    outbox: rows.flatMap((r) => {
+      const result = r.outbox_id === null ? undefined : byEnvelope.get(r.envelope_id!);
+      return result ? [{ id: Number(r.outbox_id), stream: result.stream, bytes: result.bytes, createdAtMs }] : [];
+    }),
+  };
 }

@@ -15,11 +15,10 @@
  * gateway builds it with the runtime (`runtime.a2a.callback.intake`).
  */
 import type { LinkKey } from "../approvals/link-keys.js";
-import type { OutboxRow } from "../coordinator/outbox.js";
 import type { Metrics } from "../metrics.js";
-import { isDatabaseUnavailable, type Pool } from "../store/db.js";
+import { isDatabaseUnavailable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
-import { BRIDGE_COLUMNS, isBridgeId, isOpen, toBridge, type BridgeRecord } from "./bridge-store.js";
+import { BRIDGE_COLUMNS_OF_B, isBridgeId, toBridge, writeBridges, type BridgeRecord } from "./bridge-store.js";
 import { observe, resultFor, type ForeignObservation, type ObservationOutcome } from "./bridge-transition.js";
 import type { OutboxEnvelope } from "./foreign-result.js";
 import { applyObservations, type BridgeResumeDeps } from "./resume.js";
@@ -45,8 +44,6 @@ export interface CallbackIntakeOptions extends BridgeResumeDeps {
   /** Batch sizes and optimistic-write conflicts are recorded here. */
   metrics?: Pick<Metrics, "a2aCallbackBatchSize" | "a2aCallbackConflicts">;
 }
-
-const PREFIXED = BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ");
 
 export class CallbackIntake {
   private readonly lookups: MicroBatcher<string, CallbackTarget | undefined>;
@@ -77,7 +74,7 @@ export class CallbackIntake {
 
   private async lookupBatch(ids: string[]): Promise<Array<CallbackTarget | undefined>> {
     const { rows } = await this.options.pool.query(
-      `SELECT ${PREFIXED}, b.xmin::text AS version, k.kid AS key_kid, k.secret AS key_secret, k.retired_at AS key_retired_at,
+      `SELECT ${BRIDGE_COLUMNS_OF_B}, b.xmin::text AS version, k.kid AS key_kid, k.secret AS key_secret, k.retired_at AS key_retired_at,
               coalesce(a.cost_estimate, 0) AS cost
        FROM a2a_bridge b
        LEFT JOIN link_keys k ON k.org_id = b.org_id AND k.kid = b.token_kid
@@ -118,7 +115,7 @@ export class CallbackIntake {
       }
     }
     const writes = [...perBridge.values()].filter((e) => !e.stale && e.bridge !== e.start);
-    const { written, outbox } = await this.writeIfUnchanged(writes.map((e) => ({ bridge: e.bridge, version: e.version, results: e.results })));
+    const { written, outbox } = await writeBridges(this.options.pool, writes.map((e) => ({ bridge: e.bridge, version: e.version, results: e.results })));
     // Whatever could not be applied on the version read — changed meanwhile, or read at two versions — is applied
     // again from scratch under row locks.
     const retry = [...perBridge.values()].filter((e) => e.stale || (e.bridge !== e.start && !written.has(e.bridge.id))).flatMap((e) => e.indexes);
@@ -130,56 +127,5 @@ export class CallbackIntake {
       retry.forEach((index, i) => (outcomes[index] = again[i]!));
     }
     return outcomes as ObservationOutcome[];
-  }
-
-  /**
-   * One statement: updates each bridge whose row is still at `version` and inserts the outbox rows of those that
-   * were written. A single statement is atomic, so a bridge and its RESULT are written together or not at all.
-   */
-  private async writeIfUnchanged(writes: ReadonlyArray<{ bridge: BridgeRecord; version: string; results: OutboxEnvelope[] }>): Promise<{ written: Set<string>; outbox: OutboxRow[] }> {
-    if (writes.length === 0) return { written: new Set(), outbox: [] };
-    const results = writes.flatMap((w) => w.results.map((r) => ({ bridgeId: w.bridge.id, ...r })));
-    const { rows } = await this.options.pool.query<{ bridge_id: string; outbox_id: number | null; envelope_id: string | null }>(
-      `WITH u AS (
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::bool[])
-           AS u(id, version, status, artifacts, last_state, foreign_task_id, resolved)
-       ), changed AS (
-         UPDATE a2a_bridge b SET status = u.status, artifacts = u.artifacts, last_state = u.last_state,
-           foreign_task_id = u.foreign_task_id, updated_at = now(),
-           resolved_at = CASE WHEN u.resolved THEN now() ELSE b.resolved_at END,
-           claimed_until = CASE WHEN u.resolved THEN NULL ELSE b.claimed_until END
-         FROM u WHERE b.id = u.id AND b.xmin = u.version::xid
-         RETURNING b.id
-       ), sent AS (
-         INSERT INTO outbox (org_id, stream, envelope_id, envelope)
-         SELECT o.org_id, o.stream, o.envelope_id, o.envelope
-         FROM unnest($8::uuid[], $9::text[], $10::text[], $11::text[], $12::bytea[]) AS o(bridge_id, org_id, stream, envelope_id, envelope)
-         JOIN changed c ON c.id = o.bridge_id
-         RETURNING id, envelope_id
-       )
-       SELECT c.id::text AS bridge_id, NULL::bigint AS outbox_id, NULL::text AS envelope_id FROM changed c
-       UNION ALL SELECT NULL, s.id, s.envelope_id FROM sent s`,
-      [
-        writes.map((w) => w.bridge.id),
-        writes.map((w) => w.version),
-        writes.map((w) => w.bridge.status),
-        writes.map((w) => JSON.stringify(w.bridge.artifacts)),
-        writes.map((w) => w.bridge.lastState),
-        writes.map((w) => w.bridge.foreignTaskId),
-        writes.map((w) => !isOpen(w.bridge.status)),
-        results.map((r) => r.bridgeId),
-        results.map((r) => r.orgId),
-        results.map((r) => r.stream),
-        results.map((r) => r.envelopeId),
-        results.map((r) => Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.byteLength)),
-      ],
-    );
-    const written = new Set(rows.filter((r) => r.bridge_id !== null).map((r) => r.bridge_id));
-    const byEnvelope = new Map(results.map((r) => [r.envelopeId, r]));
-    const createdAtMs = Date.now();
-    const outbox = rows
-      .filter((r) => r.outbox_id !== null)
-      .map((r) => ({ id: Number(r.outbox_id), stream: byEnvelope.get(r.envelope_id!)!.stream, bytes: byEnvelope.get(r.envelope_id!)!.bytes, createdAtMs }));
-    return { written, outbox };
   }
 }

@@ -20,9 +20,9 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
 import { getLinkKey } from "../approvals/link-keys.js";
 import type { AgentChannels } from "./agent-channels.js";
-import { BRIDGE_COLUMNS, toBridge, type BridgeRecord } from "./bridge-store.js";
+import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
 import { notificationSecret, signCallbackToken } from "./callback-token.js";
-import { tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
+import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { failSend, type BridgeResumeDeps } from "./resume.js";
 import { findForeignAgent, type ForeignAgentRecord } from "./registry.js";
 import { EgressReason, isTransientFailure, withRetries, type BreakerRegistry } from "./egress/index.js";
@@ -122,11 +122,11 @@ export class ForeignSender {
       `WITH picked AS (
          SELECT id FROM a2a_bridge WHERE status = 'pending_send' AND foreign_task_id IS NULL
            AND (claimed_until IS NULL OR claimed_until < now())
-           AND ($3::text[] IS NULL OR org_id = ANY($3::text[])) AND ($4::text[] IS NULL OR org_id <> ALL($4::text[]))
+           AND ${tenantSqlClause("org_id", 3)}
          ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
        UPDATE a2a_bridge b SET claimed_until = now() + make_interval(secs => $2::double precision / 1000)
        FROM picked WHERE b.id = picked.id
-       RETURNING ${BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ")},
+       RETURNING ${BRIDGE_COLUMNS_OF_B},
          (SELECT s.status FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_status,
          (SELECT s.attempt FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_attempt,
          (SELECT s.due_at_ms FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS due_at_ms`,

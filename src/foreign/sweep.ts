@@ -10,12 +10,13 @@
  * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so several coordinators may sweep at once.
  */
 import type { ForeignConfig } from "../config.js";
-import { tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
+import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { AgentChannels } from "./agent-channels.js";
-import { BRIDGE_COLUMNS, toBridge, type BridgeRecord } from "./bridge-store.js";
+import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
 import type { BreakerRegistry } from "./egress/index.js";
-import { applyObservation, inTransactionWithRetry, type BridgeResumeDeps } from "./resume.js";
+import { withTransactionRetry } from "../store/db.js";
+import { applyObservation, type BridgeResumeDeps } from "./resume.js";
 import { findForeignAgent } from "./registry.js";
 
 export interface ForeignSweepOptions extends BridgeResumeDeps {
@@ -33,8 +34,6 @@ export interface SweepReport {
   polled: number;
   resumed: number;
 }
-
-const PREFIXED = BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ");
 
 export class ForeignSweep {
   private readonly logger: Logger;
@@ -64,11 +63,11 @@ export class ForeignSweep {
 
   /** Marks open bridges whose step attempt is no longer in flight as timed out; returns them. */
   private async closeMovedOn(): Promise<BridgeRecord[]> {
-    return inTransactionWithRetry(this.options.pool, async (client) => {
+    return withTransactionRetry(this.options.pool, async (client) => {
       const { rows } = await client.query(
-        `SELECT ${PREFIXED} FROM a2a_bridge b JOIN steps s ON s.task_id = b.task_id AND s.step_id = b.step_id
+        `SELECT ${BRIDGE_COLUMNS_OF_B} FROM a2a_bridge b JOIN steps s ON s.task_id = b.task_id AND s.step_id = b.step_id
          WHERE b.status IN ('dispatched', 'working') AND (s.attempt <> b.attempt OR s.status <> 'dispatched')
-           AND ($2::text[] IS NULL OR b.org_id = ANY($2::text[])) AND ($3::text[] IS NULL OR b.org_id <> ALL($3::text[]))
+           AND ${tenantSqlClause("b.org_id", 2)}
          ORDER BY b.updated_at LIMIT $1 FOR UPDATE OF b SKIP LOCKED`,
         [this.options.batchSize ?? 100, ...this.tenants()],
       );
@@ -90,9 +89,9 @@ export class ForeignSweep {
       `WITH picked AS (
          SELECT id FROM a2a_bridge WHERE status IN ('dispatched', 'working') AND foreign_task_id IS NOT NULL
            AND updated_at < now() - make_interval(secs => $2::double precision / 1000)
-           AND ($3::text[] IS NULL OR org_id = ANY($3::text[])) AND ($4::text[] IS NULL OR org_id <> ALL($4::text[]))
+           AND ${tenantSqlClause("org_id", 3)}
          ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       UPDATE a2a_bridge b SET updated_at = now() FROM picked WHERE b.id = picked.id RETURNING ${PREFIXED}`,
+       UPDATE a2a_bridge b SET updated_at = now() FROM picked WHERE b.id = picked.id RETURNING ${BRIDGE_COLUMNS_OF_B}`,
       [this.options.batchSize ?? 100, this.options.foreign.sweepAfterMs, ...this.tenants()],
     );
     return rows.map(toBridge);

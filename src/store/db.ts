@@ -44,6 +44,25 @@ const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "E
 /** What pg and pg-pool throw when the connection or the pool, not the query, is the problem. */
 const UNAVAILABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client has encountered a connection error|Client was closed)/;
 
+const RETRYABLE_PG_CODES = new Set(["40P01", "40001"]); // deadlock, serialization failure
+
+/** Runs `fn` again (up to 5 times in all) when Postgres aborted it for a deadlock or a serialization failure. */
+export async function retryOnConflict<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (attempt >= 5 || !code || !RETRYABLE_PG_CODES.has(code)) throw error;
+    }
+  }
+}
+
+/** `withTransaction`, retried on deadlock / serialization failure. */
+export function withTransactionRetry<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  return retryOnConflict(() => withTransaction(pool, fn));
+}
+
 /**
  * Whether an error is about reaching the database rather than about what the batch wrote: socket errors, pg's
  * connection and pool errors, and SQLSTATE classes 08 (connection exception), 53 (insufficient resources: disk
