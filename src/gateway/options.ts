@@ -6,7 +6,7 @@
 export interface GatewayOptions {
   /** TCP port; 0 picks a free one (tests). @defaultValue 8080 */
   port?: number;
-  /** Interface to listen on. @defaultValue "0.0.0.0" (every interface: API keys guard the API) */
+  /** Interface to listen on. @defaultValue "127.0.0.1" (loopback, like `config.gateway.host`; every interface only when asked) */
   host?: string;
   /** Largest request message accepted, in bytes; larger bodies answer RESOURCE_EXHAUSTED. @defaultValue 1 MiB */
   readMaxBytes?: number;
@@ -30,6 +30,7 @@ export interface GatewayOptions {
 export type ExtraRoute = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => Promise<boolean>;
 
 export const DEFAULT_GATEWAY_PORT = 8080;
+export const DEFAULT_GATEWAY_HOST = "127.0.0.1";
 export const DEFAULT_READ_MAX_BYTES = 1024 * 1024;
 
 export interface ResolvedGatewayOptions {
@@ -47,7 +48,7 @@ export interface ResolvedGatewayOptions {
 export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGatewayOptions {
   return {
     port: options.port ?? DEFAULT_GATEWAY_PORT,
-    host: options.host ?? "0.0.0.0",
+    host: options.host ?? DEFAULT_GATEWAY_HOST,
     readMaxBytes: options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES,
     watchIntervalMs: options.watchIntervalMs ?? 250,
     shutdownGraceMs: options.shutdownGraceMs ?? 10_000,

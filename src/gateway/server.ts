@@ -19,6 +19,7 @@ import { TaskService } from "../coordinator/tasks.js";
 import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
 import type { Runtime } from "../runtime.js";
 import { tenantScoped } from "../store/tenant-scope.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
 import { createAuthInterceptor } from "./auth.js";
 import { createErrorInterceptor } from "./errors.js";
 import { readiness, sendJson } from "./health.js";
@@ -119,9 +120,10 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     });
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    const failed = (error: Error) => reject(listenFailure(error, options.host, options.port));
+    server.once("error", failed);
     server.listen(options.port, options.host, () => {
-      server.off("error", reject);
+      server.off("error", failed);
       resolve();
     });
   });
@@ -154,4 +156,26 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       logger.info("gateway stopped");
     })());
   return { server, url, port, close };
+}
+
+/**
+ * A port in use (or an interface the host lacks) is an operator's mistake, not a crash: say which address, and what
+ * to do. `details.cause` keeps the socket error code for callers that retry on another port (the demo).
+ */
+function listenFailure(error: Error, host: string, port: number): Error {
+  const code = (error as NodeJS.ErrnoException).code;
+  const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  if (code === "EADDRINUSE") {
+    return new SwitchyardError(ErrorCode.Unavailable, `the gateway cannot listen on ${where}: the port is in use; choose another with --port or SWITCHYARD_GATEWAY_PORT`, {
+      cause: error,
+      details: { cause: code, host, port },
+    });
+  }
+  if (code === "EADDRNOTAVAIL" || code === "EACCES") {
+    return new SwitchyardError(ErrorCode.Unavailable, `the gateway cannot listen on ${where} (${code}); check --host / SWITCHYARD_GATEWAY_HOST and --port / SWITCHYARD_GATEWAY_PORT`, {
+      cause: error,
+      details: { cause: code, host, port },
+    });
+  }
+  return error;
 }
