@@ -5,6 +5,7 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { disableForeignAgent, FOREIGN_PROTOCOLS, listForeignAgents, registerForeignAgent, type ForeignAgentRecord, type ForeignProtocol } from "../../foreign/registry.js";
+import { requireTenantRecord } from "../../tenancy/tenants.js";
 import { requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable } from "../output.js";
@@ -95,8 +96,9 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
         // The program's global `--url` (the gateway of remote commands) takes the flag wherever it is written.
         const baseUrl = options.url ?? register.optsWithGlobals<{ url?: string }>().url;
         if (!baseUrl) throw new SwitchyardError(ErrorCode.InvalidArgument, "--url must name the agent's base URL", { details: { path: "--url" } });
-        const agent = await ctx.withPool((pool) =>
-          registerForeignAgent(pool, orgId, {
+        const agent = await ctx.withPool(async (pool) => {
+          await requireTenantRecord(pool, orgId);
+          return registerForeignAgent(pool, orgId, {
             agentKey: key,
             baseUrl,
             allowHost: options.allow ?? hostOf(baseUrl),
@@ -105,8 +107,8 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
             ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
             ...(options.cost !== undefined ? { costEstimate: options.cost } : {}),
             ...(options.credentialRef !== undefined ? { credentialRef: options.credentialRef } : {}),
-          }),
-        );
+          });
+        });
         if (options.json) return ctx.printJson(foreignAgentJson(agent));
         ctx.print(`registered foreign:${agent.agentKey} for tenant ${orgId}: ${agent.baseUrl} (allow ${agent.allowHost}, protocol ${agent.protocol}, clearance ≤ ${agent.clearanceCeiling})`);
       }),
