@@ -25,6 +25,7 @@ import { createErrorInterceptor } from "./errors.js";
 import { readiness, sendJson } from "./health.js";
 import { resolveGatewayOptions, type ExtraRoute, type GatewayOptions } from "./options.js";
 import { createMetricsInterceptor } from "./request-metrics.js";
+import { WatchHub } from "./watch-hub.js";
 import { ADMIN_SERVICES, registerServices } from "./routes.js";
 
 /** The parts of a runtime the gateway uses. */
@@ -33,6 +34,8 @@ export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "po
 
 export interface Gateway {
   server: Server;
+  /** The open Watch streams (counts per tenant and in total). */
+  watches: Pick<WatchHub, "counts">;
   /** Where clients reach it, e.g. `http://127.0.0.1:8080` (loopback when listening on every interface). */
   url: string;
   port: number;
@@ -54,6 +57,12 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     maxPayloadBytes: runtime.config.bus.maxPayloadBytes,
     transact: tenantScoped(pool),
   });
+  const watches = new WatchHub({
+    db: pool,
+    intervalMs: options.watchIntervalMs,
+    limits: { perTenant: options.watchMaxPerTenant, total: options.watchMaxStreams },
+    logger,
+  });
   const connect = connectNodeAdapter({
     routes: registerServices({
       pool,
@@ -63,7 +72,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       keyPrefix: runtime.config.bus.keyPrefix,
       maxPayloadBytes: runtime.config.bus.maxPayloadBytes,
       logger,
-      watchIntervalMs: options.watchIntervalMs,
+      watches,
       stopping: stopping.signal,
     }),
     interceptors: [createErrorInterceptor(logger), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
@@ -149,13 +158,14 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
         }, options.shutdownGraceMs);
       });
       await Promise.race([closed, grace]);
+      watches.close();
       clearTimeout(timer);
       clearInterval(sweeper);
       await closed;
       collectors?.unregister();
       logger.info("gateway stopped");
     })());
-  return { server, url, port, close };
+  return { server, watches, url, port, close };
 }
 
 /**

@@ -124,6 +124,8 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
             port: options.port ?? ctx.config.gateway.port,
             host: options.host ?? ctx.config.gateway.host,
             readMaxBytes: ctx.config.gateway.maxBodyBytes,
+            watchMaxPerTenant: ctx.config.gateway.watchMaxPerTenant,
+            watchMaxStreams: ctx.config.gateway.watchMaxStreams,
             shutdownGraceMs: ctx.config.harness.shutdownGraceMs,
           },
         }
