@@ -156,6 +156,10 @@ describe("start", () => {
       expect(exited.code, proc.output()).toBe(1);
       expect(proc.output()).toContain(`the gateway cannot listen on 127.0.0.1:${port}: the port is in use`);
       expect(proc.output()).toMatch(/--port or SWITCHYARD_GATEWAY_PORT/);
+      // `start gateway` says the same.
+      const gateway = await cli.run(["start", "gateway", "--port", String(port)]);
+      expect(gateway.code).toBe(1);
+      expect(gateway.stderr).toContain(`UNAVAILABLE: the gateway cannot listen on 127.0.0.1:${port}: the port is in use`);
       // The squatter still owns the port.
       expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe("not switchyard");
     } finally {

@@ -110,7 +110,10 @@ steps:
       throw new Error(`${(error as Error).message}\n${context()}`);
     });
     const { rows: done } = await rt.pool.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM tasks GROUP BY status");
-    expect(done, context()).toEqual([{ status: "completed", n: TASKS }]);
+    const { rows: failures } = await rt.pool.query<{ error: string; n: number }>(
+      "SELECT error->>'code' || ': ' || (error->>'message') AS error, count(*)::int AS n FROM steps WHERE status = 'failed' GROUP BY 1 ORDER BY 2 DESC LIMIT 5",
+    );
+    expect(done, `${failures.map((f) => `${f.n} steps failed with ${f.error}`).join("\n")}\n${context()}`).toEqual([{ status: "completed", n: TASKS }]);
 
     const steps = await rt.pool.query("SELECT status, count(*)::int AS n FROM steps GROUP BY status");
     expect(steps.rows).toEqual([{ status: "completed", n: TASKS * 3 }]);
