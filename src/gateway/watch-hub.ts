@@ -56,6 +56,8 @@ const FINGERPRINT_SQL = `
            FROM steps s WHERE s.task_id = t.id), '') AS fingerprint
   FROM tasks t WHERE t.id = ANY($1::uuid[])`;
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export class WatchHub {
   private readonly subscribers = new Set<Subscriber>();
   private readonly perTenant = new Map<string, number>();
@@ -148,7 +150,8 @@ export class WatchHub {
     try {
       const ids = [...new Set([...this.subscribers].map((s) => s.taskId))];
       if (ids.length === 0) return;
-      const { rows } = await this.options.db.query<{ id: string; fingerprint: string }>(FINGERPRINT_SQL, [ids]);
+      // One malformed id must not fail the shared query for every stream; it simply matches no task.
+      const { rows } = await this.options.db.query<{ id: string; fingerprint: string }>(FINGERPRINT_SQL, [ids.filter((id) => UUID.test(id))]);
       if (this.failing) this.options.logger.info("watch poller reads tasks again");
       this.failing = false;
       const now = new Map(rows.map((r) => [r.id, r.fingerprint]));

@@ -8,6 +8,11 @@ import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { loadConfig } from "../../src/config.js";
 import { TaskService } from "../../src/gen/switchyard/api/v1/tasks_pb.js";
 import { WorkflowService } from "../../src/gen/switchyard/api/v1/workflows_pb.js";
+import { WatchHub } from "../../src/gateway/watch-hub.js";
+import { silentLogger } from "../../src/logger.js";
+import { submitWorkflow } from "../../src/store/workflow-store.js";
+import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
+import { createTestRuntime } from "../support/runtime.js";
 import { waitForProgress } from "../support/wait.js";
 import { createGatewayFixture, type GatewayFixture } from "./fixture.js";
 
@@ -135,6 +140,35 @@ describe("Watch stream limits", () => {
     expect(list.tasks).toHaveLength(1);
     expect(fx.rt.pool.totalCount).toBeLessThanOrEqual(POOL);
     expect(fx.gateway.watches.counts.total).toBe(WATCHERS);
+  });
+});
+
+describe("WatchHub", () => {
+  it("wakes a stream when its task changes, and one malformed task id does not stop the shared poll", async () => {
+    const rt = await createTestRuntime();
+    try {
+      await submitWorkflow(rt.pool, "acme", parseWorkflowDefinition(STUCK));
+      const { taskId } = await rt.tasks.start({ orgId: "acme", workflow: "stuck" });
+      const hub = new WatchHub({ db: rt.pool, intervalMs: 20, limits: { perTenant: 10, total: 10 }, logger: silentLogger });
+      const never = new AbortController().signal;
+      const bad = hub.open("acme", "not-a-uuid");
+      const good = hub.open("acme", taskId);
+      // The first poll that sees the task wakes its stream (it might have changed since the stream's first read).
+      await good.changed(never);
+      let woken = false;
+      const next = good.changed(never).then(() => (woken = true));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(woken).toBe(false);
+      await rt.tasks.cancel("acme", taskId, "test", "changed");
+      await next;
+      expect(woken).toBe(true);
+      bad.release();
+      good.release();
+      expect(hub.counts.total).toBe(0);
+      hub.close();
+    } finally {
+      await rt.cleanup();
+    }
   });
 });
 
