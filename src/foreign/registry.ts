@@ -8,6 +8,7 @@
  */
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
+import { ENV_SECRET_NAME_PATTERN } from "./secret-store.js";
 
 export type ForeignProtocol = "auto" | "1.0" | "0.3";
 export const FOREIGN_PROTOCOLS: readonly ForeignProtocol[] = ["auto", "1.0", "0.3"];
@@ -107,6 +108,8 @@ function baseUrlProblem(text: string): string | undefined {
 function checkCredentialRef(ref: string, add: (path: string, reason: string) => void): void {
   if (!CREDENTIAL_REF_PATTERN.test(ref)) {
     add("credential_ref", `must be the NAME of a credential (${CREDENTIAL_REF_PATTERN.source}), e.g. env:ACME_TOKEN; never the secret`);
+  } else if (ref.startsWith("env:") && !ENV_SECRET_NAME_PATTERN.test(ref.slice(4))) {
+    add("credential_ref", `env:NAME: NAME must be 1 to 128 letters, digits or _ (it names the variable SWITCHYARD_SECRET_<tenant>__NAME)`);
   } else if (looksLikeSecret(ref)) {
     add("credential_ref", "looks like a secret, not the name of one: store the secret in your secret store and register its name");
   }
