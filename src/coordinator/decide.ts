@@ -5,7 +5,7 @@
  */
 import { Draft, roundCost } from "./draft.js";
 import { deliverReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js";
-import type { CoordinatorEvent, DecideContext, Decision, StepRecord, TaskState, TaskStatus } from "./model.js";
+import type { CoordinatorEvent, DecideContext, Decision, StepError, StepRecord, TaskState, TaskStatus } from "./model.js";
 
 type EventOf<T extends CoordinatorEvent["type"]> = Extract<CoordinatorEvent, { type: T }>;
 
@@ -202,11 +202,7 @@ function onStepDue(draft: Draft, event: EventOf<"step_due">): string | undefined
   if (step.attempt < maxAttempts(draft, step)) {
     dispatchStep(draft, step.stepId);
   } else {
-    finishStep(draft, step.stepId, {
-      ok: false,
-      output: null,
-      error: { code: "TIMEOUT", message: `no result after ${step.attempt} attempt(s)`, retryable: false },
-    });
+    finishStep(draft, step.stepId, { ok: false, output: null, error: timeoutError(draft, step) });
   }
   return undefined;
 }
@@ -239,7 +235,31 @@ function onCancel(draft: Draft, event: EventOf<"cancel">): string | undefined {
 
 function maxAttempts(draft: Draft, step: StepRecord): number {
   if (step.kind === "delegation") return 1;
+  // A re-sent FOREIGN hop is a new task at the agent (its outside effects and cost again): only an agent the
+  // tenant registered as idempotent gets the step's retries.
+  if (notRetriedForeign(draft, step)) return 1;
   return (draft.workflow.steps.find((s) => s.id === step.stepId)?.retries ?? 0) + 1;
+}
+
+function notRetriedForeign(draft: Draft, step: StepRecord): boolean {
+  const agent = foreignAgentKey(step.destination);
+  return agent !== undefined && !(draft.ctx.tenant.idempotentForeignAgents?.has(agent) ?? false);
+}
+
+function foreignAgentKey(destination: string): string | undefined {
+  return destination.startsWith("foreign:") ? destination.slice("foreign:".length) : undefined;
+}
+
+function timeoutError(draft: Draft, step: StepRecord): StepError {
+  const retries = draft.workflow.steps.find((s) => s.id === step.stepId)?.retries ?? 0;
+  if (retries > 0 && notRetriedForeign(draft, step)) {
+    return {
+      code: "FOREIGN_NOT_RETRIED",
+      message: `foreign agent ${foreignAgentKey(step.destination)} gave no result within ${stepTimeoutMs(draft, step)} ms; not re-sent (retries: ${retries}) because the agent is not registered idempotent — a re-send would open a new task there`,
+      retryable: false,
+    };
+  }
+  return { code: "TIMEOUT", message: `no result after ${step.attempt} attempt(s)`, retryable: false };
 }
 
 function backoffMs(draft: Draft, step: StepRecord): number {
