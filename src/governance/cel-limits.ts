@@ -9,8 +9,8 @@
  *    keys). A condition over any limit is refused, naming the limit.
  * 2. At evaluation time (`instrumentForBudget` + `CelMeter`): every comprehension's loop condition is rewritten to
  *    first call `@budget(N)`, which charges the loop body's node count per iteration against a per-evaluation budget,
- *    and the string functions that can grow their output (`replace`, `join`, …) are wrapped to refuse oversized
- *    results and charge their length. Past the budget, every further charge fails, so each enclosing loop stops at its
+ *    and the string functions are wrapped to refuse results over `maxStringChars` and to charge their length (the
+ *    extension functions, `+` on strings, `contains`, `startsWith`, `endsWith`; `matches` is RE2, linear). Past the budget, every further charge fails, so each enclosing loop stops at its
  *    next iteration; the evaluation then reports an error whatever the expression made of it, and the governor denies
  *    (fail closed). A policy that slipped past the store-time check — stored before these limits, or loaded with
  *    them switched off — is still bounded by this.
@@ -306,7 +306,25 @@ export function meteredFunctions(meter: CelMeter, maxStringChars: number): CelFu
     meter.charge(Number(units));
     return true;
   });
-  return [budget, ...strings.map((f) => meterStringFunction(f, meter, maxStringChars))];
+  // Standard functions whose work grows with string length; same signatures, so they replace the built-in ones.
+  const scanning = (name: string, scan: (text: string, part: string) => boolean) =>
+    celMethod(name, CelScalar.STRING, [CelScalar.STRING], CelScalar.BOOL, function (this: string, part: string) {
+      meter.charge(1 + Math.ceil(this.length / 64));
+      return scan(this, part);
+    });
+  const concat = celFunc("_+_", [CelScalar.STRING, CelScalar.STRING], CelScalar.STRING, (left: string, right: string) => {
+    if (left.length + right.length > maxStringChars) throw new Error(`+: the result would exceed ${maxStringChars} characters`);
+    meter.charge(1 + Math.ceil((left.length + right.length) / 64));
+    return left + right;
+  });
+  return [
+    budget,
+    concat,
+    scanning("contains", (text, part) => text.includes(part)),
+    scanning("startsWith", (text, part) => text.startsWith(part)),
+    scanning("endsWith", (text, part) => text.endsWith(part)),
+    ...strings.map((f) => meterStringFunction(f, meter, maxStringChars)),
+  ];
 }
 
 function meterStringFunction(f: CelFunc, meter: CelMeter, maxStringChars: number): CelFunc {

@@ -128,6 +128,18 @@ describe("CEL cost limits", () => {
     expect(ms).toBeLessThan(100);
   });
 
+  it("charges scans of long strings: contains over a 2 KiB string in a loop runs out of budget", () => {
+    const big = `hop.destination_id${'.replace("a", "aaaaaaaa")'.repeat(3)}`; // 4 * 8^3 = 2,048 characters
+    const when = `[${big}].exists(s, ${range(64)}.exists(i, ${range(64)}.exists(j, s.contains("zz"))))`;
+    const policy = compilePolicy(policyWith(when), { enforceStoreLimits: false });
+    const { value: verdict, ms } = timed(() => evaluate(policy, hop({ destination: { kind: "foreign", id: "aaaa" } })));
+    expect(verdict).toMatchObject({ verdict: "deny", reason: expect.stringMatching(/evaluation budget/) });
+    expect(ms).toBeLessThan(100);
+    // String concatenation is capped like the extension functions.
+    const concat = compilePolicy(policyWith(`(${Array(9).fill(big).join(" + ")}).size() > 0`), { enforceStoreLimits: false });
+    expect(evaluate(concat, hop({ destination: { kind: "foreign", id: "aaaa" } })).reason).toMatch(/\+: the result would exceed 16384 characters/);
+  });
+
   it("keeps normal conditions, loops included, working", () => {
     const rules = [
       { id: "by-part", when: `hop.destination.split(":").exists(p, p == "weather")`, verdict: "deny", reason: "no weather" },
