@@ -244,6 +244,11 @@ describe("gateway services", () => {
     expect(letters.deadLetters[0]!.envelope).toBeUndefined();
     const replayed = await admin.replayDeadLetters({ stream: "role:writer", all: true });
     expect(replayed.replayed).toBe(1);
+    // FOREIGN hops not re-sent are listed (none here), never replayed: a replay would be the refused re-send.
+    expect((await admin.listDeadLetters({ stream: "foreign:helper" })).deadLetters).toEqual([]);
+    const foreignReplay = await connectError(admin.replayDeadLetters({ stream: "foreign:helper", all: true }));
+    expect(foreignReplay.code).toBe(Code.FailedPrecondition);
+    expect(foreignReplay.rawMessage).toMatch(/never replayed/);
 
     const raw = await postJson(fx.url, "switchyard.api.v1.AdminService/ListTenants", {}, adminKey);
     expect(raw.status).toBe(200);
