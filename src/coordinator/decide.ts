@@ -34,6 +34,9 @@ export function decide(state: TaskState, event: CoordinatorEvent, ctx: DecideCon
     case "cancel":
       ignored = onCancel(draft, event);
       break;
+    case "repair":
+      ignored = onRepair(draft, event);
+      break;
   }
   if (ignored) return { state, effects: [{ type: "count", metric: "stale_event", labels: { event: event.type } }], ignored };
   advance(draft);
@@ -231,6 +234,41 @@ function onCancel(draft: Draft, event: EventOf<"cancel">): string | undefined {
   draft.updateTask({ status: "cancelled", finishedAtMs: draft.ctx.now, error: { code: "CANCELLED", message: event.reason || "cancelled" } });
   draft.cancelOpenSteps("task cancelled");
   return undefined;
+}
+
+/**
+ * A pending workflow step whose needs are all complete can only exist if a transition was lost (every completion
+ * dispatches what it made ready, in the same transaction). The step is recorded as repaired — audited, logged and
+ * counted, so the bug that stranded it is visible — and `advance()` then dispatches it like any ready step.
+ */
+function onRepair(draft: Draft, event: EventOf<"repair">): string | undefined {
+  if (!draft.isTaskOpen()) return "task is not open";
+  const stranded = readyPendingSteps(draft);
+  if (stranded.length === 0) return "nothing stranded";
+  for (const stepId of stranded) {
+    draft.audit({
+      action: "repair",
+      actor: "coordinator",
+      destination: draft.step(stepId)!.destination,
+      verdict: "repaired",
+      rule: "builtin:repair",
+      reason: "pending step whose needs were all complete was never dispatched",
+      payloadHash: "",
+      cost: 0,
+      stepId,
+      envelopeId: event.eventId,
+    });
+    draft.effects.push({ type: "log", level: "warn", message: "stranded step repaired", fields: { orgId: draft.task.orgId, taskId: draft.task.id, stepId } });
+    draft.effects.push({ type: "count", metric: "stranded_step_repaired" });
+  }
+  return undefined;
+}
+
+/** Workflow steps still pending although every step they need has completed. */
+function readyPendingSteps(draft: Draft): string[] {
+  return draft.workflow.steps
+    .filter((def) => draft.step(def.id)?.status === "pending" && def.needs.every((need) => draft.step(need)?.status === "completed"))
+    .map((def) => def.id);
 }
 
 function maxAttempts(draft: Draft, step: StepRecord): number {
