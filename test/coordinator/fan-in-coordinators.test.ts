@@ -11,7 +11,8 @@ import { verifyChain } from "../../src/governance/audit-verify.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
-import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
+import { waitForTasks } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
 
 const TENANTS = ["acme", "globex"];
@@ -80,20 +81,8 @@ describe("fan-in with several coordinators", () => {
       const tasks = 60;
       await Promise.all(Array.from({ length: tasks }, (_, i) => rt!.tasks.start({ orgId: TENANTS[i % 2]!, workflow: "fan", input: { i } })));
 
-      let lastDone = -1;
-      let lastChange = Date.now();
-      await waitFor(
-        async () => {
-          const { rows } = await rt!.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM steps WHERE status = 'completed'");
-          const done = rows[0]!.n;
-          if (done !== lastDone) [lastDone, lastChange] = [done, Date.now()];
-          // Stuck, not slow: nothing completed for 20 s.
-          if (Date.now() - lastChange > 20_000) return "stalled";
-          const open = await rt!.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM tasks WHERE status NOT IN ('completed', 'failed', 'cancelled')");
-          return open.rows[0]!.n === 0 ? "done" : undefined;
-        },
-        { timeoutMs: 600_000, intervalMs: 200, what: "every task to finish" },
-      );
+      // Fails when nothing moved for a while (stuck, not slow), naming the unfinished tasks and their steps.
+      await waitForTasks(rt.pool, { expected: tasks });
 
       const { rows: stuck } = await rt.pool.query<{ task_id: string; steps: string }>(
         `SELECT task_id, string_agg(step_id || '=' || status || '#' || attempt, ' ' ORDER BY step_id) AS steps
@@ -115,6 +104,6 @@ describe("fan-in with several coordinators", () => {
       const { rows: attempts } = await rt.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM steps WHERE attempt <> 1");
       expect(attempts[0]!.n).toBe(0);
       for (const tenant of TENANTS) expect((await verifyChain(rt.pool, tenant)).ok).toBe(true);
-    }, 660_000);
+    });
   }
 });
