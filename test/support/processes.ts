@@ -40,3 +40,18 @@ export async function kill(proc: ManagedProcess, signal: NodeJS.Signals = "SIGKI
   proc.child.kill(signal);
   await proc.exited;
 }
+
+/** Runs one short CLI command to its end and returns its exit code and its stdout and stderr, separately. */
+export async function runCliCommand(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+  return { code, stdout, stderr };
+}
