@@ -36,6 +36,8 @@ export interface UnexpectedExit {
   code: number | null;
   signal: string | null;
   atMs: number;
+  /** The error it died of: the first line of its last output that names one (else its last line). */
+  error: string;
   /** The process's last output lines. */
   tail: string;
 }
@@ -153,7 +155,9 @@ export class Fleet {
     writeRunState(this.options.runDir, { children: [...this.members.values()].map((m) => m.proc.child.pid!).filter(Boolean) });
     void proc.exited.then(async ({ code, signal }) => {
       if (member.killing || this.stopping) return;
-      this.unexpectedExits.push({ name, code, signal, atMs: Date.now() - this.options.runStartedAt, tail: proc.output().split("\n").slice(-15).join("\n") });
+      const tail = proc.output().split("\n").slice(-40);
+      const error = tail.find((l) => /Error\b|error:|Unhandled/.test(l)) ?? tail.at(-1) ?? "";
+      this.unexpectedExits.push({ name, code, signal, atMs: Date.now() - this.options.runStartedAt, error: error.trim().slice(0, 300), tail: tail.join("\n") });
       this.options.log(`UNEXPECTED EXIT: ${name} (pid ${proc.child.pid}) exited on its own with ${signal ?? `code ${code}`}; starting it again`);
       await sleep(1_000);
       if (!this.stopping && this.members.get(name) === member) this.spawn(name, kind, role);

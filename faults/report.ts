@@ -72,7 +72,7 @@ export function formatReport(r: RunReport): string {
       ["completed", `${r.tasks.completed} / ${n}`, `${n} / ${n}`, mark(r.tasks.completed === n)],
       ["failed", String(r.tasks.failed), "0", mark(r.tasks.failed === 0)],
       ["stuck", String(r.tasks.stuck.length), "0", mark(r.tasks.stuck.length === 0)],
-      ["doubled transitions", String(r.doubled.length), "0", mark(r.doubled.length === 0)],
+      ["doubled transitions", `${r.doubled.length}${r.doubled.length ? ` (in ${new Set(r.doubled.map((v) => `${v.task}/${v.step}`)).size} steps of ${new Set(r.doubled.map((v) => v.task)).size} tasks)` : ""}`, "0", mark(r.doubled.length === 0)],
       ["unexpected exits", String(r.unexpectedExits.length), "0", mark(r.unexpectedExits.length === 0)],
       ["audit chains verify", `${chainsOk} / ${r.chains.length}`, `${r.chains.length} / ${r.chains.length}`, mark(chainsOk === r.chains.length && r.chains.length > 0)],
       ["dead letters", String(r.deadLetters.length), "(reported)", ""],
@@ -111,14 +111,18 @@ export function formatReport(r: RunReport): string {
   }
   if (r.unexpectedExits.length) {
     out.push("", "processes that exited on their own (each was started again):");
-    for (const e of r.unexpectedExits) out.push(`  ${e.name} at ${s(e.atMs)}: ${e.signal ?? `exit code ${e.code}`}`, ...e.tail.split("\n").slice(-4).map((l) => `      ${l.slice(0, 300)}`));
+    for (const e of r.unexpectedExits) out.push(`  ${e.name} at ${s(e.atMs)}: ${e.signal ?? `exit code ${e.code}`}: ${e.error}`);
   }
   out.push("", ...r.chains.map((c) => `audit verify --tenant ${c.tenant}: ${c.ok ? "ok" : "FAILED"} (${c.detail})`));
   out.push("", misses.length ? `TARGET MISSED:\n${misses.map((m) => `  - ${m}`).join("\n")}` : `TARGET MET: ${n} / ${n} completed, 0 stuck, 0 doubled, 0 unexpected exits, every chain verifies`);
   return out.join("\n");
 }
 
-export function formatJson(r: RunReport): string {
+/** The report as one JSON line; `full` keeps every stuck task, violation and exit tail (for the run directory). */
+export function formatJson(r: RunReport, full = false): string {
   const misses = missedTargets(r);
-  return JSON.stringify({ ...r, tasks: { ...r.tasks, stuck: r.tasks.stuck.slice(0, 50), stuckCount: r.tasks.stuck.length }, targetMet: misses.length === 0, misses });
+  const trimmed = full
+    ? r
+    : { ...r, tasks: { ...r.tasks, stuck: r.tasks.stuck.slice(0, 50) }, doubled: r.doubled.slice(0, 100), unexpectedExits: r.unexpectedExits.map(({ tail: _tail, ...e }) => e) };
+  return JSON.stringify({ ...trimmed, stuckCount: r.tasks.stuck.length, doubledCount: r.doubled.length, targetMet: misses.length === 0, misses });
 }

@@ -5,7 +5,7 @@
  * checks the outcome from the audit table, the execution records and `audit verify`, prints the report and tears
  * everything down — also on failure and on Ctrl-C. Exit 0: target met; 1: target missed; 2: the suite could not run.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkAuditRows } from "./audit-checks.js";
 import { checkExecutions, readExecutions } from "./execution-checks.js";
@@ -138,7 +138,11 @@ async function main(argv: readonly string[]): Promise<number> {
       unexpectedExits,
       chains: await verifyChains(TENANTS, cliEnv),
     };
-    process.stdout.write(`${formatReport(report)}\n`);
+    // Evidence to read after the services are gone: the whole report, and every audit row of each task found wrong.
+    const suspects = new Set([...report.doubled.map((v) => v.task), ...report.tasks.stuck.map((t) => t.task)]);
+    writeFileSync(join(runDir, "report.json"), formatJson(report, true));
+    writeFileSync(join(runDir, "suspect-audit-rows.jsonl"), rows.filter((r) => suspects.has(r.task_id)).map((r) => JSON.stringify(r)).join("\n"));
+    process.stdout.write(`${formatReport(report)}\n(full report, the audit rows of every suspect task and the execution records: ${runDir})\n`);
     if (options.json) process.stdout.write(`${formatJson(report)}\n`);
     if (signal.aborted) return 2;
     return missedTargets(report).length === 0 ? 0 : 1;

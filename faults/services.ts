@@ -5,7 +5,7 @@
  * names what was started, so a later run can clean up after a suite that was itself killed (`cleanupStale`).
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -107,7 +107,7 @@ export async function cleanupStale(log: (line: string) => void): Promise<void> {
       const state = JSON.parse(readFileSync(file, "utf8")) as RunState;
       if (state.redisPid) killIfOurs(state.redisPid, /redis-server/);
       for (const pid of state.children ?? []) killIfOurs(pid, /switchyard|cli\/main\.ts/);
-      writeFileSync(file, JSON.stringify({}));
+      rmSync(file, { force: true });
       log(`cleaned up after dead suite ${owner}`);
     }
   }
@@ -229,7 +229,8 @@ export async function startServices(options: ServicesOptions): Promise<Services>
       tornDown = true;
       await stopRedis().catch(() => {});
       if (clusterCreated) await dropCluster(cluster).catch((error) => log(`could not drop cluster ${cluster}: ${(error as Error).message}`));
-      writeRunState(runDir, { redisPid: 0, cluster: "" });
+      // Nothing is left to clean up: a later run must not act on this file.
+      rmSync(join(runDir, "state.json"), { force: true });
     },
   };
 
