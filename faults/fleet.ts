@@ -28,6 +28,8 @@ export interface FleetOptions {
   runDir: string;
   /** Exit times are reported relative to it. */
   runStartedAt: number;
+  /** Once aborted, exits are neither counted nor followed by a restart: the suite is ending. */
+  signal: AbortSignal;
   log: (line: string) => void;
 }
 
@@ -36,7 +38,7 @@ export interface UnexpectedExit {
   code: number | null;
   signal: string | null;
   atMs: number;
-  /** The error it died of: the first line of its last output that names one (else its last line). */
+  /** The error it died of (see `diedOf`). */
   error: string;
   /** The process's last output lines. */
   tail: string;
@@ -149,18 +151,28 @@ export class Fleet {
 
   private spawn(name: string, kind: ProcessKind, role?: string): void {
     const { args, env } = this.launchSpec(kind, role);
-    const proc = spawnCli(name, args, env);
+    const proc = spawnCli(name, args, env, { detached: true });
     const member: Member = { name, kind, ...(role ? { role } : {}), proc, killing: false };
     this.members.set(name, member);
     writeRunState(this.options.runDir, { children: [...this.members.values()].map((m) => m.proc.child.pid!).filter(Boolean) });
     void proc.exited.then(async ({ code, signal }) => {
-      if (member.killing || this.stopping) return;
+      if (member.killing || this.stopping || this.options.signal.aborted) return;
       const tail = proc.output().split("\n").slice(-40);
-      const error = tail.find((l) => /Error\b|error:|Unhandled/.test(l)) ?? tail.at(-1) ?? "";
+      const error = diedOf(tail);
       this.unexpectedExits.push({ name, code, signal, atMs: Date.now() - this.options.runStartedAt, error: error.trim().slice(0, 300), tail: tail.join("\n") });
       this.options.log(`UNEXPECTED EXIT: ${name} (pid ${proc.child.pid}) exited on its own with ${signal ?? `code ${code}`}; starting it again`);
       await sleep(1_000);
-      if (!this.stopping && this.members.get(name) === member) this.spawn(name, kind, role);
+      if (!this.stopping && !this.options.signal.aborted && this.members.get(name) === member) this.spawn(name, kind, role);
     });
   }
+}
+
+/**
+ * The error a process died of, from its last output: the last line that starts like a thrown error or the CLI's
+ * `error: CODE: …` (logged JSON errors it survived are skipped), marked when Node reported it unhandled.
+ */
+export function diedOf(tail: readonly string[]): string {
+  const line = [...tail].reverse().find((l) => /^(\w*Error\b|error:)/.test(l.trim())) ?? tail.at(-1) ?? "";
+  const unhandled = tail.some((l) => l.includes("Unhandled 'error' event"));
+  return `${unhandled ? "Unhandled 'error' event: " : ""}${line.trim()}`.slice(0, 300);
 }

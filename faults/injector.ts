@@ -7,7 +7,7 @@
  */
 import type { Fleet } from "./fleet.js";
 import type { Monitor } from "./monitor.js";
-import { between, pick, shuffle, sleep, type Random } from "./random.js";
+import { between, shuffle, sleep, type Random } from "./random.js";
 import type { Services } from "./services.js";
 
 export type FaultKind = "kill -9 coordinator" | "kill -9 harness" | "kill -9 gateway" | "redis restart (data lost)" | "postgres restart -m fast" | "postgres restart -m immediate" | "kill -9 postmaster";
@@ -32,14 +32,13 @@ export interface FaultResult extends PlannedFault {
   error?: string;
 }
 
-/** Nine faults: every coordinator killed once (at least two kills), two harness kills, the gateway, Redis and three Postgres restarts. */
+/** Nine faults (ten with three coordinators): every coordinator killed once, two different harnesses, the gateway, Redis and three Postgres restarts. */
 export function planFaults(random: Random, fleet: Fleet): PlannedFault[] {
   const coordinators = fleet.names("coordinator");
   const harnesses = fleet.names("harness");
   const plan: PlannedFault[] = [
     ...shuffle(random, coordinators).slice(0, Math.max(2, coordinators.length)).map((target) => ({ kind: "kill -9 coordinator" as const, target })),
-    { kind: "kill -9 harness", target: pick(random, harnesses) },
-    { kind: "kill -9 harness", target: pick(random, harnesses) },
+    ...shuffle(random, harnesses).slice(0, 2).map((target) => ({ kind: "kill -9 harness" as const, target })),
     { kind: "kill -9 gateway", target: "gateway" },
     { kind: "redis restart (data lost)" },
     { kind: "postgres restart -m fast" },

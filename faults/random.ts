@@ -11,10 +11,6 @@ export function seededRandom(seed: number): Random {
   };
 }
 
-export function pick<T>(random: Random, items: readonly T[]): T {
-  return items[Math.floor(random() * items.length)]!;
-}
-
 /** Fisher–Yates with the seeded generator. */
 export function shuffle<T>(random: Random, items: readonly T[]): T[] {
   const out = [...items];

@@ -83,6 +83,7 @@ async function main(argv: readonly string[]): Promise<number> {
       gatewayPort: options.gatewayPort || (await freePort()),
       runDir,
       runStartedAt,
+      signal,
       log,
     });
     await fleet.start();

@@ -106,7 +106,7 @@ export async function cleanupStale(log: (line: string) => void): Promise<void> {
       if (!Number.isInteger(owner) || alive(owner) || !existsSync(file)) continue;
       const state = JSON.parse(readFileSync(file, "utf8")) as RunState;
       if (state.redisPid) killIfOurs(state.redisPid, /redis-server/);
-      for (const pid of state.children ?? []) killIfOurs(pid, /switchyard|cli\/main\.ts/);
+      for (const pid of state.children ?? []) killIfOurs(pid, /cli\/main\.ts start (coordinator|harness|gateway)/);
       rmSync(file, { force: true });
       log(`cleaned up after dead suite ${owner}`);
     }
@@ -173,6 +173,7 @@ export async function startServices(options: ServicesOptions): Promise<Services>
     // No persistence at all: a restart comes back empty, which is the fault being injected.
     redis = spawn("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--dir", redisDir], {
       stdio: "ignore",
+      detached: true, // its own process group: a Ctrl-C reaches the suite, which tears down in order
     });
     writeRunState(runDir, { redisPid: redis.pid! });
     await waitForRedis(redisUrl);

@@ -7,6 +7,7 @@ import { checkAuditRows, type AuditRow, type StepRow } from "../../faults/audit-
 import { checkExecutions } from "../../faults/execution-checks.js";
 import type { ExecutionRecord } from "../../faults/handler.js";
 import { missedTargets, type RunReport } from "../../faults/report.js";
+import { diedOf } from "../../faults/fleet.js";
 
 const ORG = "t";
 const TASK = "task-1";
@@ -126,5 +127,19 @@ describe("fault suite checks", () => {
         "audit chain of t does not verify: no audit rows: nothing was verified",
       ]),
     );
+  });
+
+  it("name the error a process died of, not one it logged and survived", () => {
+    const tail = [
+      `{"level":50,"err":{"type":"Error","message":"connect ECONNREFUSED"},"msg":"periodic job failed"}`,
+      "node:events:502",
+      "      throw er; // Unhandled 'error' event",
+      "Error: Connection terminated unexpectedly",
+      "    at Connection.<anonymous> (node_modules/pg/lib/client.js:204:73)",
+      "Emitted 'error' event on Client instance at:",
+      "Node.js v20.20.2",
+    ];
+    expect(diedOf(tail)).toBe("Unhandled 'error' event: Error: Connection terminated unexpectedly");
+    expect(diedOf(["error: UNAVAILABLE: cannot connect: connect ECONNREFUSED 127.0.0.1:5453"])).toBe("error: UNAVAILABLE: cannot connect: connect ECONNREFUSED 127.0.0.1:5453");
   });
 });

@@ -16,11 +16,16 @@ export interface ManagedProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function spawnCli(name: string, args: string[], env: Record<string, string>): ManagedProcess {
+/**
+ * `detached`: the child gets a process group of its own, so a Ctrl-C at the terminal reaches only the parent,
+ * which then stops its children in order (the fault suite).
+ */
+export function spawnCli(name: string, args: string[], env: Record<string, string>, options: { detached?: boolean } = {}): ManagedProcess {
   const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached ?? false,
   });
   const lines: string[] = [];
   const keep = (chunk: Buffer) => {
