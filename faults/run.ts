@@ -113,7 +113,7 @@ async function main(argv: readonly string[]): Promise<number> {
     let faults: FaultResult[] = [];
     if (plan.length) faults = await injectFaults({ plan, fleet, services, monitor, random, runStartedAt, spacingMs: SPACING, recoveryWaitMs: 60_000, signal, log });
     const starts = await starting;
-    log(`${starter.started} tasks started${plan.length ? `; faults done` : ""}; waiting for the work to finish (stuck = nothing moved for ${options.stallSeconds} s)`);
+    if (!signal.aborted) log(`${starter.started} tasks started${plan.length ? "; faults done" : ""}; waiting for the work to finish (stuck = nothing moved for ${options.stallSeconds} s)`);
     const settled = await settle(monitor, starter.started, options.stallSeconds, signal);
     clearInterval(ticker);
     log(settled);
