@@ -33,6 +33,7 @@ export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOp
     logger,
     metrics,
     flags: runtime.flags,
+    health: runtime.health,
     checkpoints: createCheckpointJob({
       pool,
       operatorKey: config.checkpoints.signingKeyPem ?? undefined,

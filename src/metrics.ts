@@ -30,6 +30,12 @@ export interface Metrics {
   harnessTurns: Counter<"stream" | "outcome">;
   /** Checkpoint signer runs per tenant: signed, or refused because the chain did not verify. */
   checkpoints: Counter<"outcome">;
+  /** 1 while this process reaches the dependency (postgres, redis), 0 during an outage (src/dependency-health.ts). */
+  dependencyUp: Gauge<"dependency">;
+  /** Outages started, per dependency. */
+  dependencyOutages: Counter<"dependency">;
+  /** Length of each outage that ended; its count is the number of recoveries (reconnections after an outage). */
+  dependencyOutageSeconds: Histogram<"dependency">;
 }
 
 export function createMetrics(registry: Registry = new Registry()): Metrics {
@@ -82,5 +88,14 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     batchSize: new Histogram({ name: "switchyard_coordinator_batch_size", help: "Inbound envelopes per coordinator transaction", buckets: [1, 5, 10, 25, 50, 100, 200, 500], registers: [registry] }),
     harnessTurns: new Counter({ name: "switchyard_harness_turns_total", help: "Harness turns by stream and outcome", labelNames: ["stream", "outcome"], registers: [registry] }),
     checkpoints: new Counter({ name: "switchyard_audit_checkpoints_total", help: "Audit checkpoint signing by outcome (signed, refused)", labelNames: ["outcome"], registers: [registry] }),
+    dependencyUp: new Gauge({ name: "switchyard_dependency_up", help: "1 while this process reaches the dependency, 0 during an outage", labelNames: ["dependency"], registers: [registry] }),
+    dependencyOutages: new Counter({ name: "switchyard_dependency_outages_total", help: "Outages of a dependency (Postgres, Redis) this process saw start", labelNames: ["dependency"], registers: [registry] }),
+    dependencyOutageSeconds: new Histogram({
+      name: "switchyard_dependency_outage_seconds",
+      help: "Length of each dependency outage this process recovered from (reconnected after)",
+      labelNames: ["dependency"],
+      buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+      registers: [registry],
+    }),
   };
 }

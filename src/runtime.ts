@@ -3,10 +3,12 @@
  * service). Every process — CLI command, coordinator, harness, demo, tests — builds its parts here, so wiring
  * lives in one place. `close()` releases everything and is idempotent.
  */
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { Config } from "./config.js";
 import type { Bus } from "./bus/bus.js";
 import { createRedisBus } from "./bus/redis-bus.js";
+import { createRedisConnection } from "./bus/redis-connection.js";
+import { DependencyHealth } from "./dependency-health.js";
 import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
 import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
@@ -31,6 +33,8 @@ export interface Runtime {
   metrics: Metrics;
   pool: Pool;
   redis: Redis;
+  /** Whether Postgres and Redis are reachable, as this process sees it (logs and counts each outage once). */
+  health: DependencyHealth;
   bus: Bus;
   policies: PolicyCache;
   workflows: WorkflowCache;
@@ -68,12 +72,11 @@ export interface RuntimeOptions {
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const logger = options.logger ?? silentLogger;
   const metrics = options.metrics ?? createMetrics();
-  const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10 });
-  // maxRetriesPerRequest: null keeps commands queued across a Redis restart instead of failing them.
-  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
-  // Without a listener ioredis prints every reconnect failure to the console; log it structured instead.
-  redis.on("error", (error: Error) => logger.warn({ err: error }, "redis connection error"));
-  const flags = new LiveFlags({ db: pool, defaults: config.flags, logger });
+  const health = new DependencyHealth({ logger, metrics, clock: options.clock });
+  const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10, health });
+  // Commands wait in the offline queue across a Redis restart instead of failing; reconnects back off.
+  const redis = createRedisConnection(config.redisUrl, { health });
+  const flags = new LiveFlags({ db: pool, defaults: config.flags, logger, health });
   let closed = false;
   let a2a: A2AForeign | undefined;
   const close = async () => {
@@ -126,8 +129,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     metrics,
     clock: options.clock,
   });
-  const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics }, options.busSwitch ?? flags);
+  const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
   if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock });
-  return { config, logger, metrics, pool, redis, bus, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
+  return { config, logger, metrics, pool, redis, health, bus, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
 }

@@ -74,6 +74,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
         blockMs: config.bus.blockMs,
         resultReader,
         flags: runtime.flags,
+        health: runtime.health,
+        metrics: runtime.metrics,
       }),
     );
   } catch (error) {

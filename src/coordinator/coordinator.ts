@@ -6,6 +6,7 @@
  */
 import { envelopeToBinary } from "../bus/envelope-wire.js";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
+import { DependencyHealth, outageBackoffMs } from "../dependency-health.js";
 import { isSwitchyardError } from "../errors.js";
 import type { Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -65,12 +66,18 @@ export interface CoordinatorOptions {
    * such a step must have been quiet first; `false` turns it off. @defaultValue every 10 s, quiet for 5 s
    */
   strandedRepair?: { intervalMs: number; quietMs: number } | false;
+  /**
+   * Where failures caused by an unreachable Postgres or Redis go: logged once per outage there, and the loop backs
+   * off (up to 5 s) instead of logging each failed round. @defaultValue one of its own
+   */
+  health?: DependencyHealth;
   /** More periodic jobs run beside the loops, e.g. the A2A sender and sweep (`runtime.foreignJobs`). */
   background?: ReadonlyArray<{ name: string; intervalMs: number; run: (now: number) => Promise<unknown> }>;
 }
 
 export class Coordinator {
   private readonly logger: Logger;
+  private readonly health: DependencyHealth;
   private readonly abort = new AbortController();
   private running: Promise<void> | undefined;
   private readonly clock: () => number;
@@ -91,6 +98,7 @@ export class Coordinator {
   constructor(private readonly options: CoordinatorOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "coordinator", consumer: options.consumer });
     this.clock = options.clock ?? Date.now;
+    this.health = options.health ?? new DependencyHealth({ logger: this.logger });
     this.expireApprovals = approvalExpirySweep({ ...options, logger: this.logger, tenants: () => this.servedTenants() });
     this.hold = options.flags
       ? new TenantHold<AppliedBatch>({
@@ -158,6 +166,7 @@ export class Coordinator {
       }
       return this.readInbox();
     };
+    let failures = 0;
     while (!this.stopped) {
       try {
         if (!readAhead && !this.busOn()) {
@@ -182,10 +191,18 @@ export class Coordinator {
         }
         const applied = await this.applyBatch(entries);
         if (applied) await this.finishInBackground(applied);
+        failures = 0;
       } catch (error) {
         if (this.stopped) break;
-        this.logger.error({ err: error }, "coordinator inbox loop failed; retrying");
-        await sleep(500, this.abort.signal);
+        failures += 1;
+        if (this.health.absorb(error)) {
+          // The entries stay pending under this consumer and are reclaimed once the outage is over.
+          this.logger.debug({ err: error }, "coordinator inbox loop failed in an outage; backing off");
+          await sleep(outageBackoffMs(failures), this.abort.signal);
+        } else {
+          this.logger.error({ err: error }, "coordinator inbox loop failed; retrying");
+          await sleep(500, this.abort.signal);
+        }
       }
     }
     // Entries a read handed us just before the stop are ours (pending under this consumer): apply them now
@@ -249,6 +266,7 @@ export class Coordinator {
   private async finishInBackground(applied: AppliedBatch): Promise<void> {
     await this.finishing;
     this.finishing = this.finish(applied).catch((error: unknown) => {
+      if (this.health.absorb(error)) return;
       this.logger.warn({ err: error, entries: applied.ackIds.length }, "acknowledging a committed batch failed; its entries will be redelivered and dropped as duplicates");
     });
   }
@@ -374,14 +392,26 @@ export class Coordinator {
 
   private async periodic(name: string, intervalMs: number, fn: () => Promise<unknown>, options: { immediately?: boolean } = {}): Promise<void> {
     let first = true;
+    let failures = 0;
     while (!this.stopped) {
-      if (!(first && options.immediately)) await sleep(intervalMs, this.abort.signal);
+      // In an outage the job waits longer after each failed run (up to 5 s), so it does not hammer a dependency
+      // that is restarting.
+      const waitMs = failures > 0 ? Math.max(intervalMs, outageBackoffMs(failures)) : intervalMs;
+      if (!(first && options.immediately)) await sleep(waitMs, this.abort.signal);
       first = false;
       if (this.stopped) break;
       try {
         await fn();
+        failures = 0;
       } catch (error) {
-        if (!this.stopped) this.logger.error({ err: error, loop: name }, "periodic job failed");
+        if (this.stopped) break;
+        if (this.health.absorb(error)) {
+          failures += 1;
+          this.logger.debug({ err: error, loop: name }, "periodic job failed in an outage; backing off");
+        } else {
+          failures = 0;
+          this.logger.error({ err: error, loop: name }, "periodic job failed");
+        }
       }
     }
   }

@@ -3,6 +3,7 @@
  * `sweep` is the relay for rows a crashed writer left behind (older than `staleMs`).
  */
 import type { Bus } from "../bus/bus.js";
+import type { DependencyHealth } from "../dependency-health.js";
 import { withTransaction, type Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -15,6 +16,8 @@ export interface OutboxPublisherOptions {
   batch?: number;
   logger?: Logger;
   metrics?: Metrics;
+  /** A publish that fails because Redis or Postgres is down is recorded here instead of logged each time. */
+  health?: DependencyHealth;
 }
 
 export class OutboxPublisher {
@@ -32,7 +35,8 @@ export class OutboxPublisher {
       this.observe(rows);
       await deleteOutbox(this.options.pool, rows.map((r) => r.id));
     } catch (error) {
-      this.logger.warn({ err: error, rows: rows.length }, "outbox publish failed; the relay sweep will retry");
+      if (this.options.health?.absorb(error)) this.logger.debug({ err: error, rows: rows.length }, "outbox publish failed in an outage; the relay sweep will retry");
+      else this.logger.warn({ err: error, rows: rows.length }, "outbox publish failed; the relay sweep will retry");
     }
   }
 

@@ -8,6 +8,7 @@
  * the `HarnessFlags` of a harness.
  */
 import type { FlagsConfig } from "../config.js";
+import type { DependencyHealth } from "../dependency-health.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
 import { describeScope, listFlags } from "./flag-store.js";
@@ -23,6 +24,8 @@ export interface LiveFlagsOptions {
   pollMs?: number;
   /** @defaultValue a silent logger */
   logger?: Logger;
+  /** A poll that fails because Postgres is down is recorded here (which logs the outage) instead of logged itself. */
+  health?: DependencyHealth;
 }
 
 export class LiveFlags implements FlagSwitches {
@@ -135,8 +138,10 @@ export class LiveFlags implements FlagSwitches {
         if (this.failing) this.logger.info("reading flags works again");
         this.failing = false;
       } catch (error) {
-        // Logged once per outage, not once a second; the last good values stay in force meanwhile.
-        if (!this.failing) this.logger.warn({ err: error }, "reading flags failed; keeping the last values read");
+        // Logged once per outage, not once a second; the last good values stay in force meanwhile. An unreachable
+        // database is the process's outage, logged once by its DependencyHealth.
+        if (this.options.health?.absorb(error)) this.logger.debug({ err: error }, "reading flags failed; keeping the last values read");
+        else if (!this.failing) this.logger.warn({ err: error }, "reading flags failed; keeping the last values read");
         this.failing = true;
       }
     }

@@ -12,6 +12,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { ErrorDetailSchema } from "../gen/switchyard/api/v1/errors_pb.js";
 import type { Logger } from "../logger.js";
+import { unreachableDependencyOf, type DependencyHealth } from "../dependency-health.js";
 
 const CONNECT_CODES: Partial<Record<ErrorCode, Code>> = {
   [ErrorCode.InvalidArgument]: Code.InvalidArgument,
@@ -32,15 +33,6 @@ const CONNECT_CODES: Partial<Record<ErrorCode, Code>> = {
   [ErrorCode.Unavailable]: Code.Unavailable,
 };
 
-/** Socket errors of an unreachable Postgres or Redis: the caller may retry, so UNAVAILABLE rather than INTERNAL. */
-const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "ETIMEDOUT", "EHOSTUNREACH", "ECONNRESET", "EAI_AGAIN", "57P01", "57P03"]);
-
-function isUnreachable(error: unknown): boolean {
-  const e = error as { code?: unknown; message?: unknown; errors?: Array<{ code?: unknown }> } | undefined;
-  if (typeof e?.code === "string" && UNREACHABLE.has(e.code)) return true;
-  if (Array.isArray(e?.errors) && e.errors.some((inner) => typeof inner?.code === "string" && UNREACHABLE.has(inner.code))) return true;
-  return e?.message === "Connection is closed." || e?.message === "Connection terminated unexpectedly";
-}
 
 function jsonSafe(details: Record<string, unknown>): JsonObject {
   try {
@@ -78,26 +70,32 @@ function internal(error: unknown, logger?: Logger): ConnectError {
   ], error);
 }
 
-/** Normalises anything a handler threw. ConnectErrors (auth, Connect's own) pass through unchanged. */
-export function toConnectError(error: unknown, logger?: Logger): ConnectError {
+/**
+ * Normalises anything a handler threw. ConnectErrors (auth, Connect's own) pass through unchanged. An unreachable
+ * Postgres or Redis is UNAVAILABLE (the caller may retry), recorded by `health` — which logs the outage once,
+ * not once per failed request.
+ */
+export function toConnectError(error: unknown, logger?: Logger, health?: DependencyHealth): ConnectError {
   if (error instanceof ConnectError) return error;
-  if (error instanceof SwitchyardError) return connectErrorOf(error, logger);
-  if (isUnreachable(error)) {
-    logger?.warn({ err: error }, "a backing service is unreachable");
-    return connectErrorOf(new SwitchyardError(ErrorCode.Unavailable, "a backing service (Postgres or Redis) is unreachable; try again shortly"), logger);
+  const dependency = unreachableDependencyOf(error);
+  if (dependency) {
+    if (health) health.unreachable(dependency, error);
+    else logger?.warn({ err: error }, "a backing service is unreachable");
+    return connectErrorOf(new SwitchyardError(ErrorCode.Unavailable, `a backing service (${dependency === "postgres" ? "Postgres" : "Redis"}) is unreachable; try again shortly`), logger);
   }
+  if (error instanceof SwitchyardError) return connectErrorOf(error, logger);
   if (error instanceof Error && error.name === "AbortError") return new ConnectError("the request was cancelled", Code.Canceled);
   return internal(error, logger);
 }
 
 /** Outermost interceptor: maps errors of unary calls and of server streams (thrown mid-stream) alike. */
-export function createErrorInterceptor(logger: Logger): Interceptor {
+export function createErrorInterceptor(logger: Logger, health?: DependencyHealth): Interceptor {
   return (next) => async (req) => {
     let res;
     try {
       res = await next(req);
     } catch (error) {
-      throw toConnectError(error, logger);
+      throw toConnectError(error, logger, health);
     }
     if (!res.stream) return res;
     const messages = res.message;
@@ -107,7 +105,7 @@ export function createErrorInterceptor(logger: Logger): Interceptor {
         try {
           yield* messages;
         } catch (error) {
-          throw toConnectError(error, logger);
+          throw toConnectError(error, logger, health);
         }
       })(),
     };

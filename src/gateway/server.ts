@@ -30,7 +30,7 @@ import { ADMIN_SERVICES, registerServices } from "./routes.js";
 
 /** The parts of a runtime the gateway uses. */
 export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "engine" | "publisher" | "tasks"> &
-  Partial<Pick<Runtime, "a2a">>;
+  Partial<Pick<Runtime, "a2a" | "health">>;
 
 export interface Gateway {
   server: Server;
@@ -75,7 +75,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       watches,
       stopping: stopping.signal,
     }),
-    interceptors: [createErrorInterceptor(logger), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
+    interceptors: [createErrorInterceptor(logger, runtime.health), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
     readMaxBytes: options.readMaxBytes,
     // A misspelt field (`idempotencyKy`) must not be silently dropped: it would quietly change what the call does.
     // Zeros and `false` are written out, so a curl user sees `"created": false` and `"attempts": 0`.
@@ -84,7 +84,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
 
   let collectors: MetricCollectors | undefined;
   if (options.collectMetrics && !metrics.registry.getSingleMetric(SCRAPE_GAUGE)) {
-    collectors = collectMetrics(metrics, { pool, bus: runtime.bus, redis: runtime.redis, keyPrefix: runtime.config.bus.keyPrefix, logger });
+    collectors = collectMetrics(metrics, { pool, bus: runtime.bus, redis: runtime.redis, keyPrefix: runtime.config.bus.keyPrefix, logger, health: runtime.health });
   }
 
   const routes: ExtraRoute[] = [];
@@ -106,7 +106,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     if (req.method === "GET" || req.method === "HEAD") {
       if (path === "/healthz") return sendJson(res, 200, { status: "ok" });
       if (path === "/readyz") {
-        const report = await readiness({ pool, redis: runtime.redis, timeoutMs: options.readinessTimeoutMs });
+        const report = await readiness({ pool, redis: runtime.redis, health: runtime.health, timeoutMs: options.readinessTimeoutMs });
         return sendJson(res, report.ready ? 200 : 503, report);
       }
       if (path === "/metrics") {
@@ -122,6 +122,12 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
+      if (runtime.health?.absorb(error)) {
+        // Postgres or Redis is down: logged once per outage by the health tracker; the caller may retry.
+        if (!res.headersSent) sendJson(res, 503, { error: "a backing service (Postgres or Redis) is unreachable; try again shortly" });
+        else res.destroy();
+        return;
+      }
       // The path only: query strings carry signed tokens (approval links, callback URLs) that must not reach logs.
       logger.error({ err: error, path: (req.url ?? "").split("?")[0] }, "gateway route failed");
       if (!res.headersSent) sendJson(res, 500, { error: "internal error; the gateway log has the details" });

@@ -11,6 +11,7 @@ import { envelopeToBinary } from "../bus/envelope-wire.js";
 import type { Bus, BusEntry } from "../bus/bus.js";
 import { EndpointKind, EnvelopeKind } from "../bus/codec.js";
 import { consumerName } from "../bus/keys.js";
+import { DependencyHealth, outageBackoffMs } from "../dependency-health.js";
 import { parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { HarnessFlags } from "../flags/flag-types.js";
@@ -62,6 +63,11 @@ export interface HarnessOptions {
    * @defaultValue everything on
    */
   flags?: HarnessFlags;
+  /**
+   * Where failures caused by an unreachable Redis or Postgres go: logged once per outage there, while the read
+   * loop backs off (up to 5 s) instead of logging each failed read. @defaultValue one of its own
+   */
+  health?: DependencyHealth;
   /** Counts turns by outcome (`switchyard_harness_turns_total`) and reclaims. */
   metrics?: Pick<Metrics, "harnessTurns" | "reclaims">;
 }
@@ -143,6 +149,7 @@ export function createHarness(options: HarnessOptions): Harness {
   const consumer = options.consumer ?? consumerName(stream);
   const bus = options.bus;
   const logger = (options.logger ?? silentLogger).child({ component: "harness", stream, consumer });
+  const health = options.health ?? new DependencyHealth({ logger });
   const group = HARNESS_GROUP;
   const flags = options.flags;
   const queueKind = source.kind === EndpointKind.ROLE ? "role" : "team";
@@ -172,6 +179,7 @@ export function createHarness(options: HarnessOptions): Harness {
     resultReader: options.resultReader,
     now: () => Date.now(),
     routed: flags ? () => flags.busRouted(queueKind, source.id) : undefined,
+    health,
   };
 
   function count(outcome: TurnOutcome): void {
@@ -245,7 +253,7 @@ export function createHarness(options: HarnessOptions): Harness {
         logger.info({ count: entries.length, entryIds: entries.map((e) => e.id) }, "reclaimed stalled entries");
       }
     } catch (error) {
-      logger.warn({ err: error }, "reclaim failed; retrying on the next interval");
+      if (!health.absorb(error)) logger.warn({ err: error }, "reclaim failed; retrying on the next interval");
     }
   }
 
@@ -284,8 +292,9 @@ export function createHarness(options: HarnessOptions): Harness {
       } catch (error) {
         if (stop.aborted) break;
         failures += 1;
-        const backoffMs = Math.min(5_000, 100 * 2 ** Math.min(failures, 6));
-        logger.warn({ err: error, backoffMs }, "read failed; backing off");
+        const backoffMs = outageBackoffMs(failures);
+        if (health.absorb(error)) logger.debug({ err: error, backoffMs }, "read failed in an outage; backing off");
+        else logger.warn({ err: error, backoffMs }, "read failed; backing off");
         await sleep(backoffMs, stop);
       }
     }

@@ -6,15 +6,21 @@
  */
 import { resolve as resolvePath } from "node:path";
 import { pathToFileURL } from "node:url";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { Config } from "../config.js";
 import { createRedisBus } from "../bus/redis-bus.js";
+import { createRedisConnection } from "../bus/redis-connection.js";
+import { DependencyHealth } from "../dependency-health.js";
+import { readiness } from "../readiness.js";
+import { createMetrics } from "../metrics.js";
+import { startMetricsServer, type MetricsServer } from "../metrics/metrics-server.js";
 import { assertRedisSafe } from "../bus/redis-check.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { LiveFlags } from "../flags/live-flags.js";
 import type { Logger } from "../logger.js";
 import { createPool } from "../store/db.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
+import { installProcessGuards } from "../process-guard.js";
 import { createHarness } from "./harness.js";
 import type { Handler } from "./types.js";
 
@@ -37,7 +43,15 @@ export interface HarnessProcessOptions {
    * re-read while running. `switchyard start harness` turns this on. @defaultValue false (everything on)
    */
   liveFlags?: boolean;
+  /**
+   * Install the process-wide handlers of src/process-guard.ts (a stray dependency error is an outage, anything
+   * else exits with 70). `switchyard start harness` turns this on. @defaultValue false
+   */
+  processGuards?: boolean;
 }
+
+/** How long each /readyz check may take. */
+const READINESS_TIMEOUT_MS = 2_000;
 
 /** Imports a handler module and checks that its default export is a function. Throws CONFIG otherwise. */
 export async function loadHandler(handlerPath: string, cwd: string = process.cwd()): Promise<Handler> {
@@ -76,15 +90,17 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
   // Load the handler before connecting anything: a typo in the path should fail fast and leave nothing open.
   const handler = await loadHandler(options.handlerPath, options.cwd);
 
-  const redis = new Redis(config.redisUrl, { lazyConnect: true });
-  redis.on("error", (error: Error) => logger.warn({ err: error }, "redis connection error"));
-  const pool = createPool({ connectionString: config.databaseUrl, max: Math.max(2, options.concurrency ?? 10), applicationName: "switchyard-harness" });
+  const metrics = createMetrics();
+  const health = new DependencyHealth({ logger, metrics });
+  const redis = createRedisConnection(config.redisUrl, { health });
+  const pool = createPool({ connectionString: config.databaseUrl, max: Math.max(2, options.concurrency ?? 10), applicationName: "switchyard-harness", health });
   const bus = createRedisBus({
     redis,
     keyPrefix: config.bus.keyPrefix,
     maxPayloadBytes: config.bus.maxPayloadBytes,
     maxDeliveries: config.bus.maxDeliveries,
     logger,
+    metrics,
   });
   const stop = new AbortController();
   let signals = 0;
@@ -100,17 +116,29 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  const removeGuards = options.processGuards ? installProcessGuards({ logger, health }) : () => {};
   const onAbort = (): void => stop.abort();
   if (options.signal?.aborted) stop.abort();
   else options.signal?.addEventListener("abort", onAbort, { once: true });
 
-  const flags = options.liveFlags ? new LiveFlags({ db: pool, defaults: config.flags, logger }) : undefined;
+  const flags = options.liveFlags ? new LiveFlags({ db: pool, defaults: config.flags, logger, health }) : undefined;
+  let metricsServer: MetricsServer | undefined;
   try {
     await redis.connect();
     await assertRedisSafe(redis, { logger });
     if (flags) {
       await flags.refresh();
       flags.start(stop.signal);
+    }
+    if (config.metrics.port !== null) {
+      metricsServer = await startMetricsServer({
+        registry: metrics.registry,
+        host: config.metrics.host,
+        port: config.metrics.port,
+        logger,
+        readiness: () => readiness({ pool, redis, health, timeoutMs: READINESS_TIMEOUT_MS }),
+      });
+      logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics and readiness");
     }
     const harness = createHarness({
       bus,
@@ -126,9 +154,12 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
       blockMs: config.bus.blockMs,
       resultReader: createStepResultReader({ db: pool }),
       ...(flags ? { flags } : {}),
+      health,
+      metrics,
     });
     await harness.start();
   } finally {
+    await metricsServer?.close();
     await flags?.stop();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
@@ -137,6 +168,7 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
     await bus.close().catch((error: unknown) => logger.warn({ err: error }, "closing the bus failed"));
     await quitRedis(redis);
     await pool.end().catch((error: unknown) => logger.warn({ err: error }, "closing the database pool failed"));
+    removeGuards();
   }
 }
 

@@ -5,6 +5,7 @@
  * acknowledged after. A crash in between redelivers the entry and the coordinator drops the duplicate outcome
  * by step state. A turn abandoned at shutdown publishes and acknowledges nothing, so its entry is reclaimed.
  */
+import type { DependencyHealth } from "../dependency-health.js";
 import { performance } from "node:perf_hooks";
 import { randomUUID } from "node:crypto";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
@@ -51,6 +52,8 @@ export interface TurnDeps {
   now: () => number;
   /** BUS_ROUTED for this queue; false makes `ctx.delegate()` fail the turn. @defaultValue always routed */
   routed?: () => boolean;
+  /** Failures caused by an unreachable Redis/Postgres go here (logged once per outage) instead of one line each. */
+  health?: DependencyHealth;
 }
 
 export interface RunningTurn {
@@ -160,7 +163,9 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
     };
 
     touchTimer = setInterval(() => {
-      touch().catch((error: unknown) => logger.warn({ err: error }, "could not touch the entry; it may be reclaimed"));
+      touch().catch((error: unknown) => {
+        if (!deps.health?.absorb(error)) logger.warn({ err: error }, "could not touch the entry; it may be reclaimed");
+      });
     }, deps.heartbeatMs);
     touchTimer.unref?.();
 
@@ -213,14 +218,15 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
         const fallback = resultErrorEnvelope(envelope, deps.source, errorInfoOf(error), usage ?? zeroUsage(), deps.now());
         return send(fallback, "failed", usage);
       }
-      logger.error({ err: error }, "could not publish the turn's outcome; the entry stays pending and will be reclaimed");
+      if (deps.health?.absorb(error)) logger.debug({ err: error }, "could not publish the turn's outcome in an outage; the entry stays pending and will be reclaimed");
+      else logger.error({ err: error }, "could not publish the turn's outcome; the entry stays pending and will be reclaimed");
       return "unsent";
     }
     try {
       await deps.bus.ack(deps.stream, deps.group, [entry.id]);
     } catch (error) {
       // The outcome is out; a redelivery re-runs the handler and the coordinator drops the duplicate.
-      logger.warn({ err: error }, "could not acknowledge the entry after publishing its outcome");
+      if (!deps.health?.absorb(error)) logger.warn({ err: error }, "could not acknowledge the entry after publishing its outcome");
     }
     logger.info({ outcome, kind: outcome === "delegated" ? "QUERY" : "RESULT", durationMs: Math.round(usage?.durationMs ?? 0), cost: usage?.cost ?? 0 }, `turn ${outcome}`);
     return outcome;

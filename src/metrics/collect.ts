@@ -7,6 +7,7 @@
  * per-stream series that were seen once stay at 0 when their rows disappear (no pending approvals any more),
  * so alerts and graphs see a drop to zero rather than a vanishing series.
  */
+import type { DependencyHealth } from "../dependency-health.js";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Redis } from "ioredis";
 import { COORDINATOR_STREAM, type Bus } from "../bus/bus.js";
@@ -39,6 +40,8 @@ export interface CollectDeps {
   keyPrefix?: string;
   /** @defaultValue 15 000 */
   discoverEveryMs?: number;
+  /** A source that fails because Postgres or Redis is down is recorded here (logged once per outage), not logged per scrape. */
+  health?: DependencyHealth;
   /** Live flag values. Default: the rows of the `flags` table (flags never set keep their environment default and are not reported). */
   flags?: () => Promise<readonly FlagValue[]> | readonly FlagValue[];
   /** @defaultValue Date.now */
@@ -81,7 +84,7 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
     const done = work().catch((error: unknown) => {
       for (const gauge of gauges) gauge.reset();
       failures.set(source, (failures.get(source) ?? 0) + 1);
-      logger.warn({ err: error, source }, "metric source failed at scrape");
+      if (!deps.health?.absorb(error)) logger.warn({ err: error, source }, "metric source failed at scrape");
     });
     running.add(done);
     void done.finally(() => running.delete(done));

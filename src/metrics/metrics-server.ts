@@ -1,7 +1,8 @@
 /**
  * A process's Prometheus endpoint when it does not run the gateway (which serves `/metrics` itself): a standalone
- * `switchyard start coordinator` keeps its hop, dead-letter, reclaim and latency counters in its own registry,
- * and they are lost to Prometheus unless that process serves them (`SWITCHYARD_METRICS_PORT`).
+ * `switchyard start coordinator` or `start harness` keeps its counters in its own registry, and they are lost to
+ * Prometheus unless that process serves them (`SWITCHYARD_METRICS_PORT`). Also `/healthz`, and `/readyz` when
+ * given a readiness check, so an orchestrator can see the process's dependencies as the process sees them.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -19,6 +20,8 @@ export interface MetricsServerOptions {
   host: string;
   port: number;
   logger?: Logger;
+  /** Serves `/readyz` too: 200 when the report says ready, else 503 with it. @defaultValue no /readyz */
+  readiness?: () => Promise<{ ready: boolean }>;
 }
 
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
@@ -34,6 +37,21 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
         (error: unknown) => {
           logger.error({ err: error }, "metrics could not be rendered");
           res.writeHead(500).end();
+        },
+      );
+      return;
+    }
+    const readiness = options.readiness;
+    if ((req.method === "GET" || req.method === "HEAD") && path === "/readyz" && readiness) {
+      readiness().then(
+        (report) => {
+          const text = `${JSON.stringify(report)}\n`;
+          res.writeHead(report.ready ? 200 : 503, { "content-type": "application/json", "cache-control": "no-store" });
+          res.end(text);
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, "readiness could not be checked");
+          res.writeHead(503).end();
         },
       );
       return;

@@ -2,6 +2,7 @@
  * Postgres access: one pool per process, and a transaction helper every repository uses.
  */
 import pg from "pg";
+import type { DependencyHealth } from "../dependency-health.js";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -11,15 +12,68 @@ export type Queryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
 // int8 columns (audit seq) fit comfortably in a JS number for any realistic chain length.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
 
-export function createPool(options: { connectionString: string; max?: number; applicationName?: string }): Pool {
+export interface CreatePoolOptions {
+  connectionString: string;
+  max?: number;
+  applicationName?: string;
+  /** Told when a connection is lost or cannot be made (outage) and when one is made again (recovery). */
+  health?: DependencyHealth;
+}
+
+/**
+ * A pool whose clients can lose their connection at any moment (a restart, a failover, a killed backend) without
+ * taking the process down. pg-pool listens for client errors only while a client is idle; a client checked out for
+ * a transaction has no listener, and its `error` event would be an uncaught exception. Every client gets a
+ * listener for its whole life here: the query in flight fails with the error (callers retry or back off), the
+ * pool drops the broken client when it is released, and the next checkout opens a fresh connection.
+ */
+export function createPool(options: CreatePoolOptions): Pool {
+  const health = options.health;
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? "switchyard",
+    Client: trackedClient(health),
   });
-  // An idle client losing its connection must not crash the process; the next checkout reconnects.
-  pool.on("error", () => {});
+  // An idle client losing its connection: the pool drops it; the next checkout reconnects.
+  pool.on("error", (error) => health?.unreachable("postgres", error));
   return pool;
+}
+
+/** pg.Client with a permanent error listener, reporting connection failures and successes to `health`. */
+function trackedClient(health: DependencyHealth | undefined): typeof pg.Client {
+  return class TrackedClient extends pg.Client {
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      this.on("error", (error: Error) => health?.unreachable("postgres", error));
+    }
+
+    override connect(): Promise<pg.Client>;
+    override connect(callback: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): void;
+    override connect(callback?: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): Promise<pg.Client> | void {
+      const report = (error: Error | null | undefined): void => {
+        if (error) health?.unreachable("postgres", error);
+        else health?.reachable("postgres");
+      };
+      if (!callback) {
+        return super.connect().then(
+          (client) => {
+            report(undefined);
+            return client;
+          },
+          (error: Error) => {
+            report(error);
+            throw error;
+          },
+        );
+      }
+      const done = callback as (err: Error | null, client?: pg.Client) => void;
+      super.connect(((error: Error | null, client?: pg.Client) => {
+        report(error);
+        done(error, client);
+      }) as (err: Error) => void);
+    }
+  };
 }
 
 /** Runs `fn` inside BEGIN/COMMIT on one client, rolling back when it throws. */

@@ -6,6 +6,7 @@ import { startGateway } from "../../gateway/server.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
+import { installProcessGuards } from "../../process-guard.js";
 
 export interface GatewayCommandOptions {
   port?: number;
@@ -35,6 +36,7 @@ async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Prom
   const logger = ctx.createLogger("switchyard-gateway");
   const runtime = await openRuntime(ctx.config, { logger });
   const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
+  const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: runtime.health }) : () => {};
   try {
     const gateway = await startGateway(runtime, {
       port: options.port ?? ctx.config.gateway.port,
@@ -52,5 +54,6 @@ async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Prom
   } finally {
     await runtime.close();
     stop.dispose();
+    removeGuards();
   }
 }

@@ -11,6 +11,11 @@ import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
 import { EXAMPLE_ROLES, startDevStack } from "../dev-stack.js";
 import { startMetricsServer, type MetricsServer } from "../../metrics/metrics-server.js";
+import { readiness } from "../../readiness.js";
+import { installProcessGuards } from "../../process-guard.js";
+
+/** How long each /readyz check of a standalone coordinator may take. */
+const READINESS_TIMEOUT_MS = 2_000;
 
 export function registerStartCommands(program: Command, run: ActionRunner): void {
   const start = program.command("start").description("run a coordinator, a worker harness, or everything for development");
@@ -29,11 +34,18 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
         const { config } = ctx;
         const runtime = await openRuntime(config, { logger });
         const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
+        const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: runtime.health }) : () => {};
         let metricsServer: MetricsServer | undefined;
         try {
           if (config.metrics.port !== null) {
-            metricsServer = await startMetricsServer({ registry: runtime.metrics.registry, host: config.metrics.host, port: config.metrics.port, logger });
-            logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics");
+            metricsServer = await startMetricsServer({
+              registry: runtime.metrics.registry,
+              host: config.metrics.host,
+              port: config.metrics.port,
+              logger,
+              readiness: () => readiness({ pool: runtime.pool, redis: runtime.redis, health: runtime.health, timeoutMs: READINESS_TIMEOUT_MS }),
+            });
+            logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics and readiness");
           }
           const coordinator = createCoordinator(runtime, { consumer: options.consumer, logger });
           logger.info("coordinator started");
@@ -44,6 +56,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
           // Handlers stay until everything is closed: a second signal while closing still means "exit now".
           await runtime.close();
           stop.dispose();
+          removeGuards();
         }
       }),
     );
@@ -73,6 +86,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
           cwd: ctx.io.cwd,
           ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
           liveFlags: true,
+          processGuards: ctx.io.handleSignals,
         });
         // A handler that ignores its abort signal would keep the process alive past the grace period; its entry is
         // left unacknowledged (another worker reclaims it), so once shutdown is done the process may simply go.
@@ -132,6 +146,7 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
       : {}),
   });
   const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
+  const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: stack.runtime.health }) : () => {};
   try {
     logger.info({ roles }, "coordinator and example harnesses started");
     const stopped = new Promise<void>((resolve) => {
@@ -142,6 +157,7 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
   } finally {
     await stack.stop();
     stop.dispose();
+    removeGuards();
     logger.info("stopped");
   }
 }
