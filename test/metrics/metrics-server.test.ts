@@ -23,6 +23,23 @@ describe("a standalone process's metrics endpoint", () => {
     expect((await fetch(`${server.url}/api/anything`)).status).toBe(404);
   });
 
+  it("serves /readyz from the readiness check it is given: 200 when ready, 503 with the report when not", async () => {
+    let report: { ready: boolean; checks: Record<string, string> } = { ready: true, checks: { postgres: "ok" } };
+    server = await startMetricsServer({ registry: new Registry(), host: "127.0.0.1", port: 0, readiness: async () => report });
+    let response = await fetch(`${server.url}/readyz`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual(report);
+    report = { ready: false, checks: { postgres: "connect ECONNREFUSED 127.0.0.1:5432" } };
+    response = await fetch(`${server.url}/readyz`);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toEqual(report);
+  });
+
+  it("has no /readyz without a readiness check", async () => {
+    server = await startMetricsServer({ registry: new Registry(), host: "127.0.0.1", port: 0 });
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(404);
+  });
+
   it("is off unless SWITCHYARD_METRICS_PORT is set, and refuses a port that is not a number", () => {
     expect(loadConfig({}).metrics).toEqual({ host: "127.0.0.1", port: null });
     expect(loadConfig({ SWITCHYARD_METRICS_PORT: "9464", SWITCHYARD_METRICS_HOST: "0.0.0.0" }).metrics).toEqual({ host: "0.0.0.0", port: 9464 });
