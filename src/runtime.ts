@@ -131,6 +131,6 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   });
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
-  if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock });
+  if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health });
   return { config, logger, metrics, pool, redis, health, bus, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
 }

@@ -4,6 +4,7 @@
  * registry. The runtime builds it; coordinators run `jobs`, the gateway mounts the route.
  */
 import type { Config } from "../config.js";
+import type { DependencyHealth } from "../dependency-health.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -48,6 +49,8 @@ export interface A2AForeignOptions {
   /** BUS_ENABLED / COORDINATOR_ENABLED: the sender and sweep pause with them. @defaultValue everything on */
   flags?: CoordinatorFlags;
   clock?: () => number;
+  /** The process's dependency health (the sender's kicked runs report outages to it). */
+  health?: DependencyHealth;
 }
 
 /**
@@ -82,6 +85,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     ...(options.egress ? { egress: options.egress } : {}),
     ...(options.flags ? { flags: options.flags } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.health ? { health: options.health } : {}),
   });
   const sweep = new ForeignSweep({ ...deps, channels, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
   const callback: A2ACallbackDeps = {
@@ -90,6 +94,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     maxBodyBytes: config.foreign.callbackMaxBytes,
     limiter: new TokenBuckets({ ratePerSec: config.foreign.callbackRatePerSec }),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.health ? { health: options.health } : {}),
   };
   return {
     sender,

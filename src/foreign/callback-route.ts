@@ -19,6 +19,7 @@
  * `handleA2ACallback` answers false, touching nothing, for any other path.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { DependencyHealth } from "../dependency-health.js";
 import { isSwitchyardError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { parsePushNotification } from "./a2a/push-body.js";
@@ -36,6 +37,8 @@ export interface A2ACallbackDeps {
   limiter: TokenBuckets;
   logger?: Logger;
   clock?: () => number;
+  /** Postgres/Redis outages are recorded here (logged once) and answered 503 instead of logged per push. */
+  health?: DependencyHealth;
 }
 
 const PATH_RE = /^\/api\/v1\/a2a\/callback\/([^/]+)$/;
@@ -100,6 +103,11 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
     const text = outcome === "ignored" ? "already resolved; nothing changed" : outcome === "unchanged" ? "unchanged; nothing new in this push" : outcome;
     return answer(res, undefined, 200, text);
   } catch (error) {
+    // In an outage the push is lost to us (senders do not retry); the reconciliation sweep polls the task instead.
+    if (deps.health?.absorb(error)) {
+      if (!res.headersSent) reply(res, 503, "the notification could not be recorded now; try again shortly");
+      return true;
+    }
     logger.error({ err: error }, "A2A callback failed");
     if (!res.headersSent) reply(res, 500, "the notification could not be recorded");
     return true;

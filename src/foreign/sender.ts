@@ -15,6 +15,7 @@
  * object (e.g. a delegation payload `{ skill: "translate", … }`), when there is one.
  */
 import type { ForeignConfig } from "../config.js";
+import type { DependencyHealth } from "../dependency-health.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
@@ -52,6 +53,8 @@ export interface ForeignSenderOptions extends BridgeResumeDeps {
    */
   flags?: CoordinatorFlags;
   clock?: () => number;
+  /** Where a kicked run that fails because Postgres or Redis is down is recorded (logged once per outage). */
+  health?: DependencyHealth;
 }
 
 interface Claimed {
@@ -79,7 +82,15 @@ export class ForeignSender {
    */
   kick(): void {
     if (!this.active) return;
-    setTimeout(() => void this.run().catch((error: unknown) => this.logger.error({ err: error }, "foreign sender failed")), 10);
+    setTimeout(
+      () =>
+        void this.run().catch((error: unknown) => {
+          // An outage is the process's DependencyHealth's to log (once); the periodic run retries the bridge.
+          if (this.options.health?.absorb(error)) return;
+          this.logger.error({ err: error }, "foreign sender failed");
+        }),
+      10,
+    );
   }
 
   /** Sends every claimable bridge; returns how many were handled. One run at a time per process. */
