@@ -114,6 +114,9 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
 
   function refreshQueues(): Promise<void> {
     queueRefresh ??= guarded("queues", queueGauges, async () => {
+      // Commands wait in ioredis's queue while it reconnects: a scrape during a Redis outage would hang until
+      // Redis is back, and with it every other metric (the outage counters among them). Skip the queues instead.
+      if (deps.redis && deps.redis.status !== "ready") throw new Error(`Connection is closed (Redis is ${deps.redis.status}); queue gauges skipped`);
       const streams = await streamsToReport();
       const stats = await Promise.all(streams.map(async (stream) => ({ stream, ...(await deps.bus.stats(stream, stream === COORDINATOR_STREAM ? COORDINATOR_GROUP : HARNESS_GROUP)) })));
       const keys = new Set(streams);

@@ -2,6 +2,7 @@
  * The Prometheus registry after a real workflow ran through a coordinator and a harness: scrape-time gauges show
  * the state (a parked approval, queues, budget, audit head, flags, outbox) and the event counters moved.
  */
+import type { Redis } from "ioredis";
 import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Bus } from "../../src/bus/bus.js";
@@ -136,6 +137,14 @@ describe("collectMetrics sources", () => {
     expect(sampleValue(samples, "switchyard_metrics_collect_errors_total", { source: "approvals" })).toBe(1);
     expect(sampleValue(samples, "switchyard_metrics_collect_errors_total", { source: "outbox" })).toBe(1);
     expect(samples.some((s) => s.name === "switchyard_queue_length")).toBe(false);
+
+    // While Redis reconnects, the queue gauges are skipped at once rather than waiting for it (a scrape would hang).
+    const hangingBus = { stats: () => new Promise(() => {}) } as unknown as Bus;
+    const reconnecting = { status: "reconnecting" } as unknown as Redis;
+    const during = createMetrics();
+    collectMetrics(during, { pool, bus: hangingBus, redis: reconnecting, streams: ["role:a"], flags: () => [] });
+    const scraped = parseSamples(await during.registry.metrics());
+    expect(sampleValue(scraped, "switchyard_metrics_collect_errors_total", { source: "queues" })).toBe(1);
 
     // A bare registry works too, and unregister removes the gauges.
     collectors.unregister();
