@@ -76,9 +76,10 @@ describe.skipIf(missing !== undefined)("processes survive restarts of PostgreSQL
   });
 
   beforeAll(async () => {
-    [pg, redis] = await Promise.all([startOwnPostgres(POSTGRES_PORTS), startOwnRedis(REDIS_PORTS)]);
-    await migrate({ connectionString: pg.url("switchyard"), createDatabase: true });
-    pool = createPool({ connectionString: pg.url("switchyard"), max: 4 });
+    // Assigned as each comes up, so afterAll removes whichever started even when the other failed.
+    await Promise.all([startOwnPostgres(POSTGRES_PORTS).then((started) => (pg = started)), startOwnRedis(REDIS_PORTS).then((started) => (redis = started))]);
+    await migrate({ connectionString: pg!.url("switchyard"), createDatabase: true });
+    pool = createPool({ connectionString: pg!.url("switchyard"), max: 4 });
   });
 
   function spawnWatched(name: string, args: string[], env: Record<string, string>, url: string): Watched {
