@@ -55,6 +55,9 @@ export interface EngineInput {
   createdAtMs?: number;
 }
 
+/** Metric label of a refused inbound event (`switchyard_inbox_refused_total{reason}`). */
+export type EngineRefusal = "unknown_task" | "tenant_mismatch" | "wrong_sender";
+
 export interface ApplyResult {
   outbox: OutboxRow[];
   hops: HopRecord[];
@@ -64,6 +67,12 @@ export interface ApplyResult {
   applied: number;
   duplicates: number;
   ignored: Array<{ taskId: string; type: string; reason: string }>;
+  /**
+   * Inputs refused: an unknown task, another tenant's task, or a sender that is not the step's destination. They
+   * changed nothing and are not recorded as processed (a genuine envelope with the same id still applies later);
+   * the coordinator dead-letters their entries.
+   */
+  refused: Array<{ input: EngineInput; label: EngineRefusal; reason: string }>;
 }
 
 export class Engine {
@@ -85,7 +94,7 @@ export class Engine {
   }
 
   async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[]): Promise<ApplyResult> {
-    const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [] };
+    const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [] };
     const fresh = await this.dedupe(client, inputs);
     result.duplicates = inputs.length - fresh.length;
     if (fresh.length === 0) return result;
@@ -110,8 +119,9 @@ export class Engine {
       const state = states.get(input.taskId);
       if (!state || state.task.orgId !== input.orgId) {
         // Unknown task, or an envelope claiming another tenant's task: refused, never applied.
-        result.ignored.push({ taskId: input.taskId, type: input.event.type, reason: state ? "tenant mismatch" : "unknown task" });
-        this.logger.warn({ orgId: input.orgId, taskId: input.taskId, eventType: input.event.type }, state ? "event for another tenant's task refused" : "event for an unknown task dropped");
+        const reason = state ? `task ${input.taskId} is not a task of tenant ${input.orgId}` : `tenant ${input.orgId} has no task ${input.taskId}`;
+        result.refused.push({ input, label: state ? "tenant_mismatch" : "unknown_task", reason });
+        this.logger.warn({ orgId: input.orgId, taskId: input.taskId, eventType: input.event.type, envelopeId: input.event.eventId }, `event refused: ${reason}`);
         continue;
       }
       const orgId = state.task.orgId;
@@ -119,6 +129,11 @@ export class Engine {
       let tenant = facts.get(orgId);
       if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now)));
       const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant));
+      if (decision.refused) {
+        result.refused.push({ input, label: "wrong_sender", reason: decision.refused });
+        this.logger.warn({ orgId, taskId: input.taskId, eventType: input.event.type, envelopeId: input.event.eventId }, `event refused: ${decision.refused}`);
+        continue;
+      }
       if (decision.ignored) {
         result.ignored.push({ taskId: input.taskId, type: input.event.type, reason: decision.ignored });
         continue;
@@ -143,7 +158,7 @@ export class Engine {
                 eventId: `${effect.envelope.id}:foreign-refused`,
                 stepId: effect.envelope.stepId,
                 attempt: effect.envelope.attempt,
-                actor: "coordinator",
+                sender: { kind: "coordinator" },
                 ok: false,
                 output: null,
                 error: outcome.error,
@@ -157,6 +172,7 @@ export class Engine {
       }
       if (input.createdAtMs) this.observeLatency(decision.effects, input.createdAtMs);
     }
+    await this.forgetRefused(client, result.refused);
     // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
     await this.persist(client, before, states, effects, result);
@@ -174,6 +190,12 @@ export class Engine {
       maxPayloadBytes: this.options.maxPayloadBytes,
       defaultStepTimeoutMs: this.options.defaultStepTimeoutMs,
     };
+  }
+
+  /** A refused envelope was not processed: its id must not shadow the genuine envelope that may carry it. */
+  private async forgetRefused(client: PoolClient, refused: ApplyResult["refused"]): Promise<void> {
+    const ids = refused.filter((r) => r.input.dedupe).map((r) => r.input.event.eventId);
+    if (ids.length > 0) await client.query("DELETE FROM processed_envelopes WHERE envelope_id = ANY($1::text[])", [ids]);
   }
 
   private async dedupe(client: PoolClient, inputs: readonly EngineInput[]): Promise<EngineInput[]> {

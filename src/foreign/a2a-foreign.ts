@@ -3,6 +3,8 @@
  * dependencies, sharing one set of per-agent channels (guarded fetch, card cache, client) and one breaker
  * registry. The runtime builds it; coordinators run `jobs`, the gateway mounts the route.
  */
+import type { BusAuth } from "../bus/auth/bus-auth.js";
+import { GATEWAY_SENDER } from "../bus/auth/bus-keys.js";
 import type { Config } from "../config.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -48,6 +50,8 @@ export interface A2AForeignOptions {
   /** BUS_ENABLED / COORDINATOR_ENABLED: the sender and sweep pause with them. @defaultValue everything on */
   flags?: CoordinatorFlags;
   clock?: () => number;
+  /** Signs the FOREIGN RESULTs as the gateway identity (its key is looked up on first use). */
+  busAuth: BusAuth;
 }
 
 /**
@@ -70,6 +74,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     pool: options.pool,
     ...(options.publisher ? { publisher: options.publisher } : {}),
     maxPayloadBytes: config.bus.maxPayloadBytes,
+    signer: options.busAuth.lazySigner(GATEWAY_SENDER),
     logger: options.logger ?? silentLogger,
     ...(options.clock ? { clock: options.clock } : {}),
   };

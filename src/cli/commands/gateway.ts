@@ -6,6 +6,7 @@ import { startGateway } from "../../gateway/server.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
+import { GATEWAY_SENDER } from "../../bus/auth/bus-keys.js";
 
 export interface GatewayCommandOptions {
   port?: number;
@@ -34,6 +35,13 @@ export function registerGatewayCommand(program: Command, run: ActionRunner): voi
 async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Promise<void> {
   const logger = ctx.createLogger("switchyard-gateway");
   const runtime = await openRuntime(ctx.config, { logger });
+  try {
+    // The callback route publishes FOREIGN results as the gateway: without that key they would all be refused.
+    runtime.busAuth.publisherKey(GATEWAY_SENDER);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
   try {
     const gateway = await startGateway(runtime, {
