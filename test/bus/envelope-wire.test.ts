@@ -8,6 +8,8 @@ import { EnvelopeSchema, type EndpointKind, type Envelope, type EnvelopeKind } f
 
 type Init = Parameters<typeof initEnvelope>[0];
 const RUNS = { numRuns: 600 };
+/** Hundreds of random envelopes through both codecs are CPU-bound: on a loaded shared box they need more than the default. */
+const PROPERTY_TIMEOUT_MS = 180_000;
 
 // ---- generators --------------------------------------------------------------------------------------
 
@@ -147,7 +149,7 @@ describe("envelope wire codec: equivalence with protobuf-es", () => {
       }),
       RUNS,
     );
-  });
+  }, PROPERTY_TIMEOUT_MS);
 
   it("encodes every envelope to the bytes toBinary writes, and decodes them to what fromBinary returns", () => {
     fc.assert(
@@ -162,7 +164,7 @@ describe("envelope wire codec: equivalence with protobuf-es", () => {
       }),
       RUNS,
     );
-  });
+  }, PROPERTY_TIMEOUT_MS);
 
   it("keeps unknown fields (top level and in sub-messages) and writes them back like protobuf-es", () => {
     const withUnknowns = fc.tuple(
@@ -184,7 +186,7 @@ describe("envelope wire codec: equivalence with protobuf-es", () => {
       }),
       RUNS,
     );
-  });
+  }, PROPERTY_TIMEOUT_MS);
 
   it("mutated envelopes decode like fromBinary or both throw", () => {
     const mutation = fc.tuple(fc.nat(), fc.integer({ min: 0, max: 3 }), fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 1, maxLength: 3 }));
@@ -202,7 +204,7 @@ describe("envelope wire codec: equivalence with protobuf-es", () => {
       }),
       { numRuns: 2000 },
     );
-  });
+  }, PROPERTY_TIMEOUT_MS);
 
   it("random and structured garbage decodes like fromBinary or both throw", () => {
     fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => expectDecodesLikeFromBinary(bytes)), { numRuns: 2000 });
