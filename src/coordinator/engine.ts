@@ -110,6 +110,7 @@ export class Engine {
     }
 
     const effects: Effect[] = [];
+    const applied = new Set<string>();
     const queue = [...fresh];
     const now = this.clock();
     const facts = new Map<string, TenantFacts>();
@@ -139,6 +140,7 @@ export class Engine {
         continue;
       }
       result.applied++;
+      applied.add(input.event.eventId);
       const delta = decision.state.task.cost - state.task.cost;
       if (delta !== 0) {
         facts.set(orgId, { ...tenant, dailyCost: tenant.dailyCost + delta });
@@ -172,7 +174,7 @@ export class Engine {
       }
       if (input.createdAtMs) this.observeLatency(decision.effects, input.createdAtMs);
     }
-    await this.forgetRefused(client, result.refused);
+    await this.forgetRefused(client, result.refused, applied);
     // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
     await this.persist(client, before, states, effects, result);
@@ -193,8 +195,8 @@ export class Engine {
   }
 
   /** A refused envelope was not processed: its id must not shadow the genuine envelope that may carry it. */
-  private async forgetRefused(client: PoolClient, refused: ApplyResult["refused"]): Promise<void> {
-    const ids = refused.filter((r) => r.input.dedupe).map((r) => r.input.event.eventId);
+  private async forgetRefused(client: PoolClient, refused: ApplyResult["refused"], applied: ReadonlySet<string>): Promise<void> {
+    const ids = refused.filter((r) => r.input.dedupe && !applied.has(r.input.event.eventId)).map((r) => r.input.event.eventId);
     if (ids.length > 0) await client.query("DELETE FROM processed_envelopes WHERE envelope_id = ANY($1::text[])", [ids]);
   }
 
@@ -211,8 +213,11 @@ export class Engine {
     return inputs.filter((i) => {
       if (!i.dedupe) return true;
       // A duplicate within one batch is caught here; across batches by the unique key.
-      if (!inserted.has(i.event.eventId) || seen.has(i.event.eventId)) return false;
-      seen.add(i.event.eventId);
+      // Per sender: a forged envelope reusing a genuine one's id in the same batch must not shadow it (the forgery
+      // is refused, the genuine one applies).
+      const key = `${i.event.eventId}\u0000${senderKey(i.event)}`;
+      if (!inserted.has(i.event.eventId) || seen.has(key)) return false;
+      seen.add(key);
       return true;
     });
   }
@@ -296,6 +301,12 @@ export class Engine {
     const seconds = Math.max(0, (this.clock() - createdAtMs) / 1000);
     for (const effect of effects) if (effect.type === "hop") metrics.hopLatency.observe({ action: effect.hop.facts.action }, seconds);
   }
+}
+
+function senderKey(event: CoordinatorEvent): string {
+  if (!("sender" in event)) return "";
+  const sender = event.sender;
+  return sender.kind === "queue" ? sender.endpoint : sender.kind === "gateway" ? `gateway:${sender.agent}` : "coordinator";
 }
 
 /** Whether any column `saveTasks` writes differs; a changed error is always a new object. */

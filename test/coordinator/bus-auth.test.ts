@@ -9,6 +9,7 @@ import { GATEWAY_SENDER, parseBusSecrets } from "../../src/bus/auth/bus-keys.js"
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, jsonPayload, type Envelope } from "../../src/bus/codec.js";
 import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
+import { envelopeToEvent } from "../../src/coordinator/envelopes.js";
 import type { ForeignDispatcher } from "../../src/coordinator/foreign-dispatcher.js";
 import { heldStreamName } from "../../src/flags/held-inbox.js";
 import { listAudit } from "../../src/governance/audit-log.js";
@@ -237,5 +238,18 @@ describe("the coordinator refuses a forged inbox envelope", () => {
     const { rows } = await rt.pool.query("SELECT depth FROM steps WHERE task_id = $1 AND step_id = 'a.d1'", [taskId]);
     expect(rows[0].depth).toBe(1);
     expect((await rt.metrics.delegationDepthExceeded.get()).values[0]?.value ?? 0).toBe(0);
+  });
+
+  it("a forgery reusing a genuine envelope's id in the same batch does not shadow it", async () => {
+    const { taskId } = await rt.tasks.start({ orgId: ACME, workflow: "one" });
+    const genuine = result(ACME, taskId, "a");
+    const input = (endpoint: string) => ({ ...envelopeToEvent(genuine, { kind: "queue", endpoint }), dedupe: true });
+    // Straight into the engine, so both are certainly in one batch; the forgery first.
+    const applied = await rt.engine.apply(rt.pool, [input("role:reader"), input("role:writer")]);
+    expect(applied.refused.map((r) => r.label)).toEqual(["wrong_sender"]);
+    expect(applied.applied).toBe(1);
+    expect((await rt.tasks.get(ACME, taskId)).status).toBe("completed");
+    // And its id now counts as processed: a redelivery changes nothing.
+    expect((await rt.engine.apply(rt.pool, [input("role:writer")])).duplicates).toBe(1);
   });
 });
