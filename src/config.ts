@@ -81,6 +81,10 @@ export interface GatewayConfig {
   publicUrl: string;
   /** Largest request body accepted (bytes). */
   maxBodyBytes: number;
+  /** TaskService.Watch streams one tenant may have open at once. */
+  watchMaxPerTenant: number;
+  /** TaskService.Watch streams the gateway serves at once, all tenants together. */
+  watchMaxStreams: number;
 }
 
 export interface CheckpointConfig {
@@ -183,7 +187,7 @@ export const defaultConfig: Config = {
     egressEnabled: false,
     egressTenants: [],
     pollMs: 1_000,
-  },  gateway: { host: "127.0.0.1", port: 8080, publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1024 * 1024 },
+  },  gateway: { host: "127.0.0.1", port: 8080, publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1024 * 1024, watchMaxPerTenant: 32, watchMaxStreams: 512 },
   metrics: { host: "127.0.0.1", port: null },
   checkpoints: { signingKeyPem: null, everyRows: 1000, everyMs: 60_000 },
   remote: { url: null, token: null },
@@ -310,6 +314,8 @@ export function loadConfig(env: Env = process.env): Config {
       port: int(env, "SWITCHYARD_GATEWAY_PORT", d.gateway.port, 0),
       publicUrl: url(env, "SWITCHYARD_PUBLIC_URL", d.gateway.publicUrl, ["http:", "https:"]).replace(/\/+$/, ""),
       maxBodyBytes: int(env, "SWITCHYARD_GATEWAY_MAX_BODY_BYTES", d.gateway.maxBodyBytes, 1),
+      watchMaxPerTenant: int(env, "SWITCHYARD_WATCH_MAX_PER_TENANT", d.gateway.watchMaxPerTenant, 1),
+      watchMaxStreams: int(env, "SWITCHYARD_WATCH_MAX_STREAMS", d.gateway.watchMaxStreams, 1),
     },
     metrics: {
       host: env.SWITCHYARD_METRICS_HOST || d.metrics.host,

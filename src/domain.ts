@@ -83,6 +83,11 @@ export interface TenantFacts {
   dailyCost: number;
   dailyBudget: number | null;
   egressEnabled: boolean;
+  /**
+   * Keys of the tenant's foreign agents registered `idempotent`: only a hop to one of these is re-sent after a
+   * timeout or failure. Absent = none (a re-send opens a new task at the agent and can repeat its effects).
+   */
+  idempotentForeignAgents?: ReadonlySet<string>;
 }
 
 export interface StepDefinition {

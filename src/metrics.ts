@@ -26,6 +26,7 @@ export interface Metrics {
   auditAppendLatency: Histogram<never>;
   delegationDepthExceeded: Counter<never>;
   orphanReplies: Counter<never>;
+  strandedStepsRepaired: Counter<never>;
   batchSize: Histogram<never>;
   /** Harness turns by stream and outcome (completed, failed, delegated, unsent, abandoned). */
   harnessTurns: Counter<"stream" | "outcome">;
@@ -81,6 +82,11 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       registers: [registry],
     }),
     orphanReplies: new Counter({ name: "switchyard_orphan_replies_total", help: "Replies whose origin was unknown or no longer waiting", registers: [registry] }),
+    strandedStepsRepaired: new Counter({
+      name: "switchyard_stranded_steps_repaired_total",
+      help: "Pending steps whose needs were all complete, found by the sweep and dispatched (each one is a lost transition: investigate)",
+      registers: [registry],
+    }),
     batchSize: new Histogram({ name: "switchyard_coordinator_batch_size", help: "Inbound envelopes per coordinator transaction", buckets: [1, 5, 10, 25, 50, 100, 200, 500], registers: [registry] }),
     harnessTurns: new Counter({ name: "switchyard_harness_turns_total", help: "Harness turns by stream and outcome", labelNames: ["stream", "outcome"], registers: [registry] }),
     checkpoints: new Counter({ name: "switchyard_audit_checkpoints_total", help: "Audit checkpoint signing by outcome (signed, refused)", labelNames: ["outcome"], registers: [registry] }),

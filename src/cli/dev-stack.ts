@@ -31,7 +31,11 @@ export interface DevStackOptions {
   consumer?: string;
   /** Handlers running at once per role. @defaultValue 10 */
   concurrency?: number;
-  /** Also serve the API gateway on this runtime (`start all`). A port already in use is logged and skipped. */
+  /**
+   * Also serve the API gateway on this runtime (`start all`). If it cannot listen (port in use), the stack does not
+   * start: nothing is left running and the error says which address (a stack that quietly ran without its API
+   * would leave `--url` clients talking to whatever holds the port).
+   */
   gateway?: GatewayOptions;
 }
 
@@ -39,7 +43,7 @@ export interface DevStack {
   runtime: Runtime;
   coordinator: Coordinator;
   harnesses: readonly Harness[];
-  /** The API gateway, when asked for and its port was free. */
+  /** The API gateway, when asked for. */
   gateway?: Gateway;
   /** Settles when every loop has ended; rejects with the first part that crashed. */
   done: Promise<void>;
@@ -78,7 +82,15 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     await runtime.close();
     throw error;
   }
-  const gateway = options.gateway ? await startDevGateway(runtime, options.gateway, logger) : undefined;
+  let gateway: Gateway | undefined;
+  if (options.gateway) {
+    try {
+      gateway = await startGateway(runtime, options.gateway);
+    } catch (error) {
+      await runtime.close();
+      throw error;
+    }
+  }
   const runs = [coordinator.start(), ...harnesses.map((h) => h.start())];
   const done = Promise.all(runs).then(() => undefined);
   // Observed here so a crash is never an unhandled rejection; callers still see it through `done`.
@@ -92,18 +104,4 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
       await runtime.close();
     })());
   return { runtime, coordinator, harnesses, ...(gateway ? { gateway } : {}), done, stop };
-}
-
-/** For development a busy port should not stop the coordinator and workers from running: say so and go on. */
-async function startDevGateway(runtime: Runtime, options: GatewayOptions, logger: Logger): Promise<Gateway | undefined> {
-  try {
-    return await startGateway(runtime, options);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE") {
-      await runtime.close();
-      throw error;
-    }
-    logger.warn({ port: options.port }, "the gateway did not start: its port is in use (pass --port to choose another)");
-    return undefined;
-  }
 }

@@ -20,6 +20,7 @@ import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags, type TenantSel
 import { TenantHold } from "../flags/tenant-hold.js";
 import { approvalExpirySweep } from "../approvals/expiry.js";
 import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
+import { repairStrandedSteps } from "./stranded-steps.js";
 
 export const COORDINATOR_GROUP = "coordinator";
 
@@ -65,6 +66,11 @@ export interface CoordinatorOptions {
   onSweep?: (now: number) => Promise<unknown>;
   /** Signs audit chain heads periodically; `false` turns it off. @defaultValue every 1000 rows or 60 s per tenant (src/governance/checkpoint-job.ts) */
   checkpoints?: CheckpointJob | false;
+  /**
+   * How often the sweep looks for stranded steps (pending, every need complete: a lost transition) and how long
+   * such a step must have been quiet first; `false` turns it off. @defaultValue every 10 s, quiet for 5 s
+   */
+  strandedRepair?: { intervalMs: number; quietMs: number } | false;
   /** More periodic jobs run beside the loops, e.g. the A2A sender and sweep (`runtime.foreignJobs`). */
   background?: ReadonlyArray<{ name: string; intervalMs: number; run: (now: number) => Promise<unknown> }>;
 }
@@ -85,6 +91,8 @@ export class Coordinator {
   /** When the bus was last (re)enabled, and when an inbox read last came back short (the backlog was read). */
   private busOnSince = 0;
   private drainedAt = 0;
+  /** When the sweep last looked for stranded steps. */
+  private repairedAt = 0;
 
   constructor(private readonly options: CoordinatorOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "coordinator", consumer: options.consumer });
@@ -308,8 +316,6 @@ export class Coordinator {
     return { ackIds: applied.ackIds, outbox: applied.outbox };
   }
 
-
-
   /**
    * Entries of tenants switched off would be held; those naming a task that does not exist, or that belongs to
    * another tenant (a tenant that does not exist has no tasks), are refused now instead of held for nobody.
@@ -347,6 +353,7 @@ export class Coordinator {
     if (this.busOn()) {
       await this.hold?.releaseEnabled();
       fired = await this.fireDueSteps(now);
+      await this.repairStrandedSteps(now);
       await this.options.publisher.sweep();
     }
     if (this.options.onSweep) await this.options.onSweep(now);
@@ -382,13 +389,27 @@ export class Coordinator {
         { engine: this.options.engine, pool: this.options.pool, logger: this.logger },
         rows.map((r) => {
           const eventId = `due:${r.task_id}:${r.step_id}:${r.attempt}:${r.due_at_ms}`;
-          return { entryId: eventId, input: { orgId: r.org_id, taskId: r.task_id, event: { type: "step_due" as const, eventId, stepId: r.step_id, attempt: r.attempt } } };
+          // Deduplicated like inbox envelopes: two coordinators sweeping the same due step apply it once.
+          return { entryId: eventId, input: { orgId: r.org_id, taskId: r.task_id, dedupe: true, event: { type: "step_due" as const, eventId, stepId: r.step_id, attempt: r.attempt } } };
         }),
       );
       for (const row of result.outbox) this.streams.add(row.stream);
       await this.options.publisher.publish(result.outbox);
     }
     return rows.length;
+  }
+
+  /** Dispatches stranded steps (see stranded-steps.ts) of the tenants served now, at most every `intervalMs`. */
+  private async repairStrandedSteps(now: number): Promise<void> {
+    const repair = this.options.strandedRepair ?? { intervalMs: 10_000, quietMs: 5_000 };
+    if (!repair || now - this.repairedAt < repair.intervalMs) return;
+    this.repairedAt = now;
+    const outbox = await repairStrandedSteps(
+      { engine: this.options.engine, pool: this.options.pool, logger: this.logger },
+      { tenants: this.servedTenants(), tenantOn: (orgId) => this.tenantOn(orgId), quietMs: repair.quietMs },
+    );
+    for (const row of outbox) this.streams.add(row.stream);
+    await this.options.publisher.publish(outbox);
   }
 
   private async trimOnce(): Promise<void> {

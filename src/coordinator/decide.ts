@@ -5,7 +5,7 @@
  */
 import { Draft, roundCost } from "./draft.js";
 import { deliverReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js";
-import type { CoordinatorEvent, DecideContext, Decision, StepRecord, TaskState, TaskStatus } from "./model.js";
+import type { CoordinatorEvent, DecideContext, Decision, StepError, StepRecord, TaskState, TaskStatus } from "./model.js";
 import { actorOf, refuseSender } from "./sender-guard.js";
 
 type EventOf<T extends CoordinatorEvent["type"]> = Extract<CoordinatorEvent, { type: T }>;
@@ -37,6 +37,9 @@ export function decide(state: TaskState, event: CoordinatorEvent, ctx: DecideCon
       break;
     case "cancel":
       ignored = onCancel(draft, event);
+      break;
+    case "repair":
+      ignored = onRepair(draft, event);
       break;
   }
   if (ignored) return { state, effects: [{ type: "count", metric: "stale_event", labels: { event: event.type } }], ignored };
@@ -208,11 +211,7 @@ function onStepDue(draft: Draft, event: EventOf<"step_due">): string | undefined
   if (step.attempt < maxAttempts(draft, step)) {
     dispatchStep(draft, step.stepId);
   } else {
-    finishStep(draft, step.stepId, {
-      ok: false,
-      output: null,
-      error: { code: "TIMEOUT", message: `no result after ${step.attempt} attempt(s)`, retryable: false },
-    });
+    finishStep(draft, step.stepId, { ok: false, output: null, error: timeoutError(draft, step) });
   }
   return undefined;
 }
@@ -243,9 +242,68 @@ function onCancel(draft: Draft, event: EventOf<"cancel">): string | undefined {
   return undefined;
 }
 
+/**
+ * A pending workflow step whose needs are all complete can only exist if a transition was lost (every completion
+ * dispatches what it made ready, in the same transaction). The step is recorded as repaired — audited, logged and
+ * counted, so the bug that stranded it is visible — and `advance()` then dispatches it like any ready step.
+ */
+function onRepair(draft: Draft, event: EventOf<"repair">): string | undefined {
+  if (!draft.isTaskOpen()) return "task is not open";
+  const stranded = readyPendingSteps(draft);
+  if (stranded.length === 0) return "nothing stranded";
+  for (const stepId of stranded) {
+    draft.audit({
+      action: "repair",
+      actor: "coordinator",
+      destination: draft.step(stepId)!.destination,
+      verdict: "repaired",
+      rule: "builtin:repair",
+      reason: "pending step whose needs were all complete was never dispatched",
+      payloadHash: "",
+      cost: 0,
+      stepId,
+      envelopeId: event.eventId,
+    });
+    draft.effects.push({ type: "log", level: "warn", message: "stranded step repaired", fields: { orgId: draft.task.orgId, taskId: draft.task.id, stepId } });
+    draft.effects.push({ type: "count", metric: "stranded_step_repaired" });
+  }
+  return undefined;
+}
+
+/** Workflow steps still pending although every step they need has completed. */
+function readyPendingSteps(draft: Draft): string[] {
+  return draft.workflow.steps
+    .filter((def) => draft.step(def.id)?.status === "pending" && def.needs.every((need) => draft.step(need)?.status === "completed"))
+    .map((def) => def.id);
+}
+
 function maxAttempts(draft: Draft, step: StepRecord): number {
   if (step.kind === "delegation") return 1;
+  // A re-sent FOREIGN hop is a new task at the agent (its outside effects and cost again): only an agent the
+  // tenant registered as idempotent gets the step's retries.
+  if (notRetriedForeign(draft, step)) return 1;
   return (draft.workflow.steps.find((s) => s.id === step.stepId)?.retries ?? 0) + 1;
+}
+
+function notRetriedForeign(draft: Draft, step: StepRecord): boolean {
+  const agent = foreignAgentKey(step.destination);
+  return agent !== undefined && !(draft.ctx.tenant.idempotentForeignAgents?.has(agent) ?? false);
+}
+
+function foreignAgentKey(destination: string): string | undefined {
+  return destination.startsWith("foreign:") ? destination.slice("foreign:".length) : undefined;
+}
+
+function timeoutError(draft: Draft, step: StepRecord): StepError {
+  const retries = draft.workflow.steps.find((s) => s.id === step.stepId)?.retries ?? 0;
+  if (retries > 0 && notRetriedForeign(draft, step)) {
+    return {
+      code: "FOREIGN_NOT_RETRIED",
+      message: `foreign agent ${foreignAgentKey(step.destination)} gave no result within ${stepTimeoutMs(draft, step)} ms; not re-sent (retries: ${retries}) because the agent is not registered idempotent — a re-send would open a new task there`,
+      retryable: false,
+    };
+  }
+  return { code: "TIMEOUT", message: `no result after ${step.attempt} attempt(s)`, retryable: false };
 }
 
 function backoffMs(draft: Draft, step: StepRecord): number {

@@ -276,6 +276,7 @@ export class Engine {
         case "count":
           if (effect.metric === "delegation_depth_exceeded") this.options.metrics?.delegationDepthExceeded.inc();
           if (effect.metric === "orphan_reply") this.options.metrics?.orphanReplies.inc();
+          if (effect.metric === "stranded_step_repaired") this.options.metrics?.strandedStepsRepaired.inc();
           break;
         case "foreign_dispatch":
           break;

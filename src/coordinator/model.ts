@@ -124,7 +124,9 @@ export type CoordinatorEvent =
   | (EventBase & { type: "approval_decided"; approvalId: string; approve: boolean; actor: string; reason: string })
   | (EventBase & { type: "step_due"; stepId: string; attempt: number })
   | (EventBase & { type: "heartbeat"; stepId: string; attempt: number; sender: EventSender })
-  | (EventBase & { type: "cancel"; actor: string; reason: string });
+  | (EventBase & { type: "cancel"; actor: string; reason: string })
+  /** The sweep found a pending step whose needs are all complete: a transition was lost; dispatch what is ready. */
+  | (EventBase & { type: "repair" });
 
 /** An envelope the shell should encode and send; plain data so decision code needs no generated classes. */
 export interface EnvelopeSpec {
@@ -176,7 +178,7 @@ export type Effect =
   | { type: "close_approval"; approvalId: string; approved: boolean; actor: string; reason: string }
   | { type: "hop"; hop: HopRecord }
   | { type: "log"; level: "info" | "warn" | "error"; message: string; fields: Record<string, unknown> }
-  | { type: "count"; metric: "delegation_depth_exceeded" | "orphan_reply" | "stale_event"; labels?: Record<string, string> };
+  | { type: "count"; metric: "delegation_depth_exceeded" | "orphan_reply" | "stale_event" | "stranded_step_repaired"; labels?: Record<string, string> };
 
 export interface DecideContext {
   now: number;

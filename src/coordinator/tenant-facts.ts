@@ -1,6 +1,6 @@
 /**
- * Per-tenant facts every hop of a batch sees: today's cost and daily budget (read in the batch's transaction)
- * and whether A2A egress is on (from the live flags). The engine adds each event's cost to the running total,
+ * Per-tenant facts every hop of a batch sees: today's cost and daily budget and the foreign agents registered
+ * idempotent (read in the batch's transaction), and whether A2A egress is on (from the live flags). The engine adds each event's cost to the running total,
  * so later hops in the same batch see the earlier ones.
  */
 import type { TenantFacts } from "../domain.js";
@@ -23,14 +23,16 @@ export function costDay(nowMs: number): string {
 export function createTenantFactsSource(options: { egress?: EgressSwitch } = {}): TenantFactsSource {
   return {
     async get(orgId, db, nowMs) {
-      const { rows } = await db.query<{ cost: number | null; daily_budget: number | null }>(
+      const { rows } = await db.query<{ cost: number | null; daily_budget: number | null; idempotent: string[] | null }>(
         `SELECT (SELECT cost FROM tenant_daily_cost WHERE org_id = $1 AND day = $2::date) AS cost,
-                (SELECT daily_budget FROM tenants WHERE org_id = $1) AS daily_budget`,
+                (SELECT daily_budget FROM tenants WHERE org_id = $1) AS daily_budget,
+                ARRAY(SELECT agent_key FROM foreign_agents WHERE org_id = $1 AND idempotent) AS idempotent`,
         [orgId, costDay(nowMs)],
       );
       return {
         dailyCost: rows[0]?.cost ?? 0,
         dailyBudget: rows[0]?.daily_budget ?? null,
+        idempotentForeignAgents: new Set(rows[0]?.idempotent ?? []),
         // Dormant by default: without a flag source, nothing leaves the perimeter.
         egressEnabled: options.egress?.egressEnabled(orgId) ?? false,
       };

@@ -5,8 +5,11 @@
  * A non-terminal state updates the bridge (status, last state, artifacts merged). A terminal state — and the
  * interrupted states `input-required` / `auth-required`, which we cannot serve yet — resolves it: the step is then
  * resumed by the RESULT `resultFor` builds. A resolved bridge never changes again, so duplicates and late pushes
- * change nothing; a push about another foreign task than the bridge's is a mismatch.
+ * change nothing; a non-terminal push that tells nothing new (same state, artifacts already merged) is `unchanged`
+ * and hands back the same object, so no row is written (not even `updated_at`, which the sweep's "no news for a
+ * while" threshold reads); a push about another foreign task than the bridge's is a mismatch.
  */
+import { isDeepStrictEqual } from "node:util";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { StepError } from "../coordinator/model.js";
 import { foreignOutput, mergeArtifacts, type ForeignArtifact } from "./a2a/artifacts.js";
@@ -22,7 +25,7 @@ export interface ForeignObservation {
   message?: string;
 }
 
-export type ObservationOutcome = "updated" | "resumed" | "ignored" | "mismatch" | "unknown";
+export type ObservationOutcome = "updated" | "unchanged" | "resumed" | "ignored" | "mismatch" | "unknown";
 
 /** How a resolved bridge ended. */
 export interface Resolution {
@@ -60,7 +63,14 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
     };
   }
   const status: BridgeStatus = state === "working" || bridge.status === "working" ? "working" : bridge.status === "pending_send" ? "pending_send" : "dispatched";
-  return { outcome: "updated", bridge: { ...base, status, lastState: state ?? bridge.lastState } };
+  const next = { ...base, status, lastState: state ?? bridge.lastState };
+  if (sameBridgeState(bridge, next)) return { outcome: "unchanged", bridge };
+  return { outcome: "updated", bridge: next };
+}
+
+// Deep equality ignores key order: a bridge read back from jsonb has its artifact keys reordered.
+function sameBridgeState(a: BridgeRecord, b: BridgeRecord): boolean {
+  return a.status === b.status && a.lastState === b.lastState && a.foreignTaskId === b.foreignTaskId && isDeepStrictEqual(a.artifacts, b.artifacts);
 }
 
 /** The RESULT that resumes the step of a bridge resolved as `end`; `cost` is the registry's per-call estimate. */

@@ -97,7 +97,8 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
       throw error;
     }
     if (outcome === "mismatch") return answer(res, undefined, 400, "TASK_MISMATCH: the push is for another task than this callback's");
-    return answer(res, undefined, 200, outcome === "ignored" ? "already resolved; nothing changed" : outcome);
+    const text = outcome === "ignored" ? "already resolved; nothing changed" : outcome === "unchanged" ? "unchanged; nothing new in this push" : outcome;
+    return answer(res, undefined, 200, text);
   } catch (error) {
     logger.error({ err: error }, "A2A callback failed");
     if (!res.headersSent) reply(res, 500, "the notification could not be recorded");

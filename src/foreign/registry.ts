@@ -8,6 +8,7 @@
  */
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
+import { ENV_SECRET_NAME_PATTERN } from "./secret-store.js";
 
 export type ForeignProtocol = "auto" | "1.0" | "0.3";
 export const FOREIGN_PROTOCOLS: readonly ForeignProtocol[] = ["auto", "1.0", "0.3"];
@@ -33,6 +34,8 @@ export interface ForeignAgentRecord {
   clearanceCeiling: number;
   costEstimate: number;
   enabled: boolean;
+  /** Whether a timed-out or failed hop may be re-sent (a new task at the agent) under the step's `retries`. */
+  idempotent: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -48,6 +51,8 @@ export interface ForeignAgentInput {
   clearanceCeiling?: number;
   costEstimate?: number;
   enabled?: boolean;
+  /** Opt-in to re-sends; default false (a timed-out or failed hop fails closed, never re-sent). */
+  idempotent?: boolean;
 }
 
 /** Fields an update may change; absent fields stay as they are. */
@@ -75,6 +80,7 @@ export function foreignAgentProblems(agent: ForeignAgentInput): Problem[] {
   if (!Number.isInteger(ceiling) || ceiling < 0 || ceiling > MAX_CLEARANCE) add("clearance_ceiling", `must be a whole number from 0 to ${MAX_CLEARANCE}`);
   const cost = agent.costEstimate ?? 0;
   if (!Number.isFinite(cost) || cost < 0) add("cost_estimate", "must be a number >= 0");
+  if (agent.idempotent !== undefined && typeof agent.idempotent !== "boolean") add("idempotent", "must be true or false");
   return problems;
 }
 
@@ -107,6 +113,8 @@ function baseUrlProblem(text: string): string | undefined {
 function checkCredentialRef(ref: string, add: (path: string, reason: string) => void): void {
   if (!CREDENTIAL_REF_PATTERN.test(ref)) {
     add("credential_ref", `must be the NAME of a credential (${CREDENTIAL_REF_PATTERN.source}), e.g. env:ACME_TOKEN; never the secret`);
+  } else if (ref.startsWith("env:") && !ENV_SECRET_NAME_PATTERN.test(ref.slice(4))) {
+    add("credential_ref", `env:NAME: NAME must be 1 to 128 letters, digits or _ (it names the variable SWITCHYARD_SECRET_<tenant>__NAME)`);
   } else if (looksLikeSecret(ref)) {
     add("credential_ref", "looks like a secret, not the name of one: store the secret in your secret store and register its name");
   }
@@ -153,7 +161,7 @@ function invalid(problems: Problem[]): SwitchyardError {
 }
 
 const COLUMNS = `org_id, agent_key, base_url, protocol, credential_ref, allow_host, skills, clearance_ceiling, cost_estimate, enabled,
-  created_at, updated_at`;
+  idempotent, created_at, updated_at`;
 
 function toRecord(row: Record<string, unknown>): ForeignAgentRecord {
   return {
@@ -167,6 +175,7 @@ function toRecord(row: Record<string, unknown>): ForeignAgentRecord {
     clearanceCeiling: row.clearance_ceiling as number,
     costEstimate: row.cost_estimate as number,
     enabled: row.enabled as boolean,
+    idempotent: row.idempotent as boolean,
     createdAt: row.created_at as Date,
     updatedAt: row.updated_at as Date,
   };
@@ -181,8 +190,8 @@ export async function registerForeignAgent(db: Queryable, orgId: string, input: 
   const problems = foreignAgentProblems(input);
   if (problems.length > 0) throw invalid(problems);
   const { rows } = await db.query(
-    `INSERT INTO foreign_agents (org_id, agent_key, base_url, protocol, credential_ref, allow_host, skills, clearance_ceiling, cost_estimate, enabled)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    `INSERT INTO foreign_agents (org_id, agent_key, base_url, protocol, credential_ref, allow_host, skills, clearance_ceiling, cost_estimate, enabled, idempotent)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
      ON CONFLICT (org_id, agent_key) DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -196,6 +205,7 @@ export async function registerForeignAgent(db: Queryable, orgId: string, input: 
       input.clearanceCeiling ?? 0,
       input.costEstimate ?? 0,
       input.enabled ?? true,
+      input.idempotent ?? false,
     ],
   );
   if (!rows[0]) {
@@ -234,7 +244,7 @@ export async function updateForeignAgent(db: Queryable, orgId: string, agentKey:
   if (problems.length > 0) throw invalid(problems);
   const updated = await db.query(
     `UPDATE foreign_agents SET base_url = $3, protocol = $4, credential_ref = $5, allow_host = $6, skills = $7, clearance_ceiling = $8,
-       cost_estimate = $9, enabled = $10, updated_at = now()
+       cost_estimate = $9, enabled = $10, idempotent = $11, updated_at = now()
      WHERE org_id = $1 AND agent_key = $2
      RETURNING ${COLUMNS}`,
     [
@@ -248,6 +258,7 @@ export async function updateForeignAgent(db: Queryable, orgId: string, agentKey:
       next.clearanceCeiling ?? 0,
       next.costEstimate ?? 0,
       next.enabled ?? true,
+      next.idempotent ?? false,
     ],
   );
   return toRecord(updated.rows[0]);

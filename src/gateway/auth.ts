@@ -2,10 +2,14 @@
  * Authentication and tenancy for every RPC: `Authorization: Bearer <key>` decides who is calling and, for tenant
  * services, which tenant the call runs as. A tenant key's tenant is fixed; the request cannot choose another (a
  * `Switchyard-Tenant` header may only repeat it). An admin key reaches AdminService, and tenant services only when
- * it names the tenant in `Switchyard-Tenant` (an SRE verifying a tenant's chain).
+ * it names the tenant in `Switchyard-Tenant` (an SRE verifying a tenant's chain), and only a tenant that exists.
+ *
+ * This is the one place a tenant call's tenant is decided: every method of every tenant service gets it from
+ * `tenantCall(ctx)`, so a check made here (the tenant exists) holds for all of them, present and future.
  */
 import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
+import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
 import { resolveApiKey } from "../tenancy/api-keys.js";
 import type { KeyIdentity, Principal } from "../tenancy/principal.js";
@@ -53,9 +57,29 @@ export function createAuthInterceptor(options: AuthInterceptorOptions): Intercep
       if (principal.kind !== "admin") throw new ConnectError(`${req.service.name} needs an admin API key; this is a tenant key`, Code.PermissionDenied);
       return next(req);
     }
-    req.contextValues.set(tenantKey, { orgId: tenantOf(principal, req.header.get(TENANT_HEADER)), principal });
+    req.contextValues.set(tenantKey, await resolveTenantCall(options.db, principal, req.header.get(TENANT_HEADER)));
     return next(req);
   };
+}
+
+/**
+ * The tenant a tenant-service call acts for. A tenant key's tenant exists (api_keys.org_id references tenants and
+ * tenants are never deleted); the tenant an admin key names is looked up, so a typo (`Switchyard-Tenant: ghost`)
+ * is refused before anything is written for a tenant no one created.
+ */
+export async function resolveTenantCall(db: Queryable, principal: Principal, asserted: string | null): Promise<TenantCall> {
+  const orgId = tenantOf(principal, asserted);
+  if (principal.kind === "admin") {
+    const { rowCount } = await db.query("SELECT 1 FROM tenants WHERE org_id = $1", [orgId]);
+    if (!rowCount) {
+      throw new SwitchyardError(
+        ErrorCode.NotFound,
+        `no tenant ${orgId} (named in ${TENANT_HEADER}); create it first with AdminService.CreateTenant or \`switchyard tenant create ${orgId}\``,
+        { details: { orgId } },
+      );
+    }
+  }
+  return { orgId, principal };
 }
 
 function tenantOf(principal: Principal, asserted: string | null): string {

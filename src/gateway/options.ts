@@ -2,16 +2,21 @@
  * Gateway settings. The CLI fills them from `config.gateway` (SWITCHYARD_GATEWAY_HOST / _PORT / _MAX_BODY_BYTES)
  * or its flags; code may pass them directly.
  */
+import { defaultConfig } from "../config.js";
 
 export interface GatewayOptions {
   /** TCP port; 0 picks a free one (tests). @defaultValue 8080 */
   port?: number;
-  /** Interface to listen on. @defaultValue "0.0.0.0" (every interface: API keys guard the API) */
+  /** Interface to listen on. @defaultValue "127.0.0.1" (loopback, like `config.gateway.host`; every interface only when asked) */
   host?: string;
   /** Largest request message accepted, in bytes; larger bodies answer RESOURCE_EXHAUSTED. @defaultValue 1 MiB */
   readMaxBytes?: number;
-  /** How often TaskService.Watch re-reads a task (ms). @defaultValue 250 */
+  /** How often the shared Watch poller checks the watched tasks (ms). @defaultValue 250 */
   watchIntervalMs?: number;
+  /** Watch streams one tenant may have open at once; one more is RESOURCE_EXHAUSTED. @defaultValue 32 */
+  watchMaxPerTenant?: number;
+  /** Watch streams the gateway serves at once, all tenants together. @defaultValue 512 */
+  watchMaxStreams?: number;
   /** How long in-flight requests may finish after `close()` before connections are cut (ms). @defaultValue 10 000 */
   shutdownGraceMs?: number;
   /** Time limit of each /readyz probe (ms). @defaultValue 2000 */
@@ -30,6 +35,7 @@ export interface GatewayOptions {
 export type ExtraRoute = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => Promise<boolean>;
 
 export const DEFAULT_GATEWAY_PORT = 8080;
+export const DEFAULT_GATEWAY_HOST = "127.0.0.1";
 export const DEFAULT_READ_MAX_BYTES = 1024 * 1024;
 
 export interface ResolvedGatewayOptions {
@@ -37,6 +43,8 @@ export interface ResolvedGatewayOptions {
   host: string;
   readMaxBytes: number;
   watchIntervalMs: number;
+  watchMaxPerTenant: number;
+  watchMaxStreams: number;
   shutdownGraceMs: number;
   readinessTimeoutMs: number;
   collectMetrics: boolean;
@@ -47,9 +55,11 @@ export interface ResolvedGatewayOptions {
 export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGatewayOptions {
   return {
     port: options.port ?? DEFAULT_GATEWAY_PORT,
-    host: options.host ?? "0.0.0.0",
+    host: options.host ?? DEFAULT_GATEWAY_HOST,
     readMaxBytes: options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES,
     watchIntervalMs: options.watchIntervalMs ?? 250,
+    watchMaxPerTenant: options.watchMaxPerTenant ?? defaultConfig.gateway.watchMaxPerTenant,
+    watchMaxStreams: options.watchMaxStreams ?? defaultConfig.gateway.watchMaxStreams,
     shutdownGraceMs: options.shutdownGraceMs ?? 10_000,
     readinessTimeoutMs: options.readinessTimeoutMs ?? 2_000,
     collectMetrics: options.collectMetrics ?? true,

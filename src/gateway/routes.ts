@@ -19,6 +19,9 @@ import { workflowService } from "./services/workflows.js";
 /** Services only admin keys may call. */
 export const ADMIN_SERVICES = [AdminService] as const;
 
+/** Services that act for one tenant (the auth interceptor resolves it: see `resolveTenantCall`). */
+export const TENANT_SERVICES = [WorkflowService, TaskService, ApprovalService, AuditService, ForeignAgentService] as const;
+
 export function registerServices(deps: ServiceDeps): (router: ConnectRouter) => void {
   return (router) => {
     router.service(WorkflowService, workflowService(deps));

@@ -19,11 +19,13 @@ import { TaskService } from "../coordinator/tasks.js";
 import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
 import type { Runtime } from "../runtime.js";
 import { tenantScoped } from "../store/tenant-scope.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
 import { createAuthInterceptor } from "./auth.js";
 import { createErrorInterceptor } from "./errors.js";
 import { readiness, sendJson } from "./health.js";
 import { resolveGatewayOptions, type ExtraRoute, type GatewayOptions } from "./options.js";
 import { createMetricsInterceptor } from "./request-metrics.js";
+import { WatchHub } from "./watch-hub.js";
 import { ADMIN_SERVICES, registerServices } from "./routes.js";
 
 /** The parts of a runtime the gateway uses. */
@@ -32,6 +34,8 @@ export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "po
 
 export interface Gateway {
   server: Server;
+  /** The open Watch streams (counts per tenant and in total). */
+  watches: Pick<WatchHub, "counts">;
   /** Where clients reach it, e.g. `http://127.0.0.1:8080` (loopback when listening on every interface). */
   url: string;
   port: number;
@@ -53,6 +57,12 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     maxPayloadBytes: runtime.config.bus.maxPayloadBytes,
     transact: tenantScoped(pool),
   });
+  const watches = new WatchHub({
+    db: pool,
+    intervalMs: options.watchIntervalMs,
+    limits: { perTenant: options.watchMaxPerTenant, total: options.watchMaxStreams },
+    logger,
+  });
   const connect = connectNodeAdapter({
     routes: registerServices({
       pool,
@@ -62,7 +72,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       keyPrefix: runtime.config.bus.keyPrefix,
       maxPayloadBytes: runtime.config.bus.maxPayloadBytes,
       logger,
-      watchIntervalMs: options.watchIntervalMs,
+      watches,
       stopping: stopping.signal,
     }),
     interceptors: [createErrorInterceptor(logger), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
@@ -119,9 +129,10 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     });
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    const failed = (error: Error) => reject(listenFailure(error, options.host, options.port));
+    server.once("error", failed);
     server.listen(options.port, options.host, () => {
-      server.off("error", reject);
+      server.off("error", failed);
       resolve();
     });
   });
@@ -147,11 +158,34 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
         }, options.shutdownGraceMs);
       });
       await Promise.race([closed, grace]);
+      watches.close();
       clearTimeout(timer);
       clearInterval(sweeper);
       await closed;
       collectors?.unregister();
       logger.info("gateway stopped");
     })());
-  return { server, url, port, close };
+  return { server, watches, url, port, close };
+}
+
+/**
+ * A port in use (or an interface the host lacks) is an operator's mistake, not a crash: say which address, and what
+ * to do. `details.cause` keeps the socket error code for callers that retry on another port (the demo).
+ */
+function listenFailure(error: Error, host: string, port: number): Error {
+  const code = (error as NodeJS.ErrnoException).code;
+  const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  if (code === "EADDRINUSE") {
+    return new SwitchyardError(ErrorCode.Unavailable, `the gateway cannot listen on ${where}: the port is in use; choose another with --port or SWITCHYARD_GATEWAY_PORT`, {
+      cause: error,
+      details: { cause: code, host, port },
+    });
+  }
+  if (code === "EADDRNOTAVAIL" || code === "EACCES") {
+    return new SwitchyardError(ErrorCode.Unavailable, `the gateway cannot listen on ${where} (${code}); check --host / SWITCHYARD_GATEWAY_HOST and --port / SWITCHYARD_GATEWAY_PORT`, {
+      cause: error,
+      details: { cause: code, host, port },
+    });
+  }
+  return error;
 }

@@ -4,8 +4,8 @@
  * evaluation — so that a policy that could only fail at evaluation time is refused when it is stored.
  */
 import { celEnv, isCelError, parse, plan, type CelResult } from "@bufbuild/cel";
-import { strings } from "@bufbuild/cel/ext";
 import { editDistance } from "../edit-distance.js";
+import { CelMeter, checkConditionLimits, DEFAULT_CEL_LIMITS, instrumentForBudget, meteredFunctions, type CelLimits } from "./cel-limits.js";
 
 /**
  * The `hop` variable of CEL conditions: each field's CEL type. `task_budget` is `dyn` because it is a double or,
@@ -35,14 +35,35 @@ export interface CompiledCondition {
   evaluate(hop: HopCelValue): CelResult;
 }
 
-const celEnvironment = celEnv({ funcs: strings });
+// One meter for every condition: evaluation is synchronous, so no two evaluations share it at once.
+const meter = new CelMeter();
+const celEnvironment = celEnv({ funcs: meteredFunctions(meter, DEFAULT_CEL_LIMITS.maxStringChars) });
 type CelExpr = ReturnType<typeof parse>["expr"];
 /** Calls that are part of the language (macros, logic) rather than functions in the environment. */
 const LANGUAGE_CALLS = new Set(["_&&_", "_||_", "_?_:_", "@not_strictly_false", "_[_]", "_[?_]", "@mapInsert"]);
 
 class CelCheckError extends Error {}
 
-export function compileCondition(source: string, path: string, invalid: (path: string, message: string) => Error): CompiledCondition {
+export interface CompileConditionOptions {
+  /** The rule the condition belongs to, named in errors. */
+  ruleId?: string;
+  /** @defaultValue DEFAULT_CEL_LIMITS */
+  limits?: CelLimits;
+  /**
+   * Whether the store-time limits apply (size, nesting, estimated cost). Off when loading a policy that was stored
+   * already (it must keep loading); the run-time budget applies either way.
+   * @defaultValue true
+   */
+  enforceStoreLimits?: boolean;
+}
+
+export function compileCondition(
+  source: string,
+  path: string,
+  invalid: (path: string, message: string) => Error,
+  options: CompileConditionOptions = {},
+): CompiledCondition {
+  const limits = options.limits ?? DEFAULT_CEL_LIMITS;
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(source);
@@ -56,8 +77,12 @@ export function compileCondition(source: string, path: string, invalid: (path: s
     if (error instanceof CelCheckError) throw invalid(path, error.message);
     throw error;
   }
-  const program = plan(celEnvironment, parsed);
-  const evaluate = (hop: HopCelValue): CelResult => program({ hop });
+  if (options.enforceStoreLimits !== false && parsed.expr) {
+    const problem = checkConditionLimits(parsed.expr, limits, Object.keys(HOP_CEL_FIELDS).length);
+    if (problem) throw invalid(path, `${options.ruleId ? `rule '${options.ruleId}': ` : ""}the condition is too expensive to evaluate on every hop: ${problem.message} (limit ${problem.limit})`);
+  }
+  const program = plan(celEnvironment, parsed.expr ? { ...parsed, expr: instrumentForBudget(parsed.expr) } : parsed);
+  const evaluate = (hop: HopCelValue): CelResult => meter.run(limits.evaluationBudget, () => program({ hop }));
   // A probe catches what static typing cannot (e.g. a ternary that yields a string on a typical hop).
   const probe = evaluate(PROBE_HOP);
   if (!isCelError(probe) && typeof probe !== "boolean") throw invalid(path, `the condition must be a boolean expression, but it yields ${typeof probe}`);

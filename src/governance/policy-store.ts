@@ -47,7 +47,8 @@ export async function getPolicy(db: Queryable, orgId: string): Promise<StoredPol
     [orgId],
   );
   const row = result.rows[0];
-  return row ? { version: row.version, compiled: compilePolicy(row.document) } : null;
+  // Stored already: it was accepted under the limits of its day and must keep loading; the run-time budget bounds it.
+  return row ? { version: row.version, compiled: compilePolicy(row.document, { enforceStoreLimits: false }) } : null;
 }
 
 export interface PolicyCacheOptions {

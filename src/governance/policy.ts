@@ -23,10 +23,14 @@
  * when the task is unbounded, so write `hop.task_budget != null && hop.task_cost > hop.task_budget * 0.8`;
  * comparing a null budget with a number is a runtime error, which the governor turns into a deny (fail closed).
  * The string extension functions (`lowerAscii`, `split`, …) are available.
+ *
+ * Conditions are bounded (cel-limits.ts): at put time by size, nesting depth, comprehension nesting, literal sizes
+ * and an estimated worst-case cost; at evaluation time by a step budget, past which the rule denies (fail closed).
  */
 import { parseDocument } from "yaml";
 import { ACTION_TYPES, type ActionType, type VerdictKind } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import type { CelLimits } from "./cel-limits.js";
 import { closest, compileCondition, type CompiledCondition } from "./policy-cel.js";
 
 export { HOP_CEL_FIELDS, type CompiledCondition, type HopCelValue } from "./policy-cel.js";
@@ -83,6 +87,14 @@ export interface CompiledPolicy {
 export interface CompilePolicyOptions {
   /** Lets the built-in default policy use `builtin:` rule ids; tenants cannot. */
   allowBuiltinIds?: boolean;
+  /** Cost limits of CEL conditions. @defaultValue DEFAULT_CEL_LIMITS */
+  celLimits?: CelLimits;
+  /**
+   * Refuse conditions over the store-time limits (size, nesting, estimated cost). Set false only to load a policy
+   * stored earlier, which must keep loading; its evaluations are still bounded by the run-time budget.
+   * @defaultValue true
+   */
+  enforceStoreLimits?: boolean;
 }
 
 const VERDICTS: readonly VerdictKind[] = ["allow", "deny", "requires_approval"];
@@ -108,7 +120,14 @@ export function compilePolicy(input: unknown, options: CompilePolicyOptions = {}
       id: rule.id,
       actions: rule.action ? new Set(rule.action) : null,
       destinations: rule.destination ? rule.destination.map(destinationGlob) : null,
-      when: rule.when === undefined ? null : compileCondition(rule.when, `rules[${i}].when`, invalid),
+      when:
+        rule.when === undefined
+          ? null
+          : compileCondition(rule.when, `rules[${i}].when`, invalid, {
+              ruleId: rule.id,
+              ...(options.celLimits ? { limits: options.celLimits } : {}),
+              ...(options.enforceStoreLimits === false ? { enforceStoreLimits: false } : {}),
+            }),
       verdict: rule.verdict,
       reason: rule.reason,
     })),

@@ -9,6 +9,7 @@ import { setFlag } from "../../src/flags/flag-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { listAudit } from "../../src/governance/audit-log.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { waitForTask } from "../support/wait.js";
 import { approvalAuditRows, approvalOf, parkTask, snapshot, submitGated } from "./helpers.js";
 
 const ORG = "acme";
@@ -31,10 +32,7 @@ describe("approval expiry", () => {
     expect(ttl).toBeLessThan(1000);
 
     rt.startCoordinator();
-    const task = await waitFor(async () => {
-      const t = await rt!.tasks.get(ORG, taskId);
-      return t.status === "failed" ? t : undefined;
-    }, { what: "the task to fail", timeoutMs: 10_000 });
+    const task = await waitForTask(rt.tasks, ORG, taskId, { until: (t) => t.status === "failed" });
     expect(task.steps[0]).toMatchObject({ status: "failed", error: expect.objectContaining({ code: "POLICY_DENIED", retryable: false }) });
     expect(task.steps[0]!.error!.message).toContain("approval denied by system:expiry: approval expired at");
 

@@ -19,7 +19,8 @@ import { getLinkKey, listLinkKeys } from "../../src/approvals/link-keys.js";
 import { isSwitchyardError } from "../../src/errors.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { listAudit } from "../../src/governance/audit-log.js";
-import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
+import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
 import { approvalAuditRows, approvalOf, parkTask, snapshot, submitGated } from "./helpers.js";
 
@@ -225,10 +226,7 @@ describe("approval links", () => {
         const winner = winners[0]!;
         for (const o of outcomes) expect({ status: o.status, decidedBy: o.decidedBy }).toEqual({ status: winner.status, decidedBy: winner.decidedBy });
 
-        const task = await waitFor(async () => {
-          const t = await rt.tasks.get(org, taskId);
-          return ["completed", "failed"].includes(t.status) ? t : undefined;
-        }, { what: `task ${taskId} to finish` });
+        const task = await waitForTask(rt.tasks, org, taskId, { until: (t) => ["completed", "failed"].includes(t.status) });
         expect(task.status).toBe(winner.status === "approved" ? "completed" : "failed");
         expect(await approvalAuditRows(rt, org, taskId)).toHaveLength(1);
         const approval = await approvalOf(rt.pool, org, approvalId);

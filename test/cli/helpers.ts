@@ -6,6 +6,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/main.js";
+import { createTenant } from "../../src/tenancy/tenants.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { FLAGS_ON_ENV, redisUrl } from "../support/env.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
@@ -46,8 +47,14 @@ export interface CliEnvironment {
   cleanup(): Promise<void>;
 }
 
-export async function createCliEnvironment(): Promise<CliEnvironment> {
+export interface CliEnvironmentOptions {
+  /** Tenants created up front (what an operator does first: `switchyard tenant create`). @defaultValue ["acme"] */
+  tenants?: readonly string[];
+}
+
+export async function createCliEnvironment(options: CliEnvironmentOptions = {}): Promise<CliEnvironment> {
   const db = await createTestDatabase();
+  for (const orgId of options.tenants ?? ["acme"]) await createTenant(db.pool, { orgId, name: orgId });
   const redis = await createTestRedis();
   const dir = await mkdtemp(join(tmpdir(), "sy-cli-"));
   const env = { ...FLAGS_ON_ENV, SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV, DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix, SWITCHYARD_LOG_LEVEL: "warn" };

@@ -5,6 +5,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
 import { createCliEnvironment, type CliEnvironment, type CliRun } from "./helpers.js";
 
 const THREE_STEP = fileURLToPath(new URL("../../examples/workflows/three-step.yaml", import.meta.url));
@@ -26,6 +27,18 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/** Polls `url` until it answers; fails with the command's output if the command ends first. */
+async function untilAnswers(url: string, command: Promise<CliRun>): Promise<void> {
+  let ended: CliRun | undefined;
+  void command.then((run) => (ended = run));
+  for (;;) {
+    if (ended) throw new Error(`the command ended (code ${ended.code}) before ${url} answered: ${ended.stderr}${ended.stdout}`);
+    const ok = await fetch(url).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 function logLines(run: CliRun): Array<Record<string, unknown>> {
@@ -108,6 +121,61 @@ describe("start", () => {
     ]);
     expect((await all).code).toBe(0);
   });
+
+  it("start all serves its gateway where SWITCHYARD_GATEWAY_HOST/PORT say, loopback by default", async () => {
+    // 127.0.0.2 is loopback on Linux but a different address: a gateway bound to 0.0.0.0 would also answer on
+    // 127.0.0.1, one bound where the variable says does not.
+    const port = await freePort();
+    const stop = new AbortController();
+    const all = cli.run(["start", "all", "--roles", "echo", "--log-level", "info"], {
+      signal: stop.signal,
+      env: { SWITCHYARD_GATEWAY_HOST: "127.0.0.2", SWITCHYARD_GATEWAY_PORT: String(port) },
+    });
+    try {
+      await untilAnswers(`http://127.0.0.2:${port}/healthz`, all);
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+    } finally {
+      stop.abort();
+    }
+    expect((await all).code).toBe(0);
+
+    // Without the host variable: 127.0.0.1 as the README says (the default port 8080 may be taken on this box).
+    const defaultPort = await freePort();
+    const stopDefault = new AbortController();
+    const byDefault = cli.run(["start", "all", "--roles", "echo", "--log-level", "info"], { signal: stopDefault.signal, env: { SWITCHYARD_GATEWAY_PORT: String(defaultPort) } });
+    try {
+      await untilAnswers(`http://127.0.0.1:${defaultPort}/healthz`, byDefault);
+    } finally {
+      stopDefault.abort();
+    }
+    const run = await byDefault;
+    expect(run.code).toBe(0);
+    expect(logLines(run).find((l) => l.msg === "gateway listening")).toMatchObject({ host: "127.0.0.1", port: defaultPort });
+  });
+
+  it("start all with its gateway port taken exits non-zero at once, says which address, and leaves nothing running", async () => {
+    const squatter = createServer((_req, res) => res.end("not switchyard"));
+    await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve));
+    const { port } = squatter.address() as AddressInfo;
+    let proc: ManagedProcess | undefined;
+    try {
+      // A real process: it can only exit by itself if no coordinator or harness loop was left running.
+      proc = spawnCli("start-all", ["start", "all", "--roles", "echo"], { ...cli.env, SWITCHYARD_GATEWAY_PORT: String(port) });
+      const exited = await proc.exited;
+      expect(exited.code, proc.output()).toBe(1);
+      expect(proc.output()).toContain(`the gateway cannot listen on 127.0.0.1:${port}: the port is in use`);
+      expect(proc.output()).toMatch(/--port or SWITCHYARD_GATEWAY_PORT/);
+      // `start gateway` says the same.
+      const gateway = await cli.run(["start", "gateway", "--port", String(port)]);
+      expect(gateway.code).toBe(1);
+      expect(gateway.stderr).toContain(`UNAVAILABLE: the gateway cannot listen on 127.0.0.1:${port}: the port is in use`);
+      // The squatter still owns the port.
+      expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe("not switchyard");
+    } finally {
+      if (proc) await kill(proc);
+      await new Promise<void>((resolve) => squatter.close(() => resolve()));
+    }
+  }, 60_000);
 
   it("start all refuses roles it has no example handler for", async () => {
     const result = await cli.run(["start", "all", "--roles", "echo,wizard"]);

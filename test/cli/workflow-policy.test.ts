@@ -3,7 +3,7 @@ import { createCliEnvironment, ONE_STEP_WORKFLOW, type CliEnvironment } from "./
 
 let cli: CliEnvironment;
 beforeAll(async () => {
-  cli = await createCliEnvironment();
+  cli = await createCliEnvironment({ tenants: ["acme", "lister", "pol", "pol2"] });
 });
 afterAll(async () => {
   await cli?.cleanup();
@@ -51,6 +51,25 @@ describe("workflow submit / get / list", () => {
     const noTenant = await cli.run(["workflow", "submit", "whatever.yaml"]);
     expect(noTenant.code).toBe(2);
     expect(noTenant.stderr).toMatch(/error: INVALID_ARGUMENT: .*--tenant/);
+  });
+
+  it("refuses to create anything for a tenant that does not exist, with the command that creates it", async () => {
+    const file = await cli.file("ghost.yaml", ONE_STEP_WORKFLOW);
+    const submit = await cli.run(["workflow", "submit", file, "--tenant", "ghost"]);
+    expect(submit.code).toBe(1);
+    expect(submit.stderr).toBe("error: NOT_FOUND: no tenant ghost; create it with `switchyard tenant create ghost`\n");
+    const policy = await cli.file("ghost-policy.yaml", "default: allow\n");
+    expect((await cli.run(["policy", "set", policy, "--tenant", "ghost"])).stderr).toMatch(/NOT_FOUND: no tenant ghost/);
+    expect((await cli.run(["task", "start", "one-step", "--tenant", "ghost"])).stderr).toMatch(/NOT_FOUND: no tenant ghost/);
+    const registered = await cli.run(["foreign", "register", "agent", "--tenant", "ghost", "--url", "https://agent.example.com"]);
+    expect(registered.stderr).toMatch(/NOT_FOUND: no tenant ghost/);
+    const { rows } = await cli.db.pool.query(
+      `SELECT (SELECT count(*) FROM workflows WHERE org_id = 'ghost') + (SELECT count(*) FROM policies WHERE org_id = 'ghost')
+            + (SELECT count(*) FROM tasks WHERE org_id = 'ghost') + (SELECT count(*) FROM foreign_agents WHERE org_id = 'ghost') AS n`,
+    );
+    expect(Number(rows[0].n)).toBe(0);
+    // Reads of an unknown tenant simply find nothing.
+    expect((await cli.run(["workflow", "list", "--tenant", "ghost", "--json"])).code).toBe(0);
   });
 
   it("gets a version as YAML or JSON and lists the latest of each name", async () => {

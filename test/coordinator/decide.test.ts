@@ -98,6 +98,29 @@ describe("decide", () => {
     expect(decide(d.state, result("a", 1), context(5001, "late")).ignored).toBe("stale result");
   });
 
+  it("never re-sends a timed-out or failed FOREIGN hop unless the tenant registered the agent idempotent", () => {
+    const w = chain(stepDef("a", "foreign:helper", { retries: 2, timeoutMs: 500 }));
+    const { state } = run(initialState(w), [{ type: "task_started", eventId: "s" }]);
+    const foreignSends = (effects: Effect[]) => effects.filter((e) => e.type === "foreign_dispatch");
+    const due: CoordinatorEvent = { type: "step_due", eventId: "t", stepId: "a", attempt: 1 };
+    const d = decide(state, due, context(5000, "t"));
+    expect(audits(d.effects).map((a) => `${a.action}:${a.verdict}`)).toEqual(["timeout:failed"]);
+    expect(foreignSends(d.effects)).toHaveLength(0);
+    expect(d.state.steps.get("a")).toMatchObject({ status: "failed", attempt: 1, error: { code: "FOREIGN_NOT_RETRIED", retryable: false } });
+    expect(d.state.task.error).toMatchObject({ stepId: "a", code: "FOREIGN_NOT_RETRIED" });
+    // A retryable failure result is not re-sent either.
+    expect(decide(state, result("a", 1, false), context(1100, "f")).state.steps.get("a")).toMatchObject({ status: "failed", attempt: 1 });
+    // The idempotent fact comes in through the context: then the step's retries apply.
+    const base = context(5000, "t");
+    const idempotent = { ...base, tenant: { ...base.tenant, idempotentForeignAgents: new Set(["helper"]) } };
+    const again = decide(state, due, idempotent);
+    expect(foreignSends(again.effects)).toHaveLength(1);
+    expect(again.state.steps.get("a")).toMatchObject({ status: "dispatched", attempt: 2 });
+    // Another agent's flag does not count.
+    const other = { ...base, tenant: { ...base.tenant, idempotentForeignAgents: new Set(["helper2"]) } };
+    expect(decide(state, due, other).state.steps.get("a")!.status).toBe("failed");
+  });
+
   it("denies fail the step closed with the rule in the error", () => {
     const d = decide(initialState(wf), { type: "task_started", eventId: "s" }, context(1, "s", () => ({ verdict: "deny", rule: "no-one", reason: "closed" })));
     expect(sends(d.effects)).toHaveLength(0);

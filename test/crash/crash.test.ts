@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
-import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
+import { waitForProgress, waitForTasks } from "../support/wait.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
 import { FLAGS_ON_ENV } from "../support/env.js";
 
@@ -76,7 +77,8 @@ steps:
     return proc;
   }
 
-  it(`completes ${TASKS} tasks exactly once through ${KILL_ROUNDS} rounds of SIGKILL`, { timeout: 240_000 }, async () => {
+  // The test timeout is only a backstop: the waits below fail as soon as the work stops moving (and say where).
+  it(`completes ${TASKS} tasks exactly once through ${KILL_ROUNDS} rounds of SIGKILL`, { timeout: 30 * 60_000 }, async () => {
     const seed = Number(process.env.CRASH_SEED ?? Date.now() % 100_000);
     const rand = random(seed);
     const context = () => `seed ${seed}\n--- coordinator ---\n${processes.get("coordinator")?.output()}\n--- harness ---\n${processes.get("harness")?.output()}`;
@@ -104,16 +106,16 @@ steps:
     await starting;
     expect(inFlightAtKill.every((n) => n > 0), `work in flight at each kill: ${inFlightAtKill.join(", ")}`).toBe(true);
 
-    const done = await waitFor(
-      async () => {
-        const { rows } = await rt.pool.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM tasks GROUP BY status");
-        return rows.length === 1 && rows[0]!.status !== "running" ? rows : undefined;
-      },
-      { timeoutMs: 150_000, intervalMs: 500, what: "every task to finish" },
-    ).catch((error) => {
+    // However slow the box, this waits while tasks and steps keep moving; it fails only once nothing has moved for
+    // a minute (longer than a step timeout plus a process restart), naming the unfinished tasks and their steps.
+    await waitForTasks(rt.pool, { orgId: ORG, expected: TASKS, stallMs: 60_000, intervalMs: 500 }).catch((error) => {
       throw new Error(`${(error as Error).message}\n${context()}`);
     });
-    expect(done, context()).toEqual([{ status: "completed", n: TASKS }]);
+    const { rows: done } = await rt.pool.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM tasks GROUP BY status");
+    const { rows: failures } = await rt.pool.query<{ error: string; n: number }>(
+      "SELECT error->>'code' || ': ' || (error->>'message') AS error, count(*)::int AS n FROM steps WHERE status = 'failed' GROUP BY 1 ORDER BY 2 DESC LIMIT 5",
+    );
+    expect(done, `${failures.map((f) => `${f.n} steps failed with ${f.error}`).join("\n")}\n${context()}`).toEqual([{ status: "completed", n: TASKS }]);
 
     const steps = await rt.pool.query("SELECT status, count(*)::int AS n FROM steps GROUP BY status");
     expect(steps.rows).toEqual([{ status: "completed", n: TASKS * 3 }]);
@@ -139,9 +141,11 @@ steps:
     }
     const chain = await verifyChain(rt.pool, ORG);
     expect(chain).toMatchObject({ ok: true });
-    const outbox = await waitFor(async () => {
-      const { rows } = await rt.pool.query("SELECT count(*)::int AS n FROM outbox");
-      return rows[0].n === 0 ? 0 : undefined;
+    const outbox = await waitForProgress({
+      what: "the outbox to drain",
+      progress: async () => (await rt.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox")).rows[0]!.n,
+      done: (rows) => rows === 0,
+      describeStuck: (rows) => `${rows} outbox rows unpublished\n${context()}`,
     });
     expect(outbox).toBe(0);
   });

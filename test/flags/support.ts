@@ -5,6 +5,7 @@ import type { TaskView } from "../../src/coordinator/tasks.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { waitFor, type TestRuntime } from "../support/runtime.js";
+import { waitForTask } from "../support/wait.js";
 
 /** Stores a flag value the way `switchyard flags set` does (audited); running processes see it at their next poll. */
 export async function flip(rt: TestRuntime, name: FlagName, scopeKind: ScopeKind, scope: string, enabled: boolean): Promise<void> {
@@ -15,14 +16,8 @@ export async function submit(rt: TestRuntime, orgId: string, yaml: string): Prom
   await submitWorkflow(rt.pool, orgId, parseWorkflowDefinition(yaml));
 }
 
-export async function finished(rt: TestRuntime, orgId: string, taskId: string, timeoutMs = 15_000): Promise<TaskView> {
-  return waitFor(
-    async () => {
-      const task = await rt.tasks.get(orgId, taskId);
-      return ["completed", "failed", "cancelled"].includes(task.status) ? task : undefined;
-    },
-    { timeoutMs, what: `task ${taskId} to finish` },
-  );
+export async function finished(rt: TestRuntime, orgId: string, taskId: string): Promise<TaskView> {
+  return waitForTask(rt.tasks, orgId, taskId);
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { runCli } from "../../src/cli/main.js";
 import { FLAGS_ON_ENV, redisUrl } from "../support/env.js";
 import { waitFor } from "../support/runtime.js";
+import { waitForProgress } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
 import { createGatewayFixture, type GatewayFixture } from "./fixture.js";
 
@@ -56,6 +57,16 @@ describe("CLI remote mode", () => {
     const remote = await cli(argv, "remote");
     expect({ code: remote.code, stdout: remote.stdout, stderr: remote.stderr }, argv.join(" ")).toEqual({ code: direct.code, stdout: direct.stdout, stderr: direct.stderr });
     return remote;
+  }
+
+  /** Waits, through the remote CLI, while the task keeps moving, until it has `status`. */
+  async function untilStatus(taskId: string, status: string): Promise<void> {
+    await waitForProgress({
+      what: `task ${taskId} to be ${status}`,
+      progress: async () => JSON.parse((await cli(["task", "get", taskId, "--json"], "remote")).stdout) as { status: string; steps: Array<{ status: string; attempts: number }> },
+      done: (task) => task.status === status,
+      key: (task) => JSON.stringify([task.status, task.steps.map((s) => [s.status, s.attempts])]),
+    });
   }
 
   beforeAll(async () => {
@@ -122,14 +133,14 @@ describe("CLI remote mode", () => {
     await same(["approval", "deny", approvalId]);
     await same(["approval", "approve", approvalId, "--json"]);
 
-    await waitFor(async () => JSON.parse((await cli(["task", "get", taskId, "--json"], "remote")).stdout).status === "completed");
+    await untilStatus(taskId, "completed");
     await same(["task", "get", taskId, "--json"]);
     await same(["task", "get", taskId]);
     await same(["approval", "list", "--status", "approved", "--json"]);
 
     const other = (await cli(["task", "start", "gated"], "remote")).last;
     // Compare once it stands still (parked on its approval), or the two reads may see different moments.
-    await waitFor(async () => JSON.parse((await cli(["task", "get", other, "--json"], "remote")).stdout).status === "parked");
+    await untilStatus(other, "parked");
     await same(["task", "list"]);
     await same(["task", "list", "--json", "--status", "running,parked", "--limit", "1"]);
     const cancelled = await cli(["task", "cancel", other, "--reason", "enough", "--json"], "remote");

@@ -177,7 +177,7 @@ describe("gateway services", () => {
     const registered = await foreign.register({
       agent: { agentKey: "summarizer", baseUrl: "https://agents.example.com/a2a", allowHost: "agents.example.com", skills: ["summarize"], clearanceCeiling: 2, credentialRef: "env:SUMMARIZER_TOKEN" },
     });
-    expect(registered.agent).toMatchObject({ agentKey: "summarizer", protocol: ForeignProtocol.AUTO, enabled: true, skills: ["summarize"], credentialRef: "env:SUMMARIZER_TOKEN" });
+    expect(registered.agent).toMatchObject({ agentKey: "summarizer", protocol: ForeignProtocol.AUTO, enabled: true, idempotent: false, skills: ["summarize"], credentialRef: "env:SUMMARIZER_TOKEN" });
     const dup = await connectError(foreign.register({ agent: { agentKey: "summarizer", baseUrl: "https://agents.example.com", allowHost: "agents.example.com" } }));
     expect(dup.code).toBe(Code.AlreadyExists);
     const bad = await connectError(foreign.register({ agent: { agentKey: "x", baseUrl: "ftp://agents.example.com", allowHost: "" } }));
@@ -192,6 +192,11 @@ describe("gateway services", () => {
     expect((await foreign.get({ agentKey: "summarizer" })).agent?.baseUrl).toBe("https://agents.example.com/a2a");
     const updated = await foreign.update({ agent: { agentKey: "summarizer", protocol: ForeignProtocol.V1_0, skills: ["summarize", "translate"] }, updateMask: { paths: ["protocol", "skills"] } });
     expect(updated.agent).toMatchObject({ protocol: ForeignProtocol.V1_0, skills: ["summarize", "translate"], baseUrl: "https://agents.example.com/a2a" });
+    // Re-sends are an explicit opt-in, through the update mask like any field.
+    const idempotent = await foreign.update({ agent: { agentKey: "summarizer", idempotent: true }, updateMask: { paths: ["idempotent"] } });
+    expect(idempotent.agent).toMatchObject({ idempotent: true, protocol: ForeignProtocol.V1_0 });
+    const idempotentAtRegister = await foreign.register({ agent: { agentKey: "retryable", baseUrl: "https://agents.example.com", allowHost: "agents.example.com", idempotent: true } });
+    expect(idempotentAtRegister.agent?.idempotent).toBe(true);
     const noMask = await connectError(foreign.update({ agent: { agentKey: "summarizer", enabled: false } }));
     expect(noMask.rawMessage).toMatch(/^update_mask: /);
     expect((await foreign.disable({ agentKey: "summarizer" })).agent?.enabled).toBe(false);
@@ -199,7 +204,7 @@ describe("gateway services", () => {
     const raw = await postJson(fx.url, "switchyard.api.v1.ForeignAgentService/Update", { agent: { agentKey: "summarizer", enabled: true }, updateMask: "enabled" }, key);
     expect(raw.status).toBe(200);
     expect(raw.body.agent).toMatchObject({ agentKey: "summarizer", enabled: true, protocol: "FOREIGN_PROTOCOL_V1_0" });
-    expect((await foreign.list({})).agents.map((a) => [a.agentKey, a.enabled])).toEqual([["summarizer", true]]);
+    expect((await foreign.list({})).agents.map((a) => [a.agentKey, a.enabled])).toEqual([["retryable", true], ["summarizer", true]]);
   });
 
   it("AdminService: tenants, keys, budgets, flags and dead letters", async () => {
@@ -239,6 +244,11 @@ describe("gateway services", () => {
     expect(letters.deadLetters[0]!.envelope).toBeUndefined();
     const replayed = await admin.replayDeadLetters({ stream: "role:writer", all: true });
     expect(replayed.replayed).toBe(1);
+    // FOREIGN hops not re-sent are listed (none here), never replayed: a replay would be the refused re-send.
+    expect((await admin.listDeadLetters({ stream: "foreign:helper" })).deadLetters).toEqual([]);
+    const foreignReplay = await connectError(admin.replayDeadLetters({ stream: "foreign:helper", all: true }));
+    expect(foreignReplay.code).toBe(Code.FailedPrecondition);
+    expect(foreignReplay.rawMessage).toMatch(/never replayed/);
 
     const raw = await postJson(fx.url, "switchyard.api.v1.AdminService/ListTenants", {}, adminKey);
     expect(raw.status).toBe(200);

@@ -52,6 +52,21 @@ describe("policy store", () => {
     expect(latest?.compiled.defaultVerdict).toBe("requires_approval");
   });
 
+  it("refuses to store a condition over the CEL cost limits, and bounds one stored before the limits existed", async () => {
+    const list = `[${Array.from({ length: 50 }, (_, i) => i).join(",")}]`;
+    const when = `hop.action != "dispatch" && ${list}.exists(a, ${list}.exists(b, ${list}.exists(c, ${list}.exists(d, a + b + c + d == -1))))`;
+    const document = { default: "allow", rules: [{ id: "loops", when, verdict: "allow", reason: "r" }] };
+    await expect(putPolicy(db.pool, "costly", document)).rejects.toMatchObject({ code: "INVALID_POLICY", message: expect.stringMatching(/rule 'loops'.*limit maxComprehensionNesting/) });
+    expect(await getPolicy(db.pool, "costly")).toBeNull();
+    // As if stored by an older version: it still loads (a tenant's policy must not stop loading), and denies quickly.
+    await db.pool.query("INSERT INTO policies (org_id, version, document) VALUES ('costly', 1, $1::jsonb)", [JSON.stringify(document)]);
+    const stored = await getPolicy(db.pool, "costly");
+    const started = performance.now();
+    const verdict = evaluate(stored!.compiled, { ...hop, action: "a2a_egress", destination: { kind: "foreign", id: "x" }, egressEnabled: true });
+    expect(verdict).toMatchObject({ verdict: "deny", rule: "loops", reason: expect.stringMatching(/evaluation budget/) });
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
   it("stores the normalized document and compiles it back to the same policy", async () => {
     await putPolicy(db.pool, "normalized", denyPublishing);
     const stored = await db.pool.query<{ document: unknown }>("SELECT document FROM policies WHERE org_id = 'normalized'");

@@ -10,6 +10,7 @@ import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { listAudit } from "../../src/governance/audit-log.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
 import { publishSigned } from "../support/bus-auth.js";
 
@@ -53,7 +54,7 @@ describe("bad input at the coordinator", () => {
     rt.startCoordinator();
     workers.start("echo", async () => "fine");
     const { taskId } = await rt.tasks.start({ orgId: "globex", workflow: "one" });
-    await waitFor(async () => (await rt.tasks.get("globex", taskId)).status === "completed" || undefined);
+    await waitForTask(rt.tasks, "globex", taskId, { until: (t) => t.status === "completed" });
     const dead = await waitFor(async () => {
       const letters = await rt.bus.listDeadLetters(COORDINATOR_STREAM);
       return letters.length >= 3 ? letters : undefined;
@@ -82,7 +83,7 @@ describe("bad input at the coordinator", () => {
     // The genuine result still completes it, exactly once even when delivered twice.
     const genuine = result({ taskId });
     await publishSigned(rt, "role:slowpoke", [genuine, genuine]);
-    await waitFor(async () => (await rt.tasks.get(ORG, taskId)).status === "completed" || undefined);
+    await waitForTask(rt.tasks, ORG, taskId, { until: (t) => t.status === "completed" });
     await new Promise((r) => setTimeout(r, 300));
     expect((await listAudit(rt.pool, ORG, { taskId })).map((a) => a.action)).toEqual(["dispatch", "result"]);
   });

@@ -9,6 +9,7 @@ import { verifyChain } from "../../src/governance/audit-verify.js";
 import { listAudit } from "../../src/governance/audit-log.js";
 import { listApprovals } from "../../src/coordinator/approval-store.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
 
 const ORG = "acme";
@@ -17,14 +18,8 @@ async function submit(rt: TestRuntime, yaml: string) {
   return submitWorkflow(rt.pool, ORG, parseWorkflowDefinition(yaml));
 }
 
-async function finished(rt: TestRuntime, taskId: string, timeoutMs = 15_000) {
-  return waitFor(
-    async () => {
-      const task = await rt.tasks.get(ORG, taskId);
-      return ["completed", "failed", "cancelled"].includes(task.status) ? task : undefined;
-    },
-    { timeoutMs, what: `task ${taskId} to finish` },
-  );
+async function finished(rt: TestRuntime, taskId: string) {
+  return waitForTask(rt.tasks, ORG, taskId);
 }
 
 describe("core loop", () => {

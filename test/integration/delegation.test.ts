@@ -12,6 +12,7 @@ import { MAX_DELEGATION_DEPTH } from "../../src/coordinator/model.js";
 import researcher from "../../examples/handlers/researcher.js";
 import analyst from "../../examples/handlers/analyst.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
 
 const ORG = "acme";
@@ -30,10 +31,7 @@ describe("delegation", () => {
   });
 
   async function finished(taskId: string) {
-    return waitFor(async () => {
-      const task = await rt.tasks.get(ORG, taskId);
-      return ["completed", "failed", "cancelled"].includes(task.status) ? task : undefined;
-    });
+    return waitForTask(rt.tasks, ORG, taskId);
   }
 
   it("suspends the origin, governs the sub-query, and resumes it with a reference to the delegate's result", async () => {
@@ -119,10 +117,7 @@ steps:
     expect(counted).toBeGreaterThanOrEqual(1);
     // ...but no REPLY crosses the ceiling: the origins at depth >= 8 time out instead, and their failure is
     // reported below the ceiling, so the task still finishes.
-    const task = await waitFor(async () => {
-      const t = await rt.tasks.get(ORG, taskId);
-      return t.status === "completed" ? t : undefined;
-    }, { timeoutMs: 25_000 });
+    const task = await waitForTask(rt.tasks, ORG, taskId, { until: (t) => t.status === "completed" });
     expect(task.steps.find((s) => s.id === "s")!.status).toBe("completed");
     const { rows: replies } = await rt.pool.query("SELECT step_id FROM audit_log WHERE task_id = $1 AND action = 'reply'", [taskId]);
     const { rows: delegates } = await rt.pool.query("SELECT step_id, delegation FROM steps WHERE task_id = $1 AND kind = 'delegation'", [taskId]);

@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
-import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
+import { describeUnfinishedTasks, waitForProgress, waitForTasks } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
 
 const ORG = "acme";
@@ -18,15 +19,11 @@ steps:
   - { id: three, to: "role:echo", retries: 5, timeout: 1s, cost_estimate: 1 }
 `;
 
-async function allFinished(rt: TestRuntime, expected: number, timeoutMs: number) {
-  return waitFor(
-    async () => {
-      const { rows } = await rt.pool.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM tasks GROUP BY status");
-      const done = rows.filter((r) => r.status !== "running").reduce((s, r) => s + r.n, 0);
-      return done === expected ? rows : undefined;
-    },
-    { timeoutMs, intervalMs: 200, what: `${expected} tasks to finish` },
-  );
+/** Waits while tasks keep moving (fails naming the stuck ones when nothing moves), then counts them per status. */
+async function allFinished(rt: TestRuntime, expected: number) {
+  await waitForTasks(rt.pool, { expected });
+  const { rows } = await rt.pool.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM tasks GROUP BY status");
+  return rows;
 }
 
 /** Exactly one accepted result per step, and task cost equal to the accepted results' cost. */
@@ -68,12 +65,14 @@ describe("Redis loss and several coordinators", () => {
     });
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) ids.push((await rt.tasks.start({ orgId: ORG, workflow: "three", input: { i } })).taskId);
-    await waitFor(async () => {
-      const { rows } = await rt!.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM steps WHERE status = 'completed'");
-      return rows[0]!.n >= 20 || undefined;
+    await waitForProgress({
+      what: "20 completed steps before Redis loses its data",
+      progress: async () => (await rt!.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM steps WHERE status = 'completed'")).rows[0]!.n,
+      done: (completed) => completed >= 20,
+      describeStuck: () => describeUnfinishedTasks(rt!.pool),
     });
     expect(await rt.redis.flushdb()).toBe("OK");
-    const statuses = await allFinished(rt, ids.length, 30_000);
+    const statuses = await allFinished(rt, ids.length);
     expect(statuses).toEqual([{ status: "completed", n: ids.length }]);
     await assertExactlyOnce(rt);
     expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
@@ -94,7 +93,7 @@ describe("Redis loss and several coordinators", () => {
     const starts = [];
     for (let i = 0; i < 60; i++) starts.push(rt.tasks.start({ orgId: i % 2 ? ORG : "globex", workflow: "three", input: { i } }));
     await Promise.all(starts);
-    const statuses = await allFinished(rt, 60, 30_000);
+    const statuses = await allFinished(rt, 60);
     expect(statuses).toEqual([{ status: "completed", n: 60 }]);
     await assertExactlyOnce(rt);
     for (const org of [ORG, "globex"]) {

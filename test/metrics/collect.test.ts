@@ -13,6 +13,7 @@ import { collectMetrics } from "../../src/metrics/collect.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
+import { waitForTask } from "../support/wait.js";
 import { parseSamples, sampleValue } from "./prometheus.js";
 
 const ORG = "acme";
@@ -103,7 +104,7 @@ steps:
     expect(sampleValue(parked, "switchyard_metrics_collect_errors_total")).toBeUndefined();
 
     await rt.tasks.decideApproval({ orgId: ORG, approvalId: approval.id, approve: true, actor: "user:ann" });
-    await waitFor(async () => (await rt.tasks.get(ORG, taskId)).status === "completed", { what: "the task to complete" });
+    await waitForTask(rt.tasks, ORG, taskId, { until: (t) => t.status === "completed" });
     const done = await scrape();
     // Seen once, so it drops to 0 rather than vanishing.
     expect(sampleValue(done, "switchyard_approvals_pending", { tenant: ORG })).toBe(0);

@@ -16,11 +16,16 @@ export interface ManagedProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function spawnCli(name: string, args: string[], env: Record<string, string>): ManagedProcess {
+/**
+ * `detached`: the child gets a process group of its own, so a Ctrl-C at the terminal reaches only the parent,
+ * which then stops its children in order (the fault suite).
+ */
+export function spawnCli(name: string, args: string[], env: Record<string, string>, options: { detached?: boolean } = {}): ManagedProcess {
   const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached ?? false,
   });
   const lines: string[] = [];
   const keep = (chunk: Buffer) => {
@@ -39,4 +44,19 @@ export async function kill(proc: ManagedProcess, signal: NodeJS.Signals = "SIGKI
   if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
   proc.child.kill(signal);
   await proc.exited;
+}
+
+/** Runs one short CLI command to its end and returns its exit code and its stdout and stderr, separately. */
+export async function runCliCommand(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+  return { code, stdout, stderr };
 }

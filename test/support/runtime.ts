@@ -105,6 +105,11 @@ export async function createTestRuntime(
   };
 }
 
+/**
+ * Polls until `fn` returns a value, failing after a fixed total. For a single event with nothing to watch move
+ * (an approval row appearing); to wait for tasks or steps to finish use waitForTask / waitForTasks /
+ * waitForProgress from ./wait.ts, which fail only once nothing moves and say what is stuck.
+ */
 export async function waitFor<T>(fn: () => Promise<T | undefined | false>, options: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 15_000);
   for (;;) {

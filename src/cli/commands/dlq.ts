@@ -1,10 +1,12 @@
 /**
- * `switchyard dlq list|replay` — entries the bus gave up on (undecodable, or delivered too many times).
+ * `switchyard dlq list|replay` — entries the bus gave up on (undecodable, or delivered too many times), and foreign
+ * hops the coordinator gave up on without re-sending (stream `foreign:KEY`, listed only: src/foreign/dead-letters.ts).
  */
 import type { Command } from "commander";
 import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters, type DeadLetterView } from "../../bus/dead-letters.js";
 import { assertStreamName } from "../../bus/keys.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { isForeignStream, listForeignDeadLetters, refuseForeignReplay } from "../../foreign/dead-letters.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
@@ -14,7 +16,8 @@ export function registerDlqCommands(program: Command, run: ActionRunner): void {
 
   /**
    * `dlq list [--stream S] [--limit N] [--json]` — without `--stream`, every dead-letter stream under the key
-   * prefix is found (SCAN of `${prefix}{*}:dead`) and listed, oldest first per stream, up to N each (default 100).
+   * prefix is found (SCAN of `${prefix}{*}:dead`) and listed, oldest first per stream, up to N each (default 100),
+   * then the foreign hops not re-sent (`foreign:KEY`, id = the bridge id, reason FOREIGN_NOT_RETRIED: …), up to N.
    *
    * JSON: `{"deadLetters":[{"stream":"role:writer","id":"<entry id>","originalId":"<entry id>","reason":"…",
    * "deliveries":5,"atMs":1714557600000,"bytes":312,
@@ -35,6 +38,9 @@ export function registerDlqCommands(program: Command, run: ActionRunner): void {
             const views: DeadLetterView[] = [];
             for (const stream of streams) {
               for (const letter of await runtime.bus.listDeadLetters(stream, options.limit)) views.push(deadLetterView(letter, ctx.config.bus.maxPayloadBytes));
+            }
+            if (options.stream === undefined || isForeignStream(options.stream)) {
+              views.push(...(await listForeignDeadLetters(runtime.pool, { ...(options.stream !== undefined ? { stream: options.stream } : {}), limit: options.limit })));
             }
             return views;
           },
@@ -66,6 +72,7 @@ export function registerDlqCommands(program: Command, run: ActionRunner): void {
     .action(
       run(async (ctx, options: { stream: string; id?: string[]; all?: boolean; json?: boolean }) => {
         assertStreamName(options.stream);
+        refuseForeignReplay(options.stream);
         if ((options.id === undefined) === !options.all) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "name the entries to replay with --id (repeatable) or pass --all", { details: { path: "--id" } });
         }

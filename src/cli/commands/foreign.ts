@@ -5,6 +5,7 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { disableForeignAgent, FOREIGN_PROTOCOLS, listForeignAgents, registerForeignAgent, type ForeignAgentRecord, type ForeignProtocol } from "../../foreign/registry.js";
+import { requireTenantRecord } from "../../tenancy/tenants.js";
 import { requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable } from "../output.js";
@@ -52,6 +53,7 @@ export function foreignAgentJson(agent: ForeignAgentRecord): Record<string, unkn
     clearanceCeiling: agent.clearanceCeiling,
     costEstimate: agent.costEstimate,
     enabled: agent.enabled,
+    idempotent: agent.idempotent,
     createdAt: agent.createdAt.toISOString(),
     updatedAt: agent.updatedAt.toISOString(),
   };
@@ -66,6 +68,7 @@ interface RegisterOptions {
   protocol?: ForeignProtocol;
   cost?: number;
   credentialRef?: string;
+  idempotent?: boolean;
   json?: boolean;
 }
 
@@ -74,7 +77,7 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
 
   /**
    * `foreign register KEY --tenant T --url BASE [--skill ID]… [--allow HOST] [--clearance N] [--protocol auto|1.0|0.3]
-   * [--cost N] [--credential-ref NAME] [--json]` — JSON: the agent (see `foreign list --json`).
+   * [--cost N] [--credential-ref NAME] [--idempotent] [--json]` — JSON: the agent (see `foreign list --json`).
    */
   const register = foreign.command("register");
   register
@@ -88,6 +91,7 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
     .option("--protocol <version>", "A2A dialect: auto (prefer 1.0), 1.0 or 0.3", protocolOption)
     .option("--cost <units>", "cost estimate per call, accrued when the agent answers", nonNegative)
     .option("--credential-ref <name>", "NAME of the credential in the secret store (never the secret)")
+    .option("--idempotent", "a timed-out or failed hop may be re-sent to this agent under the step's retries (default: never re-sent, fails closed)")
     .option("--json", "print the agent as JSON")
     .action(
       run(async (ctx, key: string, options: RegisterOptions) => {
@@ -95,8 +99,9 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
         // The program's global `--url` (the gateway of remote commands) takes the flag wherever it is written.
         const baseUrl = options.url ?? register.optsWithGlobals<{ url?: string }>().url;
         if (!baseUrl) throw new SwitchyardError(ErrorCode.InvalidArgument, "--url must name the agent's base URL", { details: { path: "--url" } });
-        const agent = await ctx.withPool((pool) =>
-          registerForeignAgent(pool, orgId, {
+        const agent = await ctx.withPool(async (pool) => {
+          await requireTenantRecord(pool, orgId);
+          return registerForeignAgent(pool, orgId, {
             agentKey: key,
             baseUrl,
             allowHost: options.allow ?? hostOf(baseUrl),
@@ -105,14 +110,15 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
             ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
             ...(options.cost !== undefined ? { costEstimate: options.cost } : {}),
             ...(options.credentialRef !== undefined ? { credentialRef: options.credentialRef } : {}),
-          }),
-        );
+            ...(options.idempotent ? { idempotent: true } : {}),
+          });
+        });
         if (options.json) return ctx.printJson(foreignAgentJson(agent));
         ctx.print(`registered foreign:${agent.agentKey} for tenant ${orgId}: ${agent.baseUrl} (allow ${agent.allowHost}, protocol ${agent.protocol}, clearance ≤ ${agent.clearanceCeiling})`);
       }),
     );
 
-  /** `foreign list --tenant T [--json]` — JSON: `{"agents":[{"orgId","agentKey","baseUrl","protocol","credentialRef","allowHost","skills","clearanceCeiling","costEstimate","enabled","createdAt","updatedAt"}]}` */
+  /** `foreign list --tenant T [--json]` — JSON: `{"agents":[{"orgId","agentKey","baseUrl","protocol","credentialRef","allowHost","skills","clearanceCeiling","costEstimate","enabled","idempotent","createdAt","updatedAt"}]}` */
   foreign
     .command("list")
     .description("list the tenant's foreign agents")
@@ -126,8 +132,8 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
         if (agents.length === 0) return ctx.print(`no foreign agents for tenant ${orgId}`);
         ctx.print(
           formatTable(
-            ["agent", "url", "allow", "protocol", "skills", "clearance", "cost", "enabled"],
-            agents.map((a) => [a.agentKey, a.baseUrl, a.allowHost, a.protocol, a.skills.join(",") || "-", a.clearanceCeiling, a.costEstimate, a.enabled ? "yes" : "no"]),
+            ["agent", "url", "allow", "protocol", "skills", "clearance", "cost", "enabled", "idempotent"],
+            agents.map((a) => [a.agentKey, a.baseUrl, a.allowHost, a.protocol, a.skills.join(",") || "-", a.clearanceCeiling, a.costEstimate, a.enabled ? "yes" : "no", a.idempotent ? "yes" : "no"]),
           ),
         );
       }),

@@ -48,6 +48,8 @@ async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Prom
       port: options.port ?? ctx.config.gateway.port,
       host: options.host ?? ctx.config.gateway.host,
       readMaxBytes: options.readMaxBytes ?? ctx.config.gateway.maxBodyBytes,
+      watchMaxPerTenant: ctx.config.gateway.watchMaxPerTenant,
+      watchMaxStreams: ctx.config.gateway.watchMaxStreams,
       shutdownGraceMs: ctx.config.harness.shutdownGraceMs,
     });
     await new Promise<void>((resolve) => {

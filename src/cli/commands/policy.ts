@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { stringify } from "yaml";
 import { BUILTIN_DEFAULT_DOCUMENT } from "../../governance/default-policy.js";
 import { getPolicy, putPolicy } from "../../governance/policy-store.js";
+import { requireTenantRecord } from "../../tenancy/tenants.js";
 import { inFile, readInputFile, requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 
@@ -34,6 +35,7 @@ export function registerPolicyCommands(program: Command, run: ActionRunner): voi
         const tenant = requireTenant(options.tenant);
         const input = await readInputFile(ctx.io.cwd, file);
         const { version } = await ctx.withPool(async (pool) => {
+          await requireTenantRecord(pool, tenant);
           try {
             return await putPolicy(pool, tenant, input.text);
           } catch (error) {

@@ -10,7 +10,6 @@ import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
 import { EXAMPLE_ROLES, startDevStack } from "../dev-stack.js";
-import { DEFAULT_GATEWAY_PORT } from "../../gateway/options.js";
 import { startMetricsServer, type MetricsServer } from "../../metrics/metrics-server.js";
 
 export function registerStartCommands(program: Command, run: ActionRunner): void {
@@ -90,8 +89,8 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .description("run a coordinator and the example workers in one process (development)")
     .option("--roles <list>", "comma-separated example roles to serve", EXAMPLE_ROLES.join(","))
     .option("--consumer <name>", "the coordinator's consumer name")
-    .option("--port <n>", "the API gateway's port", intOption(0), DEFAULT_GATEWAY_PORT)
-    .option("--host <host>", "the API gateway's interface", "0.0.0.0")
+    .option("--port <n>", "the API gateway's port (0: any free port; default SWITCHYARD_GATEWAY_PORT or 8080)", intOption(0))
+    .option("--host <host>", "the API gateway's interface (default SWITCHYARD_GATEWAY_HOST or 127.0.0.1)")
     .option("--no-gateway", "do not serve the API gateway")
     .action(run(async (ctx, options: AllOptions) => runAll(ctx, options)));
 }
@@ -99,8 +98,8 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
 interface AllOptions {
   roles: string;
   consumer?: string;
-  port: number;
-  host: string;
+  port?: number;
+  host?: string;
   gateway: boolean;
 }
 
@@ -118,7 +117,19 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
     logger,
     roles,
     ...(options.consumer ? { consumer: options.consumer } : {}),
-    ...(options.gateway ? { gateway: { port: options.port, host: options.host, shutdownGraceMs: ctx.config.harness.shutdownGraceMs } } : {}),
+    // The same address and limits as `start gateway`: flags first, then SWITCHYARD_GATEWAY_*, then the defaults.
+    ...(options.gateway
+      ? {
+          gateway: {
+            port: options.port ?? ctx.config.gateway.port,
+            host: options.host ?? ctx.config.gateway.host,
+            readMaxBytes: ctx.config.gateway.maxBodyBytes,
+            watchMaxPerTenant: ctx.config.gateway.watchMaxPerTenant,
+            watchMaxStreams: ctx.config.gateway.watchMaxStreams,
+            shutdownGraceMs: ctx.config.harness.shutdownGraceMs,
+          },
+        }
+      : {}),
   });
   const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
   try {

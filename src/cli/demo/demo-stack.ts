@@ -42,7 +42,7 @@ export async function startDemoStack(options: DemoStackOptions): Promise<DemoSta
       gateway = await startGateway(stack.runtime, { port, host: "127.0.0.1", collectMetrics: false, shutdownGraceMs: 2_000 });
     } catch (error) {
       await stack.stop();
-      const taken = (error as NodeJS.ErrnoException).code === "EADDRINUSE";
+      const taken = error instanceof SwitchyardError && error.details.cause === "EADDRINUSE";
       if (taken && attempt < attempts) continue;
       if (taken) throw new SwitchyardError(ErrorCode.Unavailable, `could not start the demo's gateway: ${attempts} free ports were taken before it could bind them`, { cause: error });
       throw error;

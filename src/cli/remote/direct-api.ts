@@ -1,6 +1,8 @@
 /**
  * TenantApi straight against the database, as the CLI has always worked: connections are opened on first use
  * (a small pool for reads, the full runtime — with Redis — only to start, cancel or decide) and closed at the end.
+ * What creates a tenant's data from nothing (a workflow, a task) needs the tenant to exist, as through the API: a
+ * mistyped `--tenant` must not quietly start a second tenant.
  */
 import { getTaskView } from "../../coordinator/tasks.js";
 import { listApprovals } from "../../coordinator/approval-store.js";
@@ -13,6 +15,7 @@ import { assertSchemaCurrent } from "../../store/migrate.js";
 import { getWorkflow, listWorkflows, submitWorkflow } from "../../store/workflow-store.js";
 import { listTasks } from "../../gateway/task-list.js";
 import { parseWorkflowDefinition, workflowToSource } from "../../workflow/definition.js";
+import { requireTenantRecord } from "../../tenancy/tenants.js";
 import { inFile } from "../args.js";
 import { openRuntime, type CliContext } from "../context.js";
 import type { TenantApi } from "./tenant-api.js";
@@ -47,7 +50,9 @@ export function createDirectTenantApi(ctx: CliContext, tenant: string): TenantAp
       } catch (error) {
         throw inFile(file.path, error);
       }
-      return submitWorkflow(await openPool(), tenant, definition);
+      const pool = await openPool();
+      await requireTenantRecord(pool, tenant);
+      return submitWorkflow(pool, tenant, definition);
     },
     async getWorkflow(ref) {
       const stored = await getWorkflow(await reader(), tenant, ref);
@@ -57,7 +62,9 @@ export function createDirectTenantApi(ctx: CliContext, tenant: string): TenantAp
       return listWorkflows(await reader(), tenant);
     },
     async startTask(request) {
-      return (await openRuntimeOnce()).tasks.start({ orgId: tenant, ...request });
+      const opened = await openRuntimeOnce();
+      await requireTenantRecord(opened.pool, tenant);
+      return opened.tasks.start({ orgId: tenant, ...request });
     },
     async getTask(id) {
       return getTaskView(await reader(), tenant, id);

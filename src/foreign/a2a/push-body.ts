@@ -17,7 +17,7 @@
  */
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { messageText, normalizeArtifact, normalizeArtifacts, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
-import { foreignTaskState, isTerminalForeignState, type A2ADialect, type ForeignTaskState } from "./task-state.js";
+import { isTerminalForeignState, parseForeignTaskState, WIRE_STATE_NAMES, type A2ADialect, type ForeignTaskState } from "./task-state.js";
 import { isJsonObject, malformed, optionalString, parseUntrustedJson, requireId, type JsonObject } from "./untrusted-json.js";
 
 export type PushKind = "task" | "statusUpdate" | "artifactUpdate" | "message";
@@ -131,7 +131,12 @@ function parseEvent(dialect: A2ADialect, kind: PushKind, event: JsonObject, path
 function readStatus(value: unknown, dialect: A2ADialect, path: string): { state: ForeignTaskState; message: string | undefined } {
   if (!isJsonObject(value)) throw malformed("INVALID_SHAPE", "status must be an object", path);
   if (typeof value.state !== "string" && typeof value.state !== "number") throw malformed("INVALID_SHAPE", "status.state is required", `${path}.state`);
-  return { state: foreignTaskState(value.state), message: messageText(value.message, dialect) };
+  const state = parseForeignTaskState(value.state);
+  if (state === undefined) {
+    // Answered 400 (the README's contract): storing it as `unknown` would hide a broken agent behind a parked step.
+    throw malformed("INVALID_STATE", `status.state ${JSON.stringify(value.state)} is not an A2A task state; use one of ${WIRE_STATE_NAMES.join(", ")} (or a v1.0 enum number 0-8)`, `${path}.state`);
+  }
+  return { state, message: messageText(value.message, dialect) };
 }
 
 function withMessage(parsed: ParsedPushNotification, message: string | undefined): ParsedPushNotification {

@@ -3,8 +3,9 @@
  *
  * v1.0 spells states as ProtoJSON enum names (`TASK_STATE_INPUT_REQUIRED`, or the enum number), v0.3 as kebab-case
  * words (`input-required`). The two spellings never collide, so both are accepted from either dialect: an agent that
- * mixes them up still resolves, and anything unrecognised is `unknown` (never terminal) rather than an error, so a
- * new state from a newer agent parks the bridge instead of resuming the step on a guess.
+ * mixes them up still resolves. What is not a state in either spec is refused where the sender is told (a push is
+ * answered 400, `parseForeignTaskState`); in a poll's answer it reads as `unknown` (never terminal,
+ * `foreignTaskState`), so a new state from a newer agent parks the bridge instead of resuming the step on a guess.
  */
 
 /** The A2A protocol dialects we speak (JSON-RPC binding only). */
@@ -86,7 +87,15 @@ const BY_NUMBER: readonly ForeignTaskState[] = [
 
 /** Maps a wire state (either dialect's spelling, or a v1.0 enum number) onto our enum; anything else is `unknown`. */
 export function foreignTaskState(wire: unknown): ForeignTaskState {
-  if (typeof wire === "string") return Object.hasOwn(BY_NAME, wire) ? BY_NAME[wire]! : "unknown";
-  if (typeof wire === "number" && Number.isInteger(wire)) return BY_NUMBER[wire] ?? "unknown";
-  return "unknown";
+  return parseForeignTaskState(wire) ?? "unknown";
 }
+
+/** Like {@link foreignTaskState}, but undefined for what is no state of either spec (e.g. `done`, `TASK_STATE_X`, 9). */
+export function parseForeignTaskState(wire: unknown): ForeignTaskState | undefined {
+  if (typeof wire === "string") return Object.hasOwn(BY_NAME, wire) ? BY_NAME[wire]! : undefined;
+  if (typeof wire === "number" && Number.isInteger(wire)) return BY_NUMBER[wire];
+  return undefined;
+}
+
+/** The spellings a push may use, for error messages. */
+export const WIRE_STATE_NAMES: readonly string[] = Object.keys(BY_NAME);

@@ -25,6 +25,7 @@ export function foreignAgentToProto(agent: ForeignAgentRecord): MessageInitShape
     clearanceCeiling: agent.clearanceCeiling,
     costEstimate: agent.costEstimate,
     enabled: agent.enabled,
+    idempotent: agent.idempotent,
     createdAt: toTimestamp(agent.createdAt),
     updatedAt: toTimestamp(agent.updatedAt),
   };
@@ -43,6 +44,7 @@ export function foreignAgentInputFromProto(agent: ForeignAgent | undefined): For
     clearanceCeiling: agent.clearanceCeiling,
     costEstimate: agent.costEstimate,
     enabled: true,
+    idempotent: agent.idempotent,
   };
 }
 
@@ -55,6 +57,7 @@ const MASKABLE: Record<string, keyof ForeignAgentPatch> = {
   clearance_ceiling: "clearanceCeiling",
   cost_estimate: "costEstimate",
   enabled: "enabled",
+  idempotent: "idempotent",
 };
 
 /** The patch an Update asks for: exactly the fields in `update_mask` (snake_case paths), taken from `agent`. */

@@ -15,6 +15,7 @@ import { adminCall } from "../auth.js";
 import { apiKeyToProto, deadLetterToProto, tenantToProto } from "../convert/admin.js";
 import { enumMapping, toTimestamp } from "../convert/values.js";
 import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters } from "../../bus/dead-letters.js";
+import { isForeignStream, listForeignDeadLetters, refuseForeignReplay } from "../../foreign/dead-letters.js";
 import type { ServiceDeps } from "./deps.js";
 
 const DEFAULT_DEAD_LETTER_LIMIT = 100;
@@ -80,12 +81,17 @@ export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService
       for (const stream of streams) {
         for (const letter of await deps.bus.listDeadLetters(stream, limit)) letters.push(deadLetterToProto(deadLetterView(letter, deps.maxPayloadBytes)));
       }
+      // Foreign hops not re-sent (FOREIGN_NOT_RETRIED) are recorded in Postgres; see src/foreign/dead-letters.ts.
+      if (req.stream === "" || isForeignStream(req.stream)) {
+        for (const letter of await listForeignDeadLetters(deps.pool, { ...(req.stream !== "" ? { stream: req.stream } : {}), limit })) letters.push(deadLetterToProto(letter));
+      }
       return { deadLetters: letters };
     },
 
     async replayDeadLetters(req, ctx) {
       const admin = adminCall(ctx);
       const stream = streamName(req.stream, "stream");
+      refuseForeignReplay(stream);
       if ((req.ids.length > 0) === req.all) {
         throw new SwitchyardError(ErrorCode.InvalidArgument, "ids: name the entries to replay, or set all (not both)", { details: { path: "ids" } });
       }

@@ -7,6 +7,7 @@ import type { Bus } from "../../bus/bus.js";
 import type { TaskService } from "../../coordinator/tasks.js";
 import type { Logger } from "../../logger.js";
 import type { Pool } from "../../store/db.js";
+import type { WatchHub } from "../watch-hub.js";
 
 export interface ServiceDeps {
   /** The owner's pool: tenant code wraps it in tenant-scoped transactions; admin code uses it directly. */
@@ -18,8 +19,8 @@ export interface ServiceDeps {
   keyPrefix: string;
   maxPayloadBytes: number;
   logger: Logger;
-  /** How often Watch re-reads a task (ms). */
-  watchIntervalMs: number;
+  /** Where Watch streams take their slot and learn that their task changed (one shared poller). */
+  watches: WatchHub;
   /** Aborted when the gateway starts shutting down: open Watch streams end so in-flight calls can finish. */
   stopping: AbortSignal;
 }

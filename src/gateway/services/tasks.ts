@@ -30,19 +30,6 @@ function fingerprint(view: TaskView): string {
   return JSON.stringify([view.status, view.steps.map((s) => [s.id, s.status, s.attempts, s.approvalId])]);
 }
 
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
 export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> {
   const readView = (orgId: string, id: string) => withTenantTransaction(deps.pool, orgId, (client) => getTaskView(client, orgId, id));
 
@@ -90,19 +77,26 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
 
     async *watch(req, ctx: HandlerContext) {
       const { orgId } = tenantCall(ctx);
+      // Refused here (RESOURCE_EXHAUSTED) before anything is read when the tenant or the process is at its limit.
+      const slot = deps.watches.open(orgId, req.id);
       // The client went away, or the gateway is shutting down: either ends the stream quietly.
       const signal = AbortSignal.any([ctx.signal, deps.stopping]);
-      let last: string | undefined;
-      for (;;) {
-        const view = await readView(orgId, req.id);
-        const now = fingerprint(view);
-        if (now !== last) {
-          last = now;
-          yield { task: taskToProto(view) };
+      try {
+        let last: string | undefined;
+        for (;;) {
+          const view = await readView(orgId, req.id);
+          const now = fingerprint(view);
+          if (now !== last) {
+            last = now;
+            yield { task: taskToProto(view) };
+          }
+          if (isTerminal(view)) return;
+          // No query of its own while idle: the hub's shared poll wakes this stream when its task changes.
+          await slot.changed(signal);
+          if (signal.aborted) return;
         }
-        if (isTerminal(view)) return;
-        await pause(deps.watchIntervalMs, signal);
-        if (signal.aborted) return;
+      } finally {
+        slot.release();
       }
     },
   };

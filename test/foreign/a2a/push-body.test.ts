@@ -67,7 +67,7 @@ describe("parsePushNotification: v1.0 StreamResponse", () => {
     ["TASK_STATE_CANCELED", "canceled", true],
     ["TASK_STATE_REJECTED", "rejected", true],
     ["TASK_STATE_UNSPECIFIED", "unknown", false],
-    ["TASK_STATE_FROM_THE_FUTURE", "unknown", false],
+    [0, "unknown", false],
     [3, "completed", true],
   ])("reads a status update in state %j as %s (final %s)", (state, expected, final) => {
     const parsed = parse({ statusUpdate: { taskId: TASK_ID, contextId: "c", status: { state } } });
@@ -212,6 +212,11 @@ describe("parsePushNotification refuses malformed bodies", () => {
     ["a numeric task id", JSON.stringify({ task: { id: 42, status: { state: "TASK_STATE_COMPLETED" } } }), "MISSING_TASK_ID"],
     ["a task without a status", JSON.stringify({ task: { id: TASK_ID } }), "INVALID_SHAPE"],
     ["a status without a state", JSON.stringify({ statusUpdate: { taskId: TASK_ID, status: {} } }), "INVALID_SHAPE"],
+    ["a v1.0 state that is no state", JSON.stringify({ statusUpdate: { taskId: TASK_ID, status: { state: "TASK_STATE_FROM_THE_FUTURE" } } }), "INVALID_STATE"],
+    ["a v1.0 enum number out of range", JSON.stringify({ statusUpdate: { taskId: TASK_ID, status: { state: 9 } } }), "INVALID_STATE"],
+    ["a v1.0 state in the wrong case", JSON.stringify({ task: { id: TASK_ID, status: { state: "task_state_completed" } } }), "INVALID_STATE"],
+    ["a v0.3 state that is no state", JSON.stringify({ kind: "task", id: TASK_ID, status: { state: "done" } }), "INVALID_STATE"],
+    ["a v0.3 state in snake case", JSON.stringify({ kind: "status-update", taskId: TASK_ID, status: { state: "input_required" } }), "INVALID_STATE"],
     ["a message without a task id", JSON.stringify({ message: { messageId: "m", role: "ROLE_AGENT", parts: [] } }), "MISSING_TASK_ID"],
     ["artifacts that are not a list", JSON.stringify({ task: { id: TASK_ID, status: { state: "TASK_STATE_COMPLETED" }, artifacts: {} } }), "INVALID_SHAPE"],
     ["an artifact without parts", JSON.stringify({ artifactUpdate: { taskId: TASK_ID, artifact: { artifactId: "a" } } }), "INVALID_SHAPE"],

@@ -137,6 +137,51 @@ steps:
     expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
   });
 
+  it("answers 400 to a push whose status.state is no A2A state (either dialect) and changes nothing", async () => {
+    const a = await opened(ORG);
+    const header = { "x-a2a-notification-token": a.token };
+    for (const state of ["TASK_STATE_DONE", "done", "input_required", "Completed", 42]) {
+      const v1 = await postPush(a.url, { statusUpdate: { taskId: a.foreignTaskId, contextId: "ctx", status: { state } } }, header);
+      expect(v1.status).toBe(400);
+      expect(v1.text).toMatch(/INVALID_STATE/);
+      const v03 = await fetch(a.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-a2a-notification-token": a.token },
+        body: JSON.stringify({ kind: "task", id: a.foreignTaskId, contextId: "ctx", status: { state } }),
+      });
+      expect(v03.status).toBe(400);
+      expect(await v03.text()).toMatch(/INVALID_STATE/);
+    }
+    const [after] = await listBridges(rt.pool, ORG, a.taskId);
+    expect(after!.updatedAt.getTime()).toBe(a.bridge.updatedAt.getTime());
+    await unchanged(ORG, a.taskId, a.bridge);
+  });
+
+  it("a duplicate non-terminal push writes nothing: updated_at stays, the answer says unchanged", async () => {
+    const a = await opened(ORG);
+    const header = { "x-a2a-notification-token": a.token };
+    const working = { statusUpdate: { taskId: a.foreignTaskId, contextId: "ctx", status: { state: "TASK_STATE_WORKING" } } };
+    const progress = task(a.foreignTaskId, "TASK_STATE_WORKING", [artifact({ part: 1 })]);
+    expect((await postPush(a.url, working, header)).text).toMatch(/updated/);
+    expect((await postPush(a.url, progress, header)).text).toMatch(/updated/);
+    const [first] = await listBridges(rt.pool, ORG, a.taskId);
+    expect(first).toMatchObject({ status: "working", lastState: "working", artifacts: [{ artifactId: "result", parts: [{ part: 1 }] }] });
+    // Let the clock move on, so a write (now()) would be visible.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const body of [working, progress, working]) {
+      const answer = await postPush(a.url, body, header);
+      expect(answer.status).toBe(200);
+      expect(answer.text).toMatch(/unchanged/);
+    }
+    const [after] = await listBridges(rt.pool, ORG, a.taskId);
+    expect(after!.updatedAt.getTime()).toBe(first!.updatedAt.getTime());
+    expect(after).toMatchObject({ status: "working", lastState: "working", artifacts: first!.artifacts });
+    // Something new still lands.
+    expect((await postPush(a.url, task(a.foreignTaskId, "TASK_STATE_WORKING", [artifact({ part: 2 })]), header)).text).toMatch(/updated/);
+    const [changed] = await listBridges(rt.pool, ORG, a.taskId);
+    expect(changed!.updatedAt.getTime()).toBeGreaterThan(first!.updatedAt.getTime());
+  });
+
   it("fails the step closed on input-required and on a failed task, with clear codes", async () => {
     const a = await opened(ORG);
     const header = { "x-a2a-notification-token": a.token };

@@ -15,7 +15,8 @@ import { submitWorkflow } from "../../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../../src/workflow/definition.js";
 import { createTestDatabase, type TestDatabase } from "../../support/db.js";
 import { deleteByPrefix, uniquePrefix } from "../../support/redis.js";
-import { testConfig, waitFor, type TestRuntime } from "../../support/runtime.js";
+import { testConfig, type TestRuntime } from "../../support/runtime.js";
+import { waitForTask } from "../../support/wait.js";
 import type { TaskView } from "../../../src/coordinator/tasks.js";
 
 export interface ForeignTestRuntime extends Runtime {
@@ -25,7 +26,8 @@ export interface ForeignTestRuntime extends Runtime {
   startCoordinator(): Coordinator;
   register(orgId: string, input: Partial<ForeignAgentInput> & { agentKey: string; baseUrl: string }): Promise<void>;
   submit(orgId: string, yaml: string): Promise<void>;
-  finished(orgId: string, taskId: string, timeoutMs?: number): Promise<TaskView>;
+  /** Waits while the task keeps moving; fails naming its steps when nothing moved for `stallMs`. */
+  finished(orgId: string, taskId: string, stallMs?: number): Promise<TaskView>;
   cleanup(): Promise<void>;
 }
 
@@ -104,14 +106,8 @@ export async function createForeignRuntime(
     async submit(orgId, yaml) {
       await submitWorkflow(rt.pool, orgId, parseWorkflowDefinition(yaml));
     },
-    async finished(orgId, taskId, timeoutMs = 15_000) {
-      return waitFor(
-        async () => {
-          const task = await rt.tasks.get(orgId, taskId);
-          return ["completed", "failed", "cancelled"].includes(task.status) ? task : undefined;
-        },
-        { timeoutMs, what: `task ${taskId} to finish` },
-      );
+    async finished(orgId, taskId, stallMs) {
+      return waitForTask(rt.tasks, orgId, taskId, stallMs === undefined ? {} : { stallMs });
     },
     async cleanup() {
       await Promise.all(coordinators.map((c) => c.close()));

@@ -1,0 +1,55 @@
+/**
+ * The workers' handler: records every execution — start and finish, with step, attempt, the WORK envelope id and
+ * the pid — in a file per process before and after a small random amount of work, so the suite can count
+ * executions per step attempt even for turns whose process was killed or whose RESULT was lost.
+ *
+ * A harness loads a handler module by path, so the suite writes a two-line module into its run directory that
+ * calls `recordingHandler` with that run's options (`writeHandlerModule`): no environment variables involved.
+ */
+import { appendFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Handler } from "../src/harness/index.js";
+
+export interface RecordingOptions {
+  /** Directory of the execution records (`<pid>.jsonl`). */
+  dir: string;
+  /** Work time per execution, drawn uniformly from [min, max] ms. */
+  workMs: readonly [number, number];
+}
+
+/** One line of an execution record. `needs`: the needed steps whose outputs the input carried. */
+export interface ExecutionRecord {
+  phase: "start" | "end";
+  pid: number;
+  at: number;
+  org: string;
+  task: string;
+  step: string;
+  attempt: number;
+  work: string;
+  needs?: string[];
+}
+
+export function recordingHandler(options: RecordingOptions): Handler {
+  const file = join(options.dir, `${process.pid}.jsonl`);
+  // One write per line with O_APPEND: a kill -9 leaves whole lines (at worst the last one torn, which the reader skips).
+  const record = (line: ExecutionRecord) => appendFileSync(file, `${JSON.stringify(line)}\n`);
+  return async (work, ctx) => {
+    const input = work.input as { steps?: Record<string, unknown> } | null;
+    const base = { pid: process.pid, org: work.orgId, task: work.taskId, step: work.stepId, attempt: work.attempt, work: work.envelopeId };
+    record({ phase: "start", at: Date.now(), ...base, needs: Object.keys(input?.steps ?? {}).sort() });
+    const [min, max] = options.workMs;
+    await new Promise((resolve) => setTimeout(resolve, min + Math.random() * (max - min)));
+    ctx.usage({ cost: 0.1 });
+    record({ phase: "end", at: Date.now(), ...base });
+    return { step: work.stepId, attempt: work.attempt, pid: process.pid };
+  };
+}
+
+/** Writes the module a harness loads with `--handler` and returns its path. */
+export function writeHandlerModule(runDir: string, options: RecordingOptions): string {
+  const path = join(runDir, "handler.mts");
+  const source = new URL("./handler.ts", import.meta.url).pathname;
+  writeFileSync(path, `import { recordingHandler } from ${JSON.stringify(source)};\nexport default recordingHandler(${JSON.stringify(options)});\n`);
+  return path;
+}

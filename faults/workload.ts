@@ -1,0 +1,135 @@
+/**
+ * The workload: a fan-out/fan-in workflow (`a` → `b` ‖ `c` → `d` needs [b, c]) for two tenants, set up as an
+ * operator and a tenant would (`switchyard migrate`, `switchyard tenant create`, WorkflowService.Submit), and
+ * tasks started through the gateway's Connect API with an API key and one idempotency key per task — so a start
+ * whose answer was lost (gateway killed, Postgres restarting) is simply sent again and never makes a second task.
+ */
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { TaskService } from "../src/gen/switchyard/api/v1/tasks_pb.js";
+import { WorkflowService } from "../src/gen/switchyard/api/v1/workflows_pb.js";
+import { createApiTransport } from "../src/cli/remote/transport.js";
+import { toValue } from "../src/gateway/convert/values.js";
+import { runCliCommand } from "../test/support/processes.js";
+import { sleep } from "./random.js";
+
+export const WORKFLOW_NAME = "fan";
+export const ROLES = ["split", "branch", "join"] as const;
+/** Each step and the steps it needs; the checks derive the expected order from this. */
+export const STEPS: ReadonlyArray<{ id: string; role: (typeof ROLES)[number]; needs: readonly string[] }> = [
+  { id: "a", role: "split", needs: [] },
+  { id: "b", role: "branch", needs: ["a"] },
+  { id: "c", role: "branch", needs: ["a"] },
+  { id: "d", role: "join", needs: ["b", "c"] },
+];
+/** Enough attempts that a run of faults cannot exhaust them; a timeout well above the work time. */
+export const STEP_TIMEOUT = "8s";
+const RETRIES = 10;
+
+export function workflowYaml(): string {
+  const lines = STEPS.map(
+    (s) => `  - { id: ${s.id}, to: "role:${s.role}", needs: [${s.needs.join(", ")}], timeout: ${STEP_TIMEOUT}, retries: ${RETRIES}, backoff: 200ms, cost_estimate: 0.1 }`,
+  );
+  return `name: ${WORKFLOW_NAME}\nsteps:\n${lines.join("\n")}\n`;
+}
+
+/** Migrates the suite's database, creates the tenants and submits the workflow through the API; returns each tenant's key. */
+export async function prepareTenants(options: { tenants: readonly string[]; env: Record<string, string> }): Promise<Map<string, string>> {
+  const cli = async (args: string[]) => {
+    const out = await runCliCommand(args, options.env);
+    if (out.code !== 0) throw new Error(`switchyard ${args.join(" ")} exited ${out.code}:\n${out.stderr}${out.stdout}`);
+    return out.stdout;
+  };
+  await cli(["migrate"]);
+  const keys = new Map<string, string>();
+  for (const tenant of options.tenants) {
+    const created = JSON.parse((await cli(["tenant", "create", tenant, "--json"])).trim().split("\n").pop()!) as { key: string };
+    keys.set(tenant, created.key);
+  }
+  return keys;
+}
+
+export async function submitWorkflow(gatewayUrl: string, keys: Map<string, string>): Promise<void> {
+  for (const key of keys.values()) {
+    await createClient(WorkflowService, createApiTransport({ url: gatewayUrl, token: key })).submit({ source: workflowYaml() });
+  }
+}
+
+export interface StarterOptions {
+  gatewayUrl: string;
+  keys: Map<string, string>;
+  total: number;
+  /** Idempotency keys are `<runId>-<i>`. */
+  runId: string;
+  concurrency: number;
+  /** Tasks per second (paced, so the load lasts through the faults); null: as fast as the gateway takes them. */
+  ratePerSec: number | null;
+  /** Give up when no start has succeeded for this long. */
+  giveUpMs: number;
+  signal: AbortSignal;
+}
+
+export interface StartSummary {
+  /** Task id per task index. */
+  taskIds: Map<number, string>;
+  /** Calls sent again after an error or a lost answer. */
+  retries: number;
+  /** Answers with `created: false`: a retry found the task its lost first call had made. */
+  replayed: number;
+  /** Tasks that could not be started (the gateway did not take any start for `giveUpMs`). */
+  failed: Array<{ index: number; error: string }>;
+  errors: Map<string, number>;
+}
+
+export class Starter {
+  readonly summary: StartSummary = { taskIds: new Map(), retries: 0, replayed: 0, failed: [], errors: new Map() };
+  private lastSuccessAt = Date.now();
+
+  constructor(private readonly options: StarterOptions) {}
+
+  get started(): number {
+    return this.summary.taskIds.size;
+  }
+
+  async run(): Promise<StartSummary> {
+    const o = this.options;
+    const tenants = [...o.keys.keys()];
+    const clients = new Map(tenants.map((t) => [t, createClient(TaskService, createApiTransport({ url: o.gatewayUrl, token: o.keys.get(t)! }))]));
+    const t0 = Date.now();
+    let next = 0;
+    const worker = async () => {
+      for (;;) {
+        const index = next++;
+        if (index >= o.total || o.signal.aborted) return;
+        if (o.ratePerSec !== null) await sleep(t0 + (index * 1000) / o.ratePerSec - Date.now(), o.signal);
+        await this.startOne(index, clients.get(tenants[index % tenants.length]!)!);
+      }
+    };
+    await Promise.all(Array.from({ length: o.concurrency }, worker));
+    return this.summary;
+  }
+
+  private async startOne(index: number, client: ReturnType<typeof createClient<typeof TaskService>>): Promise<void> {
+    const o = this.options;
+    for (let attempt = 0; !o.signal.aborted; attempt++) {
+      if (attempt > 0) this.summary.retries += 1;
+      try {
+        const res = await client.start(
+          { workflow: WORKFLOW_NAME, input: toValue({ i: index }), idempotencyKey: `${o.runId}-${index}` },
+          { signal: AbortSignal.any([o.signal, AbortSignal.timeout(15_000)]) },
+        );
+        if (!res.created) this.summary.replayed += 1;
+        this.summary.taskIds.set(index, res.task!.id);
+        this.lastSuccessAt = Date.now();
+        return;
+      } catch (error) {
+        const code = error instanceof ConnectError ? Code[error.code] : (error as Error).name;
+        this.summary.errors.set(code, (this.summary.errors.get(code) ?? 0) + 1);
+        if (Date.now() - this.lastSuccessAt > o.giveUpMs) {
+          this.summary.failed.push({ index, error: (error as Error).message });
+          return;
+        }
+        await sleep(Math.min(2_000, 200 * 2 ** Math.min(attempt, 4)), o.signal);
+      }
+    }
+  }
+}
