@@ -109,7 +109,9 @@ describe("decide", () => {
     expect(d.state.steps.get("a")).toMatchObject({ status: "failed", attempt: 1, error: { code: "FOREIGN_NOT_RETRIED", retryable: false } });
     expect(d.state.task.error).toMatchObject({ stepId: "a", code: "FOREIGN_NOT_RETRIED" });
     // A retryable failure result is not re-sent either.
-    expect(decide(state, result("a", 1, false), context(1100, "f")).state.steps.get("a")).toMatchObject({ status: "failed", attempt: 1 });
+    // (A FOREIGN step's result comes from the gateway, for its agent.)
+    const failed = result("a", 1, false, { sender: { kind: "gateway", agent: "helper" } });
+    expect(decide(state, failed, context(1100, "f")).state.steps.get("a")).toMatchObject({ status: "failed", attempt: 1 });
     // The idempotent fact comes in through the context: then the step's retries apply.
     const base = context(5000, "t");
     const idempotent = { ...base, tenant: { ...base.tenant, idempotentForeignAgents: new Set(["helper"]) } };
