@@ -6,6 +6,7 @@
  * The bench is a script, not a library: connection URLs come from `loadConfig()` (src/config.ts still being the
  * only reader of REDIS_URL / DATABASE_URL), and progress goes to stderr so stdout holds only the report.
  */
+import { parseBusSecrets } from "../src/bus/auth/bus-keys.js";
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
@@ -368,3 +369,6 @@ export async function createScratchDatabase(baseUrl: string): Promise<ScratchDat
 // Report
 
 /** Keys the JSON line always carries (null when not measured). */
+
+/** The bus secret every bench process shares (coordinator and harness children included; README "Bus authentication"). */
+export const BENCH_BUS_SECRETS = parseBusSecrets("bench:switchyard-bench-bus-secret-0123456789abcdef");

@@ -10,6 +10,8 @@
  */
 import { kill, spawnCli, type ManagedProcess } from "../test/support/processes.js";
 import { FLAGS_ON_ENV } from "../test/support/env.js";
+import { TEST_BUS_SECRET_ENV, testBusAuth } from "../test/support/bus-auth.js";
+import { formatPublisherKey } from "../src/bus/auth/bus-keys.js";
 import { sleep } from "./random.js";
 import { writeRunState } from "./services.js";
 
@@ -87,15 +89,20 @@ export class Fleet {
       SWITCHYARD_LOG_LEVEL: "warn",
       SWITCHYARD_A2A_EGRESS_ENABLED: "false",
     };
+    // Bus authentication as deployed: the master secret for coordinators only, every other process its own key.
+    const keyOf = (sender: string) => formatPublisherKey(testBusAuth().publisherKey(sender));
     switch (kind) {
       case "coordinator":
-        return { args: ["start", "coordinator"], env };
+        return { args: ["start", "coordinator"], env: { ...env, SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV } };
       case "harness":
-        return { args: ["start", "harness", "--role", role!, "--handler", o.handlerPath, "--concurrency", String(o.concurrency)], env };
+        return {
+          args: ["start", "harness", "--role", role!, "--handler", o.handlerPath, "--concurrency", String(o.concurrency)],
+          env: { ...env, SWITCHYARD_BUS_KEY: keyOf(`role:${role!}`) },
+        };
       case "gateway":
         return {
           args: ["start", "gateway"],
-          env: { ...env, SWITCHYARD_GATEWAY_HOST: "127.0.0.1", SWITCHYARD_GATEWAY_PORT: String(o.gatewayPort), SWITCHYARD_PUBLIC_URL: this.gatewayUrl },
+          env: { ...env, SWITCHYARD_BUS_KEY: keyOf("gateway"), SWITCHYARD_GATEWAY_HOST: "127.0.0.1", SWITCHYARD_GATEWAY_PORT: String(o.gatewayPort), SWITCHYARD_PUBLIC_URL: this.gatewayUrl },
         };
     }
   }

@@ -3,6 +3,7 @@
  * else receives the resulting object (or a slice of it) through options.
  */
 import { ErrorCode, SwitchyardError } from "./errors.js";
+import { parseBusSecrets, parsePublisherKey, type BusSecret, type PublisherKey } from "./bus/auth/bus-keys.js";
 
 export interface BusConfig {
   /** Prefix of every Redis key; tests use a unique one each. */
@@ -121,6 +122,14 @@ export interface ForeignConfig {
   secrets: Readonly<Record<string, string>>;
 }
 
+/** Bus authentication (README, "Bus authentication"). Both empty: only single-process runs work (dev secret). */
+export interface BusAuthConfig {
+  /** SWITCHYARD_BUS_SECRET: master secrets by key id, the first current. Coordinators need them. Never logged. */
+  secrets: readonly BusSecret[];
+  /** SWITCHYARD_BUS_KEY: keys of single publisher identities (a standalone harness or gateway). Never logged. */
+  publisherKeys: readonly PublisherKey[];
+}
+
 /** Where tenant CLI commands send their calls: the gateway (when set) instead of the database. */
 export interface RemoteConfig {
   url: string | null;
@@ -140,9 +149,11 @@ export interface Config {
   checkpoints: CheckpointConfig;
   foreign: ForeignConfig;
   remote: RemoteConfig;
+  busAuth: BusAuthConfig;
 }
 
 export const defaultConfig: Config = {
+  busAuth: { secrets: [], publisherKeys: [] },
   redisUrl: "redis://127.0.0.1:6379",
   databaseUrl: "postgres://postgres@127.0.0.1:5432/switchyard",
   logLevel: "info",
@@ -309,6 +320,10 @@ export function loadConfig(env: Env = process.env): Config {
     metrics: {
       host: env.SWITCHYARD_METRICS_HOST || d.metrics.host,
       port: env.SWITCHYARD_METRICS_PORT === undefined || env.SWITCHYARD_METRICS_PORT === "" ? null : int(env, "SWITCHYARD_METRICS_PORT", 0, 0),
+    },
+    busAuth: {
+      secrets: env.SWITCHYARD_BUS_SECRET ? parseBusSecrets(env.SWITCHYARD_BUS_SECRET) : [],
+      publisherKeys: list(env, "SWITCHYARD_BUS_KEY").map((key) => parsePublisherKey(key)),
     },
     // Validated where it is used (the CLI names the flag and the variable in its error).
     remote: { url: env.SWITCHYARD_URL || null, token: env.SWITCHYARD_TOKEN || null },

@@ -24,6 +24,8 @@ export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOp
     bus: runtime.bus,
     engine: runtime.engine,
     publisher: runtime.publisher,
+    // Throws CONFIG without SWITCHYARD_BUS_SECRET: a coordinator never runs with an unauthenticated inbox.
+    verifier: runtime.busAuth.verifier(),
     consumer: options.consumer ?? consumerName("coordinator"),
     batchSize: config.coordinator.batchSize,
     blockMs: config.bus.blockMs,

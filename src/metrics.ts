@@ -20,6 +20,8 @@ export interface Metrics {
   events: Counter<"type" | "outcome">;
   deadLetters: Counter<"stream" | "reason">;
   reclaims: Counter<"stream">;
+  /** Inbox envelopes refused by bus authentication or the sender check, by reason (README, Bus authentication). */
+  inboxRefused: Counter<"reason">;
   outboxLag: Histogram<never>;
   auditAppendLatency: Histogram<never>;
   delegationDepthExceeded: Counter<never>;
@@ -61,6 +63,12 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     }),
     events: new Counter({ name: "switchyard_coordinator_events_total", help: "Coordinator events by type and outcome", labelNames: ["type", "outcome"], registers: [registry] }),
     deadLetters: new Counter({ name: "switchyard_dead_letters_total", help: "Entries moved to a dead-letter stream", labelNames: ["stream", "reason"], registers: [registry] }),
+    inboxRefused: new Counter({
+      name: "switchyard_inbox_refused_total",
+      help: "Coordinator inbox envelopes refused (dead-lettered, never applied): no or bad MAC, unknown key, wrong sender, unknown task or tenant",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
     reclaims: new Counter({ name: "switchyard_reclaims_total", help: "Stalled entries reclaimed from a dead consumer", labelNames: ["stream"], registers: [registry] }),
     outboxLag: new Histogram({
       name: "switchyard_outbox_lag_seconds",

@@ -6,6 +6,8 @@
 import type { Redis } from "ioredis";
 import type { Config } from "./config.js";
 import type { Bus } from "./bus/bus.js";
+import { BusAuth } from "./bus/auth/bus-auth.js";
+import { generateDevSecret } from "./bus/auth/bus-keys.js";
 import { createRedisBus } from "./bus/redis-bus.js";
 import { createRedisConnection } from "./bus/redis-connection.js";
 import { DependencyHealth } from "./dependency-health.js";
@@ -36,6 +38,8 @@ export interface Runtime {
   /** Whether Postgres and Redis are reachable, as this process sees it (logs and counts each outage once). */
   health: DependencyHealth;
   bus: Bus;
+  /** Signers for the identities this process publishes to the coordinator inbox as, and the inbox verifier. */
+  busAuth: BusAuth;
   policies: PolicyCache;
   workflows: WorkflowCache;
   engine: Engine;
@@ -64,6 +68,13 @@ export interface RuntimeOptions {
   busSwitch?: Pick<FlagSwitches, "busEnabled">;
   /** Pool size; coordinators want a few, CLI commands one or two. @defaultValue 10 */
   poolSize?: number;
+  /**
+   * With neither SWITCHYARD_BUS_SECRET nor SWITCHYARD_BUS_KEY configured, generate a random bus secret for this
+   * process (logged): right for single-process runs (`start all`, the demo, tests), where every publisher and the
+   * coordinator share it. Standalone processes leave it off and refuse to publish or verify without keys.
+   * @defaultValue false
+   */
+  devBusSecret?: boolean;
   /** Check the schema version and Redis eviction policy first. @defaultValue true */
   checks?: boolean;
   clock?: () => number;
@@ -115,6 +126,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     logger.warn({ err: error }, "could not read table flags; using the environment's defaults until it can be read");
   }
   flags.start();
+  const busAuth = createBusAuth(config, options, logger);
   const policies = new PolicyCache({ pool, ttlMs: 1000 });
   const workflows = new WorkflowCache(pool);
   const engine = new Engine({
@@ -131,6 +143,16 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   });
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
-  if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health });
-  return { config, logger, metrics, pool, redis, health, bus, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
+  if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
+  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
+}
+
+function createBusAuth(config: Config, options: RuntimeOptions, logger: Logger): BusAuth {
+  const { secrets, publisherKeys } = config.busAuth;
+  const maxPayloadBytes = config.bus.maxPayloadBytes;
+  if (secrets.length === 0 && publisherKeys.length === 0 && options.devBusSecret) {
+    logger.warn("SWITCHYARD_BUS_SECRET is not set: bus authentication uses a random secret of this process only (fine for one process; set it for a deployment)");
+    return new BusAuth({ secrets: [generateDevSecret()], maxPayloadBytes });
+  }
+  return new BusAuth({ secrets, publisherKeys, maxPayloadBytes });
 }

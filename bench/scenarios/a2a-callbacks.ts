@@ -13,6 +13,8 @@
  * applies the RESULTs (audited, step and task completed). The clock stops when the last step is completed, not at
  * the last answer. The callback rate limit is raised for the bench (the default, 200/s per tenant, is a policy cap).
  */
+import { BENCH_BUS_SECRETS } from "../support.js";
+import { GATEWAY_SENDER } from "../../src/bus/auth/bus-keys.js";
 import { createHmac, createHash } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -217,6 +219,7 @@ export const a2aCallbacksScenario: Scenario = {
       foreign: { ...defaultConfig.foreign, callbackRatePerSec: 1_000_000 },
       // The bus and coordinator switched on, as an operator does before traffic (dormant by default).
       flags: { ...defaultConfig.flags, busEnabled: true, coordinatorEnabled: true, coordinatorTenants: "*" },
+      busAuth: { secrets: BENCH_BUS_SECRETS, publisherKeys: [] },
     };
     const runtime = await createRuntime(config, { egress: { egressEnabled: () => true }, poolSize: CONCURRENCY });
     ctx.defer(() => runtime.close());
@@ -258,7 +261,7 @@ steps:
     // (the proxy stays out of the timed round; the coordinator's statements are not counted here).
     const warmPushes = await setUp(ctx, runtime, sizes.warmup, "warm-up");
     const tallies = new Map<string, Tally>();
-    deps = { ...runtime.a2a.callback, intake: new CallbackIntake({ pool: countingPool(runtime.pool, tallies), publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes }) };
+    deps = { ...runtime.a2a.callback, intake: new CallbackIntake({ pool: countingPool(runtime.pool, tallies), publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes, signer: runtime.busAuth.signer(GATEWAY_SENDER) }) };
     const warm = await ctx.phase("warm-up: fire (route statements counted)", () => fireAndResume(port, runtime.pool, warmPushes, ctx.signal));
     deps = runtime.a2a.callback;
     const warmResumed = warm.outcomes.get("resumed") ?? 0;

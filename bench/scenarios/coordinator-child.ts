@@ -4,6 +4,7 @@
  * It is the deployed coordinator (`createCoordinator`: live flags, checkpoint job) without the FOREIGN sender and
  * sweep, which would try to send the bench's bridges. Its whole Config arrives as the child's JSON argument.
  */
+import { BENCH_BUS_SECRETS } from "../support.js";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import type { Config } from "../../src/config.js";
 import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
@@ -26,7 +27,8 @@ export function startCoordinatorProcess(config: Config, profileDir?: string): Pr
 
 runAsChild<Config, CoordinatorSample, object>(import.meta.url, "coordinator", {
   async start(config) {
-    const runtime = await createRuntime(config, { poolSize: 4 });
+    // The config arrives as JSON, where the secrets' bytes do not survive: the bench's secret is a constant.
+    const runtime = await createRuntime({ ...config, busAuth: { secrets: BENCH_BUS_SECRETS, publisherKeys: [] } }, { poolSize: 4 });
     // As `switchyard start coordinator` builds it (live flags, checkpoint job), minus the FOREIGN jobs.
     const coordinator = createCoordinator(runtime, { consumer: `bench-coordinator-${process.pid}`, foreignJobs: false });
     // Before "ready": RESULTs published after it must find the group (ensureGroup is idempotent; start repeats it).

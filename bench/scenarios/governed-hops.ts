@@ -45,12 +45,14 @@ async function prefillResults(system: BenchSystem): Promise<number> {
   const workKey = streamKey(system.config.bus.keyPrefix, "role:echo");
   const entries = await redis.xrangeBuffer(workKey, "-", "+");
   const source = { kind: EndpointKind.ROLE, id: "echo" } as const;
+  const signer = system.runtime.busAuth.signer("role:echo");
   const results = entries.map(([, fields]) => {
     const work = decodeEnvelope(fields[1]!, system.config.bus.maxPayloadBytes);
     return resultOkEnvelope(work, source, NULL_PAYLOAD, { cost: 0, inputTokens: 0, outputTokens: 0, durationMs: 0 }, Date.now());
   });
   for (let i = 0; i < results.length; i += PREFILL_CHUNK) {
-    await bus.publish(results.slice(i, i + PREFILL_CHUNK).map((envelope) => ({ stream: COORDINATOR_STREAM, envelope })));
+    // Signed as the harness of role:echo would (the coordinator refuses anything else); signing is prefill time.
+    await bus.publishEncoded(results.slice(i, i + PREFILL_CHUNK).map((envelope) => ({ stream: COORDINATOR_STREAM, data: signer.sign(envelope) })));
   }
   await redis.unlink(workKey);
   return results.length;

@@ -4,6 +4,8 @@
  * Forked by `startHarnessProcess` (child-process.ts carries the IPC); everything it needs arrives as one JSON
  * argument, so it reads no environment.
  */
+import { BusAuth } from "../../src/bus/auth/bus-auth.js";
+import { BENCH_BUS_SECRETS } from "../support.js";
 import { Redis } from "ioredis";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { createHarness, type HarnessStats } from "../../src/harness/index.js";
@@ -49,6 +51,7 @@ runAsChild<HarnessChildOptions, object, { stats: HarnessStats }>(import.meta.url
       bus,
       role: options.role,
       handler: noopHandler,
+      signer: new BusAuth({ secrets: BENCH_BUS_SECRETS, maxPayloadBytes: options.maxPayloadBytes }).signer(`role:${options.role}`),
       concurrency: options.concurrency,
       maxPayloadBytes: options.maxPayloadBytes,
       reclaimIdleMs: options.reclaimIdleMs,

@@ -9,6 +9,8 @@
  * events applied in coordinator-sized batches, then published from the outbox), exactly as `TaskService.start`
  * does it one task at a time.
  */
+import { BusAuth } from "../../src/bus/auth/bus-auth.js";
+import { BENCH_BUS_SECRETS } from "../support.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
@@ -78,6 +80,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
     // The bench's key prefix ends in ":" and holds no braces, as the bus requires.
     bus: { ...defaultConfig.bus, keyPrefix: ctx.keyPrefix, blockMs: 100 },
     coordinator: { ...defaultConfig.coordinator, batchSize: options.batchSize ?? defaultConfig.coordinator.batchSize },
+    busAuth: { secrets: BENCH_BUS_SECRETS, publisherKeys: [] },
   };
   const metrics = createMetrics();
   const runtime = await createRuntime(config, { metrics, poolSize: options.poolSize ?? 10 });
@@ -142,6 +145,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       bus: runtime.bus,
       engine,
       publisher,
+      verifier: runtime.busAuth.verifier(),
       consumer,
       batchSize: config.coordinator.batchSize,
       blockMs: config.bus.blockMs,
@@ -167,6 +171,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       bus,
       role: "echo",
       handler: options.handler ?? noopHandler,
+      signer: new BusAuth({ ...config.busAuth, maxPayloadBytes: config.bus.maxPayloadBytes }).signer("role:echo"),
       concurrency: options.concurrency,
       maxPayloadBytes: config.bus.maxPayloadBytes,
       reclaimIdleMs: config.bus.reclaimIdleMs,

@@ -16,6 +16,8 @@ export interface BusEntry {
   /** Redis stream entry id. */
   id: string;
   envelope: Envelope;
+  /** The bytes as read (what a MAC covers; what is moved to a hold or dead-letter stream unchanged). */
+  raw: Uint8Array;
 }
 
 export interface OutgoingEnvelope {

@@ -168,7 +168,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
       const raw = fieldValue(fields, ENVELOPE_FIELD_BYTES);
       const outcome = decodeRaw(raw);
       if (typeof outcome === "string") rejected.push(moveToDeadLetters(stream, group, id, raw ?? new Uint8Array(), outcome, "MALFORMED_ENVELOPE"));
-      else decoded.push({ stream, id, envelope: outcome });
+      else decoded.push({ stream, id, envelope: outcome, raw: new Uint8Array(raw!.buffer, raw!.byteOffset, raw!.byteLength) });
     }
     await Promise.all(rejected);
     return decoded;

@@ -55,7 +55,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   const { config, logger } = options;
   // Load every handler before connecting anything: a broken example fails fast and leaves nothing open.
   const handlers = await Promise.all(options.roles.map((role) => loadHandler(join(EXAMPLE_HANDLERS_DIR, `${role}.ts`))));
-  const runtime = await openRuntime(config, { logger, poolSize: 10 });
+  // One process publishes and verifies everything, so without SWITCHYARD_BUS_SECRET a random one serves.
+  const runtime = await openRuntime(config, { logger, poolSize: 10, devBusSecret: true });
   const coordinator = createCoordinator(runtime, { consumer: options.consumer, logger });
   let harnesses: Harness[];
   try {
@@ -65,6 +66,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
         bus: runtime.bus,
         role,
         handler: handlers[i]!,
+        signer: runtime.busAuth.signer(`role:${role}`),
         concurrency: options.concurrency ?? 10,
         logger,
         maxPayloadBytes: config.bus.maxPayloadBytes,

@@ -14,6 +14,7 @@ import { CommandExit, defaultIo, type CliIo } from "./context.js";
 import { registerApiKeyCommands } from "./commands/apikey.js";
 import { registerApprovalCommands } from "./commands/approval.js";
 import { registerAuditCommands } from "./commands/audit.js";
+import { registerBusCommands } from "./commands/bus.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerDlqCommands } from "./commands/dlq.js";
 import { registerFlagsCommands } from "./commands/flags.js";
@@ -63,6 +64,7 @@ export function buildProgram(io: CliIo = defaultIo()): Command {
   registerApprovalCommands(program, run);
   registerAuditCommands(program, run);
   registerDlqCommands(program, run);
+  registerBusCommands(program, run);
   registerFlagsCommands(program, run);
   registerTenantCommands(program, run);
   registerApiKeyCommands(program, run);

@@ -4,7 +4,7 @@
  * run the sweeper (timeouts and retry backoff), the outbox relay and stream trimming. Several coordinators may
  * run against the same streams and database: row locks and status guards keep every transition single.
  */
-import { envelopeToBinary } from "../bus/envelope-wire.js";
+import type { EnvelopeVerifier } from "../bus/auth/bus-auth.js";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
 import { DependencyHealth, outageBackoffMs } from "../dependency-health.js";
 import { isSwitchyardError } from "../errors.js";
@@ -14,6 +14,7 @@ import type { Metrics } from "../metrics.js";
 import type { Engine } from "./engine.js";
 import { envelopeToEvent } from "./envelopes.js";
 import { applyIsolating, type DecodedEntry } from "./isolated-apply.js";
+import { findForeignTaskClaims } from "./inbox-claims.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
 import type { OutboxRow } from "./outbox.js";
 import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags, type TenantSelection } from "../flags/flag-types.js";
@@ -42,6 +43,11 @@ export interface CoordinatorOptions {
   bus: Bus;
   engine: Engine;
   publisher: OutboxPublisher;
+  /**
+   * Authenticates every inbox entry (`runtime.busAuth.verifier()`): one without a valid MAC is dead-lettered,
+   * never applied, and the rest carry their proven sender into the engine (README, Bus authentication).
+   */
+  verifier: EnvelopeVerifier;
   consumer: string;
   batchSize: number;
   blockMs: number;
@@ -294,26 +300,65 @@ export class Coordinator {
    */
   private async applyBatch(all: readonly BusEntry[], stream: string = COORDINATOR_STREAM): Promise<AppliedBatch | undefined> {
     const { bus } = this.options;
-    const entries = stream === COORDINATOR_STREAM && this.hold ? await this.hold.holdDisabled(all) : all;
-    const decoded: DecodedEntry[] = [];
-    for (const entry of entries) {
+    // Authenticate and decode first: nothing unauthenticated is applied, nor held for later.
+    const accepted = new Map<string, DecodedEntry>();
+    for (const entry of all) {
+      const verdict = this.options.verifier.verify(entry.raw, entry.envelope);
+      if (!verdict.ok) {
+        await this.refuse(stream, entry, verdict.reason, `UNAUTHENTICATED: ${verdict.message}`);
+        continue;
+      }
       try {
-        const inbound = envelopeToEvent(entry.envelope);
-        decoded.push({ entryId: entry.id, input: { ...inbound, dedupe: inbound.event.type !== "heartbeat", createdAtMs: Number(entry.envelope.createdAtMs) || undefined } });
+        const inbound = envelopeToEvent(entry.envelope, verdict.sender);
+        accepted.set(entry.id, { entryId: entry.id, input: { ...inbound, dedupe: inbound.event.type !== "heartbeat", createdAtMs: Number(entry.envelope.createdAtMs) || undefined } });
       } catch (error) {
         if (!isSwitchyardError(error)) throw error;
         this.logger.warn({ err: error, envelopeId: entry.envelope.id, orgId: entry.envelope.orgId }, "inbound envelope refused; dead-lettered");
         this.options.metrics?.deadLetters.inc({ stream, reason: error.code });
-        await bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, envelopeToBinary(entry.envelope), `${error.code}: ${error.message}`);
+        await bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, entry.raw, `${error.code}: ${error.message}`);
       }
     }
+    let entries: readonly BusEntry[] = all.filter((entry) => accepted.has(entry.id));
+    if (stream === COORDINATOR_STREAM && this.hold) entries = await this.hold.holdDisabled(await this.refuseUnknownHeld(entries));
+    const decoded = entries.map((entry) => accepted.get(entry.id)!);
     if (decoded.length === 0) return undefined;
     this.options.metrics?.batchSize.observe(decoded.length);
     // Entries that were not applied are not acknowledged: redelivered (reclaim), dead-lettered after N tries.
     const applied = await applyIsolating({ engine: this.options.engine, pool: this.options.pool, logger: this.logger }, decoded);
+    // Committed without them: refused entries (unknown task, another tenant's task, a sender that is not the step's
+    // destination) changed nothing and go to the dead letters instead of being acknowledged.
+    const byId = new Map(entries.map((entry) => [entry.id, entry]));
+    for (const refused of applied.refused) await this.refuse(stream, byId.get(refused.entryId)!, refused.label, `REFUSED: ${refused.reason}`);
     for (const input of applied.inputs) this.options.metrics?.events.inc({ type: input.event.type, outcome: "seen" });
     for (const row of applied.outbox) this.streams.add(row.stream);
     return { ackIds: applied.ackIds, outbox: applied.outbox };
+  }
+
+  /**
+   * Entries of tenants switched off would be held; those naming a task that does not exist, or that belongs to
+   * another tenant (a tenant that does not exist has no tasks), are refused now instead of held for nobody.
+   */
+  private async refuseUnknownHeld(entries: readonly BusEntry[]): Promise<BusEntry[]> {
+    const off = entries.filter((entry) => !this.tenantOn(entry.envelope.orgId));
+    if (off.length === 0) return [...entries];
+    const claims = await findForeignTaskClaims(this.options.pool, off.map((entry) => entry.envelope));
+    const refused = new Set<string>();
+    for (const entry of off) {
+      const claim = claims.get(entry.envelope.id);
+      if (!claim) continue;
+      refused.add(entry.id);
+      await this.refuse(COORDINATOR_STREAM, entry, claim.label, `REFUSED: ${claim.reason}`);
+    }
+    return entries.filter((entry) => !refused.has(entry.id));
+  }
+
+  /** Dead-letters an inbox entry that must not be applied, with the reason; counted by reason. */
+  private async refuse(stream: string, entry: BusEntry, label: string, reason: string): Promise<void> {
+    const { envelope } = entry;
+    this.logger.warn({ orgId: envelope.orgId, taskId: envelope.taskId, stepId: envelope.stepId, envelopeId: envelope.id, entryId: entry.id, refusal: label }, `inbox envelope refused; dead-lettered: ${reason}`);
+    this.options.metrics?.inboxRefused.inc({ reason: label });
+    this.options.metrics?.deadLetters.inc({ stream, reason: reason.slice(0, reason.indexOf(":")) });
+    await this.options.bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, entry.raw, reason);
   }
 
   /**

@@ -6,10 +6,14 @@
 import { Draft, roundCost } from "./draft.js";
 import { deliverReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js";
 import type { CoordinatorEvent, DecideContext, Decision, StepError, StepRecord, TaskState, TaskStatus } from "./model.js";
+import { actorOf, refuseSender } from "./sender-guard.js";
 
 type EventOf<T extends CoordinatorEvent["type"]> = Extract<CoordinatorEvent, { type: T }>;
 
 export function decide(state: TaskState, event: CoordinatorEvent, ctx: DecideContext): Decision {
+  // First, before any guard: an envelope from someone who may not touch the step is refused, not merely stale.
+  const refused = refuseSender(state, event);
+  if (refused) return { state, effects: [], refused };
   const draft = new Draft(state, ctx);
   let ignored: string | undefined;
   switch (event.type) {
@@ -61,7 +65,7 @@ function onResult(draft: Draft, event: EventOf<"result">): string | undefined {
   draft.updateStep(step.stepId, { cost: roundCost(step.cost + delta) });
   draft.audit({
     action: "result",
-    actor: event.actor,
+    actor: actorOf(event.sender, step),
     destination: "coordinator",
     verdict: event.ok ? "accepted" : "failed",
     rule: "builtin:result",
@@ -96,7 +100,7 @@ function onQuery(draft: Draft, event: EventOf<"query">): string | undefined {
   draft.accrue(spent);
   draft.audit({
     action: "query",
-    actor: event.actor,
+    actor: actorOf(event.sender, origin),
     destination: "coordinator",
     verdict: "accepted",
     rule: "builtin:query",
@@ -122,7 +126,9 @@ function onQuery(draft: Draft, event: EventOf<"query">): string | undefined {
     status: "pending",
     destination: event.destination,
     attempt: 0,
-    depth: event.depth + 1,
+    // From our own record, never from the envelope: a worker could otherwise claim any depth (and so suppress
+    // the REPLY at the ceiling, or escape it).
+    depth: origin.depth + 1,
     clearance: origin.clearance,
     dueAtMs: null,
     cost: 0,
@@ -133,7 +139,7 @@ function onQuery(draft: Draft, event: EventOf<"query">): string | undefined {
       originStepId: origin.stepId,
       originAttempt: origin.attempt,
       correlationId: event.correlationId,
-      queryDepth: event.depth,
+      queryDepth: origin.depth,
       payload: event.query ?? null,
     },
     checkpoint: null,

@@ -55,6 +55,9 @@ export interface EngineInput {
   createdAtMs?: number;
 }
 
+/** Metric label of a refused inbound event (`switchyard_inbox_refused_total{reason}`). */
+export type EngineRefusal = "unknown_task" | "tenant_mismatch" | "wrong_sender";
+
 export interface ApplyResult {
   outbox: OutboxRow[];
   hops: HopRecord[];
@@ -64,6 +67,12 @@ export interface ApplyResult {
   applied: number;
   duplicates: number;
   ignored: Array<{ taskId: string; type: string; reason: string }>;
+  /**
+   * Inputs refused: an unknown task, another tenant's task, or a sender that is not the step's destination. They
+   * changed nothing and are not recorded as processed (a genuine envelope with the same id still applies later);
+   * the coordinator dead-letters their entries.
+   */
+  refused: Array<{ input: EngineInput; label: EngineRefusal; reason: string }>;
 }
 
 export class Engine {
@@ -85,7 +94,7 @@ export class Engine {
   }
 
   async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[]): Promise<ApplyResult> {
-    const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [] };
+    const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [] };
     const fresh = await this.dedupe(client, inputs);
     result.duplicates = inputs.length - fresh.length;
     if (fresh.length === 0) return result;
@@ -101,6 +110,7 @@ export class Engine {
     }
 
     const effects: Effect[] = [];
+    const applied = new Set<string>();
     const queue = [...fresh];
     const now = this.clock();
     const facts = new Map<string, TenantFacts>();
@@ -110,8 +120,9 @@ export class Engine {
       const state = states.get(input.taskId);
       if (!state || state.task.orgId !== input.orgId) {
         // Unknown task, or an envelope claiming another tenant's task: refused, never applied.
-        result.ignored.push({ taskId: input.taskId, type: input.event.type, reason: state ? "tenant mismatch" : "unknown task" });
-        this.logger.warn({ orgId: input.orgId, taskId: input.taskId, eventType: input.event.type }, state ? "event for another tenant's task refused" : "event for an unknown task dropped");
+        const reason = state ? `task ${input.taskId} is not a task of tenant ${input.orgId}` : `tenant ${input.orgId} has no task ${input.taskId}`;
+        result.refused.push({ input, label: state ? "tenant_mismatch" : "unknown_task", reason });
+        this.logger.warn({ orgId: input.orgId, taskId: input.taskId, eventType: input.event.type, envelopeId: input.event.eventId }, `event refused: ${reason}`);
         continue;
       }
       const orgId = state.task.orgId;
@@ -119,11 +130,17 @@ export class Engine {
       let tenant = facts.get(orgId);
       if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now)));
       const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant));
+      if (decision.refused) {
+        result.refused.push({ input, label: "wrong_sender", reason: decision.refused });
+        this.logger.warn({ orgId, taskId: input.taskId, eventType: input.event.type, envelopeId: input.event.eventId }, `event refused: ${decision.refused}`);
+        continue;
+      }
       if (decision.ignored) {
         result.ignored.push({ taskId: input.taskId, type: input.event.type, reason: decision.ignored });
         continue;
       }
       result.applied++;
+      applied.add(input.event.eventId);
       const delta = decision.state.task.cost - state.task.cost;
       if (delta !== 0) {
         facts.set(orgId, { ...tenant, dailyCost: tenant.dailyCost + delta });
@@ -143,7 +160,7 @@ export class Engine {
                 eventId: `${effect.envelope.id}:foreign-refused`,
                 stepId: effect.envelope.stepId,
                 attempt: effect.envelope.attempt,
-                actor: "coordinator",
+                sender: { kind: "coordinator" },
                 ok: false,
                 output: null,
                 error: outcome.error,
@@ -157,6 +174,7 @@ export class Engine {
       }
       if (input.createdAtMs) this.observeLatency(decision.effects, input.createdAtMs);
     }
+    await this.forgetRefused(client, result.refused, applied);
     // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
     await this.persist(client, before, states, effects, result);
@@ -176,6 +194,12 @@ export class Engine {
     };
   }
 
+  /** A refused envelope was not processed: its id must not shadow the genuine envelope that may carry it. */
+  private async forgetRefused(client: PoolClient, refused: ApplyResult["refused"], applied: ReadonlySet<string>): Promise<void> {
+    const ids = refused.filter((r) => r.input.dedupe && !applied.has(r.input.event.eventId)).map((r) => r.input.event.eventId);
+    if (ids.length > 0) await client.query("DELETE FROM processed_envelopes WHERE envelope_id = ANY($1::text[])", [ids]);
+  }
+
   private async dedupe(client: PoolClient, inputs: readonly EngineInput[]): Promise<EngineInput[]> {
     const keyed = inputs.filter((i) => i.dedupe);
     if (keyed.length === 0) return [...inputs];
@@ -189,8 +213,11 @@ export class Engine {
     return inputs.filter((i) => {
       if (!i.dedupe) return true;
       // A duplicate within one batch is caught here; across batches by the unique key.
-      if (!inserted.has(i.event.eventId) || seen.has(i.event.eventId)) return false;
-      seen.add(i.event.eventId);
+      // Per sender: a forged envelope reusing a genuine one's id in the same batch must not shadow it (the forgery
+      // is refused, the genuine one applies).
+      const key = `${i.event.eventId}\u0000${senderKey(i.event)}`;
+      if (!inserted.has(i.event.eventId) || seen.has(key)) return false;
+      seen.add(key);
       return true;
     });
   }
@@ -275,6 +302,12 @@ export class Engine {
     const seconds = Math.max(0, (this.clock() - createdAtMs) / 1000);
     for (const effect of effects) if (effect.type === "hop") metrics.hopLatency.observe({ action: effect.hop.facts.action }, seconds);
   }
+}
+
+function senderKey(event: CoordinatorEvent): string {
+  if (!("sender" in event)) return "";
+  const sender = event.sender;
+  return sender.kind === "queue" ? sender.endpoint : sender.kind === "gateway" ? `gateway:${sender.agent}` : "coordinator";
 }
 
 /** Whether any column `saveTasks` writes differs; a changed error is always a new object. */

@@ -15,7 +15,7 @@ import {
   endpointOf,
   type Envelope,
 } from "../bus/codec.js";
-import type { CoordinatorEvent, EnvelopeSpec } from "./model.js";
+import type { CoordinatorEvent, EnvelopeSpec, EventSender } from "./model.js";
 import { isUuid } from "./task-store.js";
 
 const encoder = new TextEncoder();
@@ -84,12 +84,12 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Turns an envelope from the coordinator's inbox into an event; throws MALFORMED_ENVELOPE when it cannot. */
-export function envelopeToEvent(envelope: Envelope): InboundEvent {
+/**
+ * Turns an envelope from the coordinator's inbox into an event; throws MALFORMED_ENVELOPE when it cannot. `sender`
+ * is who the envelope's MAC proves sent it (src/bus/auth/): the only identity the event carries.
+ */
+export function envelopeToEvent(envelope: Envelope, sender: EventSender): InboundEvent {
   if (!isUuid(envelope.taskId)) throw malformed(envelope, `task_id ${JSON.stringify(envelope.taskId)} is not a UUID`);
-  // A FOREIGN source is our own callback path resolving a bridge (src/foreign/foreign-result.ts): the edge is the
-  // agent's, so the audit names it as such.
-  const actor = envelope.source?.kind === EndpointKind.FOREIGN ? `foreign:${envelope.source.id}` : `worker:${describeEndpoint(envelope.source)}`;
   const base = { orgId: envelope.orgId, taskId: envelope.taskId };
   switch (envelope.kind) {
     case EnvelopeKind.RESULT: {
@@ -105,7 +105,7 @@ export function envelopeToEvent(envelope: Envelope): InboundEvent {
           eventId: envelope.id,
           stepId: envelope.stepId,
           attempt: envelope.attempt,
-          actor,
+          sender,
           ok,
           output: ok ? payload.value : null,
           error: ok
@@ -142,7 +142,7 @@ export function envelopeToEvent(envelope: Envelope): InboundEvent {
           eventId: envelope.id,
           originStepId: replyTo.stepId,
           originAttempt: replyTo.attempt,
-          actor,
+          sender,
           destination,
           correlationId: envelope.correlationId || envelope.id,
           depth: envelope.delegationDepth,
@@ -156,7 +156,7 @@ export function envelopeToEvent(envelope: Envelope): InboundEvent {
     case EnvelopeKind.CONTROL: {
       const payload = payloadJson(envelope).value;
       if (isObject(payload) && payload.type === "heartbeat") {
-        return { ...base, event: { type: "heartbeat", eventId: envelope.id, stepId: envelope.stepId, attempt: envelope.attempt } };
+        return { ...base, event: { type: "heartbeat", eventId: envelope.id, stepId: envelope.stepId, attempt: envelope.attempt, sender } };
       }
       throw malformed(envelope, "CONTROL envelope is not a heartbeat");
     }

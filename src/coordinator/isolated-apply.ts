@@ -3,7 +3,7 @@
  */
 import { isDatabaseUnavailable, type Pool } from "../store/db.js";
 import type { Logger } from "../logger.js";
-import type { Engine, EngineInput } from "./engine.js";
+import type { ApplyResult, Engine, EngineInput, EngineRefusal } from "./engine.js";
 import type { OutboxRow } from "./outbox.js";
 
 /** An engine input with what identifies it to the caller (an inbox entry id to acknowledge, an event id). */
@@ -18,9 +18,13 @@ export interface IsolatedApplyDeps {
   logger: Logger;
 }
 
-/** What committed: the inbox entries to acknowledge, the outbox rows to publish and the inputs applied. */
+/**
+ * What committed: the inbox entries to acknowledge, the outbox rows to publish and the inputs applied; the entries
+ * the engine refused (to dead-letter, not acknowledge) are apart.
+ */
 export interface IsolatedApplyResult {
   ackIds: string[];
+  refused: Array<{ entryId: string; input: EngineInput; label: EngineRefusal; reason: string }>;
   outbox: OutboxRow[];
   inputs: EngineInput[];
 }
@@ -43,24 +47,29 @@ export async function applyIsolating(deps: IsolatedApplyDeps, decoded: readonly 
   let batchError: unknown;
   try {
     const result = await engine.apply(pool, inputs);
-    return { ackIds: decoded.map((d) => d.entryId), outbox: result.outbox, inputs };
+    const refused = refusedEntries(decoded, result);
+    const refusedIds = new Set(refused.map((r) => r.entryId));
+    return { ackIds: decoded.map((d) => d.entryId).filter((id) => !refusedIds.has(id)), refused, outbox: result.outbox, inputs };
   } catch (error) {
     batchError = error;
   }
   const groups = groupByTask(decoded);
   if (groups.length < 2 || isDatabaseUnavailable(batchError)) throw batchError;
   logger.error({ err: batchError, entries: decoded.length, tasks: groups.length }, "coordinator batch failed; applying it again task by task to isolate the failing entries");
-  const applied: IsolatedApplyResult = { ackIds: [], outbox: [], inputs: [] };
+  const applied: IsolatedApplyResult = { ackIds: [], refused: [], outbox: [], inputs: [] };
   for (const group of groups) {
     const groupInputs = group.map((d) => d.input);
     try {
       const result = await engine.apply(pool, groupInputs);
-      applied.ackIds.push(...group.map((d) => d.entryId));
+      const refused = refusedEntries(group, result);
+      const refusedIds = new Set(refused.map((r) => r.entryId));
+      applied.ackIds.push(...group.map((d) => d.entryId).filter((id) => !refusedIds.has(id)));
+      applied.refused.push(...refused);
       applied.outbox.push(...result.outbox);
       applied.inputs.push(...groupInputs);
     } catch (error) {
       if (isDatabaseUnavailable(error)) {
-        if (applied.ackIds.length === 0) throw error;
+        if (applied.ackIds.length === 0 && applied.refused.length === 0) throw error;
         logger.warn({ err: error }, "database unavailable while isolating a failed batch; its remaining entries will be redelivered");
         break;
       }
@@ -72,8 +81,17 @@ export async function applyIsolating(deps: IsolatedApplyDeps, decoded: readonly 
     }
   }
   // Nothing applied at all: thrown like a failed batch, so the loop backs off before the redelivery.
-  if (applied.ackIds.length === 0) throw batchError;
+  if (applied.ackIds.length === 0 && applied.refused.length === 0) throw batchError;
   return applied;
+}
+
+function refusedEntries(decoded: readonly DecodedEntry[], result: ApplyResult): IsolatedApplyResult["refused"] {
+  if (result.refused.length === 0) return [];
+  const byInput = new Map(decoded.map((d) => [d.input, d.entryId]));
+  return result.refused.flatMap((r) => {
+    const entryId = byInput.get(r.input);
+    return entryId === undefined ? [] : [{ entryId, input: r.input, label: r.label, reason: r.reason }];
+  });
 }
 
 /** The entries per task, tasks in order of first appearance, each task's entries in batch order. */

@@ -80,6 +80,13 @@ export interface TaskState {
   workflow: WorkflowDefinition;
 }
 
+/**
+ * Who sent an inbound event, as authenticated (src/bus/auth/): a worker of a queue, the gateway (FOREIGN results,
+ * naming the agent), or the coordinator itself (events it makes up, e.g. a refused foreign dispatch). Only this,
+ * never a name from the envelope, decides whether the event may touch a step and what the audit row's actor is.
+ */
+export type EventSender = { kind: "queue"; endpoint: string } | { kind: "gateway"; agent: string } | { kind: "coordinator" };
+
 interface EventBase {
   /** Unique per event; seeds the ids of everything the event produces (so a redelivery reproduces them). */
   eventId: string;
@@ -91,8 +98,7 @@ export type CoordinatorEvent =
       type: "result";
       stepId: string;
       attempt: number;
-      /** `worker:role:NAME` etc. */
-      actor: string;
+      sender: EventSender;
       ok: boolean;
       output: unknown;
       error: StepError | null;
@@ -103,9 +109,10 @@ export type CoordinatorEvent =
       type: "query";
       originStepId: string;
       originAttempt: number;
-      actor: string;
+      sender: EventSender;
       destination: string;
       correlationId: string;
+      /** What the worker wrote; informational only: the delegation's depth comes from the origin step's record. */
       depth: number;
       /** The origin turn that asked: its step's delegation count when the turn began (echoed from WORK/REPLY). */
       turn: number;
@@ -116,7 +123,7 @@ export type CoordinatorEvent =
     })
   | (EventBase & { type: "approval_decided"; approvalId: string; approve: boolean; actor: string; reason: string })
   | (EventBase & { type: "step_due"; stepId: string; attempt: number })
-  | (EventBase & { type: "heartbeat"; stepId: string; attempt: number })
+  | (EventBase & { type: "heartbeat"; stepId: string; attempt: number; sender: EventSender })
   | (EventBase & { type: "cancel"; actor: string; reason: string })
   /** The sweep found a pending step whose needs are all complete: a transition was lost; dispatch what is ready. */
   | (EventBase & { type: "repair" });
@@ -194,6 +201,11 @@ export interface Decision {
   effects: Effect[];
   /** Why the event changed nothing, when it did not. */
   ignored?: string;
+  /**
+   * Why the event was refused: its authenticated sender may not touch that step (not the step's destination). It
+   * changes nothing, like an ignored event, but the shell dead-letters it and counts it rather than acknowledging it.
+   */
+  refused?: string;
 }
 
 /** Delegation depth at/after which no REPLY is delivered (seed 000's MAX_DELEGATION_DEPTH). */

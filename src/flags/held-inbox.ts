@@ -42,7 +42,8 @@ export class HeldInbox {
     // stream without a group would be trimmed to nothing.
     // Not cached: a Redis that lost the group (flushed) must get it back before anything lands again.
     for (const stream of streams) await this.options.bus.ensureGroup(stream, this.options.group);
-    await this.options.bus.publish(entries.map((entry) => ({ stream: heldStreamName(entry.envelope.orgId), envelope: entry.envelope })));
+    // The bytes as read, not re-encoded: the publisher's MAC covers exactly those bytes.
+    await this.options.bus.publishEncoded(entries.map((entry) => ({ stream: heldStreamName(entry.envelope.orgId), data: entry.raw })));
   }
 
   /** Whether anything of the tenant is still held (not yet released). */

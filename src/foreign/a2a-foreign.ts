@@ -3,6 +3,8 @@
  * dependencies, sharing one set of per-agent channels (guarded fetch, card cache, client) and one breaker
  * registry. The runtime builds it; coordinators run `jobs`, the gateway mounts the route.
  */
+import type { BusAuth } from "../bus/auth/bus-auth.js";
+import { GATEWAY_SENDER } from "../bus/auth/bus-keys.js";
 import type { Config } from "../config.js";
 import type { DependencyHealth } from "../dependency-health.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
@@ -51,6 +53,8 @@ export interface A2AForeignOptions {
   clock?: () => number;
   /** The process's dependency health (the sender's kicked runs report outages to it). */
   health?: DependencyHealth;
+  /** Signs the FOREIGN RESULTs as the gateway identity (its key is looked up on first use). */
+  busAuth: BusAuth;
 }
 
 /**
@@ -73,6 +77,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     pool: options.pool,
     ...(options.publisher ? { publisher: options.publisher } : {}),
     maxPayloadBytes: config.bus.maxPayloadBytes,
+    signer: options.busAuth.lazySigner(GATEWAY_SENDER),
     logger: options.logger ?? silentLogger,
     ...(options.clock ? { clock: options.clock } : {}),
   };

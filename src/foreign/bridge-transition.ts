@@ -10,6 +10,7 @@
  * while" threshold reads); a push about another foreign task than the bridge's is a mismatch.
  */
 import { isDeepStrictEqual } from "node:util";
+import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { StepError } from "../coordinator/model.js";
 import { foreignOutput, mergeArtifacts, type ForeignArtifact } from "./a2a/artifacts.js";
 import { isInterruptedForeignState, isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
@@ -73,10 +74,10 @@ function sameBridgeState(a: BridgeRecord, b: BridgeRecord): boolean {
 }
 
 /** The RESULT that resumes the step of a bridge resolved as `end`; `cost` is the registry's per-call estimate. */
-export function resultFor(bridge: BridgeRecord, end: Resolution, cost: number, maxPayloadBytes: number, nowMs: number): OutboxEnvelope {
+export function resultFor(bridge: BridgeRecord, end: Resolution, cost: number, signer: EnvelopeSigner, maxPayloadBytes: number, nowMs: number): OutboxEnvelope {
   const ok = end.state === "completed" && !end.error;
   const error = ok ? null : (end.error ?? stepErrorFor(bridge.agentKey, end.state, end.message));
-  return foreignResultEnvelope(bridge, "final", { ok, output: ok ? foreignOutput(bridge.artifacts) : null, error, cost }, maxPayloadBytes, nowMs);
+  return foreignResultEnvelope(bridge, "final", { ok, output: ok ? foreignOutput(bridge.artifacts) : null, error, cost }, signer, maxPayloadBytes, nowMs);
 }
 
 function resolvedStatus(state: ForeignTaskState): BridgeStatus {

@@ -110,7 +110,7 @@ export class CallbackIntake {
       for (const index of entry.indexes) {
         const step = observe(entry.bridge, items[index]!.observation, this.options.maxPayloadBytes);
         entry.bridge = step.bridge;
-        if (step.end) entry.results.push(resultFor(step.bridge, step.end, entry.cost, this.options.maxPayloadBytes, now));
+        if (step.end) entry.results.push(resultFor(step.bridge, step.end, entry.cost, this.options.signer, this.options.maxPayloadBytes, now));
         outcomes[index] = step.outcome;
       }
     }

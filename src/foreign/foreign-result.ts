@@ -6,7 +6,8 @@
  * every other resume, and the callback route never waits on a tenant's audit-chain head.
  */
 import { COORDINATOR_STREAM } from "../bus/bus.js";
-import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, encodeEnvelope, jsonPayload } from "../bus/codec.js";
+import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, jsonPayload } from "../bus/codec.js";
+import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { StepError } from "../coordinator/model.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import type { BridgeRecord } from "./bridge-store.js";
@@ -35,19 +36,21 @@ export function foreignResultId(bridgeId: string, kind: ForeignResultKind): stri
 }
 
 /**
- * Encodes the RESULT for the bridge's step attempt. An output over the payload cap becomes a failed RESULT with
+ * Encodes the RESULT for the bridge's step attempt, signed as the gateway (`signer`: the coordinator accepts a
+ * FOREIGN result only under that identity, i.e. only from this path). An output over the payload cap becomes a failed RESULT with
  * FOREIGN_OUTPUT_TOO_LARGE: the agent answered, but nothing that large may enter the bus or the step record.
  */
 export function foreignResultEnvelope(
   bridge: Pick<BridgeRecord, "id" | "orgId" | "taskId" | "stepId" | "attempt" | "agentKey">,
   kind: ForeignResultKind,
   outcome: ForeignOutcome,
+  signer: EnvelopeSigner,
   maxPayloadBytes: number,
   nowMs: number,
 ): OutboxEnvelope {
   const envelopeId = foreignResultId(bridge.id, kind);
   const encode = (result: ForeignOutcome) =>
-    encodeEnvelope(
+    signer.sign(
       createEnvelope({
         id: envelopeId,
         orgId: bridge.orgId,
@@ -63,7 +66,6 @@ export function foreignResultEnvelope(
         usage: { cost: result.cost },
         createdAtMs: BigInt(nowMs),
       }),
-      maxPayloadBytes,
     );
   let bytes: Uint8Array;
   try {

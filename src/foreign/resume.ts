@@ -9,6 +9,7 @@
  * optimistic path first (callback-intake.ts) and falls back to this one when a bridge changed under it.
  */
 import type { StepError } from "../coordinator/model.js";
+import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { withTransactionRetry, type Pool, type PoolClient } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -22,6 +23,8 @@ export interface BridgeResumeDeps {
   pool: Pool;
   /** Publishes the RESULTs a batch committed; without it the outbox relay does (within its stale interval). */
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
+  /** Signs the RESULTs as the gateway identity (`runtime.busAuth.lazySigner(GATEWAY_SENDER)`). */
+  signer: EnvelopeSigner;
   /** The bus's payload cap: a larger output fails the step with FOREIGN_OUTPUT_TOO_LARGE. */
   maxPayloadBytes: number;
   logger?: Logger;
@@ -60,7 +63,7 @@ export async function applyObservations(deps: BridgeResumeDeps, requests: readon
       if (!working) return "unknown";
       const step = observe(working.bridge, observation, deps.maxPayloadBytes);
       working.bridge = step.bridge;
-      if (step.end) working.results.push(resultFor(step.bridge, step.end, working.cost, deps.maxPayloadBytes, now));
+      if (step.end) working.results.push(resultFor(step.bridge, step.end, working.cost, deps.signer, deps.maxPayloadBytes, now));
       return step.outcome;
     });
     const changed = [...bridges.values()].filter((w) => w.bridge !== w.start);
@@ -80,7 +83,7 @@ export async function failSend(deps: BridgeResumeDeps, bridgeId: string, error: 
     // A push that raced the failure may have resolved it, or the sweep closed it: then there is nothing to fail.
     if (!bridge || bridge.status !== "pending_send") return undefined;
     // Nothing was sent, so nothing is charged.
-    const result = foreignResultEnvelope(bridge, "send-failed", { ok: false, output: null, error, cost: 0 }, deps.maxPayloadBytes, now);
+    const result = foreignResultEnvelope(bridge, "send-failed", { ok: false, output: null, error, cost: 0 }, deps.signer, deps.maxPayloadBytes, now);
     return (await writeBridges(client, [{ bridge: { ...bridge, status: "send_failed", lastState: error.code }, version: null, results: [result] }])).outbox;
   });
   if (outbox) await publish(deps, outbox);

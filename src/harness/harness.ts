@@ -7,6 +7,7 @@
  * in-flight turns get `shutdownGraceMs` to finish; the rest are abandoned (their signal aborted, their entries
  * left unacknowledged so another worker reclaims them) and `start()` resolves.
  */
+import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import { envelopeToBinary } from "../bus/envelope-wire.js";
 import type { Bus, BusEntry } from "../bus/bus.js";
 import { EndpointKind, EnvelopeKind } from "../bus/codec.js";
@@ -37,6 +38,11 @@ export interface HarnessOptions {
   /** The team queue to consume (`team:NAME`); exactly one of `role` and `team`. */
   team?: string;
   handler: Handler;
+  /**
+   * Signs what the harness publishes to the coordinator (RESULT, QUERY, heartbeat) as its queue's identity:
+   * `runtime.busAuth.signer("role:NAME")`. The coordinator refuses anything unsigned or signed as another queue.
+   */
+  signer: EnvelopeSigner;
   /** Handlers running at once. @defaultValue 10 */
   concurrency?: number;
   /** Aborting it stops the harness gracefully, like `close()`. */
@@ -144,6 +150,11 @@ export function createHarness(options: HarnessOptions): Harness {
       details: { path: "heartbeatMs" },
     });
   }
+  if (options.signer?.sender !== stream) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `the harness of ${stream} needs a bus signer for ${stream}, not ${options.signer?.sender ?? "none"}`, {
+      details: { path: "signer" },
+    });
+  }
   const shutdownGraceMs = positiveInt(options.shutdownGraceMs, "shutdownGraceMs", 0);
   const blockMs = positiveInt(options.blockMs ?? 1000, "blockMs", 1);
   const consumer = options.consumer ?? consumerName(stream);
@@ -172,6 +183,7 @@ export function createHarness(options: HarnessOptions): Harness {
     group,
     consumer,
     source,
+    signer: options.signer,
     handler: options.handler,
     logger,
     maxPayloadBytes,

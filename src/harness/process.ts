@@ -8,6 +8,7 @@ import { resolve as resolvePath } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.js";
+import { BusAuth } from "../bus/auth/bus-auth.js";
 import { createRedisBus } from "../bus/redis-bus.js";
 import { createRedisConnection } from "../bus/redis-connection.js";
 import { DependencyHealth } from "../dependency-health.js";
@@ -87,6 +88,10 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
   if ((options.role === undefined) === (options.team === undefined)) {
     throw new SwitchyardError(ErrorCode.Config, "a harness process serves exactly one of --role or --team");
   }
+  // A key for this queue (SWITCHYARD_BUS_KEY, or the master secret) is checked before anything is connected:
+  // without it every outcome would be refused by the coordinator.
+  const queue = options.role !== undefined ? `role:${options.role}` : `team:${options.team!}`;
+  const signer = new BusAuth({ ...config.busAuth, maxPayloadBytes: config.bus.maxPayloadBytes }).signer(queue);
   // Load the handler before connecting anything: a typo in the path should fail fast and leave nothing open.
   const handler = await loadHandler(options.handlerPath, options.cwd);
 
@@ -144,6 +149,7 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
       bus,
       ...(options.role !== undefined ? { role: options.role } : { team: options.team! }),
       handler,
+      signer,
       concurrency: options.concurrency ?? 10,
       signal: stop.signal,
       logger,

@@ -5,6 +5,7 @@
  * acknowledged after. A crash in between redelivers the entry and the coordinator drops the duplicate outcome
  * by step state. A turn abandoned at shutdown publishes and acknowledges nothing, so its entry is reclaimed.
  */
+import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { DependencyHealth } from "../dependency-health.js";
 import { performance } from "node:perf_hooks";
 import { randomUUID } from "node:crypto";
@@ -44,6 +45,7 @@ export interface TurnDeps {
   group: string;
   consumer: string;
   source: HarnessSource;
+  signer: EnvelopeSigner;
   handler: Handler;
   logger: Logger;
   maxPayloadBytes: number;
@@ -97,7 +99,8 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
   const touch = (): Promise<void> => deps.bus.touch(deps.stream, deps.group, deps.consumer, [entry.id]);
 
   async function publish(outgoing: Envelope): Promise<void> {
-    await deps.bus.publish([{ stream: COORDINATOR_STREAM, envelope: outgoing }]);
+    // Signing encodes and validates (MALFORMED_ENVELOPE / PAYLOAD_TOO_LARGE), as publishing did.
+    await deps.bus.publishEncoded([{ stream: COORDINATOR_STREAM, data: deps.signer.sign(outgoing) }]);
   }
 
   async function run(): Promise<TurnOutcome> {

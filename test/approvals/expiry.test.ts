@@ -92,6 +92,7 @@ describe("approval expiry", () => {
         bus: rt!.bus,
         engine: rt!.engine,
         publisher: rt!.publisher,
+        verifier: rt!.busAuth.verifier(),
         consumer,
         batchSize: 100,
         blockMs: 100,

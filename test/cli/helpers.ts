@@ -1,6 +1,7 @@
 /**
  * Runs the CLI in-process against a test database and a unique Redis prefix, capturing its output.
  */
+import { TEST_BUS_SECRET_ENV } from "../support/bus-auth.js";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -56,7 +57,7 @@ export async function createCliEnvironment(options: CliEnvironmentOptions = {}):
   for (const orgId of options.tenants ?? ["acme"]) await createTenant(db.pool, { orgId, name: orgId });
   const redis = await createTestRedis();
   const dir = await mkdtemp(join(tmpdir(), "sy-cli-"));
-  const env = { ...FLAGS_ON_ENV, DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix, SWITCHYARD_LOG_LEVEL: "warn" };
+  const env = { ...FLAGS_ON_ENV, SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV, DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix, SWITCHYARD_LOG_LEVEL: "warn" };
   return {
     db,
     redis,

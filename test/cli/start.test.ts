@@ -69,6 +69,15 @@ describe("start", () => {
     expect(logs.every((l) => typeof l.level === "number" && typeof l.time === "number")).toBe(true);
   });
 
+  it("a standalone coordinator refuses to start without SWITCHYARD_BUS_SECRET, a harness without its queue's key", async () => {
+    const coordinator = await cli.run(["start", "coordinator"], { env: { SWITCHYARD_BUS_SECRET: "" } });
+    expect(coordinator.code).toBe(2);
+    expect(coordinator.stderr).toMatch(/CONFIG: SWITCHYARD_BUS_SECRET is not set/);
+    const harness = await cli.run(["start", "harness", "--role", "echo", "--handler", ECHO_HANDLER], { env: { SWITCHYARD_BUS_SECRET: "" } });
+    expect(harness.code).toBe(2);
+    expect(harness.stderr).toMatch(/CONFIG: no bus key to publish as role:echo/);
+  });
+
   it("start coordinator serves its own counters on SWITCHYARD_METRICS_PORT", async () => {
     const port = await freePort();
     const stop = new AbortController();

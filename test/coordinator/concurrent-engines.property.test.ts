@@ -74,7 +74,7 @@ describe("two engines on one database, interleaved", () => {
           orgId: ORG,
           taskId,
           dedupe: true,
-          event: { type: "result", eventId, stepId: s.step_id, attempt: s.attempt, actor: "worker:role:w", ok: true, output: { s: s.step_id }, error: null, cost: 1, payloadHash: "" },
+          event: { type: "result", eventId, stepId: s.step_id, attempt: s.attempt, sender: { kind: "queue", endpoint: "role:w" }, ok: true, output: { s: s.step_id }, error: null, cost: 1, payloadHash: "" },
         });
       }
       if ((s.status === "dispatched" || s.status === "retrying") && s.due_at_ms !== null) {

@@ -33,11 +33,12 @@ function candidates(state: TaskState, delivered: CoordinatorEvent[], now: number
   const out: Array<{ event: CoordinatorEvent; at: number }> = [];
   for (const step of state.steps.values()) {
     const key = `${step.stepId}-${step.attempt}`;
+    const sender = { kind: "queue" as const, endpoint: step.destination };
     if (step.status === "dispatched") {
-      out.push({ at: now, event: { type: "result", eventId: `ok-${key}`, stepId: step.stepId, attempt: step.attempt, actor: "w", ok: true, output: { step: step.stepId }, error: null, cost: 1.25, payloadHash: "h" } });
-      out.push({ at: now, event: { type: "result", eventId: `err-${key}`, stepId: step.stepId, attempt: step.attempt, actor: "w", ok: false, output: null, error: { code: "HANDLER_FAILED", message: "x", retryable: true }, cost: 0.25, payloadHash: "h" } });
+      out.push({ at: now, event: { type: "result", eventId: `ok-${key}`, stepId: step.stepId, attempt: step.attempt, sender, ok: true, output: { step: step.stepId }, error: null, cost: 1.25, payloadHash: "h" } });
+      out.push({ at: now, event: { type: "result", eventId: `err-${key}`, stepId: step.stepId, attempt: step.attempt, sender, ok: false, output: null, error: { code: "HANDLER_FAILED", message: "x", retryable: true }, cost: 0.25, payloadHash: "h" } });
       if (step.kind === "workflow") {
-        out.push({ at: now, event: { type: "query", eventId: `q-${key}-${step.delegations}`, originStepId: step.stepId, originAttempt: step.attempt, actor: "w", destination: "role:helper", correlationId: `c-${key}`, depth: step.depth, turn: step.delegations, cost: 0.125, query: { n: 1 }, state: { s: 1 } } });
+        out.push({ at: now, event: { type: "query", eventId: `q-${key}-${step.delegations}`, originStepId: step.stepId, originAttempt: step.attempt, sender, destination: "role:helper", correlationId: `c-${key}`, depth: step.depth, turn: step.delegations, cost: 0.125, query: { n: 1 }, state: { s: 1 } } });
       }
     }
     if (step.dueAtMs !== null) out.push({ at: Math.max(now, step.dueAtMs), event: { type: "step_due", eventId: `due-${key}-${step.dueAtMs}`, stepId: step.stepId, attempt: step.attempt } });

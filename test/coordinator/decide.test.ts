@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decide } from "../../src/coordinator/decide.js";
-import type { CoordinatorEvent, Effect, EnvelopeSpec, TaskState } from "../../src/coordinator/model.js";
+import type { CoordinatorEvent, Effect, EnvelopeSpec, EventSender, TaskState } from "../../src/coordinator/model.js";
 import { MAX_DELEGATION_DEPTH } from "../../src/coordinator/model.js";
 import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
 
@@ -10,8 +10,13 @@ function sends(effects: Effect[]): EnvelopeSpec[] {
 function audits(effects: Effect[]) {
   return effects.flatMap((e) => (e.type === "audit" ? [e.entry] : []));
 }
+/** The queue each test step is dispatched to: its worker is who may send its RESULT. */
+const QUEUES: Record<string, string> = { a: "role:one", b: "role:two", c: "role:three", "a.d1": "role:helper", "a.d2": "role:helper" };
+function worker(stepId: string): EventSender {
+  return { kind: "queue", endpoint: QUEUES[stepId] ?? "role:x" };
+}
 function result(stepId: string, attempt: number, ok = true, extra: Partial<Extract<CoordinatorEvent, { type: "result" }>> = {}): CoordinatorEvent {
-  return { type: "result", eventId: `r-${stepId}-${attempt}-${ok}`, stepId, attempt, actor: "worker:role:x", ok, output: ok ? { from: stepId } : null, error: ok ? null : { code: "HANDLER_FAILED", message: "boom", retryable: true }, cost: 0.5, payloadHash: "h", ...extra };
+  return { type: "result", eventId: `r-${stepId}-${attempt}-${ok}`, stepId, attempt, sender: worker(stepId), ok, output: ok ? { from: stepId } : null, error: ok ? null : { code: "HANDLER_FAILED", message: "boom", retryable: true }, cost: 0.5, payloadHash: "h", ...extra };
 }
 
 const wf = chain(stepDef("a", "role:one"), stepDef("b", "role:two"), stepDef("c", "role:three"));
@@ -104,7 +109,9 @@ describe("decide", () => {
     expect(d.state.steps.get("a")).toMatchObject({ status: "failed", attempt: 1, error: { code: "FOREIGN_NOT_RETRIED", retryable: false } });
     expect(d.state.task.error).toMatchObject({ stepId: "a", code: "FOREIGN_NOT_RETRIED" });
     // A retryable failure result is not re-sent either.
-    expect(decide(state, result("a", 1, false), context(1100, "f")).state.steps.get("a")).toMatchObject({ status: "failed", attempt: 1 });
+    // (A FOREIGN step's result comes from the gateway, for its agent.)
+    const failed = result("a", 1, false, { sender: { kind: "gateway", agent: "helper" } });
+    expect(decide(state, failed, context(1100, "f")).state.steps.get("a")).toMatchObject({ status: "failed", attempt: 1 });
     // The idempotent fact comes in through the context: then the step's retries apply.
     const base = context(5000, "t");
     const idempotent = { ...base, tenant: { ...base.tenant, idempotentForeignAgents: new Set(["helper"]) } };
@@ -190,7 +197,7 @@ describe("decide", () => {
 
   describe("delegation", () => {
     function query(depth = 0, extra: Partial<Extract<CoordinatorEvent, { type: "query" }>> = {}): CoordinatorEvent {
-      return { type: "query", eventId: `q${depth}`, originStepId: "a", originAttempt: 1, actor: "worker:role:one", destination: "role:helper", correlationId: "corr-1", depth, turn: 0, cost: 0.5, query: { ask: 1 }, state: { turn: 1 }, ...extra };
+      return { type: "query", eventId: `q${depth}`, originStepId: "a", originAttempt: 1, sender: worker("a"), destination: "role:helper", correlationId: "corr-1", depth, turn: 0, cost: 0.5, query: { ask: 1 }, state: { turn: 1 }, ...extra };
     }
 
     it("governs the QUERY as sub_query, parks the origin and replies with a reference on completion", () => {
@@ -221,12 +228,17 @@ describe("decide", () => {
     });
 
     it(`delivers no reply at depth >= ${MAX_DELEGATION_DEPTH} but still records the delegate's work`, () => {
-      const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }, query(MAX_DELEGATION_DEPTH)]).state;
+      // The origin's own work is at the ceiling (it is itself delegated work, MAX levels down): that record counts.
+      const atDepth = (depth: number): TaskState => {
+        const started = run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
+        return { ...started, steps: new Map(started.steps).set("a", { ...started.steps.get("a")!, depth }) };
+      };
+      const s = run(atDepth(MAX_DELEGATION_DEPTH), [query()]).state;
       const r = decide(s, result("a.d1", 1), context(20, "rd"));
       expect(sends(r.effects)).toHaveLength(0);
       expect(r.state.steps.get("a.d1")!.status).toBe("completed");
       expect(r.effects).toContainEqual({ type: "count", metric: "delegation_depth_exceeded" });
-      const below = run(initialState(wf), [{ type: "task_started", eventId: "s" }, query(MAX_DELEGATION_DEPTH - 1)]).state;
+      const below = run(atDepth(MAX_DELEGATION_DEPTH - 1), [query()]).state;
       expect(sends(decide(below, result("a.d1", 1), context(20, "rd")).effects)).toHaveLength(1);
     });
 
@@ -248,6 +260,53 @@ describe("decide", () => {
       expect(decide(resumed, query(), context(13, "q")).ignored).toBe("stale query");
       // the resumed turn may delegate again (turn 1)
       expect(decide(resumed, query(0, { eventId: "q-next", turn: 1 }), context(14, "q2")).state.steps.get("a.d2")).toBeDefined();
+    });
+  });
+
+  describe("who may touch a step", () => {
+    const started = () => run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
+
+    it("refuses a RESULT whose sender is not the step's destination, and changes nothing", () => {
+      const s = started();
+      for (const sender of [{ kind: "queue", endpoint: "role:two" }, { kind: "gateway", agent: "one" }] as EventSender[]) {
+        const d = decide(s, result("a", 1, true, { sender }), context(10, "forged"));
+        expect(d.refused).toMatch(/whose destination is role:one/);
+        expect(d.state).toBe(s);
+        expect(d.effects).toEqual([]);
+      }
+      const genuine = decide(s, result("a", 1), context(10, "genuine"));
+      expect(genuine.refused).toBeUndefined();
+      expect(audits(genuine.effects)[0]).toMatchObject({ action: "result", actor: "worker:role:one" });
+    });
+
+    it("a FOREIGN step's RESULT is accepted only from the gateway for that agent, audited with the step's agent", () => {
+      const w = chain(stepDef("f", "foreign:checker"));
+      const s = run(initialState(w), [{ type: "task_started", eventId: "s" }]).state;
+      expect(s.steps.get("f")!.status).toBe("dispatched");
+      expect(decide(s, result("f", 1, true, { sender: { kind: "queue", endpoint: "role:one" } }), context(10, "x")).refused).toMatch(/callback route or the sweep/);
+      expect(decide(s, result("f", 1, true, { sender: { kind: "gateway", agent: "nobody" } }), context(10, "x")).refused).toMatch(/destination is foreign:checker/);
+      const ok = decide(s, result("f", 1, true, { sender: { kind: "gateway", agent: "checker" } }), context(10, "x"));
+      expect(ok.refused).toBeUndefined();
+      expect(audits(ok.effects)[0]).toMatchObject({ action: "result", actor: "foreign:checker" });
+    });
+
+    it("refuses a QUERY or heartbeat from another queue than the origin's, and a RESULT for a step the task lacks", () => {
+      const s = started();
+      const q = decide(s, { type: "query", eventId: "q", originStepId: "a", originAttempt: 1, sender: worker("b"), destination: "role:helper", correlationId: "c", depth: 0, turn: 0, cost: 0, query: null, state: null }, context(10, "q"));
+      expect(q.refused).toMatch(/QUERY from role:two for step a/);
+      const hb = decide(s, { type: "heartbeat", eventId: "h", stepId: "a", attempt: 1, sender: worker("b") }, context(500, "h"));
+      expect(hb.refused).toMatch(/heartbeat from role:two/);
+      expect(hb.state.steps.get("a")!.dueAtMs).toBe(s.steps.get("a")!.dueAtMs);
+      expect(decide(s, result("zz", 1), context(10, "z")).refused).toMatch(/does not have/);
+    });
+
+    it("takes the delegation depth from the origin's record, not from the QUERY", () => {
+      const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
+      const forged = { type: "query", eventId: "q8", originStepId: "a", originAttempt: 1, sender: worker("a"), destination: "role:helper", correlationId: "c", depth: MAX_DELEGATION_DEPTH, turn: 0, cost: 0, query: null, state: null } as const;
+      const q = decide(s, forged, context(10, "q8"));
+      expect(q.state.steps.get("a.d1")).toMatchObject({ depth: 1, delegation: expect.objectContaining({ queryDepth: 0 }) });
+      const r = decide(q.state, result("a.d1", 1), context(20, "rd"));
+      expect(sends(r.effects)).toEqual([expect.objectContaining({ kind: "REPLY", stepId: "a", delegationDepth: 1 })]);
     });
   });
 });

@@ -50,6 +50,7 @@ describe("fan-in with several coordinators", () => {
       pool: runtime.pool,
       bus: runtime.bus,
       engine: runtime.engine,
+      verifier: runtime.busAuth.verifier(),
       publisher: runtime.publisher,
       consumer: `coordinator-${index}`,
       // Small batches spread one task's branch results over the coordinators.

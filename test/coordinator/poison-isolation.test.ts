@@ -7,6 +7,7 @@
  * refuses it ("unsupported Unicode escape sequence") when the step row is written, so the whole batch's steps
  * statement fails.
  */
+import { publishSigned } from "../support/bus-auth.js";
 import { Writable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { COORDINATOR_STREAM, type BusEntry } from "../../src/bus/bus.js";
@@ -53,6 +54,7 @@ describe("a poison entry in a coordinator batch", () => {
       bus: rt.bus,
       engine: rt.engine,
       publisher: rt.publisher,
+      verifier: rt.busAuth.verifier(),
       consumer: "stepped",
       batchSize: 50,
       blockMs: 0,
@@ -84,7 +86,7 @@ describe("a poison entry in a coordinator batch", () => {
 
   /** Publishes the envelopes and reads them back as one batch under the stepped coordinator's consumer. */
   async function batchOf(envelopes: ReturnType<typeof result>[]): Promise<BusEntry[]> {
-    await rt.bus.publish(envelopes.map((envelope) => ({ stream: COORDINATOR_STREAM, envelope })));
+    await publishSigned(rt, "role:writer", envelopes);
     const entries = await rt.bus.read({ stream: COORDINATOR_STREAM, group: COORDINATOR_GROUP, consumer: "stepped", count: 50, blockMs: 0 });
     expect(entries.map((e) => e.envelope.id)).toEqual(envelopes.map((e) => e.id));
     return entries;

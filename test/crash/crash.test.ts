@@ -4,6 +4,7 @@
  * Afterwards every task is completed, every step completed exactly once (no doubled outputs, audit rows or
  * cost), nothing is dead-lettered, and the audit chain verifies.
  */
+import { TEST_BUS_SECRET_ENV } from "../support/bus-auth.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
@@ -38,6 +39,7 @@ describe("crash test", () => {
       DATABASE_URL: rt.config.databaseUrl,
       REDIS_URL: rt.config.redisUrl,
       SWITCHYARD_KEY_PREFIX: rt.prefix,
+      SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV,
       SWITCHYARD_LOG_LEVEL: "warn",
       SWITCHYARD_STEP_TIMEOUT_MS: "3000",
       SWITCHYARD_RECLAIM_IDLE_MS: "1500",

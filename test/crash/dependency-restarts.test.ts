@@ -16,6 +16,7 @@ import { migrate } from "../../src/store/migrate.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { createTenantWithKey } from "../../src/tenancy/bootstrap.js";
+import { TEST_BUS_SECRET_ENV } from "../support/bus-auth.js";
 import { FLAGS_ON_ENV } from "../support/env.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
 import { missingServiceBinaries, startOwnPostgres, startOwnRedis, type OwnPostgres, type OwnRedis } from "../support/own-services.js";
@@ -190,6 +191,8 @@ steps:
       DATABASE_URL: db,
       REDIS_URL: redis!.url,
       SWITCHYARD_KEY_PREFIX: "survive:",
+      // One bus secret for the three processes, so each verifies what the others sign.
+      SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV,
       SWITCHYARD_LOG_LEVEL: "warn",
       SWITCHYARD_RECLAIM_IDLE_MS: "1500",
       SWITCHYARD_HEARTBEAT_MS: "500",

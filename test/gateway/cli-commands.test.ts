@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../src/cli/main.js";
+import { formatPublisherKey } from "../../src/bus/auth/bus-keys.js";
+import { testBusAuth } from "../support/bus-auth.js";
 import { hashApiKey } from "../../src/tenancy/api-keys.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { FLAGS_ON_ENV, redisUrl } from "../support/env.js";
@@ -84,7 +86,15 @@ describe("tenant, apikey and start gateway commands", () => {
     ]);
   });
 
+  it("start gateway refuses to start without its bus key", async () => {
+    const refused = await cli(["start", "gateway", "--port", "0", "--host", "127.0.0.1"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/CONFIG: no bus key to publish as gateway: set SWITCHYARD_BUS_KEY/);
+  });
+
   it("start gateway serves until its stop signal, then exits 0", async () => {
+    // What an operator hands the gateway: its own key (README, Bus authentication), not the master secret.
+    env = { ...env, SWITCHYARD_BUS_KEY: formatPublisherKey(testBusAuth().publisherKey("gateway")) };
     const stop = new AbortController();
     let url: string | undefined;
     const running = cli(["start", "gateway", "--port", "0", "--host", "127.0.0.1"], {

@@ -17,6 +17,7 @@ import {
 import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { createHarness, type Harness, type HarnessOptions } from "../../src/harness/harness.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
+import { testBusAuth } from "../support/bus-auth.js";
 
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 const OBSERVER_GROUP = "observer";
@@ -44,6 +45,7 @@ export async function createBusFixture(): Promise<BusFixture> {
       const harness = createHarness({
         bus,
         role: "writer",
+        signer: testBusAuth(MAX_PAYLOAD_BYTES).signer(`${options.team !== undefined ? "team" : "role"}:${options.team ?? options.role ?? "writer"}`),
         maxPayloadBytes: MAX_PAYLOAD_BYTES,
         reclaimIdleMs: 30_000,
         heartbeatMs: 1_000,

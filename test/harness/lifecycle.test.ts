@@ -1,3 +1,4 @@
+import { testBusAuth } from "../support/bus-auth.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { EndpointKind, EnvelopeKind, ResultStatus, createEnvelope } from "../../src/bus/codec.js";
@@ -197,13 +198,14 @@ describe("harness lifecycle", () => {
   });
 
   it("validates its options", () => {
-    const base = { bus: fx.bus, handler: () => 1, maxPayloadBytes: MAX_PAYLOAD_BYTES, reclaimIdleMs: 1000, heartbeatMs: 100, shutdownGraceMs: 0 };
+    const base = { bus: fx.bus, handler: () => 1, maxPayloadBytes: MAX_PAYLOAD_BYTES, reclaimIdleMs: 1000, heartbeatMs: 100, shutdownGraceMs: 0, signer: testBusAuth().signer("role:a") };
     expect(() => createHarness({ ...base })).toThrow(/exactly one of `role` or `team`/);
     expect(() => createHarness({ ...base, role: "a", team: "b" })).toThrow(/exactly one/);
     expect(() => createHarness({ ...base, role: "bad name" })).toThrow(/not a valid queue name/);
     expect(() => createHarness({ ...base, role: "a", concurrency: 0 })).toThrow(/concurrency/);
     expect(() => createHarness({ ...base, role: "a", heartbeatMs: 1000 })).toThrow(/heartbeatMs \(1000\) must be below reclaimIdleMs/);
-    expect(createHarness({ ...base, team: "ops" }).stream).toBe("team:ops");
+    expect(() => createHarness({ ...base, team: "ops" })).toThrow(/needs a bus signer for team:ops, not role:a/);
+    expect(createHarness({ ...base, team: "ops", signer: testBusAuth().signer("team:ops") }).stream).toBe("team:ops");
   });
 
   it("a team harness consumes team:NAME and speaks as the team", async () => {

@@ -1,3 +1,4 @@
+import { TEST_BUS_SECRETS, testBusAuth } from "../support/bus-auth.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { EnvelopeKind, ResultStatus, type Envelope } from "../../src/bus/codec.js";
@@ -48,9 +49,18 @@ describe("runHarnessProcess", () => {
   });
 
   it("fails fast with CONFIG for a bad handler path, before connecting anything", async () => {
-    const config: Config = { ...defaultConfig, redisUrl: "redis://127.0.0.1:1", databaseUrl: "postgres://nobody@127.0.0.1:1/none" };
-    await configError(runHarnessProcess({ config, role: "echo", handlerPath: "nope.ts", logger: silentLogger }));
+    const config: Config = { ...defaultConfig, redisUrl: "redis://127.0.0.1:1", databaseUrl: "postgres://nobody@127.0.0.1:1/none", busAuth: { secrets: TEST_BUS_SECRETS, publisherKeys: [] } };
+    expect((await configError(runHarnessProcess({ config, role: "echo", handlerPath: "nope.ts", logger: silentLogger }))).message).toMatch(/nope\.ts/);
     await configError(runHarnessProcess({ config, handlerPath: "examples/handlers/echo.ts", logger: silentLogger }));
+  });
+
+  it("refuses to start without a bus key for its own queue, before connecting anything", async () => {
+    const base: Config = { ...defaultConfig, redisUrl: "redis://127.0.0.1:1", databaseUrl: "postgres://nobody@127.0.0.1:1/none" };
+    const none = await configError(runHarnessProcess({ config: base, role: "echo", handlerPath: "examples/handlers/echo.ts", logger: silentLogger }));
+    expect(none.message).toMatch(/no bus key to publish as role:echo: set SWITCHYARD_BUS_KEY/);
+    const otherQueue = { ...base, busAuth: { secrets: [], publisherKeys: [testBusAuth().publisherKey("role:writer")] } };
+    const wrong = await configError(runHarnessProcess({ config: otherQueue, role: "echo", handlerPath: "examples/handlers/echo.ts", logger: silentLogger }));
+    expect(wrong.message).toMatch(/this process has a key for role:writer/);
   });
 
   it("serves a role with the handler module until its signal aborts, then closes its connections", async () => {
@@ -62,6 +72,8 @@ describe("runHarnessProcess", () => {
       databaseUrl: db.url,
       bus: { ...defaultConfig.bus, keyPrefix: redis.prefix, blockMs: 100 },
       harness: { shutdownGraceMs: 1_000, heartbeatMs: 1_000 },
+      // What an operator hands a standalone harness: only its own queue's key.
+      busAuth: { secrets: [], publisherKeys: [testBusAuth().publisherKey("role:echo")] },
     };
     const listenersBefore = process.listenerCount("SIGTERM");
     const stop = new AbortController();
@@ -82,6 +94,7 @@ describe("runHarnessProcess", () => {
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ kind: EnvelopeKind.RESULT, status: ResultStatus.OK, taskId: work.taskId });
     expect(json(sent[0]!)).toEqual({ hello: "world" });
+    expect(sent[0]!.auth).toMatchObject({ keyId: "test", sender: "role:echo" });
     expect(sent[0]!.usage?.cost).toBeCloseTo(0.1);
     expect(process.listenerCount("SIGTERM")).toBe(listenersBefore);
     await bus.close();

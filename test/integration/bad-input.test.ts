@@ -12,6 +12,7 @@ import { listAudit } from "../../src/governance/audit-log.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
+import { publishSigned } from "../support/bus-auth.js";
 
 const ORG = "acme";
 
@@ -46,9 +47,9 @@ describe("bad input at the coordinator", () => {
     // Garbage bytes straight onto the stream, an envelope whose task id is not a UUID, and a CONTROL that is
     // not a heartbeat; then a valid task that must still complete.
     await rt.redis.xadd(streamKey(rt.prefix, COORDINATOR_STREAM), "*", "e", Buffer.from([0xff, 0x01, 0x02, 0x03]));
-    await rt.bus.publish([{ stream: COORDINATOR_STREAM, envelope: result({ taskId: "not-a-uuid" }) }]);
-    await rt.bus.publish([
-      { stream: COORDINATOR_STREAM, envelope: createEnvelope({ id: "c1", orgId: ORG, taskId: crypto.randomUUID(), stepId: "a", kind: EnvelopeKind.CONTROL, payload: jsonPayload({ type: "reboot" }) }) },
+    await publishSigned(rt, "role:slowpoke", [result({ taskId: "not-a-uuid" })]);
+    await publishSigned(rt, "role:slowpoke", [
+      createEnvelope({ id: "c1", orgId: ORG, taskId: crypto.randomUUID(), stepId: "a", kind: EnvelopeKind.CONTROL, payload: jsonPayload({ type: "reboot" }) }),
     ]);
     rt.startCoordinator();
     workers.start("echo", async () => "fine");
@@ -70,8 +71,8 @@ describe("bad input at the coordinator", () => {
     rt.startCoordinator();
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "one" });
     // Forged by "globex" for acme's task, then a stale attempt number from acme itself.
-    await rt.bus.publish([{ stream: COORDINATOR_STREAM, envelope: result({ orgId: "globex", taskId }) }]);
-    await rt.bus.publish([{ stream: COORDINATOR_STREAM, envelope: result({ taskId, attempt: 7 }) }]);
+    await publishSigned(rt, "role:slowpoke", [result({ orgId: "globex", taskId })]);
+    await publishSigned(rt, "role:slowpoke", [result({ taskId, attempt: 7 })]);
     await waitFor(async () => (await rt.bus.stats(COORDINATOR_STREAM, COORDINATOR_GROUP)).pending === 0 || undefined);
     await new Promise((r) => setTimeout(r, 300));
     const task = await rt.tasks.get(ORG, taskId);
@@ -81,7 +82,7 @@ describe("bad input at the coordinator", () => {
     expect(await listAudit(rt.pool, "globex")).toEqual([]);
     // The genuine result still completes it, exactly once even when delivered twice.
     const genuine = result({ taskId });
-    await rt.bus.publish([{ stream: COORDINATOR_STREAM, envelope: genuine }, { stream: COORDINATOR_STREAM, envelope: genuine }]);
+    await publishSigned(rt, "role:slowpoke", [genuine, genuine]);
     await waitForTask(rt.tasks, ORG, taskId, { until: (t) => t.status === "completed" });
     await new Promise((r) => setTimeout(r, 300));
     expect((await listAudit(rt.pool, ORG, { taskId })).map((a) => a.action)).toEqual(["dispatch", "result"]);

@@ -54,6 +54,7 @@ steps:
     harness = createHarness({
       bus,
       role: "echo",
+      signer: rt.busAuth.signer("role:echo"),
       handler: async (_work, ctx) => {
         ctx.usage({ cost: 1.5 });
         return "ok";

@@ -7,6 +7,7 @@ import { createLogger } from "../../src/logger.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
 import { redisUrl } from "./env.js";
+import { TEST_BUS_SECRETS } from "./bus-auth.js";
 import { deleteByPrefix, uniquePrefix } from "./redis.js";
 
 export interface TestRuntime extends Runtime {
@@ -49,6 +50,7 @@ export function testConfig(
     coordinator: { ...defaultConfig.coordinator, sweepIntervalMs: 100, outboxStaleMs: 500, defaultStepTimeoutMs: 5000, ...overrides },
     harness: { shutdownGraceMs: 1000, heartbeatMs: 500 },
     flags: { ...TEST_FLAGS, ...flags },
+    busAuth: { secrets: TEST_BUS_SECRETS, publisherKeys: [] },
   };
 }
 
@@ -78,6 +80,7 @@ export async function createTestRuntime(
         bus: runtime.bus,
         engine: runtime.engine,
         publisher: runtime.publisher,
+        verifier: runtime.busAuth.verifier(),
         consumer: `test-${coordinators.length}`,
         batchSize: config.coordinator.batchSize,
         blockMs: config.bus.blockMs,

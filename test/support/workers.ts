@@ -14,6 +14,7 @@ export class Workers {
       bus: this.runtime.bus,
       role,
       handler,
+      signer: this.runtime.busAuth.signer(`role:${role}`),
       concurrency: options.concurrency ?? 10,
       consumer: options.consumer,
       maxPayloadBytes: this.runtime.config.bus.maxPayloadBytes,

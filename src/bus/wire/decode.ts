@@ -1,7 +1,8 @@
 /** `fromBinary(EnvelopeSchema, bytes)`, without reflection (see ../envelope-wire.ts for the contract). */
 import type { UnknownField } from "@bufbuild/protobuf";
-import { zeroEndpoint, zeroEnvelope, zeroError, zeroPayload, zeroReplyTo, zeroTrace, zeroUsage } from "./init.js";
+import { zeroBusAuth, zeroEndpoint, zeroEnvelope, zeroError, zeroPayload, zeroReplyTo, zeroTrace, zeroUsage } from "./init.js";
 import {
+  type BusAuth,
   type Endpoint,
   type Envelope,
   type ErrorInfo,
@@ -206,6 +207,14 @@ function traceField(r: Reader, m: TraceContext): boolean {
     default: return false;
   }
 }
+function authField(r: Reader, m: BusAuth): boolean {
+  switch (r.no) {
+    case 1: m.keyId = r.want(LEN, m).string(); return true;
+    case 2: m.sender = r.want(LEN, m).string(); return true;
+    case 3: m.mac = r.want(LEN, m).bytes(); return true;
+    default: return false;
+  }
+}
 function envelopeField(r: Reader, e: Envelope): boolean {
   switch (r.no) {
     case 1: e.id = r.want(LEN, e).string(); return true;
@@ -228,6 +237,7 @@ function envelopeField(r: Reader, e: Envelope): boolean {
     case 18: e.resultRef = r.want(LEN, e).string(); return true;
     case 19: e.trace = readSub(r.want(LEN, e), e.trace ?? zeroTrace(), traceField); return true;
     case 20: e.createdAtMs = r.want(VARINT, e).uint64(true); return true;
+    case 21: e.auth = readSub(r.want(LEN, e), e.auth ?? zeroBusAuth(), authField); return true;
     default: return false;
   }
 }

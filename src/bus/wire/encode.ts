@@ -10,6 +10,7 @@ import {
   USAGE,
   ERROR_INFO,
   TRACE,
+  BUS_AUTH,
   INT64_MIN,
   INT64_MAX,
   UINT64_MAX,
@@ -84,6 +85,7 @@ function subSize(e: AnyMessage, key: string, typeName: string): number {
     case REPLY_TO: return str(1, x.taskId) + str(1, x.stepId) + u32(1, x.attempt) + u;
     case USAGE: return dbl(1, x.cost) + u64(1, x.inputTokens) + u64(1, x.outputTokens) + u64(1, x.durationMs) + u;
     case ERROR_INFO: return str(1, x.code) + str(1, x.message) + bool(1, x.retryable) + u;
+    case BUS_AUTH: return str(1, x.keyId) + str(1, x.sender) + bytes(1, x.mac) + u;
     default: return str(1, x.traceparent) + str(1, x.tracestate) + u;
   }
 }
@@ -184,6 +186,7 @@ class Writer {
       case ERROR_INFO:
         this.string(10, x.code as string); this.string(18, x.message as string); this.uint32(24, x.retryable ? 1 : 0);
         break;
+      case BUS_AUTH: this.string(10, x.keyId as string); this.string(18, x.sender as string); this.bytes(26, x.mac as Uint8Array); break;
       default: this.string(10, x.traceparent as string); this.string(18, x.tracestate as string);
     }
     this.unknown(m);
@@ -197,11 +200,12 @@ export function tryEnvelopeToBinary(e: Envelope): Uint8Array | undefined {
   const source = subSize(x, "source", ENDPOINT), destination = subSize(x, "destination", ENDPOINT);
   const replyTo = subSize(x, "replyTo", REPLY_TO), payload = subSize(x, "payload", PAYLOAD);
   const usage = subSize(x, "usage", USAGE), error = subSize(x, "error", ERROR_INFO), trace = subSize(x, "trace", TRACE);
+  const auth = subSize(x, "auth", BUS_AUTH);
   const total = str(1, x.id) + str(1, x.orgId) + str(1, x.taskId) + str(1, x.stepId) + enm(1, x.kind) +
     framed(1, source) + framed(1, destination) + u32(1, x.attempt) + u32(1, x.clearanceFloor) + framed(1, replyTo) +
     str(1, x.correlationId) + u32(1, x.delegationDepth) + framed(1, payload) + framed(1, usage) + enm(1, x.status) +
     framed(2, error) + str(2, x.sourceStepId) + str(2, x.resultRef) + framed(2, trace) +
-    long(2, x.createdAtMs, INT64_MIN, INT64_MAX) + unknownSize(x);
+    long(2, x.createdAtMs, INT64_MIN, INT64_MAX) + framed(2, auth) + unknownSize(x);
   if (Number.isNaN(total)) return undefined;
   // From Node's Buffer pool: `new Uint8Array(n)` above 64 bytes costs ~0.8 µs. Every byte gets written
   // (checked below), and callers get a plain Uint8Array view as from toBinary.
@@ -213,7 +217,7 @@ export function tryEnvelopeToBinary(e: Envelope): Uint8Array | undefined {
   w.string(90, e.correlationId); w.uint32(96, e.delegationDepth);
   w.message(106, e.payload, payload); w.message(114, e.usage, usage); w.int32(120, e.status);
   w.message(130, e.error, error); w.string(138, e.sourceStepId); w.string(146, e.resultRef); w.message(154, e.trace, trace);
-  w.int64(160, e.createdAtMs);
+  w.int64(160, e.createdAtMs); w.message(170, e.auth, auth);
   w.unknown(x);
   if (w.pos !== total) throw new Error(`envelope encoder wrote ${w.pos} of ${total} bytes`);
   return w.buf;

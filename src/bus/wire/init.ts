@@ -1,5 +1,6 @@
 /** `create(EnvelopeSchema, init)`, without reflection (see ../envelope-wire.ts for the contract). */
 import {
+  type BusAuth,
   type Endpoint,
   type Envelope,
   type ErrorInfo,
@@ -16,6 +17,7 @@ import {
   USAGE,
   ERROR_INFO,
   TRACE,
+  BUS_AUTH,
   type EnvelopeInit,
   type Loose,
 } from "./shared.js";
@@ -31,6 +33,7 @@ export const zeroReplyTo = (): ReplyTo => ({ $typeName: REPLY_TO, taskId: "", st
 export const zeroUsage = (): Usage => ({ $typeName: USAGE, cost: 0, inputTokens: 0n, outputTokens: 0n, durationMs: 0n });
 export const zeroError = (): ErrorInfo => ({ $typeName: ERROR_INFO, code: "", message: "", retryable: false });
 export const zeroTrace = (): TraceContext => ({ $typeName: TRACE, traceparent: "", tracestate: "" });
+export const zeroBusAuth = (): BusAuth => ({ $typeName: BUS_AUTH, keyId: "", sender: "", mac: new Uint8Array(0) });
 
 export const isMessageOf = (v: unknown, typeName: string): boolean =>
   v !== null && typeof v === "object" && (v as Loose).$typeName === typeName;
@@ -39,7 +42,7 @@ export const isMessageOf = (v: unknown, typeName: string): boolean =>
 function assign(target: Loose, init: Loose, keys: readonly string[]): void {
   for (const key of keys) {
     const v = init[key];
-    if (v != null) target[key] = key === "data" && Array.isArray(v) ? new Uint8Array(v) : v;
+    if (v != null) target[key] = (key === "data" || key === "mac") && Array.isArray(v) ? new Uint8Array(v) : v;
   }
 }
 
@@ -60,6 +63,7 @@ const SUBS: ReadonlyArray<readonly [string, string, () => unknown, readonly stri
   ["usage", USAGE, zeroUsage, ["cost", "inputTokens", "outputTokens", "durationMs"]],
   ["error", ERROR_INFO, zeroError, ["code", "message", "retryable"]],
   ["trace", TRACE, zeroTrace, ["traceparent", "tracestate"]],
+  ["auth", BUS_AUTH, zeroBusAuth, ["keyId", "sender", "mac"]],
 ];
 
 /** The same message `create(EnvelopeSchema, init)` returns. */

@@ -7,6 +7,7 @@ import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
 import { installProcessGuards } from "../../process-guard.js";
+import { GATEWAY_SENDER } from "../../bus/auth/bus-keys.js";
 
 export interface GatewayCommandOptions {
   port?: number;
@@ -35,6 +36,13 @@ export function registerGatewayCommand(program: Command, run: ActionRunner): voi
 async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Promise<void> {
   const logger = ctx.createLogger("switchyard-gateway");
   const runtime = await openRuntime(ctx.config, { logger });
+  try {
+    // The callback route publishes FOREIGN results as the gateway: without that key they would all be refused.
+    runtime.busAuth.publisherKey(GATEWAY_SENDER);
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
   const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
   const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: runtime.health }) : () => {};
   try {

@@ -3,6 +3,7 @@
  * pushes, pushes that find their bridge changed since it was read, a push that claims another bridge's task inside a
  * batch, outputs over the payload cap, and a tenant whose coordinator is switched off.
  */
+import { GATEWAY_SENDER } from "../../../src/bus/auth/bus-keys.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { getLinkKey } from "../../../src/approvals/link-keys.js";
 import { setFlag } from "../../../src/flags/flag-store.js";
@@ -94,7 +95,7 @@ describe("A2A callback intake", () => {
       const intake = rt.a2a!.callback.intake;
       const stale = (await intake.find(h.bridge.id))!;
       // The sweep (say) learns of progress meanwhile: the row moves to a new version.
-      const deps = { pool: rt.pool, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes };
+      const deps = { pool: rt.pool, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes, signer: rt.busAuth.signer(GATEWAY_SENDER) };
       expect(await applyObservation(deps, h.bridge.id, { foreignTaskId: h.foreignTaskId, state: "working", artifacts: [{ artifactId: "a", parts: [1] }] })).toBe("updated");
       expect(await intake.apply(stale, { foreignTaskId: h.foreignTaskId, state: "completed", artifacts: [] })).toBe("resumed");
       expect((await rt.metrics.a2aCallbackConflicts.get()).values[0]?.value).toBe(1);
@@ -176,6 +177,7 @@ describe("A2A callback intake", () => {
     const sender = new ForeignSender({
       pool: rt.pool,
       maxPayloadBytes: rt.config.bus.maxPayloadBytes,
+      signer: rt.busAuth.signer(GATEWAY_SENDER),
       channels: a2a.channels,
       breakers: a2a.breakers,
       foreign: rt.config.foreign,

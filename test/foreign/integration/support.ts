@@ -82,6 +82,7 @@ export async function createForeignRuntime(
         bus: rt.bus,
         engine: rt.engine,
         publisher: rt.publisher,
+        verifier: rt.busAuth.verifier(),
         consumer: `test-${coordinators.length}`,
         batchSize: config.coordinator.batchSize,
         blockMs: config.bus.blockMs,

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchyard/bus/v1/envelope.proto.
  */
 export const file_switchyard_bus_v1_envelope: GenFile = /*@__PURE__*/
-  fileDesc("CiBzd2l0Y2h5YXJkL2J1cy92MS9lbnZlbG9wZS5wcm90bxIRc3dpdGNoeWFyZC5idXMudjEiRQoIRW5kcG9pbnQSLQoEa2luZBgBIAEoDjIfLnN3aXRjaHlhcmQuYnVzLnYxLkVuZHBvaW50S2luZBIKCgJpZBgCIAEoCSItCgdQYXlsb2FkEgwKBGRhdGEYASABKAwSFAoMY29udGVudF90eXBlGAIgASgJIjwKB1JlcGx5VG8SDwoHdGFza19pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgJEg8KB2F0dGVtcHQYAyABKA0iVwoFVXNhZ2USDAoEY29zdBgBIAEoARIUCgxpbnB1dF90b2tlbnMYAiABKAQSFQoNb3V0cHV0X3Rva2VucxgDIAEoBBITCgtkdXJhdGlvbl9tcxgEIAEoBCI9CglFcnJvckluZm8SDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhEKCXJldHJ5YWJsZRgDIAEoCCI3CgxUcmFjZUNvbnRleHQSEwoLdHJhY2VwYXJlbnQYASABKAkSEgoKdHJhY2VzdGF0ZRgCIAEoCSKHBQoIRW52ZWxvcGUSCgoCaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEg8KB3Rhc2tfaWQYAyABKAkSDwoHc3RlcF9pZBgEIAEoCRItCgRraW5kGAUgASgOMh8uc3dpdGNoeWFyZC5idXMudjEuRW52ZWxvcGVLaW5kEisKBnNvdXJjZRgGIAEoCzIbLnN3aXRjaHlhcmQuYnVzLnYxLkVuZHBvaW50EjAKC2Rlc3RpbmF0aW9uGAcgASgLMhsuc3dpdGNoeWFyZC5idXMudjEuRW5kcG9pbnQSDwoHYXR0ZW1wdBgIIAEoDRIXCg9jbGVhcmFuY2VfZmxvb3IYCSABKA0SLAoIcmVwbHlfdG8YCiABKAsyGi5zd2l0Y2h5YXJkLmJ1cy52MS5SZXBseVRvEhYKDmNvcnJlbGF0aW9uX2lkGAsgASgJEhgKEGRlbGVnYXRpb25fZGVwdGgYDCABKA0SKwoHcGF5bG9hZBgNIAEoCzIaLnN3aXRjaHlhcmQuYnVzLnYxLlBheWxvYWQSJwoFdXNhZ2UYDiABKAsyGC5zd2l0Y2h5YXJkLmJ1cy52MS5Vc2FnZRIvCgZzdGF0dXMYDyABKA4yHy5zd2l0Y2h5YXJkLmJ1cy52MS5SZXN1bHRTdGF0dXMSKwoFZXJyb3IYECABKAsyHC5zd2l0Y2h5YXJkLmJ1cy52MS5FcnJvckluZm8SFgoOc291cmNlX3N0ZXBfaWQYESABKAkSEgoKcmVzdWx0X3JlZhgSIAEoCRIuCgV0cmFjZRgTIAEoCzIfLnN3aXRjaHlhcmQuYnVzLnYxLlRyYWNlQ29udGV4dBIVCg1jcmVhdGVkX2F0X21zGBQgASgDKqwBCgxFbnZlbG9wZUtpbmQSHQoZRU5WRUxPUEVfS0lORF9VTlNQRUNJRklFRBAAEhcKE0VOVkVMT1BFX0tJTkRfUVVFUlkQARIWChJFTlZFTE9QRV9LSU5EX1dPUksQAhIYChRFTlZFTE9QRV9LSU5EX1JFU1VMVBADEhcKE0VOVkVMT1BFX0tJTkRfUkVQTFkQBBIZChVFTlZFTE9QRV9LSU5EX0NPTlRST0wQBSqXAQoMRW5kcG9pbnRLaW5kEh0KGUVORFBPSU5UX0tJTkRfVU5TUEVDSUZJRUQQABIWChJFTkRQT0lOVF9LSU5EX1RFQU0QARIWChJFTkRQT0lOVF9LSU5EX1JPTEUQAhIdChlFTkRQT0lOVF9LSU5EX0NPT1JESU5BVE9SEAMSGQoVRU5EUE9JTlRfS0lORF9GT1JFSUdOEAQqXAoMUmVzdWx0U3RhdHVzEh0KGVJFU1VMVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIUChBSRVNVTFRfU1RBVFVTX09LEAESFwoTUkVTVUxUX1NUQVRVU19FUlJPUhACYgZwcm90bzM");
+  fileDesc("CiBzd2l0Y2h5YXJkL2J1cy92MS9lbnZlbG9wZS5wcm90bxIRc3dpdGNoeWFyZC5idXMudjEiRQoIRW5kcG9pbnQSLQoEa2luZBgBIAEoDjIfLnN3aXRjaHlhcmQuYnVzLnYxLkVuZHBvaW50S2luZBIKCgJpZBgCIAEoCSItCgdQYXlsb2FkEgwKBGRhdGEYASABKAwSFAoMY29udGVudF90eXBlGAIgASgJIjwKB1JlcGx5VG8SDwoHdGFza19pZBgBIAEoCRIPCgdzdGVwX2lkGAIgASgJEg8KB2F0dGVtcHQYAyABKA0iVwoFVXNhZ2USDAoEY29zdBgBIAEoARIUCgxpbnB1dF90b2tlbnMYAiABKAQSFQoNb3V0cHV0X3Rva2VucxgDIAEoBBITCgtkdXJhdGlvbl9tcxgEIAEoBCI9CglFcnJvckluZm8SDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhEKCXJldHJ5YWJsZRgDIAEoCCI3CgxUcmFjZUNvbnRleHQSEwoLdHJhY2VwYXJlbnQYASABKAkSEgoKdHJhY2VzdGF0ZRgCIAEoCSI2CgdCdXNBdXRoEg4KBmtleV9pZBgBIAEoCRIOCgZzZW5kZXIYAiABKAkSCwoDbWFjGAMgASgMIrEFCghFbnZlbG9wZRIKCgJpZBgBIAEoCRIOCgZvcmdfaWQYAiABKAkSDwoHdGFza19pZBgDIAEoCRIPCgdzdGVwX2lkGAQgASgJEi0KBGtpbmQYBSABKA4yHy5zd2l0Y2h5YXJkLmJ1cy52MS5FbnZlbG9wZUtpbmQSKwoGc291cmNlGAYgASgLMhsuc3dpdGNoeWFyZC5idXMudjEuRW5kcG9pbnQSMAoLZGVzdGluYXRpb24YByABKAsyGy5zd2l0Y2h5YXJkLmJ1cy52MS5FbmRwb2ludBIPCgdhdHRlbXB0GAggASgNEhcKD2NsZWFyYW5jZV9mbG9vchgJIAEoDRIsCghyZXBseV90bxgKIAEoCzIaLnN3aXRjaHlhcmQuYnVzLnYxLlJlcGx5VG8SFgoOY29ycmVsYXRpb25faWQYCyABKAkSGAoQZGVsZWdhdGlvbl9kZXB0aBgMIAEoDRIrCgdwYXlsb2FkGA0gASgLMhouc3dpdGNoeWFyZC5idXMudjEuUGF5bG9hZBInCgV1c2FnZRgOIAEoCzIYLnN3aXRjaHlhcmQuYnVzLnYxLlVzYWdlEi8KBnN0YXR1cxgPIAEoDjIfLnN3aXRjaHlhcmQuYnVzLnYxLlJlc3VsdFN0YXR1cxIrCgVlcnJvchgQIAEoCzIcLnN3aXRjaHlhcmQuYnVzLnYxLkVycm9ySW5mbxIWCg5zb3VyY2Vfc3RlcF9pZBgRIAEoCRISCgpyZXN1bHRfcmVmGBIgASgJEi4KBXRyYWNlGBMgASgLMh8uc3dpdGNoeWFyZC5idXMudjEuVHJhY2VDb250ZXh0EhUKDWNyZWF0ZWRfYXRfbXMYFCABKAMSKAoEYXV0aBgVIAEoCzIaLnN3aXRjaHlhcmQuYnVzLnYxLkJ1c0F1dGgqrAEKDEVudmVsb3BlS2luZBIdChlFTlZFTE9QRV9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTRU5WRUxPUEVfS0lORF9RVUVSWRABEhYKEkVOVkVMT1BFX0tJTkRfV09SSxACEhgKFEVOVkVMT1BFX0tJTkRfUkVTVUxUEAMSFwoTRU5WRUxPUEVfS0lORF9SRVBMWRAEEhkKFUVOVkVMT1BFX0tJTkRfQ09OVFJPTBAFKpcBCgxFbmRwb2ludEtpbmQSHQoZRU5EUE9JTlRfS0lORF9VTlNQRUNJRklFRBAAEhYKEkVORFBPSU5UX0tJTkRfVEVBTRABEhYKEkVORFBPSU5UX0tJTkRfUk9MRRACEh0KGUVORFBPSU5UX0tJTkRfQ09PUkRJTkFUT1IQAxIZChVFTkRQT0lOVF9LSU5EX0ZPUkVJR04QBCpcCgxSZXN1bHRTdGF0dXMSHQoZUkVTVUxUX1NUQVRVU19VTlNQRUNJRklFRBAAEhQKEFJFU1VMVF9TVEFUVVNfT0sQARIXChNSRVNVTFRfU1RBVFVTX0VSUk9SEAJiBnByb3RvMw");
 
 /**
  * @generated from message switchyard.bus.v1.Endpoint
@@ -175,6 +175,43 @@ export const TraceContextSchema: GenMessage<TraceContext> = /*@__PURE__*/
   messageDesc(file_switchyard_bus_v1_envelope, 5);
 
 /**
+ * Who published an envelope to the coordinator's inbox, proven by an HMAC (README, "Bus authentication").
+ * mac = HMAC-SHA256(publisher key, "switchyard-bus-mac-v1\n" + key_id + "\n" + sender + "\n" + E), where E is the
+ * serialized envelope WITHOUT field 21 (the verifier removes every top-level field-21 record from the bytes it
+ * read). So a publisher serializes the envelope without `auth`, computes the MAC over those bytes and appends
+ * the serialized `auth` field (field 21) to them.
+ *
+ * @generated from message switchyard.bus.v1.BusAuth
+ */
+export type BusAuth = Message<"switchyard.bus.v1.BusAuth"> & {
+  /**
+   * Which master secret the publisher key was derived from (rotation).
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * The publisher identity the key belongs to: `role:NAME`, `team:NAME` or `gateway`.
+   *
+   * @generated from field: string sender = 2;
+   */
+  sender: string;
+
+  /**
+   * @generated from field: bytes mac = 3;
+   */
+  mac: Uint8Array;
+};
+
+/**
+ * Describes the message switchyard.bus.v1.BusAuth.
+ * Use `create(BusAuthSchema)` to create a new message.
+ */
+export const BusAuthSchema: GenMessage<BusAuth> = /*@__PURE__*/
+  messageDesc(file_switchyard_bus_v1_envelope, 6);
+
+/**
  * @generated from message switchyard.bus.v1.Envelope
  */
 export type Envelope = Message<"switchyard.bus.v1.Envelope"> & {
@@ -289,6 +326,13 @@ export type Envelope = Message<"switchyard.bus.v1.Envelope"> & {
    * @generated from field: int64 created_at_ms = 20;
    */
   createdAtMs: bigint;
+
+  /**
+   * Set on every envelope published to the coordinator's inbox (RESULT, QUERY, heartbeat); see BusAuth.
+   *
+   * @generated from field: switchyard.bus.v1.BusAuth auth = 21;
+   */
+  auth?: BusAuth;
 };
 
 /**
@@ -296,7 +340,7 @@ export type Envelope = Message<"switchyard.bus.v1.Envelope"> & {
  * Use `create(EnvelopeSchema)` to create a new message.
  */
 export const EnvelopeSchema: GenMessage<Envelope> = /*@__PURE__*/
-  messageDesc(file_switchyard_bus_v1_envelope, 6);
+  messageDesc(file_switchyard_bus_v1_envelope, 7);
 
 /**
  * What an envelope asks for.
