@@ -5,6 +5,7 @@
  */
 import type { Redis } from "ioredis";
 import type { Config } from "./config.js";
+import { ErrorCode, SwitchyardError } from "./errors.js";
 import type { Bus } from "./bus/bus.js";
 import { BusAuth } from "./bus/auth/bus-auth.js";
 import { generateDevSecret } from "./bus/auth/bus-keys.js";
@@ -109,7 +110,10 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     metrics,
   });
   try {
-    await redis.connect();
+    await redis.connect().catch((error: unknown) => {
+      // Named as Redis's: a bare ECONNREFUSED would read as the database's.
+      throw new SwitchyardError(ErrorCode.Unavailable, `bus unreachable: cannot connect to Redis at ${hostOf(config.redisUrl)}`, { cause: error });
+    });
     if (options.checks !== false) {
       await assertSchemaCurrent(pool);
       await assertRedisSafe(redis, { logger });
@@ -145,6 +149,15 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
   if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
   return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
+}
+
+/** host:port of a URL, never its credentials. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "(unparsable REDIS_URL)";
+  }
 }
 
 function createBusAuth(config: Config, options: RuntimeOptions, logger: Logger): BusAuth {

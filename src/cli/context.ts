@@ -6,6 +6,7 @@ import type { Command } from "commander";
 import { assertRedisSafe } from "../bus/redis-check.js";
 import { loadConfig, type Config } from "../config.js";
 import { createLogger, silentLogger, type Logger } from "../logger.js";
+import { untilDependenciesAnswer } from "../dependency-wait.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
 import { createPool, type Pool } from "../store/db.js";
 import { assertSchemaCurrent } from "../store/migrate.js";
@@ -185,7 +186,12 @@ export class CliContext {
  * `createRuntime` with its start-up checks run here instead: the runtime's schema check reads an unreachable
  * database as "schema behind, run migrate", while a plain query first makes that "cannot connect".
  */
-export async function openRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+export async function openRuntime(config: Config, options: RuntimeOptions & { waitForDependencies?: boolean } = {}): Promise<Runtime> {
+  if (options.waitForDependencies) {
+    // Long-running processes: an unreachable Postgres or Redis at start-up is waited out (see dependency-wait.ts).
+    const { waitForDependencies: _, ...once } = options;
+    return untilDependenciesAnswer(() => openRuntime(config, once), { logger: options.logger ?? silentLogger });
+  }
   const runtime = await createRuntime(config, { ...options, checks: false });
   if (options.checks === false) return runtime;
   try {

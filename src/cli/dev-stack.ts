@@ -37,6 +37,8 @@ export interface DevStackOptions {
    * would leave `--url` clients talking to whatever holds the port).
    */
   gateway?: GatewayOptions;
+  /** Wait for an unreachable Postgres or Redis instead of failing (`start all`). @defaultValue false */
+  waitForDependencies?: boolean;
 }
 
 export interface DevStack {
@@ -56,7 +58,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
   // Load every handler before connecting anything: a broken example fails fast and leaves nothing open.
   const handlers = await Promise.all(options.roles.map((role) => loadHandler(join(EXAMPLE_HANDLERS_DIR, `${role}.ts`))));
   // One process publishes and verifies everything, so without SWITCHYARD_BUS_SECRET a random one serves.
-  const runtime = await openRuntime(config, { logger, poolSize: 10, devBusSecret: true });
+  const runtime = await openRuntime(config, { logger, poolSize: 10, devBusSecret: true, waitForDependencies: options.waitForDependencies ?? false });
   const coordinator = createCoordinator(runtime, { consumer: options.consumer, logger });
   let harnesses: Harness[];
   try {

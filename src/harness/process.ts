@@ -11,6 +11,7 @@ import type { Config } from "../config.js";
 import { BusAuth } from "../bus/auth/bus-auth.js";
 import { createRedisBus } from "../bus/redis-bus.js";
 import { createRedisConnection } from "../bus/redis-connection.js";
+import { untilDependenciesAnswer } from "../dependency-wait.js";
 import { DependencyHealth } from "../dependency-health.js";
 import { readiness } from "../readiness.js";
 import { createMetrics } from "../metrics.js";
@@ -129,12 +130,16 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
   const flags = options.liveFlags ? new LiveFlags({ db: pool, defaults: config.flags, logger, health }) : undefined;
   let metricsServer: MetricsServer | undefined;
   try {
-    await redis.connect();
-    await assertRedisSafe(redis, { logger });
-    if (flags) {
-      await flags.refresh();
-      flags.start(stop.signal);
-    }
+    // Started while Redis or Postgres is down (a restart during an outage): wait for them, as a running harness would.
+    // Commands queue while Redis is away; a stop meanwhile closes the connection, which fails them and ends the wait.
+    const stopWaiting = (): void => redis.disconnect();
+    stop.signal.addEventListener("abort", stopWaiting, { once: true });
+    await untilDependenciesAnswer(async () => {
+      if (redis.status === "wait") await redis.connect();
+      await assertRedisSafe(redis, { logger });
+      await flags?.refresh();
+    }, { logger, signal: stop.signal }).finally(() => stop.signal.removeEventListener("abort", stopWaiting));
+    flags?.start(stop.signal);
     if (config.metrics.port !== null) {
       metricsServer = await startMetricsServer({
         registry: metrics.registry,

@@ -35,7 +35,7 @@ export function registerGatewayCommand(program: Command, run: ActionRunner): voi
 
 async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Promise<void> {
   const logger = ctx.createLogger("switchyard-gateway");
-  const runtime = await openRuntime(ctx.config, { logger });
+  const runtime = await openRuntime(ctx.config, { logger, waitForDependencies: true });
   try {
     // The callback route publishes FOREIGN results as the gateway: without that key they would all be refused.
     runtime.busAuth.publisherKey(GATEWAY_SENDER);

@@ -32,7 +32,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
       run(async (ctx, options: { consumer?: string }) => {
         const logger = ctx.createLogger("switchyard-coordinator");
         const { config } = ctx;
-        const runtime = await openRuntime(config, { logger });
+        const runtime = await openRuntime(config, { logger, waitForDependencies: true });
         const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
         const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: runtime.health }) : () => {};
         let metricsServer: MetricsServer | undefined;
@@ -130,6 +130,7 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
     config: ctx.config,
     logger,
     roles,
+    waitForDependencies: true,
     ...(options.consumer ? { consumer: options.consumer } : {}),
     // The same address and limits as `start gateway`: flags first, then SWITCHYARD_GATEWAY_*, then the defaults.
     ...(options.gateway
