@@ -18,6 +18,8 @@ export interface SuiteOptions {
   stallSeconds: number;
   /** Hard bound on the whole run. */
   maxMinutes: number;
+  /** Each handler execution works for a uniform random time in [min, max] ms: longer work keeps more in flight when a fault lands. */
+  workMs: [number, number];
 }
 
 export const USAGE = `usage: npm run faults -- [options]
@@ -38,6 +40,7 @@ target is met, 1 when it is missed, 2 when the suite itself could not run.
   --gateway-port N     the gateway's port (default: a free one)
   --stall-seconds N    "stuck" = nothing moved for N s after the faults (default 45)
   --max-minutes N      hard bound on the run (default 20)
+  --work-ms MIN-MAX    each handler execution's work time, uniform (default 50-400: some dozen steps in flight)
 `;
 
 function int(name: string, raw: string | undefined, fallback: number, min: number): number {
@@ -62,6 +65,7 @@ export function parseOptions(argv: readonly string[]): SuiteOptions | null {
       "gateway-port": { type: "string" },
       "stall-seconds": { type: "string" },
       "max-minutes": { type: "string" },
+      "work-ms": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -78,7 +82,15 @@ export function parseOptions(argv: readonly string[]): SuiteOptions | null {
     gatewayPort: int("gateway-port", values["gateway-port"], 0, 0),
     stallSeconds: int("stall-seconds", values["stall-seconds"], 45, 5),
     maxMinutes: int("max-minutes", values["max-minutes"], 20, 1),
+    workMs: range("work-ms", values["work-ms"], [50, 400]),
   };
+}
+
+function range(name: string, raw: string | undefined, fallback: [number, number]): [number, number] {
+  if (raw === undefined) return fallback;
+  const match = /^(\d+)-(\d+)$/.exec(raw);
+  if (!match || Number(match[1]) > Number(match[2])) throw new Error(`--${name} must be MIN-MAX in ms (MIN <= MAX), got ${JSON.stringify(raw)}`);
+  return [Number(match[1]), Number(match[2])];
 }
 
 /** A port nothing listens on right now (the kernel's pick). */

@@ -71,7 +71,7 @@ async function main(argv: readonly string[]): Promise<number> {
     const cliEnv = { DATABASE_URL: databaseUrl, REDIS_URL: services.redisUrl, SWITCHYARD_KEY_PREFIX: KEY_PREFIX, SWITCHYARD_LOG_LEVEL: "warn" };
     const keys = await prepareTenants({ tenants: TENANTS, env: cliEnv });
     log(`migrated; tenants ${TENANTS.join(", ")} created`);
-    const handlerPath = writeHandlerModule(runDir, { dir: execDir, workMs: [5, 40] });
+    const handlerPath = writeHandlerModule(runDir, { dir: execDir, workMs: options.workMs });
     fleet = new Fleet({
       coordinators: options.coordinators,
       harnessesPerRole: HARNESSES_PER_ROLE,
