@@ -4,6 +4,7 @@
  * stack coming up in any order — waits for them instead of exiting, as it would once running. Only
  * unreachability is waited out: a wrong schema version, an evicting Redis or bad credentials still fail at once.
  */
+import { sleep } from "./sleep.js";
 import { unreachableDependencyOf } from "./dependency-health.js";
 import type { Logger } from "./logger.js";
 
@@ -45,15 +46,3 @@ export async function untilDependenciesAnswer<T>(attempt: () => Promise<T>, opti
   }
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}

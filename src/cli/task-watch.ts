@@ -2,6 +2,7 @@
  * Watches a task by polling until it reaches a terminal status, reporting each step change once. Used by
  * `task start --wait` and the demo.
  */
+import { sleep } from "../sleep.js";
 import type { StepView, TaskService, TaskView } from "../coordinator/tasks.js";
 import { TERMINAL_STEP_STATUSES, TERMINAL_TASK_STATUSES } from "../coordinator/model.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
@@ -82,15 +83,3 @@ export function formatStepLine(step: StepView): string {
   return line;
 }
 
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}

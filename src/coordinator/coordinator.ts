@@ -4,26 +4,25 @@
  * run the sweeper (timeouts and retry backoff), the outbox relay and stream trimming. Several coordinators may
  * run against the same streams and database: row locks and status guards keep every transition single.
  */
+import { sleep } from "../sleep.js";
 import type { EnvelopeVerifier } from "../bus/auth/bus-auth.js";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
 import { DependencyHealth, outageBackoffMs } from "../dependency-health.js";
-import { isSwitchyardError } from "../errors.js";
 import type { Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Engine } from "./engine.js";
-import { envelopeToEvent } from "./envelopes.js";
-import { applyIsolating, type DecodedEntry } from "./isolated-apply.js";
-import { findForeignTaskClaims } from "./inbox-claims.js";
+import { applyIsolating } from "./isolated-apply.js";
+import { InboxIntake, type AppliedBatch } from "./inbox-intake.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
-import type { OutboxRow } from "./outbox.js";
 import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags, type TenantSelection } from "../flags/flag-types.js";
 import { TenantHold } from "../flags/tenant-hold.js";
 import { approvalExpirySweep } from "../approvals/expiry.js";
 import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
 import { repairStrandedSteps } from "./stranded-steps.js";
 
-export const COORDINATOR_GROUP = "coordinator";
+export { COORDINATOR_GROUP } from "./inbox-intake.js";
+import { COORDINATOR_GROUP } from "./inbox-intake.js";
 
 /** With live flags, blocking reads are cut short this often so a flag change applies well within 2 s. */
 const FLAG_READ_BLOCK_CAP_MS = 500;
@@ -32,11 +31,6 @@ const PAUSE_CHECK_MS = 200;
 /** After the bus comes back, due steps wait for the inbox backlog to be read, but never longer than this. */
 const CATCH_UP_LIMIT_MS = 10_000;
 
-/** A committed batch: the inbox entries to acknowledge and the outbox rows to publish. */
-interface AppliedBatch {
-  ackIds: string[];
-  outbox: OutboxRow[];
-}
 
 export interface CoordinatorOptions {
   pool: Pool;
@@ -95,16 +89,26 @@ export class Coordinator {
   private readonly hold: TenantHold<AppliedBatch> | undefined;
   /** The default sweep hook: overdue approvals of the tenants served now are denied. */
   private readonly expireApprovals: (now: number) => Promise<unknown>;
-  /** When the bus was last (re)enabled, and when an inbox read last came back short (the backlog was read). */
+  /** When the bus was last (re)enabled or an outage ended, and when an inbox read last came back short (the backlog was read). */
   private busOnSince = 0;
   private drainedAt = 0;
+  /** The sweep saw Postgres or Redis unreachable and has not yet seen them both back. */
+  private sawOutage = false;
   /** When the sweep last looked for stranded steps. */
   private repairedAt = 0;
+  /** Authenticates, decodes, holds or refuses, and applies inbox entries. */
+  private readonly intake: InboxIntake;
 
   constructor(private readonly options: CoordinatorOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "coordinator", consumer: options.consumer });
     this.clock = options.clock ?? Date.now;
     this.health = options.health ?? new DependencyHealth({ logger: this.logger });
+    this.intake = new InboxIntake({
+      ...options,
+      logger: this.logger,
+      hold: () => this.hold,
+      tenantOn: (orgId) => this.tenantOn(orgId),
+    });
     this.expireApprovals = approvalExpirySweep({ ...options, logger: this.logger, tenants: () => this.servedTenants() });
     this.hold = options.flags
       ? new TenantHold<AppliedBatch>({
@@ -173,27 +177,29 @@ export class Coordinator {
       return this.readInbox();
     };
     let failures = 0;
+    // A batch whose apply failed because Postgres or Redis was unreachable: applied again, before anything else is
+    // read or reclaimed. Reading on during a long outage would only raise delivery counts (each reclaim is one)
+    // until the entries reached the dead letters.
+    let retrying: BusEntry[] | undefined;
     while (!this.stopped) {
+      let entries: BusEntry[] | undefined;
       try {
-        if (!readAhead && !this.busOn()) {
-          await this.pauseWhileBusOff();
-          continue;
-        }
-        const readEarly = readAhead !== undefined;
-        const pending = readAhead ?? next();
-        readAhead = undefined;
-        let entries = await pending;
-        // A read-ahead returns as soon as the first entries arrive, early in the previous apply; what arrived during
-        // the rest of it joins this batch now (one non-blocking read) rather than making a batch of its own.
-        if (readEarly && entries.length > 0 && entries.length < this.options.batchSize && !this.stopped && this.busOn()) {
-          entries = entries.concat(await this.topUp(this.options.batchSize - entries.length));
-        }
-        if (entries.length < this.options.batchSize) this.drainedAt = this.clock();
-        if (entries.length === 0) continue;
-        if (!this.stopped && this.busOn()) {
-          readAhead = next();
-          // Awaited on the next turn of the loop; until then a failed read must not count as unhandled.
-          readAhead.catch(() => {});
+        if (retrying) {
+          entries = retrying;
+          retrying = undefined;
+        } else {
+          if (!readAhead && !this.busOn()) {
+            await this.pauseWhileBusOff();
+            continue;
+          }
+          entries = await this.nextBatch(readAhead ?? next(), readAhead !== undefined);
+          readAhead = undefined;
+          if (entries.length === 0) continue;
+          if (!this.stopped && this.busOn()) {
+            readAhead = next();
+            // Awaited on the next turn of the loop; until then a failed read must not count as unhandled.
+            readAhead.catch(() => {});
+          }
         }
         const applied = await this.applyBatch(entries);
         if (applied) await this.finishInBackground(applied);
@@ -202,7 +208,7 @@ export class Coordinator {
         if (this.stopped) break;
         failures += 1;
         if (this.health.absorb(error)) {
-          // The entries stay pending under this consumer and are reclaimed once the outage is over.
+          retrying = entries;
           this.logger.debug({ err: error }, "coordinator inbox loop failed in an outage; backing off");
           await sleep(outageBackoffMs(failures), this.abort.signal);
         } else {
@@ -223,6 +229,20 @@ export class Coordinator {
       }
     }
     await this.finishing;
+  }
+
+  /**
+   * The entries of a read. A read-ahead returns as soon as the first entries arrive, early in the previous apply;
+   * what arrived during the rest of it joins this batch now (one non-blocking read) rather than making a batch of
+   * its own.
+   */
+  private async nextBatch(pending: Promise<BusEntry[]>, readEarly: boolean): Promise<BusEntry[]> {
+    let entries = await pending;
+    if (readEarly && entries.length > 0 && entries.length < this.options.batchSize && !this.stopped && this.busOn()) {
+      entries = entries.concat(await this.topUp(this.options.batchSize - entries.length));
+    }
+    if (entries.length < this.options.batchSize) this.drainedAt = this.clock();
+    return entries;
   }
 
   private async reclaimOrRead(): Promise<BusEntry[]> {
@@ -293,72 +313,11 @@ export class Coordinator {
     if (this.busOn()) await this.options.publisher.publish(applied.outbox);
   }
 
-  /**
-   * Decodes and applies a batch in one transaction (per task when that fails, see isolated-apply.ts); undefined
-   * when no entry was usable (all dead-lettered or held). Inbox entries of tenants switched off are moved to their
-   * hold streams first.
-   */
-  private async applyBatch(all: readonly BusEntry[], stream: string = COORDINATOR_STREAM): Promise<AppliedBatch | undefined> {
-    const { bus } = this.options;
-    // Authenticate and decode first: nothing unauthenticated is applied, nor held for later.
-    const accepted = new Map<string, DecodedEntry>();
-    for (const entry of all) {
-      const verdict = this.options.verifier.verify(entry.raw, entry.envelope);
-      if (!verdict.ok) {
-        await this.refuse(stream, entry, verdict.reason, `UNAUTHENTICATED: ${verdict.message}`);
-        continue;
-      }
-      try {
-        const inbound = envelopeToEvent(entry.envelope, verdict.sender);
-        accepted.set(entry.id, { entryId: entry.id, input: { ...inbound, dedupe: inbound.event.type !== "heartbeat", createdAtMs: Number(entry.envelope.createdAtMs) || undefined } });
-      } catch (error) {
-        if (!isSwitchyardError(error)) throw error;
-        this.logger.warn({ err: error, envelopeId: entry.envelope.id, orgId: entry.envelope.orgId }, "inbound envelope refused; dead-lettered");
-        this.options.metrics?.deadLetters.inc({ stream, reason: error.code });
-        await bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, entry.raw, `${error.code}: ${error.message}`);
-      }
-    }
-    let entries: readonly BusEntry[] = all.filter((entry) => accepted.has(entry.id));
-    if (stream === COORDINATOR_STREAM && this.hold) entries = await this.hold.holdDisabled(await this.refuseUnknownHeld(entries));
-    const decoded = entries.map((entry) => accepted.get(entry.id)!);
-    if (decoded.length === 0) return undefined;
-    this.options.metrics?.batchSize.observe(decoded.length);
-    // Entries that were not applied are not acknowledged: redelivered (reclaim), dead-lettered after N tries.
-    const applied = await applyIsolating({ engine: this.options.engine, pool: this.options.pool, logger: this.logger }, decoded);
-    // Committed without them: refused entries (unknown task, another tenant's task, a sender that is not the step's
-    // destination) changed nothing and go to the dead letters instead of being acknowledged.
-    const byId = new Map(entries.map((entry) => [entry.id, entry]));
-    for (const refused of applied.refused) await this.refuse(stream, byId.get(refused.entryId)!, refused.label, `REFUSED: ${refused.reason}`);
-    for (const input of applied.inputs) this.options.metrics?.events.inc({ type: input.event.type, outcome: "seen" });
-    for (const row of applied.outbox) this.streams.add(row.stream);
-    return { ackIds: applied.ackIds, outbox: applied.outbox };
-  }
-
-  /**
-   * Entries of tenants switched off would be held; those naming a task that does not exist, or that belongs to
-   * another tenant (a tenant that does not exist has no tasks), are refused now instead of held for nobody.
-   */
-  private async refuseUnknownHeld(entries: readonly BusEntry[]): Promise<BusEntry[]> {
-    const off = entries.filter((entry) => !this.tenantOn(entry.envelope.orgId));
-    if (off.length === 0) return [...entries];
-    const claims = await findForeignTaskClaims(this.options.pool, off.map((entry) => entry.envelope));
-    const refused = new Set<string>();
-    for (const entry of off) {
-      const claim = claims.get(entry.envelope.id);
-      if (!claim) continue;
-      refused.add(entry.id);
-      await this.refuse(COORDINATOR_STREAM, entry, claim.label, `REFUSED: ${claim.reason}`);
-    }
-    return entries.filter((entry) => !refused.has(entry.id));
-  }
-
-  /** Dead-letters an inbox entry that must not be applied, with the reason; counted by reason. */
-  private async refuse(stream: string, entry: BusEntry, label: string, reason: string): Promise<void> {
-    const { envelope } = entry;
-    this.logger.warn({ orgId: envelope.orgId, taskId: envelope.taskId, stepId: envelope.stepId, envelopeId: envelope.id, entryId: entry.id, refusal: label }, `inbox envelope refused; dead-lettered: ${reason}`);
-    this.options.metrics?.inboxRefused.inc({ reason: label });
-    this.options.metrics?.deadLetters.inc({ stream, reason: reason.slice(0, reason.indexOf(":")) });
-    await this.options.bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, entry.raw, reason);
+  /** See InboxIntake.apply; the streams it published to are trimmed later. */
+  private async applyBatch(entries: readonly BusEntry[], stream: string = COORDINATOR_STREAM): Promise<AppliedBatch | undefined> {
+    const applied = await this.intake.apply(entries, stream);
+    for (const row of applied?.outbox ?? []) this.streams.add(row.stream);
+    return applied;
   }
 
   /**
@@ -388,8 +347,18 @@ export class Coordinator {
   /** The due steps of tenants switched on; a tenant's held messages are applied before its steps time out. */
   private async fireDueSteps(now: number): Promise<number> {
     const flags = this.options.flags;
-    // Right after the bus came back, results may still be waiting in the inbox: read them before timing out.
-    if (flags && this.drainedAt < this.busOnSince && now - this.busOnSince < CATCH_UP_LIMIT_MS) return 0;
+    // While Redis is away, finished work may be waiting in the harnesses to be published: no timeouts then.
+    if (!this.health.isReachable("redis") || !this.health.isReachable("postgres")) {
+      this.sawOutage = true;
+      return 0;
+    }
+    if (this.sawOutage) {
+      this.sawOutage = false;
+      this.busOnSince = now;
+    }
+    // Right after the bus came back (switched on, or an outage ended), results may still be waiting in the inbox:
+    // read them before timing out.
+    if (this.drainedAt < this.busOnSince && now - this.busOnSince < CATCH_UP_LIMIT_MS) return 0;
     const { only, except, none } = tenantSqlFilter(this.servedTenants());
     if (none) return 0;
     const { rows: candidates } = await this.options.pool.query<{ org_id: string; task_id: string; step_id: string; attempt: number; due_at_ms: number }>(
@@ -422,10 +391,14 @@ export class Coordinator {
     const repair = this.options.strandedRepair ?? { intervalMs: 10_000, quietMs: 5_000 };
     if (!repair || now - this.repairedAt < repair.intervalMs) return;
     this.repairedAt = now;
+    // A repair that fails must not cost the rest of the sweep (the outbox relay, approval expiry): logged, retried next time.
     const outbox = await repairStrandedSteps(
       { engine: this.options.engine, pool: this.options.pool, logger: this.logger },
       { tenants: this.servedTenants(), tenantOn: (orgId) => this.tenantOn(orgId), quietMs: repair.quietMs },
-    );
+    ).catch((error: unknown) => {
+      if (!this.health.absorb(error)) this.logger.error({ err: error }, "repairing stranded steps failed; retried on a later sweep");
+      return [];
+    });
     for (const row of outbox) this.streams.add(row.stream);
     await this.options.publisher.publish(outbox);
   }
@@ -462,15 +435,3 @@ export class Coordinator {
   }
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}

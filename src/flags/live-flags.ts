@@ -7,6 +7,7 @@
  * This object is the `EgressSwitch` the engine's tenant facts read, the `CoordinatorFlags` of a coordinator and
  * the `HarnessFlags` of a harness.
  */
+import { sleep } from "../sleep.js";
 import type { FlagsConfig } from "../config.js";
 import type { DependencyHealth } from "../dependency-health.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -14,6 +15,9 @@ import type { Queryable } from "../store/db.js";
 import { describeScope, listFlags } from "./flag-store.js";
 import type { FlagName, FlagRow, FlagSwitches, ScopeKind, TenantSelection } from "./flag-types.js";
 import { FlagValues, type FlagView } from "./flag-values.js";
+
+/** A forgotten poller must not keep a finished process alive. */
+const sleepUnref = (ms: number, signal: AbortSignal): Promise<void> => sleep(ms, signal, { unref: true });
 
 export interface LiveFlagsOptions {
   /** Where table `flags` lives. */
@@ -131,7 +135,7 @@ export class LiveFlags implements FlagSwitches {
   private async poll(signal: AbortSignal): Promise<void> {
     const pollMs = this.options.pollMs ?? this.options.defaults.pollMs;
     while (!signal.aborted) {
-      await sleep(pollMs, signal);
+      await sleepUnref(pollMs, signal);
       if (signal.aborted) break;
       try {
         await this.refresh();
@@ -170,17 +174,3 @@ function diff(before: readonly FlagRow[], after: readonly FlagRow[]): FlagChange
   return changes;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    // A forgotten poller must not keep a finished process alive.
-    timer.unref?.();
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}

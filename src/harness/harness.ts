@@ -7,6 +7,7 @@
  * in-flight turns get `shutdownGraceMs` to finish; the rest are abandoned (their signal aborted, their entries
  * left unacknowledged so another worker reclaims them) and `start()` resolves.
  */
+import { sleep } from "../sleep.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import { envelopeToBinary } from "../bus/envelope-wire.js";
 import type { Bus, BusEntry } from "../bus/bus.js";
@@ -123,18 +124,6 @@ function sourceOf(options: HarnessOptions): HarnessSource {
   return { kind: parsed.kind === "role" ? EndpointKind.ROLE : EndpointKind.TEAM, id: parsed.id };
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
 
 export function createHarness(options: HarnessOptions): Harness {
   const source = sourceOf(options);
