@@ -79,12 +79,14 @@ export interface RuntimeOptions {
   /** Check the schema version and Redis eviction policy first. @defaultValue true */
   checks?: boolean;
   clock?: () => number;
+  /** The process's dependency tracker, when it outlives this runtime (a start-up that retries). @defaultValue a new one */
+  health?: DependencyHealth;
 }
 
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const logger = options.logger ?? silentLogger;
   const metrics = options.metrics ?? createMetrics();
-  const health = new DependencyHealth({ logger, metrics, clock: options.clock });
+  const health = options.health ?? new DependencyHealth({ logger, metrics, clock: options.clock });
   const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10, health });
   // Commands wait in the offline queue across a Redis restart instead of failing; reconnects back off.
   const redis = createRedisConnection(config.redisUrl, { health });

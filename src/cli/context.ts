@@ -6,7 +6,9 @@ import type { Command } from "commander";
 import { assertRedisSafe } from "../bus/redis-check.js";
 import { loadConfig, type Config } from "../config.js";
 import { createLogger, silentLogger, type Logger } from "../logger.js";
+import { DependencyHealth } from "../dependency-health.js";
 import { untilDependenciesAnswer } from "../dependency-wait.js";
+import { createMetrics } from "../metrics.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
 import { createPool, type Pool } from "../store/db.js";
 import { assertSchemaCurrent } from "../store/migrate.js";
@@ -189,8 +191,12 @@ export class CliContext {
 export async function openRuntime(config: Config, options: RuntimeOptions & { waitForDependencies?: boolean } = {}): Promise<Runtime> {
   if (options.waitForDependencies) {
     // Long-running processes: an unreachable Postgres or Redis at start-up is waited out (see dependency-wait.ts).
-    const { waitForDependencies: _, ...once } = options;
-    return untilDependenciesAnswer(() => openRuntime(config, once), { logger: options.logger ?? silentLogger });
+    // One tracker and one registry for every attempt, so an outage at start-up is logged once, not per attempt.
+    const { waitForDependencies: _, ...rest } = options;
+    const logger = options.logger ?? silentLogger;
+    const metrics = options.metrics ?? createMetrics();
+    const once = { ...rest, metrics, health: options.health ?? new DependencyHealth({ logger, metrics, clock: options.clock }) };
+    return untilDependenciesAnswer(() => openRuntime(config, once), { logger });
   }
   const runtime = await createRuntime(config, { ...options, checks: false });
   if (options.checks === false) return runtime;
