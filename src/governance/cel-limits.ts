@@ -6,12 +6,16 @@
  * 1. At store time (`checkConditionLimits`): the parsed expression's size (nodes), nesting depth, comprehension
  *    nesting (`exists`/`all`/`map`/`filter` inside one another), list/map literal sizes, and a static worst-case
  *    cost estimate over the AST given the bounded inputs of a hop (its strings are short, `hop` has a fixed set of
- *    keys). A condition over any limit is refused, naming the limit.
+ *    keys). A `matches` must have a string literal pattern of bounded length and expanded size (counted repetition
+ *    multiplied out), and is estimated at (expanded size × the input's length bound). A condition over any limit is
+ *    refused, naming the limit.
  * 2. At evaluation time (`instrumentForBudget` + `CelMeter`): every comprehension's loop condition is rewritten to
  *    first call `@budget(N)`, which charges the loop body's node count per iteration against a per-evaluation budget,
  *    and the string functions are wrapped to refuse results over `maxStringChars` and to charge their length (the
- *    extension functions, `+` on strings, `contains`, `startsWith`, `endsWith`; `matches` is RE2, linear). Past the budget, every further charge fails, so each enclosing loop stops at its
- *    next iteration; the evaluation then reports an error whatever the expression made of it, and the governor denies
+ *    extension functions, `+` on strings, `contains`, `startsWith`, `endsWith`). `matches` charges (expanded pattern
+ *    size × input length) before it runs, and compiles each pattern once (cel-regex.ts): RE2 is linear in the input,
+ *    but with the program's size as the factor. Past the budget, every further charge fails, so each enclosing loop
+ *    stops at its next iteration; the evaluation then reports an error whatever the expression made of it, and the governor denies
  *    (fail closed). A policy that slipped past the store-time check — stored before these limits, or loaded with
  *    them switched off — is still bounded by this.
  *
@@ -19,6 +23,7 @@
  */
 import { celError, celFunc, celMethod, CelScalar, isCelError, type CelFunc, type CelResult } from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
+import { checkRegexPattern, literalString, matchesCall, RegexCache, regexMatchCost, regexProgramSize } from "./cel-regex.js";
 
 type CelExpr = NonNullable<ReturnType<typeof import("@bufbuild/cel").parse>["expr"]>;
 
@@ -37,6 +42,10 @@ export interface CelLimits {
   evaluationBudget: number;
   /** Longest string a string function may produce. */
   maxStringChars: number;
+  /** Longest pattern of a `matches`; the pattern must be a string literal. */
+  maxRegexPatternChars: number;
+  /** Expanded size of a `matches` pattern (about its compiled instructions; counted repetitions multiplied out). */
+  maxRegexSize: number;
 }
 
 export const DEFAULT_CEL_LIMITS: CelLimits = {
@@ -47,6 +56,8 @@ export const DEFAULT_CEL_LIMITS: CelLimits = {
   maxEstimatedCost: 50_000,
   evaluationBudget: 50_000,
   maxStringChars: 16 * 1024,
+  maxRegexPatternChars: 256,
+  maxRegexSize: 1_000,
 };
 
 /** Upper bound on a `hop` string field (ids, names, destinations are all far shorter). */
@@ -74,11 +85,46 @@ export function checkConditionLimits(expr: CelExpr, limits: CelLimits, hopFieldC
   if (shape.literal > limits.maxLiteralElements) {
     return { limit: "maxLiteralElements", message: `a list or map literal of the condition has ${shape.literal} elements; at most ${limits.maxLiteralElements} are allowed` };
   }
+  const regexProblem = checkRegexLimits(expr, limits);
+  if (regexProblem) return regexProblem;
   const cost = estimateCost(expr, { hopFieldCount, maxStringChars: limits.maxStringChars });
   if (cost > limits.maxEstimatedCost) {
     return { limit: "maxEstimatedCost", message: `the condition may cost up to ${Math.round(cost)} evaluation steps on a hop; at most ${limits.maxEstimatedCost} are allowed (iterate over fewer or smaller lists)` };
   }
   return undefined;
+}
+
+/** The first `matches` whose pattern is computed, too long, or too large once its repetitions are multiplied out. */
+function checkRegexLimits(expr: CelExpr | undefined, limits: CelLimits): LimitProblem | undefined {
+  if (!expr) return undefined;
+  const call = matchesCall(expr);
+  if (call) {
+    const problem = checkRegexPattern(literalString(call.pattern), limits);
+    if (problem) return problem;
+  }
+  for (const child of children(expr)) {
+    const problem = checkRegexLimits(child, limits);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+function children(expr: CelExpr): (CelExpr | undefined)[] {
+  const kind = expr.exprKind;
+  switch (kind.case) {
+    case "selectExpr":
+      return [kind.value.operand];
+    case "callExpr":
+      return [kind.value.target, ...kind.value.args];
+    case "listExpr":
+      return kind.value.elements;
+    case "structExpr":
+      return kind.value.entries.flatMap((e) => [e.keyKind.case === "mapKey" ? e.keyKind.value : undefined, e.value]);
+    case "comprehensionExpr":
+      return [kind.value.iterRange, kind.value.accuInit, kind.value.loopCondition, kind.value.loopStep, kind.value.result];
+    default:
+      return [];
+  }
 }
 
 function measure(expr: CelExpr | undefined, depth: number, nesting: number, shape: { nodes: number; depth: number; nesting: number; literal: number }): void {
@@ -123,6 +169,8 @@ function measure(expr: CelExpr | undefined, depth: number, nesting: number, shap
 interface EstimateContext {
   hopFieldCount: number;
   maxStringChars: number;
+  /** Length bounds of the loop variables in scope that are known to be short (e.g. parts of a split hop field). */
+  stringBounds?: ReadonlyMap<string, number>;
 }
 
 /** Worst-case node evaluations: each comprehension's body counted once per element of its (bounded) range. */
@@ -134,7 +182,12 @@ export function estimateCost(expr: CelExpr | undefined, ctx: EstimateContext): n
       return 1 + estimateCost(kind.value.operand, ctx);
     case "callExpr": {
       const { target, args } = kind.value;
-      return 1 + estimateCost(target, ctx) + args.reduce((sum, arg) => sum + estimateCost(arg, ctx), 0);
+      const operands = 1 + estimateCost(target, ctx) + args.reduce((sum, arg) => sum + estimateCost(arg, ctx), 0);
+      const call = matchesCall(expr);
+      if (!call) return operands;
+      const pattern = literalString(call.pattern);
+      const size = pattern === undefined ? ctx.maxStringChars : regexProgramSize(pattern);
+      return operands + regexMatchCost(size, call.input ? stringBound(call.input, ctx) : ctx.maxStringChars);
     }
     case "listExpr":
       return 1 + kind.value.elements.reduce((sum, e) => sum + estimateCost(e, ctx), 0);
@@ -142,7 +195,8 @@ export function estimateCost(expr: CelExpr | undefined, ctx: EstimateContext): n
       return 1 + kind.value.entries.reduce((sum, e) => sum + (e.keyKind.case === "mapKey" ? estimateCost(e.keyKind.value, ctx) : 0) + estimateCost(e.value, ctx), 0);
     case "comprehensionExpr": {
       const c = kind.value;
-      const perIteration = estimateCost(c.loopCondition, ctx) + estimateCost(c.loopStep, ctx);
+      const inner = { ...ctx, stringBounds: new Map(ctx.stringBounds).set(c.iterVar, elementStringBound(c.iterRange, ctx)) };
+      const perIteration = estimateCost(c.loopCondition, inner) + estimateCost(c.loopStep, inner);
       return 1 + estimateCost(c.iterRange, ctx) + estimateCost(c.accuInit, ctx) + rangeSize(c.iterRange, ctx) * perIteration + estimateCost(c.result, ctx);
     }
     default:
@@ -175,8 +229,18 @@ function rangeSize(expr: CelExpr | undefined, ctx: EstimateContext): number {
   }
 }
 
+/** The longest string an element of the range `expr` can be (when it is a string at all). */
+function elementStringBound(expr: CelExpr | undefined, ctx: EstimateContext): number {
+  const kind = expr?.exprKind;
+  if (kind?.case === "listExpr") return kind.value.elements.reduce((max, e) => Math.max(max, stringBound(e, ctx)), 0);
+  if (kind?.case === "callExpr" && kind.value.function === "split" && kind.value.target) return stringBound(kind.value.target, ctx);
+  if (kind?.case === "identExpr" && kind.value.name === "hop") return HOP_STRING_BOUND; // its keys
+  return ctx.maxStringChars;
+}
+
 function stringBound(expr: CelExpr, ctx: EstimateContext): number {
   const kind = expr.exprKind;
+  if (kind.case === "identExpr") return ctx.stringBounds?.get(kind.value.name) ?? ctx.maxStringChars;
   if (kind.case === "constExpr" && kind.value.constantKind.case === "stringValue") return kind.value.constantKind.value.length;
   if (kind.case === "selectExpr" && kind.value.operand?.exprKind.case === "identExpr" && kind.value.operand.exprKind.value.name === "hop") return HOP_STRING_BOUND;
   if (kind.case === "callExpr" && kind.value.function === "_+_") return kind.value.args.reduce((sum, arg) => sum + stringBound(arg, ctx), 0);
@@ -250,12 +314,7 @@ function maxId(expr: CelExpr | undefined): bigint {
     const m = maxId(child);
     if (m > max) max = m;
   };
-  const kind = expr.exprKind;
-  if (kind.case === "selectExpr") see(kind.value.operand);
-  else if (kind.case === "callExpr") [kind.value.target, ...kind.value.args].forEach(see);
-  else if (kind.case === "listExpr") kind.value.elements.forEach(see);
-  else if (kind.case === "structExpr") kind.value.entries.forEach((e) => (see(e.keyKind.case === "mapKey" ? e.keyKind.value : undefined), see(e.value)));
-  else if (kind.case === "comprehensionExpr") [kind.value.iterRange, kind.value.accuInit, kind.value.loopCondition, kind.value.loopStep, kind.value.result].forEach(see);
+  children(expr).forEach(see);
   return max;
 }
 
@@ -317,9 +376,16 @@ export function meteredFunctions(meter: CelMeter, maxStringChars: number): CelFu
     meter.charge(1 + Math.ceil((left.length + right.length) / 64));
     return left + right;
   });
+  // Charged before the pattern is compiled (a stored-earlier pattern may be huge); compiled once per pattern.
+  const regexes = new RegexCache();
+  const matches = celMethod("matches", CelScalar.STRING, [CelScalar.STRING], CelScalar.BOOL, function (this: string, pattern: string) {
+    meter.charge(regexMatchCost(regexes.size(pattern), this.length));
+    return regexes.compiled(pattern).test(this);
+  });
   return [
     budget,
     concat,
+    matches,
     scanning("contains", (text, part) => text.includes(part)),
     scanning("startsWith", (text, part) => text.startsWith(part)),
     scanning("endsWith", (text, part) => text.endsWith(part)),

@@ -24,8 +24,9 @@
  * comparing a null budget with a number is a runtime error, which the governor turns into a deny (fail closed).
  * The string extension functions (`lowerAscii`, `split`, …) are available.
  *
- * Conditions are bounded (cel-limits.ts): at put time by size, nesting depth, comprehension nesting, literal sizes
- * and an estimated worst-case cost; at evaluation time by a step budget, past which the rule denies (fail closed).
+ * Conditions are bounded (cel-limits.ts): at put time by size, nesting depth, comprehension nesting, literal sizes,
+ * `matches` patterns (literal, bounded expanded size) and an estimated worst-case cost; at evaluation time by a step
+ * budget, which `matches` is charged against too, past which the rule denies (fail closed).
  */
 import { parseDocument } from "yaml";
 import { ACTION_TYPES, type ActionType, type VerdictKind } from "../domain.js";

@@ -140,6 +140,77 @@ describe("CEL cost limits", () => {
     expect(evaluate(concat, hop({ destination: { kind: "foreign", id: "aaaa" } })).reason).toMatch(/\+: the result would exceed 16384 characters/);
   });
 
+  describe("matches (RE2)", () => {
+    const list64 = `[${Array.from({ length: 64 }, (_, i) => i).join(",")}]`;
+    /** A reviewer's rule (437 characters): 4,096 calls, each compiling ~8,000 RE2 instructions; ~10 s unbounded. */
+    const NESTED_REPEAT = `${list64}.exists(x, ${list64}.exists(y, hop.destination.matches("((a|b|c|d){100}){10}")))`;
+    /** A destination of 126 characters that keeps every alternative of the pattern alive while it is scanned. */
+    const longDestination = { kind: "foreign" as const, id: "ab".repeat(59) };
+
+    it("refuses the nested-repetition rule at store time, naming the rule and the limit", () => {
+      expect(NESTED_REPEAT.length).toBe(437);
+      const { value: error, ms } = timed(() => refusal(NESTED_REPEAT));
+      expect(error.code).toBe(ErrorCode.InvalidPolicy);
+      expect(error.details.path).toBe("rules[0].when");
+      expect(error.message).toMatch(/rule 'slow-rule'/);
+      expect(error.message).toMatch(/"\(\(a\|b\|c\|d\)\{100\}\)\{10\}" expands to about \d+ steps .* at most 1000 are allowed \(limit maxRegexSize\)/);
+      expect(ms).toBeLessThan(500);
+    });
+
+    it.each([
+      ["a computed pattern", `hop.destination.matches(hop.workflow)`, "maxRegexPatternChars", /must be a string literal/],
+      ["a pattern over 256 characters", `hop.destination.matches("${"a".repeat(257)}")`, "maxRegexPatternChars", /has 257 characters; at most 256/],
+      ["a counted repetition inside a counted repetition", `hop.destination.matches("(x{40}){40}")`, "maxRegexSize", /expands to about/],
+      [
+        "a small pattern run in nested loops, charged by pattern size × input length",
+        `${list64}.exists(x, ${list64}.exists(y, hop.destination.matches("^(foreign|role):[a-z]+$")))`,
+        "maxEstimatedCost",
+        /may cost up to \d+ evaluation steps/,
+      ],
+    ])("refuses %s", (_what, when, limit, message) => {
+      const error = refusal(when);
+      expect(error.code).toBe(ErrorCode.InvalidPolicy);
+      expect(error.message).toMatch(/rule 'slow-rule'/);
+      expect(error.message).toMatch(message);
+      expect(error.message).toContain(`(limit ${limit})`);
+    });
+
+    it("stored earlier (past the store-time limits), the nested-repetition rule denies within milliseconds", () => {
+      const policy = compilePolicy(policyWith(NESTED_REPEAT), { enforceStoreLimits: false });
+      const { value: verdict, ms, worst } = timed(() => evaluate(policy, hop({ destination: longDestination })));
+      expect(verdict).toMatchObject({ verdict: "deny", rule: "slow-rule" });
+      expect(verdict.reason).toMatch(/exceeded its evaluation budget of 50000 steps/);
+      // Unbounded this is ~10 s (a pattern compiled and run 4,096 times); the budget trips before the first compile.
+      expect(ms).toBeLessThan(100);
+      expect(worst).toBeLessThan(1_000);
+    });
+
+    it("stored earlier, a pattern within the size limit but run in nested loops runs out of budget quickly", () => {
+      const when = `${list64}.exists(x, ${list64}.exists(y, hop.destination.matches("(a|b|c|d){100}e")))`;
+      const policy = compilePolicy(policyWith(when), { enforceStoreLimits: false });
+      const { value: verdict, ms, worst } = timed(() => evaluate(policy, hop({ destination: longDestination })));
+      expect(verdict).toMatchObject({ verdict: "deny", reason: expect.stringMatching(/evaluation budget/) });
+      // Unbounded: 4,096 compilations and runs of a pattern of ~800 units (~300 instructions) over 126 characters, seconds.
+      expect(ms).toBeLessThan(100);
+      expect(worst).toBeLessThan(1_000);
+    });
+
+    it("keeps ordinary matches rules working, in loops over split hop fields too", () => {
+      const rules = [
+        { id: "numbered", when: `hop.destination_id.matches("^job-[0-9]{3,5}$")`, verdict: "deny", reason: "batch jobs" },
+        { id: "by-part", when: `hop.destination.split(":").exists(p, p.matches("^(?i)pay(roll)?$"))`, verdict: "requires_approval", reason: "money" },
+        { id: "classes", when: `hop.workflow.matches("^[a-z][a-z0-9_-]*@\\\\d+$") && !hop.destination.matches("[\\\\]{}]")`, verdict: "allow", reason: "fine" },
+      ];
+      const policy = compilePolicy({ default: "deny", rules: rules.map((r) => ({ ...r, action: ["a2a_egress"] })) });
+      expect(evaluate(policy, hop({ destination: { kind: "foreign", id: "job-1234" } }))).toMatchObject({ verdict: "deny", rule: "numbered" });
+      expect(evaluate(policy, hop({ destination: { kind: "foreign", id: "PAYROLL" } }))).toMatchObject({ verdict: "requires_approval", rule: "by-part" });
+      expect(evaluate(policy, hop({ destination: { kind: "foreign", id: "job-12" } }))).toMatchObject({ verdict: "allow", rule: "classes" });
+      expect(evaluate(policy, hop({ workflow: "Report@3" }))).toMatchObject({ verdict: "deny", rule: "builtin:default" });
+      // Run many times (each pattern is compiled once, then cached): well within the per-evaluation budget.
+      for (let i = 0; i < 200; i++) expect(evaluate(policy, hop()).rule).toBe("classes");
+    });
+  });
+
   it("keeps normal conditions, loops included, working", () => {
     const rules = [
       { id: "by-part", when: `hop.destination.split(":").exists(p, p == "weather")`, verdict: "deny", reason: "no weather" },
