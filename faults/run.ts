@@ -94,7 +94,9 @@ async function main(argv: readonly string[]): Promise<number> {
 
     const random = seededRandom(options.seed);
     const plan = options.faults ? planFaults(random, fleet) : [];
-    const plannedSeconds = plan.length * ((SPACING[0] + SPACING[1]) / 2_000 + 2);
+    // Spacing plus a fault's action and recovery (a PostgreSQL restart takes 5-7 s), so the starts outlast the last
+    // fault and every fault lands on work in flight.
+    const plannedSeconds = plan.length * ((SPACING[0] + SPACING[1]) / 2_000 + 6);
     const starter = new Starter({
       gatewayUrl: fleet.gatewayUrl,
       keys,
