@@ -7,7 +7,6 @@ import { parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import {
   COORDINATOR_ENDPOINT,
-  EndpointKind,
   EnvelopeKind,
   ResultStatus,
   createEnvelope,

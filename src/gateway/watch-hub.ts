@@ -15,6 +15,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
+import { isUuid } from "../coordinator/task-store.js";
 
 export interface WatchLimits {
   /** Streams one tenant may have open in this process. */
@@ -56,7 +57,6 @@ const FINGERPRINT_SQL = `
            FROM steps s WHERE s.task_id = t.id), '') AS fingerprint
   FROM tasks t WHERE t.id = ANY($1::uuid[])`;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export class WatchHub {
   private readonly subscribers = new Set<Subscriber>();
@@ -151,7 +151,7 @@ export class WatchHub {
       const ids = [...new Set([...this.subscribers].map((s) => s.taskId))];
       if (ids.length === 0) return;
       // One malformed id must not fail the shared query for every stream; it simply matches no task.
-      const { rows } = await this.options.db.query<{ id: string; fingerprint: string }>(FINGERPRINT_SQL, [ids.filter((id) => UUID.test(id))]);
+      const { rows } = await this.options.db.query<{ id: string; fingerprint: string }>(FINGERPRINT_SQL, [ids.filter(isUuid)]);
       if (this.failing) this.options.logger.info("watch poller reads tasks again");
       this.failing = false;
       const now = new Map(rows.map((r) => [r.id, r.fingerprint]));
