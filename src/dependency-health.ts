@@ -97,13 +97,19 @@ const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTU
 /**
  * Which dependency an error says is unreachable, if any. A bus call's SwitchyardError (UNAVAILABLE, "bus … failed")
  * wrapping a socket or ioredis connection error is Redis; ioredis's own connection messages are Redis; what
- * `isDatabaseUnavailable` recognises (pg's connection errors, SQLSTATE 08/53/57P0x, a bare socket error — Redis
- * commands queue instead of failing with one) is Postgres.
+ * `isDatabaseUnavailable` recognises (pg's connection errors, SQLSTATE 08/53/57P0x, a socket error raised on one of
+ * our pools' connections) is Postgres. A bare socket error from anywhere else (a handler's own HTTP call, a foreign
+ * agent, stdout) is none of them.
+ *
+ * The `cause` chain is followed through plain errors and through an UNAVAILABLE SwitchyardError (e.g. "cannot read
+ * the schema version"), never through a SwitchyardError with another code: that one already says what went wrong
+ * (a foreign agent's card unreachable is FAILED_PRECONDITION about that agent, not an outage of ours).
  */
 export function unreachableDependencyOf(error: unknown): Dependency | undefined {
   if (error instanceof SwitchyardError && error.code === ErrorCode.Unavailable && error.message.startsWith("bus ")) {
     return isRedisConnectionError(error.cause, true) ? "redis" : undefined;
   }
+  if (error instanceof SwitchyardError && error.code !== ErrorCode.Unavailable) return undefined;
   if (isRedisConnectionError(error, false)) return "redis";
   if (isDatabaseUnavailable(error)) return "postgres";
   const cause = (error as { cause?: unknown } | null)?.cause;

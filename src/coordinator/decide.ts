@@ -8,6 +8,9 @@ import { deliverReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js
 import type { CoordinatorEvent, DecideContext, Decision, StepError, StepRecord, TaskState, TaskStatus } from "./model.js";
 import { actorOf, refuseSender } from "./sender-guard.js";
 
+/** The step error of a FOREIGN hop given up on without a re-send (listed by src/foreign/dead-letters.ts). */
+const FOREIGN_NOT_RETRIED = "FOREIGN_NOT_RETRIED";
+
 type EventOf<T extends CoordinatorEvent["type"]> = Extract<CoordinatorEvent, { type: T }>;
 
 export function decide(state: TaskState, event: CoordinatorEvent, ctx: DecideContext): Decision {
@@ -80,11 +83,12 @@ function onResult(draft: Draft, event: EventOf<"result">): string | undefined {
     return undefined;
   }
   const error = event.error ?? { code: "HANDLER_FAILED", message: "worker reported an error", retryable: true };
-  if (error.retryable !== false && step.attempt < maxAttempts(draft, step)) {
+  const undelivered = event.undelivered === true;
+  if (error.retryable !== false && step.attempt < maxAttempts(draft, step, undelivered)) {
     draft.updateStep(step.stepId, { status: "retrying", error, checkpoint: null, dueAtMs: draft.ctx.now + backoffMs(draft, step) });
     return undefined;
   }
-  finishStep(draft, step.stepId, { ok: false, output: null, error });
+  finishStep(draft, step.stepId, { ok: false, output: null, error: failedError(draft, step, error, undelivered) });
   return undefined;
 }
 
@@ -277,12 +281,18 @@ function readyPendingSteps(draft: Draft): string[] {
     .map((def) => def.id);
 }
 
-function maxAttempts(draft: Draft, step: StepRecord): number {
+/** `undelivered`: the failed attempt never reached its destination (see the result event's `undelivered`). */
+function maxAttempts(draft: Draft, step: StepRecord, undelivered = false): number {
   if (step.kind === "delegation") return 1;
   // A re-sent FOREIGN hop is a new task at the agent (its outside effects and cost again): only an agent the
-  // tenant registered as idempotent gets the step's retries.
-  if (notRetriedForeign(draft, step)) return 1;
-  return (draft.workflow.steps.find((s) => s.id === step.stepId)?.retries ?? 0) + 1;
+  // tenant registered as idempotent gets the step's retries — or a hop whose send never left, which has no effect
+  // to repeat.
+  if (notRetriedForeign(draft, step) && !undelivered) return 1;
+  return retriesOf(draft, step) + 1;
+}
+
+function retriesOf(draft: Draft, step: StepRecord): number {
+  return draft.workflow.steps.find((s) => s.id === step.stepId)?.retries ?? 0;
 }
 
 function notRetriedForeign(draft: Draft, step: StepRecord): boolean {
@@ -294,11 +304,26 @@ function foreignAgentKey(destination: string): string | undefined {
   return destination.startsWith("foreign:") ? destination.slice("foreign:".length) : undefined;
 }
 
+/**
+ * The error a failed attempt leaves on its step. A retryable failure of a FOREIGN hop that was not re-sent only
+ * because the agent is not registered idempotent fails as FOREIGN_NOT_RETRIED, like a timed-out one, so it is
+ * listed with the foreign dead letters; the agent's own code and message stay in the message.
+ */
+function failedError(draft: Draft, step: StepRecord, error: StepError, undelivered: boolean): StepError {
+  const retries = retriesOf(draft, step);
+  if (error.retryable === false || undelivered || retries === 0 || step.kind === "delegation" || !notRetriedForeign(draft, step)) return error;
+  return {
+    code: FOREIGN_NOT_RETRIED,
+    message: `foreign agent ${foreignAgentKey(step.destination)} failed (${error.code}: ${error.message}); not re-sent (retries: ${retries}) because the agent is not registered idempotent — a re-send would open a new task there`,
+    retryable: false,
+  };
+}
+
 function timeoutError(draft: Draft, step: StepRecord): StepError {
-  const retries = draft.workflow.steps.find((s) => s.id === step.stepId)?.retries ?? 0;
+  const retries = retriesOf(draft, step);
   if (retries > 0 && notRetriedForeign(draft, step)) {
     return {
-      code: "FOREIGN_NOT_RETRIED",
+      code: FOREIGN_NOT_RETRIED,
       message: `foreign agent ${foreignAgentKey(step.destination)} gave no result within ${stepTimeoutMs(draft, step)} ms; not re-sent (retries: ${retries}) because the agent is not registered idempotent — a re-send would open a new task there`,
       retryable: false,
     };

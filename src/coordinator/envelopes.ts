@@ -14,6 +14,7 @@ import {
   endpointOf,
   type Envelope,
 } from "../bus/codec.js";
+import { isNotSentResultId } from "../foreign/foreign-result.js";
 import type { CoordinatorEvent, EnvelopeSpec, EventSender } from "./model.js";
 import { isUuid } from "./task-store.js";
 
@@ -116,6 +117,8 @@ export function envelopeToEvent(envelope: Envelope, sender: EventSender): Inboun
               },
           cost,
           payloadHash: sha256Hex(envelope.payload?.data ?? new Uint8Array()),
+          // Only the gateway's foreign path writes such ids, and only its MAC proves a gateway sender.
+          ...(!ok && sender.kind === "gateway" && isNotSentResultId(envelope.id) ? { undelivered: true } : {}),
         },
       };
     }

@@ -104,6 +104,12 @@ export type CoordinatorEvent =
       error: StepError | null;
       cost: number;
       payloadHash: string;
+      /**
+       * The hop never reached its destination: a FOREIGN send that failed before any request left (card
+       * unreachable, DNS, egress refused, breaker open). Re-sending it repeats nothing, so the step's retries apply
+       * even to an agent not registered idempotent. Set only for a result the gateway's foreign path authenticated.
+       */
+      undelivered?: boolean;
     })
   | (EventBase & {
       type: "query";

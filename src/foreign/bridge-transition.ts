@@ -96,6 +96,8 @@ function stepErrorFor(agentKey: string, state: ForeignTaskState, message: string
     case "auth_required":
       return { code: "FOREIGN_AUTH_REQUIRED", message: `foreign agent ${agentKey} asks for authentication, which Switchyard cannot provide yet; the step fails closed${why}`, retryable: false };
     default:
-      return { code: "FOREIGN_FAILED", message: `foreign agent ${agentKey} failed the task${why}`, retryable: false };
+      // Like a worker's failure, worth another attempt — which decide.ts grants only to an agent registered
+      // idempotent; any other fails the step as FOREIGN_NOT_RETRIED (a foreign dead letter) when it had retries.
+      return { code: "FOREIGN_FAILED", message: `foreign agent ${agentKey} failed the task${why}`, retryable: true };
   }
 }

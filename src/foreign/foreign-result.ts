@@ -28,11 +28,20 @@ export interface OutboxEnvelope {
   bytes: Uint8Array;
 }
 
-/** `final` for what the agent said; `send-failed` when nothing reached it. */
-export type ForeignResultKind = "final" | "send-failed";
+/**
+ * `final` for what the agent said; `send-failed` when the send failed after a request may have reached the agent
+ * (a timeout, a reset, an error answer); `not-sent` when it failed before any request left (card, DNS, egress
+ * refusal, breaker open), so a re-send cannot repeat anything at the agent.
+ */
+export type ForeignResultKind = "final" | "send-failed" | "not-sent";
 
 export function foreignResultId(bridgeId: string, kind: ForeignResultKind): string {
   return `a2a:${bridgeId}:${kind}`;
+}
+
+/** Whether a RESULT's envelope id says its send failed before anything reached the agent (kind `not-sent`). */
+export function isNotSentResultId(envelopeId: string): boolean {
+  return envelopeId.startsWith("a2a:") && envelopeId.endsWith(":not-sent");
 }
 
 /**

@@ -75,15 +75,18 @@ export async function applyObservations(deps: BridgeResumeDeps, requests: readon
   return outcomes;
 }
 
-/** The send never reached the agent (card, egress, breaker, retries exhausted): the step fails closed, once. */
-export async function failSend(deps: BridgeResumeDeps, bridgeId: string, error: StepError): Promise<boolean> {
+/**
+ * The send failed (card, egress, breaker, retries exhausted): the attempt fails closed, once. `reached`: whether a
+ * request may have reached the agent; when none did, the RESULT says so (`not-sent`) and the step's retries apply.
+ */
+export async function failSend(deps: BridgeResumeDeps, bridgeId: string, error: StepError, reached = true): Promise<boolean> {
   const now = (deps.clock ?? Date.now)();
   const outbox = await withTransactionRetry(deps.pool, async (client) => {
     const bridge = await findBridge(client, bridgeId, true);
     // A push that raced the failure may have resolved it, or the sweep closed it: then there is nothing to fail.
     if (!bridge || bridge.status !== "pending_send") return undefined;
     // Nothing was sent, so nothing is charged.
-    const result = foreignResultEnvelope(bridge, "send-failed", { ok: false, output: null, error, cost: 0 }, deps.signer, deps.maxPayloadBytes, now);
+    const result = foreignResultEnvelope(bridge, reached ? "send-failed" : "not-sent", { ok: false, output: null, error, cost: 0 }, deps.signer, deps.maxPayloadBytes, now);
     return (await writeBridges(client, [{ bridge: { ...bridge, status: "send_failed", lastState: error.code }, version: null, results: [result] }])).outbox;
   });
   if (outbox) await publish(deps, outbox);

@@ -9,7 +9,9 @@
  * Before sending: the step attempt must still be in flight (a cancelled or timed-out hop sends nothing); the Agent
  * Card is resolved through the agent's guarded fetch and must list the required skills and push support. The send
  * runs inside `withRetries` and the per-(tenant, agent) circuit breaker. Any failure — card, egress refusal,
- * exhausted retries, open breaker — fails the step closed with a RESULT to the coordinator (`a2a:<bridge>:send-failed`, resume.ts).
+ * exhausted retries, open breaker — fails the attempt closed with a RESULT to the coordinator (resume.ts): `a2a:<bridge>:not-sent`
+ * when no request can have reached the agent (the step's retries may then re-send it), `a2a:<bridge>:send-failed`
+ * otherwise (never re-sent to an agent not registered idempotent).
  *
  * Skills: the card must list every skill the registry expects of the agent, plus the `skill` named by a step input
  * object (e.g. a delegation payload `{ skill: "translate", … }`), when there is one.
@@ -172,6 +174,9 @@ export class ForeignSender {
       log.info("bus or the tenant's coordinator switched off; the foreign hop waits unsent");
       return false;
     }
+    // Whether any request may have reached the agent, over all of the send's tries: only a send that failed before
+    // anything left is reported `not-sent`, which lets the step re-send it (src/coordinator/decide.ts).
+    const reach = { mayHaveReached: false };
     try {
       if (this.options.egress && !this.options.egress.egressEnabled(bridge.orgId)) {
         throw new SwitchyardError(ErrorCode.PolicyDenied, `A2A egress is switched off for tenant ${bridge.orgId} (A2A_EGRESS_ENABLED); nothing was sent`, {
@@ -184,7 +189,7 @@ export class ForeignSender {
       }
       const deadlineMs = claimed.dueAtMs ?? this.clock() + this.options.foreign.totalTimeoutMs;
       const push = await this.pushTarget(this.options.pool, bridge, deadlineMs);
-      const sent = await this.send(agent, bridge, push);
+      const sent = await this.send(agent, bridge, push, reach);
       const { rows } = await this.options.pool.query<{ foreign_task_id: string | null }>(
         `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, deadline_ms = $4, claimed_until = NULL, updated_at = now(),
            status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END,
@@ -199,9 +204,9 @@ export class ForeignSender {
       }
       log.info({ foreignTaskId: sent.foreignTaskId, dialect: sent.dialect }, "foreign task opened");
     } catch (error) {
-      const stepError = sendFailure(bridge.agentKey, error);
-      log.warn({ err: error, code: stepError.code }, "foreign send failed; the step fails closed");
-      await failSend(this.options, bridge.id, stepError);
+      const stepError = sendFailure(bridge.agentKey, error, reach.mayHaveReached);
+      log.warn({ err: error, code: stepError.code, mayHaveReached: reach.mayHaveReached }, "foreign send failed; the attempt fails closed");
+      await failSend(this.options, bridge.id, stepError, reach.mayHaveReached);
     }
     return true;
   }
@@ -217,7 +222,7 @@ export class ForeignSender {
     };
   }
 
-  private async send(agent: ForeignAgentRecord, bridge: BridgeRecord, push: { url: string; token: string; bearer: boolean }) {
+  private async send(agent: ForeignAgentRecord, bridge: BridgeRecord, push: { url: string; token: string; bearer: boolean }, reach: { mayHaveReached: boolean }) {
     const channel = this.options.channels.get(agent);
     const requireSkill = requiredSkills(agent, bridge.request);
     const f = this.options.foreign;
@@ -225,12 +230,18 @@ export class ForeignSender {
       () =>
         this.options.breakers.run(agent.orgId, agent.agentKey, async () => {
           const card = await channel.cards.get(agent.orgId, agent.agentKey, { baseUrl: agent.baseUrl, requireSkill, requirePush: true, protocol: agent.protocol });
-          const sent = await channel.client.send({
-            card,
-            protocol: card.protocol,
-            message: { taskId: bridge.taskId, stepId: bridge.stepId, orgId: bridge.orgId, clearanceFloor: bridge.clearance, input: bridge.request, messageId: bridge.id },
-            push,
-          });
+          const sent = await channel.client
+            .send({
+              card,
+              protocol: card.protocol,
+              message: { taskId: bridge.taskId, stepId: bridge.stepId, orgId: bridge.orgId, clearanceFloor: bridge.clearance, input: bridge.request, messageId: bridge.id },
+              push,
+            })
+            .catch((error: unknown) => {
+              if (!failedBeforeSending(error)) reach.mayHaveReached = true;
+              throw error;
+            });
+          reach.mayHaveReached = true;
           return { ...sent, dialect: card.protocol };
         }),
       { attempts: f.retries, baseDelayMs: f.retryBaseMs, maxDelayMs: Math.max(f.retryBaseMs, 5_000), isTransient: isRetryable },
@@ -254,7 +265,41 @@ export function requiredSkills(agent: Pick<ForeignAgentRecord, "skills">, input:
   return skills;
 }
 
-function sendFailure(agentKey: string, error: unknown): { code: string; message: string; retryable: false } {
+/**
+ * Egress refusals and connection failures that happen before a byte of the request is written: the agent cannot
+ * have seen it. Anything else (a timeout, a reset, an answer) may have reached it.
+ */
+const NOT_SENT_REASONS: ReadonlySet<string> = new Set([
+  EgressReason.UrlInvalid,
+  EgressReason.SchemeNotAllowed,
+  EgressReason.UrlCredentials,
+  EgressReason.HostNotAllowed,
+  EgressReason.AddressBlocked,
+  EgressReason.DnsFailed,
+  EgressReason.ConnectTimeout,
+  EgressReason.BreakerOpen,
+]);
+const NOT_CONNECTED_CODES: ReadonlySet<string> = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENETDOWN", "ENOTFOUND", "EAI_AGAIN"]);
+
+function failedBeforeSending(error: unknown): boolean {
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    if (!(e instanceof SwitchyardError)) continue;
+    const reason = e.details.reason;
+    if (typeof reason !== "string") continue;
+    if (NOT_SENT_REASONS.has(reason)) return true;
+    if (reason === EgressReason.ConnectionFailed) return NOT_CONNECTED_CODES.has(String(e.details.errorCode));
+    // The A2A client's own verdict (an answer, a timeout, a bad response) means the request went out; only a
+    // network failure is looked into further.
+    if (reason.startsWith("A2A_") && reason !== "A2A_NETWORK") return false;
+  }
+  return false;
+}
+
+/**
+ * The step error of a failed send. Retryable only when nothing reached the agent and the failure may pass (a
+ * transient card or network failure, an open breaker): only then may the step re-send (see `failSend`).
+ */
+function sendFailure(agentKey: string, error: unknown, mayHaveReached: boolean): { code: string; message: string; retryable: boolean } {
   const e = SwitchyardError.from(error);
   const reason = typeof e.details.reason === "string" ? e.details.reason : undefined;
   const code =
@@ -265,5 +310,6 @@ function sendFailure(agentKey: string, error: unknown): { code: string; message:
         : e.code === ErrorCode.ForeignUnavailable
           ? e.code
           : "FOREIGN_SEND_FAILED";
-  return { code, message: `could not open a task at foreign agent ${agentKey}${reason ? ` (${reason})` : ""}: ${e.message}`, retryable: false };
+  const passing = reason === EgressReason.BreakerOpen || isRetryable(error);
+  return { code, message: `could not open a task at foreign agent ${agentKey}${reason ? ` (${reason})` : ""}: ${e.message}`, retryable: !mayHaveReached && passing };
 }

@@ -135,7 +135,12 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
     const stopWaiting = (): void => redis.disconnect();
     stop.signal.addEventListener("abort", stopWaiting, { once: true });
     await untilDependenciesAnswer(async () => {
-      if (redis.status === "wait") await redis.connect();
+      if (redis.status === "wait") {
+        await redis.connect().catch((error: unknown) => {
+          // Named as Redis's: a bare ECONNREFUSED says nothing about whose socket it was.
+          throw new SwitchyardError(ErrorCode.Unavailable, "bus unreachable: cannot connect to Redis", { cause: error });
+        });
+      }
       await assertRedisSafe(redis, { logger });
       await flags?.refresh();
     }, { logger, signal: stop.signal }).finally(() => stop.signal.removeEventListener("abort", stopWaiting));

@@ -45,13 +45,20 @@ function trackedClient(health: DependencyHealth | undefined): typeof pg.Client {
   return class TrackedClient extends pg.Client {
     constructor(config?: string | pg.ClientConfig) {
       super(config);
-      this.on("error", (error: Error) => health?.unreachable("postgres", error));
+      // Registered before the client's own listener (added on connect), so a socket error is marked before pg
+      // rejects the queries in flight with it.
+      this.connection.on("error", markFromPostgres);
+      this.on("error", (error: Error) => {
+        markFromPostgres(error);
+        health?.unreachable("postgres", error);
+      });
     }
 
     override connect(): Promise<pg.Client>;
     override connect(callback: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): void;
     override connect(callback?: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): Promise<pg.Client> | void {
       const report = (error: Error | null | undefined): void => {
+        if (error) markFromPostgres(error);
         if (error) health?.unreachable("postgres", error);
         else health?.reachable("postgres");
       };
@@ -93,6 +100,17 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 }
 
 
+/**
+ * Errors known to come from a pool client's connection (its socket, or its connect attempt). A bare socket error
+ * (ECONNRESET, EPIPE, …) says nothing about whose socket it was — a handler's own HTTP call, stdout, a foreign
+ * agent — so it counts as an unreachable Postgres only when pg raised it on one of our pools' connections.
+ */
+const fromPostgres = new WeakSet<object>();
+
+function markFromPostgres(error: unknown): void {
+  if (error && typeof error === "object") fromPostgres.add(error);
+}
+
 /** Socket errors of an unreachable server (Node, or inside an AggregateError of several addresses). */
 const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);
 /** What pg and pg-pool throw when the connection or the pool, not the query, is the problem. */
@@ -118,17 +136,25 @@ export function withTransactionRetry<T>(pool: Pool, fn: (client: PoolClient) => 
 }
 
 /**
- * Whether an error is about reaching the database rather than about what the batch wrote: socket errors, pg's
+ * Whether an error is about reaching the database rather than about what the batch wrote: socket errors raised on
+ * a connection of a pool made by `createPool` (a bare socket error from anywhere else is not Postgres's), pg's
  * connection and pool errors, and SQLSTATE classes 08 (connection exception), 53 (insufficient resources: disk
  * full, out of memory, too many connections) and 57P0x (server shutting down, starting up, database dropped),
  * plus 25006 (a read-only server, e.g. a replica after a failover). Re-applying task by task cannot isolate
  * anything there; it would only multiply the failing round trips.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
+  return isUnavailable(error, false);
+}
+
+/** `fromPg`: an enclosing error (an AggregateError of several addresses) was raised by pg. */
+function isUnavailable(error: unknown, fromPg: boolean): boolean {
   const e = error as { code?: unknown; message?: unknown; errors?: unknown } | null | undefined;
   if (!e || typeof e !== "object") return false;
+  const raisedByPg = fromPg || fromPostgres.has(e);
   const code = typeof e.code === "string" ? e.code : "";
-  if (UNREACHABLE_CODES.has(code) || code === "25006" || /^(08|53)...$/.test(code) || /^57P0.$/.test(code)) return true;
+  if (raisedByPg && UNREACHABLE_CODES.has(code)) return true;
+  if (code === "25006" || /^(08|53)...$/.test(code) || /^57P0.$/.test(code)) return true;
   if (typeof e.message === "string" && UNAVAILABLE_MESSAGES.test(e.message)) return true;
-  return Array.isArray(e.errors) && e.errors.some(isDatabaseUnavailable);
+  return Array.isArray(e.errors) && e.errors.some((inner) => isUnavailable(inner, raisedByPg));
 }

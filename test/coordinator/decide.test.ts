@@ -123,6 +123,68 @@ describe("decide", () => {
     expect(decide(state, due, other).state.steps.get("a")!.status).toBe("failed");
   });
 
+  describe("a FOREIGN hop that failed", () => {
+    const w = chain(stepDef("a", "foreign:helper", { retries: 2, timeoutMs: 500 }));
+    const started = run(initialState(w), [{ type: "task_started", eventId: "s" }]).state;
+    const fromGateway = { kind: "gateway", agent: "helper" } as const;
+    const agentFailed = (attempt: number, error: { code: string; message: string; retryable: boolean }) =>
+      result("a", attempt, false, { eventId: `a2a:b${attempt}:final`, sender: fromGateway, error });
+    const notSent = (attempt: number, retryable = true) =>
+      result("a", attempt, false, {
+        eventId: `a2a:b${attempt}:not-sent`,
+        sender: fromGateway,
+        undelivered: true,
+        error: { code: "FOREIGN_SEND_FAILED", message: "could not open a task at foreign agent helper (CARD_UNREACHABLE): connect ECONNREFUSED", retryable },
+        cost: 0,
+      });
+    const foreignSends = (effects: Effect[]) => effects.filter((e) => e.type === "foreign_dispatch");
+    const idempotent = (now: number, id: string) => {
+      const base = context(now, id);
+      return { ...base, tenant: { ...base.tenant, idempotentForeignAgents: new Set(["helper"]) } };
+    };
+
+    it("with a retryable error is not re-sent and fails as FOREIGN_NOT_RETRIED (a foreign dead letter), the agent's error in the message", () => {
+      const d = decide(started, agentFailed(1, { code: "FOREIGN_FAILED", message: "foreign agent helper failed the task: quota", retryable: true }), context(1100, "f"));
+      expect(foreignSends(d.effects)).toHaveLength(0);
+      const step = d.state.steps.get("a")!;
+      expect(step).toMatchObject({ status: "failed", attempt: 1, error: { code: "FOREIGN_NOT_RETRIED", retryable: false } });
+      expect(step.error!.message).toContain("FOREIGN_FAILED: foreign agent helper failed the task: quota");
+      expect(step.error!.message).toContain("not re-sent (retries: 2)");
+      expect(d.state.task.error).toMatchObject({ stepId: "a", code: "FOREIGN_NOT_RETRIED" });
+      // The result itself is audited with the agent's own error.
+      expect(audits(d.effects)).toContainEqual(expect.objectContaining({ action: "result", verdict: "failed", actor: "foreign:helper", reason: "FOREIGN_FAILED: foreign agent helper failed the task: quota" }));
+    });
+
+    it("keeps its own error when it was not retryable, when the step has no retries, or when the agent is idempotent (then it is retried)", () => {
+      const rejected = decide(started, agentFailed(1, { code: "FOREIGN_REJECTED", message: "no", retryable: false }), context(1100, "f"));
+      expect(rejected.state.steps.get("a")!.error).toMatchObject({ code: "FOREIGN_REJECTED" });
+      const once = run(initialState(chain(stepDef("a", "foreign:helper", { retries: 0 }))), [{ type: "task_started", eventId: "s" }]).state;
+      expect(decide(once, agentFailed(1, { code: "FOREIGN_FAILED", message: "x", retryable: true }), context(1100, "f")).state.steps.get("a")!.error).toMatchObject({ code: "FOREIGN_FAILED" });
+      const retried = decide(started, agentFailed(1, { code: "FOREIGN_FAILED", message: "x", retryable: true }), idempotent(1100, "f"));
+      expect(retried.state.steps.get("a")).toMatchObject({ status: "retrying", attempt: 1 });
+    });
+
+    it("before anything was sent is re-sent within the step's retries, even to an agent not registered idempotent", () => {
+      let state = started;
+      for (const attempt of [1, 2]) {
+        const failed = decide(state, notSent(attempt), context(1100 * attempt, `n${attempt}`));
+        expect(failed.state.steps.get("a"), `attempt ${attempt}`).toMatchObject({ status: "retrying", attempt });
+        const due = decide(failed.state, { type: "step_due", eventId: `d${attempt}`, stepId: "a", attempt }, context(10_000 * attempt, `d${attempt}`));
+        expect(foreignSends(due.effects), `attempt ${attempt}`).toHaveLength(1);
+        expect(due.state.steps.get("a")).toMatchObject({ status: "dispatched", attempt: attempt + 1 });
+        state = due.state;
+      }
+      // Retries used up: the step fails with the send's own error; nothing was sent, so there is no dead letter.
+      const last = decide(state, notSent(3), context(40_000, "n3"));
+      expect(last.state.steps.get("a")).toMatchObject({ status: "failed", attempt: 3, error: { code: "FOREIGN_SEND_FAILED" } });
+      // A send that can never pass (egress switched off, agent disabled) is not retried.
+      expect(decide(started, notSent(1, false), context(1100, "n")).state.steps.get("a")).toMatchObject({ status: "failed", error: { code: "FOREIGN_SEND_FAILED" } });
+      // Without the undelivered fact, the same error is a failed hop that may have reached the agent: not re-sent.
+      const maybeSent = result("a", 1, false, { eventId: "a2a:b1:send-failed", sender: fromGateway, error: { code: "FOREIGN_SEND_FAILED", message: "timed out", retryable: true } });
+      expect(decide(started, maybeSent, context(1100, "m")).state.steps.get("a")).toMatchObject({ status: "failed", error: { code: "FOREIGN_NOT_RETRIED" } });
+    });
+  });
+
   it("denies fail the step closed with the rule in the error", () => {
     const d = decide(initialState(wf), { type: "task_started", eventId: "s" }, context(1, "s", () => ({ verdict: "deny", rule: "no-one", reason: "closed" })));
     expect(sends(d.effects)).toHaveLength(0);

@@ -2,12 +2,14 @@
  * How failures reach API clients: Switchyard codes map onto Connect codes with the field path in the message and
  * an ErrorDetail; anything unexpected is INTERNAL without its internal message; unreachable backends are UNAVAILABLE.
  */
+import { createServer, type AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { ErrorDetailSchema } from "../../src/gen/switchyard/api/v1/errors_pb.js";
 import { toConnectError } from "../../src/gateway/errors.js";
 import { switchyardErrorOf } from "../../src/cli/remote/remote-api.js";
+import { createPool } from "../../src/store/db.js";
 
 describe("API errors", () => {
   it("map Switchyard codes onto Connect codes", () => {
@@ -41,9 +43,39 @@ describe("API errors", () => {
     expect(toConnectError(new SwitchyardError(ErrorCode.Config, "DATABASE_URL=postgres://secret@db")).rawMessage).not.toContain("secret");
   });
 
-  it("report an unreachable Postgres or Redis as UNAVAILABLE", () => {
-    expect(toConnectError(Object.assign(new Error("connect ECONNREFUSED 10.0.0.1:5432"), { code: "ECONNREFUSED" })).code).toBe(Code.Unavailable);
-    expect(toConnectError(new Error("Connection is closed.")).code).toBe(Code.Unavailable);
+  it("report an unreachable Postgres or Redis as UNAVAILABLE", async () => {
+    const pool = createPool({ connectionString: "postgres://postgres@127.0.0.1:1/nothing", max: 1 });
+    try {
+      const refused = await pool.query("SELECT 1").then(() => undefined, (e: unknown) => e);
+      const error = toConnectError(refused);
+      expect(error.code).toBe(Code.Unavailable);
+      expect(error.rawMessage).toBe("a backing service (Postgres) is unreachable; try again shortly");
+    } finally {
+      await pool.end();
+    }
+    expect(toConnectError(new Error("Connection is closed.")).rawMessage).toBe("a backing service (Redis) is unreachable; try again shortly");
+  });
+
+  it("answer a foreign agent's failure with its own code and message, not as an outage of Postgres", async () => {
+    // A real refused connection, as an Agent Card fetch or an A2A call to an agent that is down fails.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const fetchFailure = await fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`).then(() => undefined, (e: unknown) => e);
+    expect(JSON.stringify((fetchFailure as { cause?: { code?: unknown } }).cause?.code)).toMatch(/ECONNREFUSED/);
+    const card = new SwitchyardError(ErrorCode.FailedPrecondition, 'foreign agent "billing": Agent Card could not be fetched: connect ECONNREFUSED', {
+      cause: fetchFailure,
+      details: { reason: "CARD_UNREACHABLE", agentKey: "billing" },
+    });
+    const cardAnswer = toConnectError(card);
+    expect(cardAnswer.code).toBe(Code.FailedPrecondition);
+    expect(cardAnswer.rawMessage).toBe('foreign agent "billing": Agent Card could not be fetched: connect ECONNREFUSED');
+    const call = new SwitchyardError(ErrorCode.Unavailable, "message/send to http://127.0.0.1:1/a2a failed: fetch failed", { cause: fetchFailure, details: { reason: "A2A_NETWORK" } });
+    const callAnswer = toConnectError(call);
+    expect(callAnswer.code).toBe(Code.Unavailable);
+    expect(callAnswer.rawMessage).toBe("message/send to http://127.0.0.1:1/a2a failed: fetch failed");
+    expect(callAnswer.findDetails(ErrorDetailSchema)[0]).toMatchObject({ code: "UNAVAILABLE", details: { reason: "A2A_NETWORK" } });
   });
 
   it("come back to the CLI as the SwitchyardError the server raised", () => {

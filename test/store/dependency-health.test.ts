@@ -5,6 +5,7 @@
  * process guards carry on after a stray connection error but exit on a bug.
  */
 import { EventEmitter } from "node:events";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DependencyHealth, outageBackoffMs, unreachableDependencyOf } from "../../src/dependency-health.js";
@@ -13,7 +14,7 @@ import { createLogger } from "../../src/logger.js";
 import { createMetrics } from "../../src/metrics.js";
 import { EXIT_SOFTWARE, installProcessGuards } from "../../src/process-guard.js";
 import { readiness } from "../../src/readiness.js";
-import { createPool } from "../../src/store/db.js";
+import { createPool, isDatabaseUnavailable } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 
 function capturingLogger(): { logger: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>> } {
@@ -49,8 +50,11 @@ describe("unreachableDependencyOf", () => {
     expect(unreachableDependencyOf(new Error("Connection terminated unexpectedly"))).toBe("postgres");
     expect(unreachableDependencyOf(pgCode("57P01"))).toBe("postgres");
     expect(unreachableDependencyOf(pgCode("57P03"))).toBe("postgres");
-    expect(unreachableDependencyOf(socket)).toBe("postgres");
-    expect(unreachableDependencyOf(new AggregateError([socket]))).toBe("postgres");
+    // A bare socket error says nothing about whose socket it was (pg's own are recognised by where they were
+    // raised: see the createPool tests below).
+    expect(unreachableDependencyOf(socket)).toBeUndefined();
+    expect(unreachableDependencyOf(new AggregateError([socket]))).toBeUndefined();
+    expect(unreachableDependencyOf(new Error("handler failed", { cause: socket }))).toBeUndefined();
     const bus = (cause: unknown) => new SwitchyardError(ErrorCode.Unavailable, "bus read failed: …", { cause });
     expect(unreachableDependencyOf(bus(new Error("Connection is closed.")))).toBe("redis");
     expect(unreachableDependencyOf(bus(socket))).toBe("redis");
@@ -59,6 +63,9 @@ describe("unreachableDependencyOf", () => {
     // A command Redis refused is not an outage, nor is a query Postgres refused, nor a bug.
     expect(unreachableDependencyOf(bus(new Error("NOGROUP No such key or consumer group")))).toBeUndefined();
     expect(unreachableDependencyOf(pgCode("23505"))).toBeUndefined();
+    // A SwitchyardError that is not UNAVAILABLE already says what went wrong; its cause is not looked into.
+    expect(unreachableDependencyOf(new SwitchyardError(ErrorCode.FailedPrecondition, "foreign agent \"x\": …", { cause: new Error("Connection terminated unexpectedly") }))).toBeUndefined();
+    expect(unreachableDependencyOf(new SwitchyardError(ErrorCode.Unavailable, "cannot read the schema version: …", { cause: new Error("Connection terminated unexpectedly") }))).toBe("postgres");
     expect(unreachableDependencyOf(new TypeError("cannot read properties of undefined"))).toBeUndefined();
     expect(unreachableDependencyOf(undefined)).toBeUndefined();
   });
@@ -142,7 +149,95 @@ describe("createPool", () => {
   });
 });
 
+describe("Postgres errors raised by createPool's pools", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it("a connection refused, to an address or to a name of several addresses, is an unreachable Postgres", async () => {
+    for (const host of ["127.0.0.1", "localhost"]) {
+      const pool = createPool({ connectionString: `postgres://postgres@${host}:1/nothing`, max: 1 });
+      try {
+        const error = await pool.query("SELECT 1").then(() => undefined, (e: unknown) => e);
+        expect(JSON.stringify([(error as { code?: unknown }).code, (error as { errors?: Array<{ code?: unknown }> }).errors?.map((e) => e.code)]), host).toMatch(/ECONNREFUSED/);
+        expect(isDatabaseUnavailable(error), host).toBe(true);
+        expect(unreachableDependencyOf(error), host).toBe("postgres");
+      } finally {
+        await pool.end();
+      }
+    }
+  });
+
+  it("a pool used after it was ended is an unreachable Postgres", async () => {
+    const pool = createPool({ connectionString: db.url, max: 1 });
+    await pool.query("SELECT 1");
+    await pool.end();
+    const error = await pool.query("SELECT 1").then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(unreachableDependencyOf(error)).toBe("postgres");
+  });
+
+  it("a connection reset under a running query (a bare ECONNRESET raised by pg) is an unreachable Postgres", async () => {
+    // A loopback proxy in front of the test database that resets its client connections on demand: pg's socket
+    // then fails with a real ECONNRESET, the same bare socket error a handler's own HTTP call could raise.
+    const target = new URL(db.url);
+    const clientSockets: Socket[] = [];
+    const proxy = createServer((inbound) => {
+      clientSockets.push(inbound);
+      const outbound = connect(Number(target.port || 5432), target.hostname);
+      inbound.pipe(outbound).pipe(inbound);
+      inbound.on("error", () => outbound.destroy());
+      outbound.on("error", () => inbound.destroy());
+      inbound.on("close", () => outbound.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxied = new URL(db.url);
+    proxied.hostname = "127.0.0.1";
+    proxied.port = String((proxy.address() as AddressInfo).port);
+    const health = new DependencyHealth();
+    const pool = createPool({ connectionString: proxied.toString(), max: 1, health });
+    try {
+      await pool.query("SELECT 1");
+      const running = pool.query("SELECT pg_sleep(30)").then(() => undefined, (e: unknown) => e);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      for (const socket of clientSockets) socket.resetAndDestroy();
+      const error = await running;
+      expect((error as { code?: unknown }).code).toBe("ECONNRESET");
+      expect(isDatabaseUnavailable(error)).toBe(true);
+      expect(unreachableDependencyOf(error)).toBe("postgres");
+      expect(health.isReachable("postgres")).toBe(false);
+    } finally {
+      await pool.end().catch(() => {});
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+});
+
 describe("installProcessGuards", () => {
+  it("exits 70 on a bare socket error that is not Postgres's (a handler's HTTP call, stdout), and marks no outage", async () => {
+    const target = new EventEmitter();
+    const exits: number[] = [];
+    const { logger, lines } = capturingLogger();
+    const metrics = createMetrics();
+    const health = new DependencyHealth({ logger, metrics });
+    const remove = installProcessGuards({ logger, health, exit: (code) => exits.push(code), target: target as unknown as NodeJS.Process });
+    try {
+      target.emit("uncaughtException", Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET", errno: -104, syscall: "read" }));
+      target.emit("uncaughtException", Object.assign(new Error("write EPIPE"), { code: "EPIPE", errno: -32, syscall: "write" }));
+      target.emit("unhandledRejection", new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED 10.1.2.3:443"), { code: "ECONNREFUSED" }) }));
+      expect(exits).toEqual([EXIT_SOFTWARE, EXIT_SOFTWARE, EXIT_SOFTWARE]);
+      expect(health.isReachable("postgres")).toBe(true);
+      expect(await metricValue(metrics, "switchyard_dependency_up", { dependency: "postgres" })).toBe(1);
+      expect(lines().filter((l) => l.level === 60).map((l) => (l.err as { message: string }).message)).toEqual(["read ECONNRESET", "write EPIPE", expect.stringMatching(/^fetch failed/)]);
+    } finally {
+      remove();
+    }
+  });
+
   it("carries on after a stray dependency error and exits 70 on anything else", () => {
     const target = new EventEmitter();
     const exits: number[] = [];
