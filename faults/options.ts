@@ -1,8 +1,8 @@
 /**
  * `npm run faults -- [options]`: the suite's command line.
  */
-import { createServer } from "node:net";
 import { parseArgs } from "node:util";
+export { freePort } from "../test/support/ports.js";
 
 export interface SuiteOptions {
   coordinators: number;
@@ -94,13 +94,3 @@ function range(name: string, raw: string | undefined, fallback: [number, number]
 }
 
 /** A port nothing listens on right now (the kernel's pick). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}

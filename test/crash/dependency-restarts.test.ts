@@ -9,7 +9,6 @@
  * Waits are progress-based: they fail when nothing moved for a while and say what is stuck, so a slow machine is
  * told from a stuck system.
  */
-import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, type Pool } from "../../src/store/db.js";
 import { migrate } from "../../src/store/migrate.js";
@@ -20,6 +19,7 @@ import { TEST_BUS_SECRET_ENV } from "../support/bus-auth.js";
 import { FLAGS_ON_ENV } from "../support/env.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
 import { missingServiceBinaries, startOwnPostgres, startOwnRedis, type OwnPostgres, type OwnRedis } from "../support/own-services.js";
+import { freePort } from "../support/ports.js";
 
 const POSTGRES_PORTS = [5441, 5442, 5443, 5444];
 const REDIS_PORTS = [6391, 6392, 6393, 6394];
@@ -39,16 +39,6 @@ interface Watched {
   readiness: Array<[number, number]>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

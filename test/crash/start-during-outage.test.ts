@@ -4,7 +4,6 @@
  * against a Redis port where nothing answers yet; once a redis-server of this test's own comes up there, a task
  * runs through both. A coordinator started against a Postgres port where nothing answers stays up and says why.
  */
-import { createServer } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
@@ -16,20 +15,11 @@ import { FLAGS_ON_ENV } from "../support/env.js";
 import { missingServiceBinaries, startOwnRedis, type OwnRedis } from "../support/own-services.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
 import { waitForProgress, waitForTask } from "../support/wait.js";
+import { freePort } from "../support/ports.js";
 
 const ORG = "acme";
 const missing = missingServiceBinaries();
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Resolves once the process printed a line matching `pattern`; fails if it exits first or prints nothing new for a while. */
 function printed(proc: ManagedProcess, pattern: RegExp): Promise<string> {
