@@ -12,13 +12,13 @@ import type { Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import type { Engine } from "./engine.js";
-import { applyIsolating } from "./isolated-apply.js";
 import { InboxIntake, type AppliedBatch } from "./inbox-intake.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
-import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags, type TenantSelection } from "../flags/flag-types.js";
+import type { CoordinatorFlags, TenantSelection } from "../flags/flag-types.js";
 import { TenantHold } from "../flags/tenant-hold.js";
 import { approvalExpirySweep } from "../approvals/expiry.js";
 import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
+import { fireDueSteps } from "./due-steps.js";
 import { repairStrandedSteps } from "./stranded-steps.js";
 
 export { COORDINATOR_GROUP } from "./inbox-intake.js";
@@ -329,7 +329,7 @@ export class Coordinator {
     let fired = 0;
     if (this.busOn()) {
       await this.hold?.releaseEnabled();
-      fired = await this.fireDueSteps(now);
+      fired = await this.fireDue(now);
       await this.repairStrandedSteps(now);
       await this.options.publisher.sweep();
     }
@@ -345,8 +345,7 @@ export class Coordinator {
   }
 
   /** The due steps of tenants switched on; a tenant's held messages are applied before its steps time out. */
-  private async fireDueSteps(now: number): Promise<number> {
-    const flags = this.options.flags;
+  private async fireDue(now: number): Promise<number> {
     // While Redis is away, finished work may be waiting in the harnesses to be published: no timeouts then.
     if (!this.health.isReachable("redis") || !this.health.isReachable("postgres")) {
       this.sawOutage = true;
@@ -359,31 +358,13 @@ export class Coordinator {
     // Right after the bus came back (switched on, or an outage ended), results may still be waiting in the inbox:
     // read them before timing out.
     if (this.drainedAt < this.busOnSince && now - this.busOnSince < CATCH_UP_LIMIT_MS) return 0;
-    const { only, except, none } = tenantSqlFilter(this.servedTenants());
-    if (none) return 0;
-    const { rows: candidates } = await this.options.pool.query<{ org_id: string; task_id: string; step_id: string; attempt: number; due_at_ms: number }>(
-      `SELECT org_id, task_id, step_id, attempt, due_at_ms FROM steps
-       WHERE status IN ('dispatched', 'retrying', 'waiting') AND due_at_ms <= $1
-         AND ${tenantSqlClause("org_id", 2)}
-       ORDER BY due_at_ms LIMIT 500`,
-      [now, only, except],
+    const { fired, outbox } = await fireDueSteps(
+      { engine: this.options.engine, pool: this.options.pool, logger: this.logger },
+      { now, tenants: this.servedTenants(), tenantOn: (orgId) => this.tenantOn(orgId), beforeFiring: this.hold ? (orgId) => this.hold!.release(orgId) : undefined },
     );
-    const rows = flags ? candidates.filter((r) => this.tenantOn(r.org_id)) : candidates;
-    if (this.hold) for (const orgId of new Set(rows.map((r) => r.org_id))) await this.hold.release(orgId);
-    if (rows.length > 0) {
-      // Isolated like an inbox batch: a step whose task cannot be applied must not hold back every other timeout.
-      const result = await applyIsolating(
-        { engine: this.options.engine, pool: this.options.pool, logger: this.logger },
-        rows.map((r) => {
-          const eventId = `due:${r.task_id}:${r.step_id}:${r.attempt}:${r.due_at_ms}`;
-          // Deduplicated like inbox envelopes: two coordinators sweeping the same due step apply it once.
-          return { entryId: eventId, input: { orgId: r.org_id, taskId: r.task_id, dedupe: true, event: { type: "step_due" as const, eventId, stepId: r.step_id, attempt: r.attempt } } };
-        }),
-      );
-      for (const row of result.outbox) this.streams.add(row.stream);
-      await this.options.publisher.publish(result.outbox);
-    }
-    return rows.length;
+    for (const row of outbox) this.streams.add(row.stream);
+    await this.options.publisher.publish(outbox);
+    return fired;
   }
 
   /** Dispatches stranded steps (see stranded-steps.ts) of the tenants served now, at most every `intervalMs`. */
