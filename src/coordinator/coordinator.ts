@@ -347,9 +347,15 @@ export class Coordinator {
   /** The due steps of tenants switched on; a tenant's held messages are applied before its steps time out. */
   private async fireDue(now: number): Promise<number> {
     // While Redis is away, finished work may be waiting in the harnesses to be published: no timeouts then.
-    if (!this.health.isReachable("redis") || !this.health.isReachable("postgres")) {
+    if (!this.health.isReachable("redis")) {
       this.sawOutage = true;
       return 0;
+    }
+    if (!this.health.isReachable("postgres")) {
+      // Asked here rather than waited for: an idle coordinator may have nothing else that would find Postgres back.
+      this.sawOutage = true;
+      await this.options.pool.query("SELECT 1");
+      this.health.reachable("postgres");
     }
     if (this.sawOutage) {
       this.sawOutage = false;

@@ -57,5 +57,14 @@ describe("the sweep through a Redis outage", () => {
     now += 11_000;
     expect(await coordinator.sweepOnce()).toBe(1);
     expect(await attempt()).toBe(2);
+
+    // A Postgres outage this process believes in while the database answers again: the sweep finds it back itself
+    // (nothing else may be asking), then catches up before the next timeout.
+    health.unreachable("postgres", new Error("Connection terminated unexpectedly"));
+    now += 60_000;
+    expect(await coordinator.sweepOnce()).toBe(0);
+    expect(health.isReachable("postgres")).toBe(true);
+    now += 11_000;
+    expect(await coordinator.sweepOnce()).toBe(1);
   });
 });
