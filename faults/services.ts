@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import pg from "pg";
 import { Redis } from "ioredis";
 import { sleep } from "./random.js";
+import { processAlive as alive } from "../test/support/processes.js";
 
 const run = promisify(execFile);
 const PG_VERSION = "15";
@@ -51,14 +52,6 @@ export function writeRunState(runDir: string, patch: RunState): void {
   writeFileSync(file, JSON.stringify({ ...current, ...patch }));
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /** Ends a recorded process only if it still runs the program we started (a pid may have been reused). */
 function killIfOurs(pid: number, program: RegExp): void {

@@ -19,6 +19,7 @@ import { TenantHold } from "../flags/tenant-hold.js";
 import { approvalExpirySweep } from "../approvals/expiry.js";
 import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
 import { fireDueSteps } from "./due-steps.js";
+import { runPeriodically } from "./periodic-job.js";
 import { repairStrandedSteps } from "./stranded-steps.js";
 
 export { COORDINATOR_GROUP } from "./inbox-intake.js";
@@ -395,30 +396,7 @@ export class Coordinator {
     await this.options.pool.query("DELETE FROM processed_envelopes WHERE processed_at < now() - interval '7 days'");
   }
 
-  private async periodic(name: string, intervalMs: number, fn: () => Promise<unknown>, options: { immediately?: boolean } = {}): Promise<void> {
-    let first = true;
-    let failures = 0;
-    while (!this.stopped) {
-      // In an outage the job waits longer after each failed run (up to 5 s), so it does not hammer a dependency
-      // that is restarting.
-      const waitMs = failures > 0 ? Math.max(intervalMs, outageBackoffMs(failures)) : intervalMs;
-      if (!(first && options.immediately)) await sleep(waitMs, this.abort.signal);
-      first = false;
-      if (this.stopped) break;
-      try {
-        await fn();
-        failures = 0;
-      } catch (error) {
-        if (this.stopped) break;
-        if (this.health.absorb(error)) {
-          failures += 1;
-          this.logger.debug({ err: error, loop: name }, "periodic job failed in an outage; backing off");
-        } else {
-          failures = 0;
-          this.logger.error({ err: error, loop: name }, "periodic job failed");
-        }
-      }
-    }
+  private periodic(name: string, intervalMs: number, run: () => Promise<unknown>, options: { immediately?: boolean } = {}): Promise<void> {
+    return runPeriodically({ name, intervalMs, run, ...options, signal: this.abort.signal, health: this.health, logger: this.logger });
   }
 }
-

@@ -7,6 +7,7 @@ import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { migrate } from "../../src/store/migrate.js";
 import { adminUrl, databaseUrl } from "./env.js";
+import { processAlive as alive } from "./processes.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -14,14 +15,6 @@ declare module "vitest" {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const template = `sy_tpl_${process.pid}`;

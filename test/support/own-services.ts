@@ -9,6 +9,7 @@ import { accessSync, constants } from "node:fs";
 import { createServer } from "node:net";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
+import { processAlive as alive } from "./processes.js";
 
 const run = promisify(execFile);
 
@@ -110,14 +111,6 @@ async function dropLeftoverClusters(ports: readonly number[]): Promise<void> {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 export interface OwnRedis {
   port: number;

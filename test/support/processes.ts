@@ -60,3 +60,13 @@ export async function runCliCommand(args: string[], env: Record<string, string>)
   const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
   return { code, stdout, stderr };
 }
+
+/** Whether a process with this pid exists (EPERM: it does, but belongs to someone else). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
