@@ -4,6 +4,7 @@
  */
 import { ErrorCode, SwitchyardError } from "./errors.js";
 import { parseBusSecrets, parsePublisherKey, type BusSecret, type PublisherKey } from "./bus/auth/bus-keys.js";
+import { ENCRYPTION_KEY_VARIABLE, parseEncryptionKeys, type EncryptionKey } from "./vault/secret-cipher.js";
 
 export interface BusConfig {
   /** Prefix of every Redis key; tests use a unique one each. */
@@ -136,6 +137,27 @@ export interface RemoteConfig {
   token: string | null;
 }
 
+/** Origin replies (issue 9): ingest endpoints, the connection vault and the `reply` verb. */
+export interface OriginConfig {
+  /** SWITCHYARD_SECRET_ENCRYPTION_KEY: the key ring sealing connection and ingest secrets; empty = none. Never logged. */
+  encryptionKeys: readonly EncryptionKey[];
+  /** Largest webhook body an ingest endpoint accepts (bytes); larger is 413. */
+  ingestMaxBodyBytes: number;
+  /** How long after a task ended its worker (or the tenant) may still reply (ms). */
+  replyGraceMs: number;
+  /** Replies one task may make in its lifetime (refusals not counted). */
+  replyTaskCap: number;
+  /** Token bucket per (tenant, actor): replies per minute, and the burst. */
+  replyRatePerMinute: number;
+  replyBurst: number;
+  /** Cost accrued per reply, in the tenant's cost units. */
+  replyCost: number;
+  /** One provider request's deadline (ms). */
+  replyTimeoutMs: number;
+  /** Dials of one reply when the connection fails or the provider answers 429 (then it is `failed`). */
+  replyDialAttempts: number;
+}
+
 export interface Config {
   redisUrl: string;
   databaseUrl: string;
@@ -150,9 +172,21 @@ export interface Config {
   foreign: ForeignConfig;
   remote: RemoteConfig;
   busAuth: BusAuthConfig;
+  origin: OriginConfig;
 }
 
 export const defaultConfig: Config = {
+  origin: {
+    encryptionKeys: [],
+    ingestMaxBodyBytes: 256 * 1024,
+    replyGraceMs: 15 * 60_000,
+    replyTaskCap: 20,
+    replyRatePerMinute: 30,
+    replyBurst: 10,
+    replyCost: 0,
+    replyTimeoutMs: 10_000,
+    replyDialAttempts: 3,
+  },
   busAuth: { secrets: [], publisherKeys: [] },
   redisUrl: "redis://127.0.0.1:6379",
   databaseUrl: "postgres://postgres@127.0.0.1:5432/switchyard",
@@ -222,6 +256,16 @@ function int(env: Env, name: string, fallback: number, min = 0): number {
     throw new SwitchyardError(ErrorCode.Config, `${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`, {
       details: { variable: name },
     });
+  }
+  return value;
+}
+
+function nonNegativeNumber(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) {
+    throw new SwitchyardError(ErrorCode.Config, `${name} must be a number >= 0, got ${JSON.stringify(raw)}`, { details: { variable: name } });
   }
   return value;
 }
@@ -332,6 +376,17 @@ export function loadConfig(env: Env = process.env): Config {
       everyRows: int(env, "SWITCHYARD_CHECKPOINT_EVERY_ROWS", d.checkpoints.everyRows, 1),
       everyMs: int(env, "SWITCHYARD_CHECKPOINT_EVERY_MS", d.checkpoints.everyMs, 1),
     },
+    origin: {
+      encryptionKeys: env[ENCRYPTION_KEY_VARIABLE] ? parseEncryptionKeys(env[ENCRYPTION_KEY_VARIABLE]!) : [],
+      ingestMaxBodyBytes: int(env, "SWITCHYARD_INGEST_MAX_BODY_BYTES", d.origin.ingestMaxBodyBytes, 1),
+      replyGraceMs: int(env, "SWITCHYARD_REPLY_GRACE_MS", d.origin.replyGraceMs, 0),
+      replyTaskCap: int(env, "SWITCHYARD_REPLY_TASK_CAP", d.origin.replyTaskCap, 0),
+      replyRatePerMinute: int(env, "SWITCHYARD_REPLY_RATE_PER_MIN", d.origin.replyRatePerMinute, 1),
+      replyBurst: int(env, "SWITCHYARD_REPLY_BURST", d.origin.replyBurst, 1),
+      replyCost: nonNegativeNumber(env, "SWITCHYARD_REPLY_COST", d.origin.replyCost),
+      replyTimeoutMs: int(env, "SWITCHYARD_REPLY_TIMEOUT_MS", d.origin.replyTimeoutMs, 1),
+      replyDialAttempts: int(env, "SWITCHYARD_REPLY_DIAL_ATTEMPTS", d.origin.replyDialAttempts, 1),
+    },
     foreign: {
       allowedNetworks: list(env, "SWITCHYARD_EGRESS_ALLOWED_NETWORKS"),
       connectTimeoutMs: int(env, "SWITCHYARD_EGRESS_CONNECT_TIMEOUT_MS", d.foreign.connectTimeoutMs, 1),
@@ -350,7 +405,8 @@ export function loadConfig(env: Env = process.env): Config {
       sweepIntervalMs: int(env, "SWITCHYARD_A2A_SWEEP_INTERVAL_MS", d.foreign.sweepIntervalMs, 10),
       secrets: Object.fromEntries(
         Object.entries(env)
-          .filter(([name, value]) => name.startsWith("SWITCHYARD_SECRET_") && value)
+          // The vault's key ring shares the prefix but is no tenant's credential.
+          .filter(([name, value]) => name.startsWith("SWITCHYARD_SECRET_") && name !== ENCRYPTION_KEY_VARIABLE && value)
           .map(([name, value]) => [name.slice("SWITCHYARD_SECRET_".length), value!]),
       ),
     },
