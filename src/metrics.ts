@@ -38,6 +38,12 @@ export interface Metrics {
   dependencyOutages: Counter<"dependency">;
   /** Length of each outage that ended; its count is the number of recoveries (reconnections after an outage). */
   dependencyOutageSeconds: Histogram<"dependency">;
+  /**
+   * Deliveries to ingest endpoints by source and outcome: verified (a task started), unverified_generic, duplicate,
+   * self_reply, ignored, url_verification, or refused: rejected_signature, rejected_stale, unknown_endpoint,
+   * too_large, malformed, unverifiable (no encryption key to open the secret).
+   */
+  ingestDeliveries: Counter<"source" | "outcome">;
 }
 
 export function createMetrics(registry: Registry = new Registry()): Metrics {
@@ -103,6 +109,12 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       help: "Length of each dependency outage this process recovered from (reconnected after)",
       labelNames: ["dependency"],
       buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+      registers: [registry],
+    }),
+    ingestDeliveries: new Counter({
+      name: "switchyard_ingest_deliveries_total",
+      help: "Deliveries to ingest endpoints by source and outcome (verified, unverified_generic, duplicate, self_reply, ignored, rejected_signature, rejected_stale, unknown_endpoint, too_large, …)",
+      labelNames: ["source", "outcome"],
       registers: [registry],
     }),
   };

@@ -7,6 +7,7 @@
  */
 import type { Queryable } from "../store/db.js";
 import type { StepDefinition } from "../domain.js";
+import type { ReplyAddress } from "../origin/reply-address.js";
 import type { StepRecord, TaskRecord } from "./model.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -147,12 +148,27 @@ export async function loadTasksForUpdate(
   return { tasks, steps };
 }
 
-export async function insertTask(client: Queryable, task: TaskRecord, idempotencyKey: string | null): Promise<boolean> {
+/**
+ * Inserts a task; false when the tenant already has one with `idempotencyKey`. `replyTo` (verified ingest only) is
+ * written here and nowhere else: no statement updates `tasks.reply_to`, and a trigger refuses any that tries.
+ */
+export async function insertTask(client: Queryable, task: TaskRecord, idempotencyKey: string | null, replyTo: ReplyAddress | null = null): Promise<boolean> {
   const result = await client.query(
-    `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key, reply_to)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-    [task.id, task.orgId, task.workflowName, task.workflowVersion, JSON.stringify(task.input ?? null), task.status, task.budget, task.cost, idempotencyKey],
+    [
+      task.id,
+      task.orgId,
+      task.workflowName,
+      task.workflowVersion,
+      JSON.stringify(task.input ?? null),
+      task.status,
+      task.budget,
+      task.cost,
+      idempotencyKey,
+      replyTo === null ? null : JSON.stringify(replyTo),
+    ],
   );
   return result.rowCount === 1;
 }

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { validateAddress, type ReplyAddress } from "../origin/reply-address.js";
 import { retryOnConflict, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { unscoped, type TransactionRunner } from "../store/tenant-scope.js";
 import { getWorkflow } from "../store/workflow-store.js";
@@ -60,6 +61,16 @@ export interface StartTaskRequest {
   workflow: string;
   input?: unknown;
   idempotencyKey?: string;
+  /**
+   * Where an answer may be posted (verified ingest only, src/ingest/). Written to `tasks.reply_to` when the row is
+   * inserted and never afterwards: the column is immutable (a trigger refuses any change).
+   */
+  replyTo?: ReplyAddress | null;
+  /**
+   * Runs inside the starting transaction, only when this call created the task, so whatever it writes (the ingest
+   * delivery row) commits or rolls back with the task.
+   */
+  onCreated?: (client: PoolClient, taskId: string) => Promise<void>;
 }
 
 export interface StepView {
@@ -117,8 +128,9 @@ export class TaskService {
       error: null,
       finishedAtMs: null,
     };
+    const replyTo = request.replyTo ? validateAddress(request.replyTo) : null;
     const outcome = await this.transact(request.orgId, async (client) => {
-      const inserted = await insertTask(client, task, request.idempotencyKey ?? null);
+      const inserted = await insertTask(client, task, request.idempotencyKey ?? null, replyTo);
       if (!inserted) {
         const { rows } = await client.query<{ id: string }>("SELECT id FROM tasks WHERE org_id = $1 AND idempotency_key = $2", [
           request.orgId,
@@ -126,6 +138,7 @@ export class TaskService {
         ]);
         return { taskId: rows[0]!.id, created: false, applied: undefined };
       }
+      await request.onCreated?.(client, taskId);
       const steps = def.steps.map((s) => pendingWorkflowStep(taskId, request.orgId, s));
       await saveSteps(client, steps);
       const applied = await this.options.engine.applyInTransaction(client, [

@@ -30,6 +30,8 @@ export interface GatewayOptions {
    * (e.g. the FOREIGN callback route).
    */
   routes?: readonly ExtraRoute[];
+  /** How long the ingest route trusts a cached endpoint (and its opened secret) before reading it again (ms). @defaultValue 5000 */
+  ingestCacheTtlMs?: number;
 }
 
 export type ExtraRoute = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => Promise<boolean>;
@@ -50,6 +52,7 @@ export interface ResolvedGatewayOptions {
   collectMetrics: boolean;
   approvalLinks: boolean;
   routes: readonly ExtraRoute[];
+  ingestCacheTtlMs: number;
 }
 
 export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGatewayOptions {
@@ -65,5 +68,6 @@ export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGat
     collectMetrics: options.collectMetrics ?? true,
     approvalLinks: options.approvalLinks ?? true,
     routes: options.routes ?? [],
+    ingestCacheTtlMs: options.ingestCacheTtlMs ?? 5000,
   };
 }

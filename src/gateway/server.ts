@@ -15,6 +15,9 @@ import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { handleApprovalLink } from "../approvals/link-route.js";
 import { handleA2ACallback } from "../foreign/callback-route.js";
+import { EndpointCache } from "../ingest/endpoint-cache.js";
+import { createIngestRoute } from "../ingest/ingest-route.js";
+import { createSecretCipher } from "../vault/secret-cipher.js";
 import { TaskService } from "../coordinator/tasks.js";
 import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
 import type { Runtime } from "../runtime.js";
@@ -63,9 +66,14 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     limits: { perTenant: options.watchMaxPerTenant, total: options.watchMaxStreams },
     logger,
   });
+  const cipher = createSecretCipher(runtime.config.origin.encryptionKeys);
+  const ingestEndpoints = new EndpointCache({ db: pool, cipher, ttlMs: options.ingestCacheTtlMs, logger });
   const connect = connectNodeAdapter({
     routes: registerServices({
       pool,
+      cipher,
+      ingestEndpoints,
+      publicUrl: runtime.config.gateway.publicUrl,
       tasks,
       bus: runtime.bus,
       redis: runtime.redis,
@@ -99,6 +107,10 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       return handled;
     });
   }
+  // Provider webhooks: the endpoint's URL token names the tenant; each source's signature authorises the body.
+  routes.push(
+    createIngestRoute({ db: pool, tasks, endpoints: ingestEndpoints, maxBodyBytes: runtime.config.origin.ingestMaxBodyBytes, metrics, logger }),
+  );
   routes.push(...options.routes);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,0 +1,208 @@
+/**
+ * `POST /api/v1/ingest/{endpointId}`: a provider's webhook delivery, as a plain Node handler the gateway mounts.
+ *
+ * In order, before anything is stored:
+ * 1. the URL token names the endpoint, and therefore the tenant and the workflow; unknown or disabled → 404 (the
+ *    same answer for both, so a disabled URL reveals nothing);
+ * 2. the body is read up to `maxBodyBytes` (a larger Content-Length is refused unread, a longer stream is drained
+ *    unbuffered) → 413;
+ * 3. the signature is verified per source (src/ingest/verify/) → 401, counted; `generic` is not verified;
+ * 4. Slack `url_verification` is answered with its challenge (only after verification).
+ * Then: a delivery that carries nothing to do (GitHub `ping`) or is our own reply coming back (echo.ts) is
+ * recorded and starts nothing (200 with its cause); any other starts ONE task of the endpoint's workflow for the
+ * endpoint's tenant, idempotent on the provider's delivery id (202 `{taskId}`; a redelivery 200
+ * `{taskId, duplicate: true}`), with the reply address parsed from the verified body (never for generic) and the
+ * delivery row written in the task's transaction.
+ *
+ * Nothing here logs a body, a header value or a secret.
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { TaskService } from "../coordinator/tasks.js";
+import { ErrorCode, isSwitchyardError } from "../errors.js";
+import { silentLogger, type Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import type { Queryable } from "../store/db.js";
+import { deliveryFacts } from "./delivery-facts.js";
+import { recordDelivery, type DeliveryCause } from "./delivery-store.js";
+import { echoProbe, isSelfReply } from "./echo.js";
+import type { EndpointCache, ResolvedEndpoint } from "./endpoint-cache.js";
+import { deriveReplyAddress } from "./reply-address-parsers.js";
+import { verifyDelivery } from "./verify/index.js";
+
+export const INGEST_PATH_PREFIX = "/api/v1/ingest/";
+const PATH_RE = /^\/api\/v1\/ingest\/([^/]+)$/;
+
+export interface IngestRouteDeps {
+  /** Reads delivery rows and the echo check; the owner's pool (the route runs before a tenant is known). */
+  db: Queryable;
+  /** Starts tasks; the gateway passes its tenant-scoped TaskService, so the task's transaction runs under RLS. */
+  tasks: Pick<TaskService, "start">;
+  endpoints: EndpointCache;
+  /** Largest body accepted (config.origin.ingestMaxBodyBytes). */
+  maxBodyBytes: number;
+  metrics?: Pick<Metrics, "ingestDeliveries">;
+  logger?: Logger;
+  clock?: () => number;
+}
+
+export function createIngestRoute(deps: IngestRouteDeps): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
+  return (req, res) => handleIngest(req, res, deps);
+}
+
+export async function handleIngest(req: IncomingMessage, res: ServerResponse, deps: IngestRouteDeps): Promise<boolean> {
+  const path = (req.url ?? "/").split("?")[0]!;
+  if (!path.startsWith(INGEST_PATH_PREFIX)) return false;
+  const match = PATH_RE.exec(path);
+  if (!match) return false;
+  const logger = deps.logger ?? silentLogger;
+  const count = (source: string, outcome: string) => deps.metrics?.ingestDeliveries.inc({ source, outcome });
+  if (req.method !== "POST") return answer(res, req, 405, { error: "use POST" }, { allow: "POST" });
+
+  const endpoint = await deps.endpoints.get(decodeSegment(match[1]!));
+  if (!endpoint || !endpoint.enabled) {
+    count("unknown", "unknown_endpoint");
+    return answer(res, req, 404, { error: "no such ingest endpoint" });
+  }
+  const { source } = endpoint;
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (declared > deps.maxBodyBytes) {
+    count(source, "too_large");
+    return answer(res, req, 413, { error: `the body exceeds ${deps.maxBodyBytes} bytes` }, { connection: "close" });
+  }
+  const raw = await readCapped(req, deps.maxBodyBytes);
+  if (raw === undefined) {
+    count(source, "too_large");
+    return answer(res, undefined, 413, { error: `the body exceeds ${deps.maxBodyBytes} bytes` }, { connection: "close" });
+  }
+
+  const nowMs = (deps.clock ?? Date.now)();
+  if (source !== "generic") {
+    if (endpoint.unverifiable) {
+      count(source, "unverifiable");
+      logger.error({ endpointId: endpoint.id, orgId: endpoint.orgId, source }, "ingest delivery refused: the endpoint's secret cannot be opened");
+      return answer(res, undefined, 503, { error: "this endpoint cannot verify deliveries now (its secret cannot be opened); the operator was told" });
+    }
+    const verdict = await verifyDelivery(source, { headers: req.headers, body: raw, nowMs }, deps.endpoints.secretsOf(endpoint));
+    if (!verdict.ok) {
+      count(source, verdict.outcome);
+      logger.warn({ endpointId: endpoint.id, orgId: endpoint.orgId, source, refusal: verdict.outcome, reason: verdict.reason }, "ingest delivery refused: verification failed");
+      return answer(res, undefined, 401, { error: verdict.reason });
+    }
+  }
+
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString("utf8"));
+  } catch {
+    // A generic sender may post anything; a verified provider always posts JSON.
+    if (source !== "generic") {
+      count(source, "malformed");
+      return answer(res, undefined, 400, { error: "the body is not JSON" });
+    }
+    body = raw.toString("utf8");
+  }
+  const facts = deliveryFacts(source, req, body);
+  if ("malformed" in facts) {
+    count(source, "malformed");
+    return answer(res, undefined, 400, { error: facts.malformed });
+  }
+  if (facts.challenge !== undefined) {
+    count(source, "url_verification");
+    return answer(res, undefined, 200, { challenge: facts.challenge });
+  }
+  // Deliveries without a provider id (generic without a header) are recorded under a local one: never deduplicated.
+  const deliveryId = facts.deliveryId ?? `local:${randomUUID()}`;
+  const log = { endpointId: endpoint.id, orgId: endpoint.orgId, source, event: facts.event, deliveryId };
+
+  const notStarted = async (cause: Exclude<DeliveryCause, "task_started">) => {
+    const recorded = await recordDelivery(deps.db, { endpointId: endpoint.id, deliveryId, orgId: endpoint.orgId, event: facts.event, cause, taskId: null });
+    count(source, recorded.duplicate ? "duplicate" : cause);
+    logger.info({ ...log, cause: recorded.cause, duplicate: recorded.duplicate }, "ingest delivery recorded; no task started");
+    return answer(res, undefined, 200, {
+      cause: recorded.cause,
+      ...(recorded.taskId ? { taskId: recorded.taskId } : {}),
+      ...(recorded.duplicate ? { duplicate: true } : {}),
+    });
+  };
+  if (facts.ignore !== undefined) return notStarted("ignored");
+  const probe = echoProbe(source, facts.event, body);
+  if (probe && (await isSelfReply(deps.db, endpoint.orgId, probe))) return notStarted("self_reply");
+
+  return startTask(res, deps, endpoint, { event: facts.event, providerDeliveryId: facts.deliveryId, deliveryId, body }, count, logger, log);
+}
+
+async function startTask(
+  res: ServerResponse,
+  deps: IngestRouteDeps,
+  endpoint: ResolvedEndpoint,
+  delivery: { event: string; providerDeliveryId: string | undefined; deliveryId: string; body: unknown },
+  count: (source: string, outcome: string) => void,
+  logger: Logger,
+  log: Record<string, unknown>,
+): Promise<true> {
+  const { source } = endpoint;
+  // Only a verified body chooses a place to answer: generic never gets an address, whatever it carries.
+  const replyTo = source === "generic" ? null : deriveReplyAddress(source, delivery.event, delivery.body);
+  let started;
+  try {
+    started = await deps.tasks.start({
+      orgId: endpoint.orgId,
+      workflow: endpoint.workflow,
+      input: { source, event: delivery.event, delivery: delivery.providerDeliveryId ?? null, body: delivery.body },
+      ...(delivery.providerDeliveryId !== undefined ? { idempotencyKey: `ingest:${endpoint.id}:${delivery.providerDeliveryId}` } : {}),
+      replyTo,
+      onCreated: async (client, taskId) => {
+        await recordDelivery(client, { endpointId: endpoint.id, deliveryId: delivery.deliveryId, orgId: endpoint.orgId, event: delivery.event, cause: "task_started", taskId });
+      },
+    });
+  } catch (error) {
+    if (isSwitchyardError(error, ErrorCode.NotFound)) {
+      count(source, "no_workflow");
+      logger.error({ ...log, err: error }, "ingest delivery refused: the endpoint's workflow no longer exists");
+      return answer(res, undefined, 422, { error: `the endpoint's workflow ${endpoint.workflow} does not exist` });
+    }
+    if (isSwitchyardError(error, ErrorCode.PayloadTooLarge)) {
+      count(source, "too_large");
+      return answer(res, undefined, 413, { error: error.message });
+    }
+    throw error;
+  }
+  count(source, !started.created ? "duplicate" : source === "generic" ? "unverified_generic" : "verified");
+  logger.info({ ...log, taskId: started.taskId, created: started.created, replyTo: replyTo?.kind ?? null }, "ingest delivery started a task");
+  return started.created ? answer(res, undefined, 202, { taskId: started.taskId }) : answer(res, undefined, 200, { taskId: started.taskId, duplicate: true });
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return "";
+  }
+}
+
+/** The body, or undefined once it exceeds `limit`: from then on the rest is drained, never buffered. */
+function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      // Answer 413 at once (the caller closes the connection); what still arrives is read and dropped.
+      chunks.length = 0;
+      resolve(undefined);
+    });
+    req.on("end", () => resolve(size > limit ? undefined : Buffer.concat(chunks, size)));
+    req.on("error", reject);
+  });
+}
+
+/** Answers JSON and reports the request handled; `unread`, a request refused before its body, is drained. */
+function answer(res: ServerResponse, unread: IncomingMessage | undefined, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): true {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, "cache-control": "no-store", "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+  unread?.resume();
+  return true;
+}
