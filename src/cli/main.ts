@@ -20,6 +20,7 @@ import { registerDlqCommands } from "./commands/dlq.js";
 import { registerFlagsCommands } from "./commands/flags.js";
 import { registerForeignCommands } from "./commands/foreign.js";
 import { registerGatewayCommand } from "./commands/gateway.js";
+import { registerIngestCommands } from "./commands/ingest.js";
 import { registerMigrateCommand } from "./commands/migrate.js";
 import { registerPolicyCommands } from "./commands/policy.js";
 import { registerStartCommands } from "./commands/start.js";
@@ -69,6 +70,7 @@ export function buildProgram(io: CliIo = defaultIo()): Command {
   registerTenantCommands(program, run);
   registerApiKeyCommands(program, run);
   registerForeignCommands(program, run);
+  registerIngestCommands(program, run);
   return program;
 }
 

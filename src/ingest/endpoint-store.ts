@@ -77,6 +77,11 @@ function toEndpoint(row: Row): IngestEndpoint {
   };
 }
 
+/** Where a provider posts deliveries for an endpoint (`publicUrl`: config.gateway.publicUrl). */
+export function ingestUrl(publicUrl: string, id: string): string {
+  return `${publicUrl.replace(/\/+$/, "")}/api/v1/ingest/${id}`;
+}
+
 export function sealAad(endpointId: string): string {
   return `ingest:${endpointId}`;
 }

@@ -5,7 +5,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { IngestSource, type IngestEndpointSchema } from "../../gen/switchyard/api/v1/ingest_pb.js";
-import type { IngestEndpoint, IngestSource as StoreSource } from "../../ingest/endpoint-store.js";
+import { ingestUrl, type IngestEndpoint, type IngestSource as StoreSource } from "../../ingest/endpoint-store.js";
 import { enumMapping, toTimestamp } from "./values.js";
 
 export const ingestSources = enumMapping<StoreSource, IngestSource>("ingest source", [
@@ -16,10 +16,6 @@ export const ingestSources = enumMapping<StoreSource, IngestSource>("ingest sour
   ["generic", IngestSource.GENERIC],
 ]);
 
-/** Where a provider posts deliveries for an endpoint. */
-export function ingestUrl(publicUrl: string, id: string): string {
-  return `${publicUrl.replace(/\/+$/, "")}/api/v1/ingest/${id}`;
-}
 
 export function ingestEndpointToProto(endpoint: IngestEndpoint, publicUrl: string): MessageInitShape<typeof IngestEndpointSchema> {
   return {

@@ -1,0 +1,147 @@
+/**
+ * `switchyard ingest create|list|rotate-secret|disable` — the tenant's ingest endpoints (webhook receivers), straight
+ * against the database (operator path). `create` and `rotate-secret` print the verification secret ONCE; nothing
+ * else ever prints it (`list` shows its fingerprint). Secrets are sealed with SWITCHYARD_SECRET_ENCRYPTION_KEY:
+ * without it only `generic` endpoints can be created.
+ */
+import { InvalidArgumentError, type Command } from "commander";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import {
+  createIngestEndpoint,
+  disableIngestEndpoint,
+  INGEST_SOURCES,
+  ingestUrl,
+  listIngestEndpoints,
+  rotateIngestSecret,
+  type IngestEndpoint,
+  type IngestSource,
+} from "../../ingest/endpoint-store.js";
+import { requireTenantRecord } from "../../tenancy/tenants.js";
+import { createSecretCipher } from "../../vault/secret-cipher.js";
+import { requireTenant } from "../args.js";
+import type { ActionRunner } from "../action.js";
+import type { CliContext } from "../context.js";
+import { formatTable } from "../output.js";
+
+function sourceOption(value: string): IngestSource {
+  if (!(INGEST_SOURCES as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${INGEST_SOURCES.join(", ")}`);
+  return value as IngestSource;
+}
+
+export function ingestEndpointJson(endpoint: IngestEndpoint, publicUrl: string): Record<string, unknown> {
+  return {
+    id: endpoint.id,
+    orgId: endpoint.orgId,
+    source: endpoint.source,
+    workflow: endpoint.workflow,
+    enabled: endpoint.enabled,
+    url: ingestUrl(publicUrl, endpoint.id),
+    secretFingerprint: endpoint.secretFingerprint,
+    previousSecretExpiresAt: endpoint.previousSecretExpiresAt?.toISOString() ?? null,
+    createdAt: endpoint.createdAt.toISOString(),
+    updatedAt: endpoint.updatedAt.toISOString(),
+  };
+}
+
+function requireId(id: string | undefined): string {
+  if (!id?.trim()) throw new SwitchyardError(ErrorCode.InvalidArgument, "--id must name the endpoint (its URL token, see `ingest list`)", { details: { path: "--id" } });
+  return id.trim();
+}
+
+function printSecretOnce(ctx: CliContext, secret: string): void {
+  ctx.print(`secret: ${secret}`);
+  ctx.note("the secret is shown this once: put it in the provider's webhook settings now (`ingest rotate-secret` makes a new one)");
+}
+
+export function registerIngestCommands(program: Command, run: ActionRunner): void {
+  const ingest = program.command("ingest").description("create, list, rotate and disable the tenant's ingest endpoints (provider webhooks that start tasks)");
+
+  /**
+   * `ingest create --tenant T --source github|gitea|slack|cairn|generic --workflow NAME[@V] [--json]` — JSON:
+   * `{"endpoint":{…see list…},"url","secret"}` (`secret` null for generic).
+   */
+  ingest
+    .command("create")
+    .description("create an ingest endpoint: prints its URL and, once, its verification secret")
+    .option("--tenant <tenant>", "tenant id")
+    .option("--source <source>", `the provider: ${INGEST_SOURCES.join(", ")} (generic is not verified and never gets a reply address)`, sourceOption)
+    .option("--workflow <ref>", "the workflow each delivery starts: NAME (its latest version at delivery) or NAME@VERSION")
+    .option("--json", "print the endpoint, URL and secret as JSON")
+    .action(
+      run(async (ctx, options: { tenant?: string; source?: IngestSource; workflow?: string; json?: boolean }) => {
+        const orgId = requireTenant(options.tenant);
+        if (!options.source) throw new SwitchyardError(ErrorCode.InvalidArgument, `--source must be one of ${INGEST_SOURCES.join(", ")}`, { details: { path: "--source" } });
+        if (!options.workflow) throw new SwitchyardError(ErrorCode.InvalidArgument, "--workflow must name a workflow", { details: { path: "--workflow" } });
+        const cipher = createSecretCipher(ctx.config.origin.encryptionKeys);
+        const created = await ctx.withPool(async (pool) => {
+          await requireTenantRecord(pool, orgId);
+          return createIngestEndpoint(pool, cipher, orgId, { source: options.source!, workflow: options.workflow! });
+        });
+        const publicUrl = ctx.config.gateway.publicUrl;
+        const url = ingestUrl(publicUrl, created.endpoint.id);
+        if (options.json) return ctx.printJson({ endpoint: ingestEndpointJson(created.endpoint, publicUrl), url, secret: created.secret });
+        ctx.print(`created ${created.endpoint.source} ingest endpoint ${created.endpoint.id} for tenant ${orgId} (workflow ${created.endpoint.workflow})`);
+        ctx.print(`url: ${url}`);
+        if (created.secret !== null) printSecretOnce(ctx, created.secret);
+        else ctx.note("generic endpoints are not verified: the URL is the credential, keep it secret; their tasks get no reply address");
+      }),
+    );
+
+  /** `ingest list --tenant T [--json]` — JSON: `{"endpoints":[{"id","orgId","source","workflow","enabled","url","secretFingerprint","previousSecretExpiresAt","createdAt","updatedAt"}]}` */
+  ingest
+    .command("list")
+    .description("list the tenant's ingest endpoints (fingerprints, never secrets)")
+    .option("--tenant <tenant>", "tenant id")
+    .option("--json", "print the result as JSON")
+    .action(
+      run(async (ctx, options: { tenant?: string; json?: boolean }) => {
+        const orgId = requireTenant(options.tenant);
+        const endpoints = await ctx.withPool((pool) => listIngestEndpoints(pool, orgId));
+        const publicUrl = ctx.config.gateway.publicUrl;
+        if (options.json) return ctx.printJson({ endpoints: endpoints.map((e) => ingestEndpointJson(e, publicUrl)) });
+        if (endpoints.length === 0) return ctx.print(`no ingest endpoints for tenant ${orgId}`);
+        ctx.print(
+          formatTable(
+            ["id", "source", "workflow", "enabled", "fingerprint", "url"],
+            endpoints.map((e) => [e.id, e.source, e.workflow, e.enabled ? "yes" : "no", e.secretFingerprint ?? "-", ingestUrl(publicUrl, e.id)]),
+          ),
+        );
+      }),
+    );
+
+  /** `ingest rotate-secret --tenant T --id ID [--json]` — JSON: `{"endpoint":{…},"secret"}`; the old secret verifies for 24 h more. */
+  ingest
+    .command("rotate-secret")
+    .description("make a new verification secret (printed once); the previous one keeps verifying for 24 hours")
+    .option("--tenant <tenant>", "tenant id")
+    .option("--id <id>", "the endpoint (its URL token)")
+    .option("--json", "print the endpoint and the new secret as JSON")
+    .action(
+      run(async (ctx, options: { tenant?: string; id?: string; json?: boolean }) => {
+        const orgId = requireTenant(options.tenant);
+        const id = requireId(options.id);
+        const cipher = createSecretCipher(ctx.config.origin.encryptionKeys);
+        const rotated = await ctx.withPool((pool) => rotateIngestSecret(pool, cipher, orgId, id));
+        if (options.json) return ctx.printJson({ endpoint: ingestEndpointJson(rotated.endpoint, ctx.config.gateway.publicUrl), secret: rotated.secret });
+        ctx.print(`rotated the secret of ingest endpoint ${id}; the previous one verifies until ${rotated.endpoint.previousSecretExpiresAt?.toISOString() ?? "-"}`);
+        printSecretOnce(ctx, rotated.secret!);
+      }),
+    );
+
+  /** `ingest disable --tenant T --id ID [--json]` — deliveries answer 404 from now on (within a few seconds on running gateways). */
+  ingest
+    .command("disable")
+    .description("disable an ingest endpoint: its deliveries answer 404 (running gateways notice within seconds)")
+    .option("--tenant <tenant>", "tenant id")
+    .option("--id <id>", "the endpoint (its URL token)")
+    .option("--json", "print the endpoint as JSON")
+    .action(
+      run(async (ctx, options: { tenant?: string; id?: string; json?: boolean }) => {
+        const orgId = requireTenant(options.tenant);
+        const id = requireId(options.id);
+        const endpoint = await ctx.withPool((pool) => disableIngestEndpoint(pool, orgId, id));
+        if (options.json) return ctx.printJson(ingestEndpointJson(endpoint, ctx.config.gateway.publicUrl));
+        ctx.print(`disabled ingest endpoint ${id} of tenant ${orgId}`);
+      }),
+    );
+}
