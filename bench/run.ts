@@ -15,6 +15,7 @@ import { governedHopsScenario } from "./scenarios/governed-hops.js";
 import { latencyScenario } from "./scenarios/latency.js";
 import { a2aCallbacksScenario } from "./scenarios/a2a-callbacks.js";
 import { a2aEgressScenario } from "./scenarios/a2a-egress.js";
+import { ingestScenario } from "./scenarios/ingest.js";
 import { formatJsonLine, formatReport } from "./report.js";
 import {
   USAGE,
@@ -34,8 +35,9 @@ import {
  *   (e) step latency at 1,000 steps/s offered    → `step_p50_ms`, `step_p99_ms` (ms)   latency
  *   A2A push callbacks/s (verify → resume)      → `callbacks_per_s` (unit "callbacks/s") a2a-callbacks
  *   A2A adapter's added latency per dispatch    → `egress_added_ms` (ms)               a2a-egress
+ *   verified ingest deliveries/s to task started → `ingest_per_s` (unit "deliveries/s")  ingest
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the

@@ -173,6 +173,36 @@ export async function insertTask(client: Queryable, task: TaskRecord, idempotenc
   return result.rowCount === 1;
 }
 
+/**
+ * Inserts tasks in one statement (see `insertTask`); answers the ids actually inserted. A task whose idempotency key
+ * the tenant already used (or an earlier row of the same call used) is skipped.
+ */
+export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task: TaskRecord; idempotencyKey: string | null; replyTo: ReplyAddress | null }>): Promise<Set<string>> {
+  if (tasks.length === 0) return new Set();
+  const rows = tasks.map(({ task, idempotencyKey, replyTo }) => ({
+    id: task.id,
+    org_id: task.orgId,
+    workflow_name: task.workflowName,
+    workflow_version: task.workflowVersion,
+    input: task.input ?? null,
+    status: task.status,
+    budget: task.budget,
+    cost: task.cost,
+    idempotency_key: idempotencyKey,
+    reply_to: replyTo,
+  }));
+  const result = await client.query<{ id: string }>(
+    `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key, reply_to)
+     SELECT x.id, x.org_id, x.workflow_name, x.workflow_version, coalesce(x.input, 'null'::jsonb), x.status, x.budget, x.cost, x.idempotency_key, x.reply_to
+       FROM json_to_recordset($1::json) AS x(id uuid, org_id text, workflow_name text, workflow_version integer, input jsonb, status text,
+                                               budget double precision, cost double precision, idempotency_key text, reply_to jsonb)
+     ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+     RETURNING id`,
+    [JSON.stringify(rows)],
+  );
+  return new Set(result.rows.map((r) => r.id));
+}
+
 export async function saveTasks(client: Queryable, tasks: readonly TaskRecord[]): Promise<void> {
   if (tasks.length === 0) return;
   const rows = tasks.map((t) => ({ id: t.id, status: t.status, cost: t.cost, error: t.error, finished_at_ms: t.finishedAtMs }));

@@ -12,7 +12,7 @@ import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "./appr
 import type { ApplyResult, Engine } from "./engine.js";
 import type { StepRecord, TaskRecord, TaskStatus } from "./model.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
-import { isUuid, insertTask, pendingWorkflowStep, saveSteps, STEP_COLUMNS, toStep } from "./task-store.js";
+import { isUuid, insertTasks, pendingWorkflowStep, saveSteps, STEP_COLUMNS, toStep } from "./task-store.js";
 
 export interface TaskServiceOptions {
   pool: Pool;
@@ -109,45 +109,77 @@ export class TaskService {
   }
 
   async start(request: StartTaskRequest): Promise<{ taskId: string; created: boolean; workflow: string }> {
-    const inputJson = JSON.stringify(request.input ?? {});
-    if (Buffer.byteLength(inputJson) > this.options.maxPayloadBytes) {
-      throw new SwitchyardError(ErrorCode.PayloadTooLarge, `task input is over the ${this.options.maxPayloadBytes}-byte limit`);
-    }
-    const stored = await this.transact(request.orgId, (client) => getWorkflow(client, request.orgId, request.workflow));
-    const def = stored.definition;
-    const taskId = randomUUID();
-    const task: TaskRecord = {
-      id: taskId,
-      orgId: request.orgId,
-      workflowName: stored.name,
-      workflowVersion: stored.version,
-      input: request.input ?? {},
-      status: "running",
-      budget: def.budget,
-      cost: 0,
-      error: null,
-      finishedAtMs: null,
-    };
-    const replyTo = request.replyTo ? validateAddress(request.replyTo) : null;
-    const outcome = await this.transact(request.orgId, async (client) => {
-      const inserted = await insertTask(client, task, request.idempotencyKey ?? null, replyTo);
-      if (!inserted) {
-        const { rows } = await client.query<{ id: string }>("SELECT id FROM tasks WHERE org_id = $1 AND idempotency_key = $2", [
-          request.orgId,
-          request.idempotencyKey,
-        ]);
-        return { taskId: rows[0]!.id, created: false, applied: undefined };
+    const [started] = await this.startMany(request.orgId, [request]);
+    return started!;
+  }
+
+  /**
+   * Starts several tasks of ONE tenant in one transaction (one engine batch, one audit append, one commit), each
+   * idempotent by its own key exactly as `start`; answers one outcome per request, in order. Callers that receive
+   * independent requests in bursts (the ingest route) group them with a MicroBatcher so N starts cost one commit.
+   * Any request failing (unknown workflow, payload too large) fails the whole call: batch callers retry singly.
+   */
+  async startMany(
+    orgId: string,
+    requests: readonly StartTaskRequest[],
+    options: { onCreated?: (client: PoolClient, created: ReadonlyArray<{ index: number; taskId: string }>) => Promise<void> } = {},
+  ): Promise<Array<{ taskId: string; created: boolean; workflow: string }>> {
+    for (const request of requests) {
+      if (request.orgId !== orgId) throw new SwitchyardError(ErrorCode.Internal, `startMany for tenant ${orgId} got a request of tenant ${request.orgId}`);
+      if (Buffer.byteLength(JSON.stringify(request.input ?? {})) > this.options.maxPayloadBytes) {
+        throw new SwitchyardError(ErrorCode.PayloadTooLarge, `task input is over the ${this.options.maxPayloadBytes}-byte limit`);
       }
-      await request.onCreated?.(client, taskId);
-      const steps = def.steps.map((s) => pendingWorkflowStep(taskId, request.orgId, s));
-      await saveSteps(client, steps);
-      const applied = await this.options.engine.applyInTransaction(client, [
-        { orgId: request.orgId, taskId, event: { type: "task_started", eventId: `start:${taskId}` } },
-      ]);
-      return { taskId, created: true, applied };
+    }
+    const replyTos = requests.map((request) => (request.replyTo ? validateAddress(request.replyTo) : null));
+    const refs = [...new Set(requests.map((r) => r.workflow))];
+    const workflows = await this.transact(orgId, async (client) => new Map(await Promise.all(refs.map(async (ref) => [ref, await getWorkflow(client, orgId, ref)] as const))));
+    const outcome = await this.transact(orgId, async (client) => {
+      const rows = requests.map((request, i) => {
+        const stored = workflows.get(request.workflow)!;
+        const task: TaskRecord = {
+          id: randomUUID(),
+          orgId,
+          workflowName: stored.name,
+          workflowVersion: stored.version,
+          input: request.input ?? {},
+          status: "running",
+          budget: stored.definition.budget,
+          cost: 0,
+          error: null,
+          finishedAtMs: null,
+        };
+        return { task, idempotencyKey: request.idempotencyKey ?? null, replyTo: replyTos[i]!, stored };
+      });
+      const inserted = await insertTasks(client, rows);
+      // A key used before (or twice in this batch) names the task that has it.
+      const reused = rows.filter((r) => !inserted.has(r.task.id)).map((r) => r.idempotencyKey!);
+      const existing = new Map<string, string>();
+      if (reused.length > 0) {
+        const found = await client.query<{ id: string; idempotency_key: string }>(
+          "SELECT id, idempotency_key FROM tasks WHERE org_id = $1 AND idempotency_key = ANY($2::text[])",
+          [orgId, reused],
+        );
+        for (const r of found.rows) existing.set(r.idempotency_key, r.id);
+      }
+      const created: Array<{ index: number; taskId: string }> = [];
+      const results = rows.map((r, index) => {
+        const workflow = `${r.stored.name}@${r.stored.version}`;
+        if (!inserted.has(r.task.id)) return { taskId: existing.get(r.idempotencyKey!)!, created: false, workflow };
+        created.push({ index, taskId: r.task.id });
+        return { taskId: r.task.id, created: true, workflow };
+      });
+      for (const c of created) await requests[c.index]!.onCreated?.(client, c.taskId);
+      if (created.length > 0) await options.onCreated?.(client, created);
+      if (created.length === 0) return { results, applied: undefined };
+      await saveSteps(client, created.flatMap((c) => rows[c.index]!.stored.definition.steps.map((s) => pendingWorkflowStep(c.taskId, orgId, s))));
+      const applied = await this.options.engine.applyInTransaction(
+        client,
+        created.map((c) => ({ orgId, taskId: c.taskId, event: { type: "task_started" as const, eventId: `start:${c.taskId}` } })),
+      );
+      return { results, applied };
     });
     await this.publish(outcome.applied);
-    return { taskId: outcome.taskId, created: outcome.created, workflow: `${stored.name}@${stored.version}` };
+    return outcome.results;
   }
 
   async get(orgId: string, taskId: string): Promise<TaskView> {

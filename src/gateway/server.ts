@@ -17,6 +17,7 @@ import { handleApprovalLink } from "../approvals/link-route.js";
 import { handleA2ACallback } from "../foreign/callback-route.js";
 import { EndpointCache } from "../ingest/endpoint-cache.js";
 import { createIngestRoute } from "../ingest/ingest-route.js";
+import { createBatchedTaskStarter } from "../ingest/task-starter.js";
 import { createSecretCipher } from "../vault/secret-cipher.js";
 import { TaskService } from "../coordinator/tasks.js";
 import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
@@ -109,7 +110,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
   }
   // Provider webhooks: the endpoint's URL token names the tenant; each source's signature authorises the body.
   routes.push(
-    createIngestRoute({ db: pool, tasks, endpoints: ingestEndpoints, maxBodyBytes: runtime.config.origin.ingestMaxBodyBytes, metrics, logger }),
+    createIngestRoute({ db: pool, tasks: createBatchedTaskStarter(tasks), endpoints: ingestEndpoints, maxBodyBytes: runtime.config.origin.ingestMaxBodyBytes, metrics, logger }),
   );
   routes.push(...options.routes);
 

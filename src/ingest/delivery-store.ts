@@ -33,3 +33,18 @@ export async function recordDelivery(db: Queryable, record: DeliveryRecord): Pro
   );
   return { cause: rows[0]?.cause ?? record.cause, taskId: rows[0]?.task_id ?? null, duplicate: true };
 }
+
+/**
+ * Records the task-starting deliveries of one batch in one statement, inside the transaction that created their
+ * tasks. A delivery id recorded before is left as it was (its task is found by the task's idempotency key).
+ */
+export async function recordStartedDeliveries(db: Queryable, records: readonly DeliveryRecord[]): Promise<void> {
+  if (records.length === 0) return;
+  await db.query(
+    `INSERT INTO ingest_deliveries (endpoint_id, delivery_id, org_id, event, cause, task_id)
+     SELECT x.endpoint_id, x.delivery_id, x.org_id, x.event, x.cause, x.task_id
+       FROM json_to_recordset($1::json) AS x(endpoint_id text, delivery_id text, org_id text, event text, cause text, task_id uuid)
+     ON CONFLICT (endpoint_id, delivery_id) DO NOTHING`,
+    [JSON.stringify(records.map((r) => ({ endpoint_id: r.endpointId, delivery_id: r.deliveryId, org_id: r.orgId, event: r.event, cause: r.cause, task_id: r.taskId })))],
+  );
+}

@@ -18,7 +18,6 @@
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { TaskService } from "../coordinator/tasks.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
@@ -28,6 +27,7 @@ import { recordDelivery, type DeliveryCause } from "./delivery-store.js";
 import { echoProbe, isSelfReply } from "./echo.js";
 import type { EndpointCache, ResolvedEndpoint } from "./endpoint-cache.js";
 import { deriveReplyAddress } from "./reply-address-parsers.js";
+import type { TaskStarter } from "./task-starter.js";
 import { verifyDelivery } from "./verify/index.js";
 
 export const INGEST_PATH_PREFIX = "/api/v1/ingest/";
@@ -36,8 +36,11 @@ const PATH_RE = /^\/api\/v1\/ingest\/([^/]+)$/;
 export interface IngestRouteDeps {
   /** Reads delivery rows and the echo check; the owner's pool (the route runs before a tenant is known). */
   db: Queryable;
-  /** Starts tasks; the gateway passes its tenant-scoped TaskService, so the task's transaction runs under RLS. */
-  tasks: Pick<TaskService, "start">;
+  /**
+   * Starts tasks: the gateway passes `createBatchedTaskStarter(tasks)` over its tenant-scoped TaskService, so the
+   * task's transaction runs under RLS and a burst of one tenant's deliveries shares one commit.
+   */
+  tasks: TaskStarter;
   endpoints: EndpointCache;
   /** Largest body accepted (config.origin.ingestMaxBodyBytes). */
   maxBodyBytes: number;
@@ -147,14 +150,15 @@ async function startTask(
   let started;
   try {
     started = await deps.tasks.start({
-      orgId: endpoint.orgId,
-      workflow: endpoint.workflow,
-      input: { source, event: delivery.event, delivery: delivery.providerDeliveryId ?? null, body: delivery.body },
-      ...(delivery.providerDeliveryId !== undefined ? { idempotencyKey: `ingest:${endpoint.id}:${delivery.providerDeliveryId}` } : {}),
-      replyTo,
-      onCreated: async (client, taskId) => {
-        await recordDelivery(client, { endpointId: endpoint.id, deliveryId: delivery.deliveryId, orgId: endpoint.orgId, event: delivery.event, cause: "task_started", taskId });
+      request: {
+        orgId: endpoint.orgId,
+        workflow: endpoint.workflow,
+        input: { source, event: delivery.event, delivery: delivery.providerDeliveryId ?? null, body: delivery.body },
+        ...(delivery.providerDeliveryId !== undefined ? { idempotencyKey: `ingest:${endpoint.id}:${delivery.providerDeliveryId}` } : {}),
+        replyTo,
       },
+      // Written in the task's transaction: a delivery is never recorded without its task, nor the reverse.
+      delivery: { endpointId: endpoint.id, deliveryId: delivery.deliveryId, orgId: endpoint.orgId, event: delivery.event },
     });
   } catch (error) {
     if (isSwitchyardError(error, ErrorCode.NotFound)) {
