@@ -18,6 +18,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { sign } from "@octokit/webhooks-methods";
 import { defaultConfig, type Config } from "../../src/config.js";
 import { TaskService } from "../../src/coordinator/tasks.js";
+import { EchoChecker } from "../../src/ingest/echo.js";
 import { EndpointCache } from "../../src/ingest/endpoint-cache.js";
 import { createIngestEndpoint } from "../../src/ingest/endpoint-store.js";
 import { createIngestRoute } from "../../src/ingest/ingest-route.js";
@@ -67,7 +68,7 @@ export const ingestScenario: Scenario = {
     await submitWorkflow(runtime.pool, ORG, parseWorkflowDefinition(`name: triage\nsteps:\n  - { id: look, to: "role:triage" }\n`));
     const { endpoint, secret } = await createIngestEndpoint(runtime.pool, cipher, ORG, { source: "github", workflow: "triage" });
     const tasks = new TaskService({ pool: runtime.pool, engine: runtime.engine, publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes, transact: tenantScoped(runtime.pool) });
-    const route = createIngestRoute({ db: runtime.pool, tasks: createBatchedTaskStarter(tasks), endpoints: new EndpointCache({ db: runtime.pool, cipher }), maxBodyBytes: config.origin.ingestMaxBodyBytes, metrics: runtime.metrics });
+    const route = createIngestRoute({ db: runtime.pool, tasks: createBatchedTaskStarter(tasks), echoes: new EchoChecker(runtime.pool), endpoints: new EndpointCache({ db: runtime.pool, cipher }), maxBodyBytes: config.origin.ingestMaxBodyBytes, metrics: runtime.metrics });
     const server: Server = createServer((req, res) => {
       route(req, res).catch((error: unknown) => {
         ctx.log(`ingest route failed: ${(error as Error).message}`);

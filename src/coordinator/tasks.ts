@@ -132,8 +132,9 @@ export class TaskService {
     }
     const replyTos = requests.map((request) => (request.replyTo ? validateAddress(request.replyTo) : null));
     const refs = [...new Set(requests.map((r) => r.workflow))];
-    const workflows = await this.transact(orgId, async (client) => new Map(await Promise.all(refs.map(async (ref) => [ref, await getWorkflow(client, orgId, ref)] as const))));
     const outcome = await this.transact(orgId, async (client) => {
+      const workflows = new Map<string, Awaited<ReturnType<typeof getWorkflow>>>();
+      for (const ref of refs) workflows.set(ref, await getWorkflow(client, orgId, ref));
       const rows = requests.map((request, i) => {
         const stored = workflows.get(request.workflow)!;
         const task: TaskRecord = {

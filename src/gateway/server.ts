@@ -15,6 +15,7 @@ import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { handleApprovalLink } from "../approvals/link-route.js";
 import { handleA2ACallback } from "../foreign/callback-route.js";
+import { EchoChecker } from "../ingest/echo.js";
 import { EndpointCache } from "../ingest/endpoint-cache.js";
 import { createIngestRoute } from "../ingest/ingest-route.js";
 import { createBatchedTaskStarter } from "../ingest/task-starter.js";
@@ -110,7 +111,15 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
   }
   // Provider webhooks: the endpoint's URL token names the tenant; each source's signature authorises the body.
   routes.push(
-    createIngestRoute({ db: pool, tasks: createBatchedTaskStarter(tasks), endpoints: ingestEndpoints, maxBodyBytes: runtime.config.origin.ingestMaxBodyBytes, metrics, logger }),
+    createIngestRoute({
+      db: pool,
+      tasks: createBatchedTaskStarter(tasks),
+      endpoints: ingestEndpoints,
+      echoes: new EchoChecker(pool),
+      maxBodyBytes: runtime.config.origin.ingestMaxBodyBytes,
+      metrics,
+      logger,
+    }),
   );
   routes.push(...options.routes);
 

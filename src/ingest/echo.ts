@@ -7,9 +7,11 @@
  * - Cairn: a comment event whose `data.comment.id` is the provider id of one of our replies.
  * Only the tenant's own rows count: another tenant's reply ids say nothing about this tenant's deliveries.
  *
- * `echoProbe` is pure (what to look for); `isSelfReply` asks the database.
+ * `echoProbe` is pure (what to look for); `isSelfReply` asks the database; `EchoChecker` asks it for many
+ * concurrent deliveries in one query (a burst of comments costs one round trip, not one pool connection each).
  */
 import type { Queryable } from "../store/db.js";
+import { MicroBatcher } from "../store/micro-batcher.js";
 import type { IngestSource } from "./endpoint-store.js";
 
 export interface EchoProbe {
@@ -68,4 +70,45 @@ export async function isSelfReply(db: Queryable, orgId: string, probe: EchoProbe
     [orgId, probe.providerIds, probe.slackBotId ?? null, probe.slackAppId ?? null],
   );
   return rows[0]?.echo === true;
+}
+
+/** `isSelfReply` for many deliveries at once, grouped by a MicroBatcher; one per process. */
+export class EchoChecker {
+  private readonly batcher: MicroBatcher<{ orgId: string; probe: EchoProbe }, boolean>;
+
+  constructor(private readonly db: Queryable, options: { maxBatch?: number; maxInFlight?: number } = {}) {
+    this.batcher = new MicroBatcher({ run: (items) => this.checkBatch(items), maxBatch: options.maxBatch ?? 200, maxInFlight: options.maxInFlight ?? 2 });
+  }
+
+  isSelfReply(orgId: string, probe: EchoProbe): Promise<boolean> {
+    return this.batcher.submit({ orgId, probe });
+  }
+
+  private async checkBatch(items: Array<{ orgId: string; probe: EchoProbe }>): Promise<boolean[]> {
+    const pairs = items.flatMap(({ orgId, probe }) => probe.providerIds.map((id) => [orgId, id] as const));
+    const slackOrgs = [...new Set(items.filter((i) => i.probe.slackBotId || i.probe.slackAppId).map((i) => i.orgId))];
+    const [replies, bots] = await Promise.all([
+      pairs.length === 0
+        ? { rows: [] }
+        : this.db.query<{ org_id: string; provider_id: string }>(
+            `SELECT r.org_id, r.provider_id FROM origin_replies r
+               JOIN unnest($1::text[], $2::text[]) AS p(org_id, provider_id) ON r.org_id = p.org_id AND r.provider_id = p.provider_id
+              WHERE r.state = 'sent'`,
+            [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
+          ),
+      slackOrgs.length === 0
+        ? { rows: [] }
+        : this.db.query<{ org_id: string; bot_id: string | null; app_id: string | null }>(
+            "SELECT org_id, bot_id, app_id FROM connections WHERE kind = 'slack' AND org_id = ANY($1::text[]) AND (bot_id IS NOT NULL OR app_id IS NOT NULL)",
+            [slackOrgs],
+          ),
+    ]);
+    const sent = new Set(replies.rows.map((r) => `${r.org_id}\u0000${r.provider_id}`));
+    return items.map(({ orgId, probe }) => {
+      if (probe.providerIds.some((id) => sent.has(`${orgId}\u0000${id}`))) return true;
+      return bots.rows.some(
+        (b) => b.org_id === orgId && ((probe.slackBotId !== undefined && b.bot_id === probe.slackBotId) || (probe.slackAppId !== undefined && b.app_id === probe.slackAppId)),
+      );
+    });
+  }
 }

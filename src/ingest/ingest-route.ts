@@ -24,7 +24,7 @@ import type { Metrics } from "../metrics.js";
 import type { Queryable } from "../store/db.js";
 import { deliveryFacts } from "./delivery-facts.js";
 import { recordDelivery, type DeliveryCause } from "./delivery-store.js";
-import { echoProbe, isSelfReply } from "./echo.js";
+import { echoProbe, type EchoChecker } from "./echo.js";
 import type { EndpointCache, ResolvedEndpoint } from "./endpoint-cache.js";
 import { deriveReplyAddress } from "./reply-address-parsers.js";
 import type { TaskStarter } from "./task-starter.js";
@@ -42,6 +42,8 @@ export interface IngestRouteDeps {
    */
   tasks: TaskStarter;
   endpoints: EndpointCache;
+  /** Our own replies coming back (src/ingest/echo.ts), checked in batches. */
+  echoes: EchoChecker;
   /** Largest body accepted (config.origin.ingestMaxBodyBytes). */
   maxBodyBytes: number;
   metrics?: Pick<Metrics, "ingestDeliveries">;
@@ -130,7 +132,7 @@ export async function handleIngest(req: IncomingMessage, res: ServerResponse, de
   };
   if (facts.ignore !== undefined) return notStarted("ignored");
   const probe = echoProbe(source, facts.event, body);
-  if (probe && (await isSelfReply(deps.db, endpoint.orgId, probe))) return notStarted("self_reply");
+  if (probe && (await deps.echoes.isSelfReply(endpoint.orgId, probe))) return notStarted("self_reply");
 
   return startTask(res, deps, endpoint, { event: facts.event, providerDeliveryId: facts.deliveryId, deliveryId, body }, count, logger, log);
 }
