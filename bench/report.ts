@@ -13,6 +13,7 @@ export const REQUIRED_KEYS = [
   "step_p99_ms",
   "callbacks_per_s",
   "egress_added_ms",
+  "ingest_per_s",
 ] as const;
 
 export const BASELINES = { rawRelay: "raw_relay_hops_per_s", bullmq: "bullmq_jobs_per_s" } as const;
@@ -41,6 +42,7 @@ export const TARGETS: readonly Target[] = [
   atLeast("hops_per_s", 12_000),
   atMost("step_p99_ms", 25),
   atLeast("callbacks_per_s", 3_000),
+  atLeast("ingest_per_s", 2_000),
 ];
 
 export function formatNumber(n: number): string {
