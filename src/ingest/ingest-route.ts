@@ -123,7 +123,7 @@ export async function handleIngest(req: IncomingMessage, res: ServerResponse, de
   const notStarted = async (cause: Exclude<DeliveryCause, "task_started">) => {
     const recorded = await recordDelivery(deps.db, { endpointId: endpoint.id, deliveryId, orgId: endpoint.orgId, event: facts.event, cause, taskId: null });
     count(source, recorded.duplicate ? "duplicate" : cause);
-    logger.info({ ...log, cause: recorded.cause, duplicate: recorded.duplicate }, "ingest delivery recorded; no task started");
+    logger.debug({ ...log, cause: recorded.cause, duplicate: recorded.duplicate }, "ingest delivery recorded; no task started");
     return answer(res, undefined, 200, {
       cause: recorded.cause,
       ...(recorded.taskId ? { taskId: recorded.taskId } : {}),
@@ -175,7 +175,7 @@ async function startTask(
     throw error;
   }
   count(source, !started.created ? "duplicate" : source === "generic" ? "unverified_generic" : "verified");
-  logger.info({ ...log, taskId: started.taskId, created: started.created, replyTo: replyTo?.kind ?? null }, "ingest delivery started a task");
+  logger.debug({ ...log, taskId: started.taskId, created: started.created, replyTo: replyTo?.kind ?? null }, "ingest delivery started a task");
   return started.created ? answer(res, undefined, 202, { taskId: started.taskId }) : answer(res, undefined, 200, { taskId: started.taskId, duplicate: true });
 }
 
