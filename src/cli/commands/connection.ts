@@ -48,7 +48,10 @@ async function stdinSecret(ctx: CliContext, options: { secretStdin?: boolean; se
   if (!options.secretStdin) {
     throw new SwitchyardError(ErrorCode.InvalidArgument, "--secret-stdin is required: the secret is read from stdin, never from a flag", { details: { path: "--secret-stdin" } });
   }
-  return readSecretFromStdin(ctx.io.stdin ?? process.stdin);
+  const stdin = ctx.io.stdin ?? process.stdin;
+  // Typed at a terminal, the read would seem to hang: say what it waits for (and that a pipe is better).
+  if (stdin === process.stdin && process.stdin.isTTY) ctx.note("reading the secret from stdin; end it with Ctrl-D (better: pipe it in)");
+  return readSecretFromStdin(stdin);
 }
 
 function list(value: string): string[] {
