@@ -20,6 +20,7 @@ import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
 import type { Runtime } from "../runtime.js";
 import { tenantScoped } from "../store/tenant-scope.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { createSecretCipher } from "../vault/secret-cipher.js";
 import { createAuthInterceptor } from "./auth.js";
 import { createErrorInterceptor } from "./errors.js";
 import { readiness, sendJson } from "./health.js";
@@ -74,6 +75,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       logger,
       watches,
       stopping: stopping.signal,
+      cipher: createSecretCipher(runtime.config.origin.encryptionKeys),
     }),
     interceptors: [createErrorInterceptor(logger, runtime.health), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
     readMaxBytes: options.readMaxBytes,

@@ -7,6 +7,7 @@ import type { Bus } from "../../bus/bus.js";
 import type { TaskService } from "../../coordinator/tasks.js";
 import type { Logger } from "../../logger.js";
 import type { Pool } from "../../store/db.js";
+import type { SecretCipher } from "../../vault/secret-cipher.js";
 import type { WatchHub } from "../watch-hub.js";
 
 export interface ServiceDeps {
@@ -23,4 +24,7 @@ export interface ServiceDeps {
   watches: WatchHub;
   /** Aborted when the gateway starts shutting down: open Watch streams end so in-flight calls can finish. */
   stopping: AbortSignal;
+  /** The vault cipher (from SWITCHYARD_SECRET_ENCRYPTION_KEY); undefined when no key is configured, and then
+   * every call that would store a secret is refused. */
+  cipher?: SecretCipher;
 }
