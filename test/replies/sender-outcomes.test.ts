@@ -74,6 +74,29 @@ describe("reply sender: outcomes", () => {
     await cappedSender.close();
   });
 
+  it("GitHub's 403 rate limits (x-ratelimit-remaining: 0, or Retry-After) wait; a plain 403 is a rejection", async () => {
+    const primary = await github();
+    const resetAt = Math.floor(Date.now() / 1000) + 2;
+    primary.stub.enqueue({ type: "status", status: 403, error: "API rate limit exceeded", headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(resetAt) } });
+    const secondary = await github();
+    secondary.stub.enqueue({ type: "status", status: 403, error: "You have exceeded a secondary rate limit", headers: { "retry-after": "3" } });
+    const forbidden = await github();
+    forbidden.stub.enqueue({ type: "status", status: 403, error: "Resource not accessible by integration" });
+    const { sender } = loopbackSender(db.pool);
+
+    await sender.runOnce();
+
+    const a = await readReply(db.pool, primary.replyId);
+    expect(a).toMatchObject({ state: "pending", code: "provider_rate_limited" });
+    expect(a.ms_until_next).toBeGreaterThan(0);
+    expect(a.ms_until_next).toBeLessThanOrEqual(2_100);
+    const b = await readReply(db.pool, secondary.replyId);
+    expect(b).toMatchObject({ state: "pending", code: "provider_rate_limited" });
+    expect(b.ms_until_next).toBeGreaterThan(2_000);
+    expect(await readReply(db.pool, forbidden.replyId)).toMatchObject({ state: "failed", code: "provider_rejected", message: "github answered HTTP 403: Resource not accessible by integration" });
+    await sender.close();
+  });
+
   it("Slack's ok:false ratelimited is a 429 in words: dialed again, then sent", async () => {
     const slack = await startProviderStub("slack", { token: "xoxb-rl" });
     stubs.push(slack);
