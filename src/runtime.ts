@@ -161,11 +161,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
   if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
-  replies = createRuntimeReplySender(config, pool, logger, metrics, options.clock);
+  replies = createRuntimeReplySender(config, pool, logger, metrics, health, options.clock);
   return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], replies, close };
 }
 
-function createRuntimeReplySender(config: Config, pool: Pool, logger: Logger, metrics: Metrics, clock: (() => number) | undefined): ReplySender {
+function createRuntimeReplySender(config: Config, pool: Pool, logger: Logger, metrics: Metrics, health: DependencyHealth, clock: (() => number) | undefined): ReplySender {
   const cipher = createSecretCipher(config.origin.encryptionKeys);
   if (!cipher) return createDisabledReplySender({ pool, logger });
   return createReplySender({
@@ -181,6 +181,7 @@ function createRuntimeReplySender(config: Config, pool: Pool, logger: Logger, me
     intervalMs: Math.min(config.coordinator.sweepIntervalMs, 1_000),
     logger,
     metrics,
+    health,
     ...(clock ? { clock } : {}),
   });
 }

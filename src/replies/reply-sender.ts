@@ -15,6 +15,7 @@
  * (`connect_failed`, `provider_rate_limited`); an egress refusal or a 4xx → `failed`; anything after the request may
  * have been written (timeout, reset, 5xx) → `unknown`, never dialed again.
  */
+import type { DependencyHealth } from "../dependency-health.js";
 import type { Metrics } from "../metrics.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
@@ -66,6 +67,8 @@ export interface ReplySenderOptions {
   logger?: Logger;
   metrics?: Metrics;
   clock?: () => number;
+  /** Where a kicked run that fails because Postgres is down is recorded (logged once per outage). */
+  health?: DependencyHealth;
 }
 
 export interface ReplySender {
@@ -254,7 +257,15 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   return {
     kick() {
       if (!active || closed) return;
-      setTimeout(() => void runOnce().catch((error: unknown) => logger.error({ err: error }, "reply sender run failed")), 0);
+      setTimeout(
+        () =>
+          void runOnce().catch((error: unknown) => {
+            // An outage is the process's DependencyHealth's to log (once); the periodic job runs the rows again.
+            if (options.health?.absorb(error)) return;
+            logger.error({ err: error }, "reply sender run failed");
+          }),
+        0,
+      );
     },
     runOnce,
     sweep,
