@@ -29,7 +29,6 @@ export interface ConnectionRow {
   kind: ConnectionKind;
   accountKey: string;
   apiBaseUrl: string;
-  secretCiphertext: string;
 }
 
 /** Claims up to `limit` due pending rows for `leaseMs`; `FOR UPDATE SKIP LOCKED` lets several senders share them. */
@@ -62,7 +61,7 @@ export async function claimReplies(db: Queryable, limit: number, leaseMs: number
 
 export async function loadConnection(db: Queryable, id: string): Promise<ConnectionRow | undefined> {
   const { rows } = await db.query(
-    "SELECT id, org_id, kind, account_key, api_base_url, secret_ciphertext FROM connections WHERE id = $1",
+    "SELECT id, org_id, kind, account_key, api_base_url FROM connections WHERE id = $1",
     [id],
   );
   const row = rows[0];
@@ -73,7 +72,6 @@ export async function loadConnection(db: Queryable, id: string): Promise<Connect
     kind: row.kind as ConnectionKind,
     accountKey: row.account_key as string,
     apiBaseUrl: row.api_base_url as string,
-    secretCiphertext: row.secret_ciphertext as string,
   };
 }
 

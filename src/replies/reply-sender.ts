@@ -16,10 +16,12 @@
  * have been written (timeout, reset, 5xx) → `unknown`, never dialed again.
  */
 import type { DependencyHealth } from "../dependency-health.js";
+import { SwitchyardError } from "../errors.js";
 import type { Metrics } from "../metrics.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
 import type { SecretCipher } from "../vault/secret-cipher.js";
+import { openConnectionSecret } from "../vault/connection-secret.js";
 import { createGuardedFetch, type EgressResolver } from "../foreign/egress/index.js";
 import type { BackgroundJob } from "../foreign/a2a-foreign.js";
 import { accountKeyOf, connectionKindOf, validateAddress, type ReplyAddress } from "../origin/reply-address.js";
@@ -199,9 +201,12 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     if (reply.text.length > limit) return { refuse: { code: "text_too_long", message: `the text is ${reply.text.length} characters; ${connection.kind} takes at most ${limit}` } };
     let secret: string;
     try {
-      secret = options.cipher.open(connection.secretCiphertext, `connection:${connection.id}`);
+      // The vault's one opening point, scoped to the row's tenant as well.
+      secret = await openConnectionSecret(options.pool, options.cipher, reply.orgId, connection.id);
     } catch (error) {
-      return { refuse: { code: "connection_unusable", message: `the connection's secret cannot be opened: ${(error as Error).message}` } };
+      // A missing row or an envelope no key of the ring opens; a database failure is not the connection's fault.
+      if (!(error instanceof SwitchyardError)) throw error;
+      return { refuse: { code: "connection_unusable", message: `the connection's secret cannot be opened: ${error.message}` } };
     }
     return { connection, address, secret };
   };
