@@ -29,6 +29,8 @@ export interface ConnectionRow {
   kind: ConnectionKind;
   accountKey: string;
   apiBaseUrl: string;
+  /** The allowlist of repositories / channels / artifacts; empty admits every target. */
+  targets: string[];
 }
 
 /** Claims up to `limit` due pending rows for `leaseMs`; `FOR UPDATE SKIP LOCKED` lets several senders share them. */
@@ -61,7 +63,7 @@ export async function claimReplies(db: Queryable, limit: number, leaseMs: number
 
 export async function loadConnection(db: Queryable, id: string): Promise<ConnectionRow | undefined> {
   const { rows } = await db.query(
-    "SELECT id, org_id, kind, account_key, api_base_url FROM connections WHERE id = $1",
+    "SELECT id, org_id, kind, account_key, api_base_url, targets FROM connections WHERE id = $1",
     [id],
   );
   const row = rows[0];
@@ -72,6 +74,7 @@ export async function loadConnection(db: Queryable, id: string): Promise<Connect
     kind: row.kind as ConnectionKind,
     accountKey: row.account_key as string,
     apiBaseUrl: row.api_base_url as string,
+    targets: (row.targets as string[] | null) ?? [],
   };
 }
 

@@ -24,7 +24,8 @@ import type { SecretCipher } from "../vault/secret-cipher.js";
 import { openConnectionSecret } from "../vault/connection-secret.js";
 import { createGuardedFetch, type EgressResolver } from "../foreign/egress/index.js";
 import type { BackgroundJob } from "../foreign/a2a-foreign.js";
-import { accountKeyOf, connectionKindOf, validateAddress, type ReplyAddress } from "../origin/reply-address.js";
+import { accountKeyOf, connectionKindOf, targetOf, validateAddress, type ReplyAddress } from "../origin/reply-address.js";
+import { targetAllowed } from "../vault/connection-select.js";
 import { redact, type DialOutcome } from "./dial-outcome.js";
 import { REPLY_PROVIDERS, type ProviderResult } from "./providers/index.js";
 import { claimReplies, finishReply, learnIdentity, loadConnection, sweepInterrupted, type ClaimedReply, type ConnectionRow, type ReplyFinish } from "./reply-rows.js";
@@ -196,6 +197,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
           message: `the address (${connectionKindOf(address)} ${accountKeyOf(address)}) does not match the connection (${connection.kind} ${connection.accountKey}); nothing was sent`,
         },
       };
+    }
+    // The allowlist may have narrowed since the verb selected the connection: checked again at the last moment.
+    if (!targetAllowed(connection.targets, address)) {
+      return { refuse: { code: "target_not_allowed", message: `the connection's targets do not admit ${targetOf(address)}; nothing was sent` } };
     }
     const limit = REPLY_PROVIDERS[connection.kind].maxTextChars;
     if (reply.text.length > limit) return { refuse: { code: "text_too_long", message: `the text is ${reply.text.length} characters; ${connection.kind} takes at most ${limit}` } };

@@ -90,6 +90,22 @@ describe("reply sender: where the credential goes", () => {
     expect(github.requests.map((r) => r.headers.host)).toEqual([new URL(apiBaseUrl).host]);
   });
 
+  it("a target the connection's allowlist no longer admits is never dialed", async () => {
+    const github = await stub("github", "ghp_targets_token");
+    const org = await newTenant(db.pool);
+    const connectionId = await insertConnection(db.pool, { org, kind: "github", accountKey: "github.com", apiBaseUrl: github.apiBaseUrl, secret: "ghp_targets_token" });
+    await db.pool.query("UPDATE connections SET targets = '{other/*}' WHERE id = $1", [connectionId]);
+    const replyId = await insertReply(db.pool, { org, taskId: await insertTask(db.pool, org, GITHUB_ADDRESS), connectionId, text: "x" });
+    const { sender: s } = sender();
+    await s.runOnce();
+    expect(await readReply(db.pool, replyId)).toMatchObject({ state: "failed", code: "target_not_allowed" });
+    expect(github.requests).toHaveLength(0);
+    await db.pool.query("UPDATE connections SET targets = '{acme/*}' WHERE id = $1", [connectionId]);
+    const admitted = await insertReply(db.pool, { org, taskId: await insertTask(db.pool, org, GITHUB_ADDRESS), connectionId, text: "y" });
+    await s.runOnce();
+    expect((await readReply(db.pool, admitted)).state).toBe("sent");
+  });
+
   it("a reply whose connection belongs to another tenant is never dialed", async () => {
     const github = await stub("github", "ghp_tenant_a_token");
     const orgA = await newTenant(db.pool);
