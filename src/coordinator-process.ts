@@ -1,6 +1,6 @@
 /**
  * A coordinator built from a runtime with everything a deployed one runs beside its inbox: live flags, the
- * signed-checkpoint job (SWITCHYARD_CHECKPOINT_*) and the FOREIGN sender and sweep. `start coordinator`,
+ * signed-checkpoint job (SWITCHYARD_CHECKPOINT_*), the FOREIGN sender and sweep, and the origin-reply sender. `start coordinator`,
  * `start all` and the demo all use this, so they cannot drift apart.
  */
 import { consumerName } from "./bus/keys.js";
@@ -14,6 +14,8 @@ export interface CreateCoordinatorOptions {
   logger?: Logger;
   /** Run the FOREIGN sender and sweep beside the loops. @defaultValue true */
   foreignJobs?: boolean;
+  /** Run the origin-reply sender (`runtime.replies.job`) beside the loops. @defaultValue true */
+  replyJobs?: boolean;
 }
 
 export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOptions = {}): Coordinator {
@@ -44,6 +46,6 @@ export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOp
       logger,
       metrics,
     }),
-    background: options.foreignJobs === false ? [] : runtime.foreignJobs,
+    background: [...(options.foreignJobs === false ? [] : runtime.foreignJobs), ...(options.replyJobs === false ? [] : [runtime.replies.job])],
   });
 }

@@ -38,6 +38,10 @@ export interface Metrics {
   dependencyOutages: Counter<"dependency">;
   /** Length of each outage that ended; its count is the number of recoveries (reconnections after an outage). */
   dependencyOutageSeconds: Histogram<"dependency">;
+  /** Origin-reply dials by connection kind and outcome (sent, retry, failed, unknown) (src/replies/reply-sender.ts). */
+  originReplyDials: Counter<"kind" | "outcome">;
+  /** Time of one origin-reply dial, request to answer (or failure), by connection kind. */
+  originReplyDialSeconds: Histogram<"kind">;
   /**
    * Deliveries to ingest endpoints by source and outcome: verified (a task started), unverified_generic, duplicate,
    * self_reply, ignored, url_verification, or refused: rejected_signature, rejected_stale, unknown_endpoint,
@@ -109,6 +113,19 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       help: "Length of each dependency outage this process recovered from (reconnected after)",
       labelNames: ["dependency"],
       buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+      registers: [registry],
+    }),
+    originReplyDials: new Counter({
+      name: "switchyard_origin_reply_dials_total",
+      help: "Origin-reply dials by connection kind and outcome: sent, retry (connection failed or 429, dialed again later), failed, unknown",
+      labelNames: ["kind", "outcome"],
+      registers: [registry],
+    }),
+    originReplyDialSeconds: new Histogram({
+      name: "switchyard_origin_reply_dial_seconds",
+      help: "Time of one origin-reply dial (the provider request, and Slack's permalink lookup), by connection kind",
+      labelNames: ["kind"],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
     ingestDeliveries: new Counter({

@@ -29,6 +29,9 @@ import { assertSchemaCurrent } from "./store/migrate.js";
 import { WorkflowCache } from "./store/workflow-store.js";
 import { createA2ADispatcher } from "./foreign/dispatcher.js";
 import { createA2AForeign, type A2AForeign, type BackgroundJob } from "./foreign/a2a-foreign.js";
+import { createSecretCipher } from "./vault/secret-cipher.js";
+import { createReplySender, type ReplySender } from "./replies/reply-sender.js";
+import { createDisabledReplySender } from "./replies/disabled-sender.js";
 
 export interface Runtime {
   config: Config;
@@ -52,6 +55,12 @@ export interface Runtime {
   a2a: A2AForeign | undefined;
   /** Periodic jobs a coordinator of this runtime runs (`new Coordinator({ …, background: runtime.foreignJobs })`). */
   foreignJobs: BackgroundJob[];
+  /**
+   * Dials pending origin replies (src/replies/). Its `job` runs among a coordinator's background jobs; `kick()` wakes
+   * it at once (a no-op in a process that does not run the job). Without SWITCHYARD_SECRET_ENCRYPTION_KEY it dials
+   * nothing and says so once.
+   */
+  replies: ReplySender;
   close(): Promise<void>;
 }
 
@@ -93,10 +102,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const flags = new LiveFlags({ db: pool, defaults: config.flags, logger, health });
   let closed = false;
   let a2a: A2AForeign | undefined;
+  let replies: ReplySender | undefined;
   const close = async () => {
     if (closed) return;
     closed = true;
     a2a?.close();
+    await replies?.close().catch(() => {});
     await flags.stop();
     await bus.close().catch(() => {});
     redis.disconnect();
@@ -150,7 +161,29 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
   if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
-  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
+  replies = createRuntimeReplySender(config, pool, logger, metrics, health, options.clock);
+  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], replies, close };
+}
+
+function createRuntimeReplySender(config: Config, pool: Pool, logger: Logger, metrics: Metrics, health: DependencyHealth, clock: (() => number) | undefined): ReplySender {
+  const cipher = createSecretCipher(config.origin.encryptionKeys);
+  if (!cipher) return createDisabledReplySender({ pool, logger });
+  return createReplySender({
+    pool,
+    cipher,
+    egress: {
+      allowedNetworks: config.foreign.allowedNetworks,
+      connectTimeoutMs: config.foreign.connectTimeoutMs,
+      maxResponseBytes: config.foreign.maxResponseBytes,
+    },
+    timeoutMs: config.origin.replyTimeoutMs,
+    dialAttempts: config.origin.replyDialAttempts,
+    intervalMs: Math.min(config.coordinator.sweepIntervalMs, 1_000),
+    logger,
+    metrics,
+    health,
+    ...(clock ? { clock } : {}),
+  });
 }
 
 /** host:port of a URL, never its credentials. */

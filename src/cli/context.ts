@@ -32,6 +32,8 @@ export interface CliIo {
   signal?: AbortSignal;
   /** Install SIGINT/SIGTERM handlers for long-running commands. @defaultValue true */
   handleSignals: boolean;
+  /** Where `--secret-stdin` reads a secret from. @defaultValue process.stdin */
+  stdin?: AsyncIterable<string | Uint8Array>;
 }
 
 export function defaultIo(overrides: Partial<CliIo> = {}): CliIo {

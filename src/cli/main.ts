@@ -15,6 +15,7 @@ import { registerApiKeyCommands } from "./commands/apikey.js";
 import { registerApprovalCommands } from "./commands/approval.js";
 import { registerAuditCommands } from "./commands/audit.js";
 import { registerBusCommands } from "./commands/bus.js";
+import { registerConnectionCommands } from "./commands/connection.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerDlqCommands } from "./commands/dlq.js";
 import { registerFlagsCommands } from "./commands/flags.js";
@@ -26,6 +27,7 @@ import { registerPolicyCommands } from "./commands/policy.js";
 import { registerStartCommands } from "./commands/start.js";
 import { registerTaskCommands } from "./commands/task.js";
 import { registerTenantCommands } from "./commands/tenant.js";
+import { registerVaultCommands } from "./commands/vault.js";
 import { registerWorkflowCommands } from "./commands/workflow.js";
 import { ExitCode, exitCodeFor, formatErrorJson, formatErrorLine, toCliError } from "./output.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
@@ -70,6 +72,8 @@ export function buildProgram(io: CliIo = defaultIo()): Command {
   registerTenantCommands(program, run);
   registerApiKeyCommands(program, run);
   registerForeignCommands(program, run);
+  registerConnectionCommands(program, run);
+  registerVaultCommands(program, run);
   registerIngestCommands(program, run);
   return program;
 }

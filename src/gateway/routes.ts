@@ -5,6 +5,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { AdminService } from "../gen/switchyard/api/v1/admin_pb.js";
 import { ApprovalService } from "../gen/switchyard/api/v1/approvals_pb.js";
 import { AuditService } from "../gen/switchyard/api/v1/audit_pb.js";
+import { ConnectionService } from "../gen/switchyard/api/v1/connections_pb.js";
 import { ForeignAgentService } from "../gen/switchyard/api/v1/foreign_pb.js";
 import { IngestService } from "../gen/switchyard/api/v1/ingest_pb.js";
 import { TaskService } from "../gen/switchyard/api/v1/tasks_pb.js";
@@ -12,6 +13,7 @@ import { WorkflowService } from "../gen/switchyard/api/v1/workflows_pb.js";
 import { adminService } from "./services/admin.js";
 import { approvalService } from "./services/approvals.js";
 import { auditService } from "./services/audit.js";
+import { connectionService } from "./services/connections.js";
 import type { ServiceDeps } from "./services/deps.js";
 import { foreignAgentService } from "./services/foreign.js";
 import { ingestService } from "./services/ingest.js";
@@ -22,7 +24,7 @@ import { workflowService } from "./services/workflows.js";
 export const ADMIN_SERVICES = [AdminService] as const;
 
 /** Services that act for one tenant (the auth interceptor resolves it: see `resolveTenantCall`). */
-export const TENANT_SERVICES = [WorkflowService, TaskService, ApprovalService, AuditService, ForeignAgentService, IngestService] as const;
+export const TENANT_SERVICES = [WorkflowService, TaskService, ApprovalService, AuditService, ForeignAgentService, ConnectionService, IngestService] as const;
 
 export function registerServices(deps: ServiceDeps): (router: ConnectRouter) => void {
   return (router) => {
@@ -31,6 +33,7 @@ export function registerServices(deps: ServiceDeps): (router: ConnectRouter) => 
     router.service(ApprovalService, approvalService(deps));
     router.service(AuditService, auditService(deps));
     router.service(ForeignAgentService, foreignAgentService(deps));
+    router.service(ConnectionService, connectionService(deps));
     router.service(IngestService, ingestService(deps));
     router.service(AdminService, adminService(deps));
   };

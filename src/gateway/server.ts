@@ -19,12 +19,12 @@ import { EchoChecker } from "../ingest/echo.js";
 import { EndpointCache } from "../ingest/endpoint-cache.js";
 import { createIngestRoute } from "../ingest/ingest-route.js";
 import { createBatchedTaskStarter } from "../ingest/task-starter.js";
-import { createSecretCipher } from "../vault/secret-cipher.js";
 import { TaskService } from "../coordinator/tasks.js";
 import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
 import type { Runtime } from "../runtime.js";
 import { tenantScoped } from "../store/tenant-scope.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { createSecretCipher } from "../vault/secret-cipher.js";
 import { createAuthInterceptor } from "./auth.js";
 import { createErrorInterceptor } from "./errors.js";
 import { readiness, sendJson } from "./health.js";
@@ -68,6 +68,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     limits: { perTenant: options.watchMaxPerTenant, total: options.watchMaxStreams },
     logger,
   });
+  // One cipher for the vault services and the ingest route (undefined without SWITCHYARD_SECRET_ENCRYPTION_KEY).
   const cipher = createSecretCipher(runtime.config.origin.encryptionKeys);
   const ingestEndpoints = new EndpointCache({ db: pool, cipher, ttlMs: options.ingestCacheTtlMs, logger });
   const connect = connectNodeAdapter({

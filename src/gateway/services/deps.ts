@@ -7,8 +7,8 @@ import type { Bus } from "../../bus/bus.js";
 import type { TaskService } from "../../coordinator/tasks.js";
 import type { EndpointCache } from "../../ingest/endpoint-cache.js";
 import type { Logger } from "../../logger.js";
-import type { SecretCipher } from "../../vault/secret-cipher.js";
 import type { Pool } from "../../store/db.js";
+import type { SecretCipher } from "../../vault/secret-cipher.js";
 import type { WatchHub } from "../watch-hub.js";
 
 export interface ServiceDeps {
@@ -25,8 +25,9 @@ export interface ServiceDeps {
   watches: WatchHub;
   /** Aborted when the gateway starts shutting down: open Watch streams end so in-flight calls can finish. */
   stopping: AbortSignal;
-  /** Seals tenant secrets (config.origin.encryptionKeys); undefined when no key is configured. */
-  cipher: SecretCipher | undefined;
+  /** The vault cipher (from SWITCHYARD_SECRET_ENCRYPTION_KEY); undefined when no key is configured, and then
+   * every call that would store a secret is refused. */
+  cipher?: SecretCipher;
   /** Where providers reach the gateway (config.gateway.publicUrl): ingest URLs are built from it. */
   publicUrl: string;
   /** The ingest route's endpoint cache: rotations and disables through the API forget their entry at once. */

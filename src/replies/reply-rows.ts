@@ -1,0 +1,131 @@
+/**
+ * The SQL of the reply sender: claiming due `pending` rows, reading what a dial needs, writing its outcome, and the
+ * sweep of rows a crashed sender left `dialing`. Every outcome write is guarded by `state = 'dialing'`, so an
+ * outcome lands once, and only on a row this sender still holds.
+ *
+ * States (migration 0006): pending → dialing → sent | failed | unknown, or back to pending (a connection that failed
+ * before the request was written, a 429). `dialing` whose lease passed means a sender died mid-request: `unknown`
+ * (`interrupted`), never dialed again.
+ */
+import type { ConnectionKind } from "../origin/reply-address.js";
+import type { Queryable } from "../store/db.js";
+
+export interface ClaimedReply {
+  id: string;
+  orgId: string;
+  taskId: string;
+  connectionId: string | null;
+  text: string;
+  /** Dials so far, this one included. */
+  dialAttempts: number;
+  /** The task's stored reply address (unvalidated here), and the task's tenant. */
+  replyTo: unknown;
+  taskOrgId: string | null;
+}
+
+export interface ConnectionRow {
+  id: string;
+  orgId: string;
+  kind: ConnectionKind;
+  accountKey: string;
+  apiBaseUrl: string;
+  /** The allowlist of repositories / channels / artifacts; empty admits every target. */
+  targets: string[];
+}
+
+/** Claims up to `limit` due pending rows for `leaseMs`; `FOR UPDATE SKIP LOCKED` lets several senders share them. */
+export async function claimReplies(db: Queryable, limit: number, leaseMs: number): Promise<ClaimedReply[]> {
+  const { rows } = await db.query(
+    `WITH picked AS (
+       SELECT id FROM origin_replies
+        WHERE state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+        ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+     UPDATE origin_replies r
+        SET state = 'dialing', dial_attempts = r.dial_attempts + 1, updated_at = now(),
+            claimed_until = now() + make_interval(secs => $2::double precision / 1000)
+       FROM picked WHERE r.id = picked.id
+     RETURNING r.id, r.org_id, r.task_id, r.connection_id, r.text, r.dial_attempts,
+       (SELECT t.reply_to FROM tasks t WHERE t.id = r.task_id) AS reply_to,
+       (SELECT t.org_id FROM tasks t WHERE t.id = r.task_id) AS task_org_id`,
+    [limit, leaseMs],
+  );
+  return rows.map((row) => ({
+    id: row.id as string,
+    orgId: row.org_id as string,
+    taskId: row.task_id as string,
+    connectionId: (row.connection_id as string | null) ?? null,
+    text: row.text as string,
+    dialAttempts: Number(row.dial_attempts),
+    replyTo: row.reply_to as unknown,
+    taskOrgId: (row.task_org_id as string | null) ?? null,
+  }));
+}
+
+export async function loadConnection(db: Queryable, id: string): Promise<ConnectionRow | undefined> {
+  const { rows } = await db.query(
+    "SELECT id, org_id, kind, account_key, api_base_url, targets FROM connections WHERE id = $1",
+    [id],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    id: row.id as string,
+    orgId: row.org_id as string,
+    kind: row.kind as ConnectionKind,
+    accountKey: row.account_key as string,
+    apiBaseUrl: row.api_base_url as string,
+    targets: (row.targets as string[] | null) ?? [],
+  };
+}
+
+export type ReplyFinish =
+  | { state: "sent"; providerId: string; permalink: string | null }
+  | { state: "failed" | "unknown"; code: string; message: string }
+  /** Back to pending, dialed again after `delayMs`. */
+  | { state: "pending"; code: string; message: string; delayMs: number };
+
+/** Writes a dial's outcome; false when the row was no longer `dialing` (the sweep took it: nothing is written). */
+export async function finishReply(db: Queryable, id: string, finish: ReplyFinish): Promise<boolean> {
+  const sent = finish.state === "sent";
+  const { rowCount } = await db.query(
+    `UPDATE origin_replies
+        SET state = $2, code = $3, message = $4, provider_id = $5, permalink = $6, claimed_until = NULL, updated_at = now(),
+            next_attempt_at = CASE WHEN $2 = 'pending' THEN now() + make_interval(secs => $7::double precision / 1000) END,
+            finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE now() END
+      WHERE id = $1 AND state = 'dialing'`,
+    [
+      id,
+      finish.state,
+      sent ? null : finish.code,
+      sent ? null : finish.message,
+      sent ? finish.providerId : null,
+      sent ? finish.permalink : null,
+      finish.state === "pending" ? finish.delayMs : 0,
+    ],
+  );
+  return rowCount === 1;
+}
+
+/** Records the bot and app ids a Slack post taught us (echo suppression reads them); unchanged ids write nothing. */
+export async function learnIdentity(db: Queryable, connectionId: string, botId: string | null, appId: string | null): Promise<void> {
+  await db.query(
+    `UPDATE connections SET bot_id = COALESCE($2, bot_id), app_id = COALESCE($3, app_id)
+      WHERE id = $1 AND (bot_id IS DISTINCT FROM COALESCE($2, bot_id) OR app_id IS DISTINCT FROM COALESCE($3, app_id))`,
+    [connectionId, botId, appId],
+  );
+}
+
+/**
+ * `dialing` rows whose lease passed: their sender died (or hung) mid-request, so the post may exist. They become
+ * `unknown` (`interrupted`) and are never dialed again. Returns the swept rows with their connection kind.
+ */
+export async function sweepInterrupted(db: Queryable): Promise<Array<{ id: string; orgId: string; taskId: string; kind: string }>> {
+  const { rows } = await db.query(
+    `UPDATE origin_replies r
+        SET state = 'unknown', code = 'interrupted', claimed_until = NULL, updated_at = now(), finished_at = now(),
+            message = 'the sender stopped while dialing (crash or lease expired); the post may or may not exist, so it is not sent again'
+      WHERE r.state = 'dialing' AND r.claimed_until < now()
+     RETURNING r.id, r.org_id, r.task_id, (SELECT c.kind FROM connections c WHERE c.id = r.connection_id) AS kind`,
+  );
+  return rows.map((row) => ({ id: row.id as string, orgId: row.org_id as string, taskId: row.task_id as string, kind: (row.kind as string | null) ?? "none" }));
+}

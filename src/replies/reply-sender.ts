@@ -1,0 +1,295 @@
+/**
+ * The reply sender: dials the `origin_replies` rows the governed `reply` verb left `pending` (src/replies/ rows are
+ * written, with their audit row, before any dial). Several coordinators share the rows: a row is claimed by moving
+ * it to `dialing` with a lease (`FOR UPDATE SKIP LOCKED`), dialed outside any transaction, and its outcome written
+ * with an UPDATE guarded by `state = 'dialing'`.
+ *
+ * Before a byte leaves, checked again here whatever the verb checked (defence in depth): the task's stored address
+ * validates; the connection exists and belongs to the row's tenant, which is the task's; its kind and account key
+ * match the address exactly (else `address_mismatch`); the text fits the provider's limit. The credential is opened
+ * only for the dial and goes only to the connection's API base URL, through the egress guard (DNS pinned, no
+ * redirects, private addresses only with SWITCHYARD_EGRESS_ALLOWED_NETWORKS).
+ *
+ * Outcomes (dial-outcome.ts): 2xx → `sent`; a connection that failed before the request was written, or a 429 →
+ * `pending` again (after Retry-After, capped, or a backoff) until `dialAttempts`, then `failed`
+ * (`connect_failed`, `provider_rate_limited`); an egress refusal or a 4xx → `failed`; anything after the request may
+ * have been written (timeout, reset, 5xx) → `unknown`, never dialed again.
+ */
+import type { DependencyHealth } from "../dependency-health.js";
+import { SwitchyardError } from "../errors.js";
+import type { Metrics } from "../metrics.js";
+import { silentLogger, type Logger } from "../logger.js";
+import type { Pool } from "../store/db.js";
+import type { SecretCipher } from "../vault/secret-cipher.js";
+import { openConnectionSecret } from "../vault/connection-secret.js";
+import { createGuardedFetch, type EgressResolver } from "../foreign/egress/index.js";
+import type { BackgroundJob } from "../foreign/a2a-foreign.js";
+import { accountKeyOf, connectionKindOf, targetOf, validateAddress, type ReplyAddress } from "../origin/reply-address.js";
+import { targetAllowed } from "../vault/connection-select.js";
+import { redact, type DialOutcome } from "./dial-outcome.js";
+import { REPLY_PROVIDERS, type ProviderResult } from "./providers/index.js";
+import { claimReplies, finishReply, learnIdentity, loadConnection, sweepInterrupted, type ClaimedReply, type ConnectionRow, type ReplyFinish } from "./reply-rows.js";
+
+export interface ReplyEgressOptions {
+  /** SWITCHYARD_EGRESS_ALLOWED_NETWORKS: private ranges a connection's API may resolve to. @defaultValue none */
+  allowedNetworks?: readonly string[];
+  /** Name resolution, TCP and TLS must finish within this (ms). @defaultValue min(5 000, timeoutMs) */
+  connectTimeoutMs?: number;
+  /** Largest provider answer read (bytes). @defaultValue 1 MiB */
+  maxResponseBytes?: number;
+  /** @defaultValue the system resolver */
+  resolver?: EgressResolver;
+  /** Trust anchors for https (tests, private CAs). */
+  ca?: string | Buffer | Array<string | Buffer>;
+}
+
+export interface ReplySenderOptions {
+  pool: Pool;
+  /** Opens connection secrets (AAD `connection:<id>`). */
+  cipher: SecretCipher;
+  egress?: ReplyEgressOptions;
+  /** One provider request's deadline (config.origin.replyTimeoutMs). */
+  timeoutMs: number;
+  /** Dials of one reply before a failed connection or a 429 makes it `failed` (config.origin.replyDialAttempts). */
+  dialAttempts: number;
+  /** Backoff after a failed connection: base × 2^(dials − 1), at most 5 min. @defaultValue 1 000 */
+  retryBaseMs?: number;
+  /** Longest `Retry-After` honoured (ms); a longer one waits this long. @defaultValue 15 min */
+  maxRetryAfterMs?: number;
+  /** Rows dialed at once by one sender. @defaultValue 8 */
+  concurrency?: number;
+  /** How long a claim holds off the sweep and other senders (ms). @defaultValue 2 × timeoutMs + 30 s */
+  leaseMs?: number;
+  /** How often the background job runs (ms). @defaultValue 1 000 */
+  intervalMs?: number;
+  /**
+   * Checked right before each dial (e.g. REPLY_ENABLED switched off after the reply was governed): false fails the
+   * row `reply_disabled` with no dial. @defaultValue always on
+   */
+  replyEnabled?: (orgId: string) => boolean;
+  logger?: Logger;
+  metrics?: Metrics;
+  clock?: () => number;
+  /** Where a kicked run that fails because Postgres is down is recorded (logged once per outage). */
+  health?: DependencyHealth;
+}
+
+export interface ReplySender {
+  /** Asks for a run now. Only in a process that runs the job (a coordinator): a short-lived CLI never starts a dial it would abandon. */
+  kick(): void;
+  /** Claims and dials every due pending row; resolves with how many were handled. One run at a time per sender. */
+  runOnce(): Promise<number>;
+  /** Marks `dialing` rows whose lease passed as `unknown` (`interrupted`); resolves with how many. */
+  sweep(): Promise<number>;
+  /** The periodic sweep and run, for the coordinator's background jobs. */
+  job: BackgroundJob;
+  /** Stops kicks and waits for the dials in flight (each bounded by the timeout). Idempotent. */
+  close(): Promise<void>;
+}
+
+export function createReplySender(options: ReplySenderOptions): ReplySender {
+  const logger = (options.logger ?? silentLogger).child({ component: "reply-sender" });
+  const clock = options.clock ?? Date.now;
+  const concurrency = options.concurrency ?? 8;
+  const leaseMs = options.leaseMs ?? 2 * options.timeoutMs + 30_000;
+  const retryBaseMs = options.retryBaseMs ?? 1_000;
+  const maxRetryAfterMs = options.maxRetryAfterMs ?? 15 * 60_000;
+  const egress = options.egress ?? {};
+  let active = false;
+  let closed = false;
+  let running: Promise<number> | undefined;
+  let again = false;
+
+  const runOnce = (): Promise<number> => {
+    if (closed) return Promise.resolve(0);
+    active = true;
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      let total = 0;
+      try {
+        do {
+          again = false;
+          for (;;) {
+            const claimed = await claimReplies(options.pool, concurrency, leaseMs);
+            if (claimed.length === 0) break;
+            await Promise.all(claimed.map((reply) => dialOne(reply)));
+            total += claimed.length;
+            if (closed) break;
+          }
+        } while (again && !closed);
+      } finally {
+        running = undefined;
+      }
+      return total;
+    })();
+    return running;
+  };
+
+  const dialOne = async (reply: ClaimedReply): Promise<void> => {
+    const log = logger.child({ replyId: reply.id, orgId: reply.orgId, taskId: reply.taskId, connectionId: reply.connectionId });
+    let kind = "none";
+    let secret = "";
+    let finish: ReplyFinish;
+    try {
+      const prepared = await prepare(reply);
+      if ("refuse" in prepared) {
+        finish = { state: "failed", ...prepared.refuse };
+      } else {
+        kind = prepared.connection.kind;
+        secret = prepared.secret;
+        const started = clock();
+        const result = await dial(prepared.connection, prepared.address, prepared.secret, reply.text);
+        options.metrics?.originReplyDialSeconds.observe({ kind }, Math.max(0, clock() - started) / 1000);
+        if (result.outcome === "sent" && result.learnt && (result.learnt.botId || result.learnt.appId)) {
+          await learnIdentity(options.pool, prepared.connection.id, result.learnt.botId ?? null, result.learnt.appId ?? null).catch((error: unknown) =>
+            log.warn({ err: error }, "could not record the Slack bot identity"),
+          );
+        }
+        finish = toFinish(result, reply.dialAttempts);
+      }
+    } catch (error) {
+      // Our own failure (database, a bug) after the claim: the request may have been written, so never again.
+      finish = { state: "unknown", code: "sender_error", message: error instanceof Error ? error.message : String(error) };
+    }
+    if (finish.state !== "sent") finish = { ...finish, message: redact(finish.message, secret) };
+    const written = await finishReply(options.pool, reply.id, finish).catch((error: unknown) => {
+      log.error({ err: error }, "could not record a reply's outcome; the sweep will mark it unknown after its lease");
+      return false;
+    });
+    options.metrics?.originReplyDials.inc({ kind, outcome: finish.state === "pending" ? "retry" : finish.state });
+    const fields = {
+      state: finish.state,
+      dialAttempts: reply.dialAttempts,
+      ...(finish.state === "sent" ? { providerId: finish.providerId } : { code: finish.code, message: finish.message }),
+      ...(finish.state === "pending" ? { retryInMs: finish.delayMs } : {}),
+      ...(written ? {} : { recorded: false }),
+    };
+    if (finish.state === "sent" || finish.state === "pending") log.info(fields, "origin reply dialed");
+    else log.warn(fields, "origin reply not sent");
+  };
+
+  /** Everything checked before a dial; a `refuse` fails the row without a request. */
+  const prepare = async (
+    reply: ClaimedReply,
+  ): Promise<{ refuse: { code: string; message: string } } | { connection: ConnectionRow; address: ReplyAddress; secret: string }> => {
+    if (reply.replyTo === null || reply.replyTo === undefined) return { refuse: { code: "no_reply_address", message: "the task has no reply address" } };
+    let address: ReplyAddress;
+    try {
+      address = validateAddress(reply.replyTo);
+    } catch (error) {
+      return { refuse: { code: "invalid_address", message: (error as Error).message } };
+    }
+    if (options.replyEnabled && !options.replyEnabled(reply.orgId)) {
+      return { refuse: { code: "reply_disabled", message: `replies are switched off for tenant ${reply.orgId} (REPLY_ENABLED); nothing was sent` } };
+    }
+    const connection = reply.connectionId === null ? undefined : await loadConnection(options.pool, reply.connectionId);
+    if (!connection) return { refuse: { code: "no_connection", message: "the reply's connection no longer exists" } };
+    if (connection.orgId !== reply.orgId || reply.taskOrgId !== reply.orgId) {
+      return { refuse: { code: "no_connection", message: "the connection does not belong to the task's tenant" } };
+    }
+    if (connection.kind !== connectionKindOf(address) || connection.accountKey !== accountKeyOf(address)) {
+      return {
+        refuse: {
+          code: "address_mismatch",
+          message: `the address (${connectionKindOf(address)} ${accountKeyOf(address)}) does not match the connection (${connection.kind} ${connection.accountKey}); nothing was sent`,
+        },
+      };
+    }
+    // The allowlist may have narrowed since the verb selected the connection: checked again at the last moment.
+    if (!targetAllowed(connection.targets, address)) {
+      return { refuse: { code: "target_not_allowed", message: `the connection's targets do not admit ${targetOf(address)}; nothing was sent` } };
+    }
+    const limit = REPLY_PROVIDERS[connection.kind].maxTextChars;
+    if (reply.text.length > limit) return { refuse: { code: "text_too_long", message: `the text is ${reply.text.length} characters; ${connection.kind} takes at most ${limit}` } };
+    let secret: string;
+    try {
+      // The vault's one opening point, scoped to the row's tenant as well.
+      secret = await openConnectionSecret(options.pool, options.cipher, reply.orgId, connection.id);
+    } catch (error) {
+      // A missing row or an envelope no key of the ring opens; a database failure is not the connection's fault.
+      if (!(error instanceof SwitchyardError)) throw error;
+      return { refuse: { code: "connection_unusable", message: `the connection's secret cannot be opened: ${error.message}` } };
+    }
+    return { connection, address, secret };
+  };
+
+  const dial = async (connection: ConnectionRow, address: ReplyAddress, secret: string, text: string): Promise<ProviderResult> => {
+    let host: string;
+    try {
+      host = new URL(connection.apiBaseUrl).host;
+    } catch {
+      return { outcome: "failed", code: "egress_refused", message: "the connection's API base URL is not a URL" };
+    }
+    // The guard admits the API base URL's host alone: however a path is built, the credential goes nowhere else.
+    const guardedFetch = createGuardedFetch({
+      allowHosts: [host],
+      allowedNetworks: egress.allowedNetworks ?? [],
+      connectTimeoutMs: Math.min(egress.connectTimeoutMs ?? 5_000, options.timeoutMs),
+      totalTimeoutMs: options.timeoutMs,
+      maxResponseBytes: egress.maxResponseBytes ?? 1024 * 1024,
+      // We sort 429 and 5xx ourselves: a 5xx is `unknown` here, never a retry.
+      transientStatusAsError: false,
+      ...(egress.resolver ? { resolver: egress.resolver } : {}),
+      ...(egress.ca !== undefined ? { ca: egress.ca } : {}),
+    });
+    return REPLY_PROVIDERS[connection.kind].post({ address, text, apiBaseUrl: connection.apiBaseUrl, secret, fetch: guardedFetch, now: clock, maxRetryAfterMs });
+  };
+
+  const toFinish = (result: DialOutcome, dialAttempts: number): ReplyFinish => {
+    switch (result.outcome) {
+      case "sent":
+        return { state: "sent", providerId: result.providerId, permalink: result.permalink };
+      case "failed":
+      case "unknown":
+        return { state: result.outcome, code: result.code, message: result.message };
+      case "retry": {
+        if (dialAttempts >= options.dialAttempts) {
+          return { state: "failed", code: result.code, message: `${result.message} (after ${dialAttempts} dials)` };
+        }
+        const backoff = Math.min(retryBaseMs * 2 ** (dialAttempts - 1), 5 * 60_000);
+        return { state: "pending", code: result.code, message: result.message, delayMs: Math.min(result.retryAfterMs ?? backoff, maxRetryAfterMs) };
+      }
+    }
+  };
+
+  const sweep = async (): Promise<number> => {
+    const swept = await sweepInterrupted(options.pool);
+    for (const row of swept) {
+      options.metrics?.originReplyDials.inc({ kind: row.kind, outcome: "unknown" });
+      logger.warn({ replyId: row.id, orgId: row.orgId, taskId: row.taskId }, "origin reply interrupted mid-dial; marked unknown, not sent again");
+    }
+    return swept.length;
+  };
+
+  return {
+    kick() {
+      if (!active || closed) return;
+      setTimeout(
+        () =>
+          void runOnce().catch((error: unknown) => {
+            // An outage is the process's DependencyHealth's to log (once); the periodic job runs the rows again.
+            if (options.health?.absorb(error)) return;
+            logger.error({ err: error }, "reply sender run failed");
+          }),
+        0,
+      );
+    },
+    runOnce,
+    sweep,
+    job: {
+      name: "origin-replies",
+      intervalMs: options.intervalMs ?? 1_000,
+      run: async () => {
+        await sweep();
+        return runOnce();
+      },
+    },
+    async close() {
+      closed = true;
+      await running?.catch(() => undefined);
+    },
+  };
+}
