@@ -38,6 +38,16 @@ export interface Metrics {
   dependencyOutages: Counter<"dependency">;
   /** Length of each outage that ended; its count is the number of recoveries (reconnections after an outage). */
   dependencyOutageSeconds: Histogram<"dependency">;
+  /** Origin replies by final status (sent, failed, unknown, refused) and code (`""` when none); see countOriginReply. */
+  originReplies: Counter<"status" | "code">;
+}
+
+/**
+ * Counts one origin reply's final outcome. Refusals are counted when recorded (the engine); the sender counts
+ * sent / failed / unknown when a dial settles. `code` is a refusal or failure code, never text or a secret.
+ */
+export function countOriginReply(metrics: Pick<Metrics, "originReplies"> | undefined, status: "sent" | "failed" | "unknown" | "refused", code = ""): void {
+  metrics?.originReplies.inc({ status, code });
 }
 
 export function createMetrics(registry: Registry = new Registry()): Metrics {
@@ -103,6 +113,12 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       help: "Length of each dependency outage this process recovered from (reconnected after)",
       labelNames: ["dependency"],
       buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+      registers: [registry],
+    }),
+    originReplies: new Counter({
+      name: "switchyard_origin_replies_total",
+      help: "Origin replies by final status (sent, failed, unknown, refused) and code",
+      labelNames: ["status", "code"],
       registers: [registry],
     }),
   };

@@ -16,7 +16,8 @@ import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
 import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
 import { OutboxPublisher } from "./coordinator/outbox-publisher.js";
-import { createTenantFactsSource, type EgressSwitch } from "./coordinator/tenant-facts.js";
+import { createTenantFactsSource, type EgressSwitch, type ReplySwitch } from "./coordinator/tenant-facts.js";
+import { replyDeadlineMs, replyLimitsOf } from "./replies/reply-limits.js";
 import { TaskService } from "./coordinator/tasks.js";
 import { FlaggedOutboxPublisher } from "./flags/flagged-publisher.js";
 import type { FlagSwitches } from "./flags/flag-types.js";
@@ -62,6 +63,10 @@ export interface RuntimeOptions {
   foreign?: ForeignDispatcher;
   /** Where the engine learns whether A2A egress is on per tenant. @defaultValue the live flags (A2A_EGRESS_ENABLED) */
   egress?: EgressSwitch;
+  /** Where the engine learns whether origin replies are on per tenant. @defaultValue the live flags (REPLY_ENABLED) */
+  replies?: ReplySwitch;
+  /** Kicked after a commit that made reply rows pending (the reply sender, src/replies/). @defaultValue none: it polls */
+  replySender?: { kick(): void };
   /**
    * What the runtime's publisher obeys (BUS_ENABLED): with the bus off, outbox rows wait in Postgres.
    * @defaultValue the live flags
@@ -139,7 +144,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     policies,
     workflows,
     foreign: options.foreign ?? createA2ADispatcher({ onBridge: () => a2a?.sender.kick() }),
-    tenantFacts: createTenantFactsSource({ egress: options.egress ?? flags }),
+    tenantFacts: createTenantFactsSource({ egress: options.egress ?? flags, replies: options.replies ?? flags }),
+    replyLimits: replyLimitsOf(config),
+    ...(options.replySender ? { replySender: options.replySender } : {}),
     approvalTtlMs: config.coordinator.approvalTtlMs,
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
@@ -148,7 +155,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     clock: options.clock,
   });
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
-  const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
+  const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes, replyDeadlineMs: replyDeadlineMs(config) });
   if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
   return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
 }

@@ -7,6 +7,7 @@
  */
 import type { Queryable } from "../store/db.js";
 import type { StepDefinition } from "../domain.js";
+import { tryAddress } from "../origin/reply-address.js";
 import type { StepRecord, TaskRecord } from "./model.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -25,6 +26,7 @@ interface TaskRow {
   cost: number;
   error: TaskRecord["error"];
   finished_at_ms: number | null;
+  reply_to: unknown;
 }
 
 interface StepRow {
@@ -59,6 +61,8 @@ function toTask(row: TaskRow): TaskRecord {
     cost: row.cost,
     error: row.error,
     finishedAtMs: row.finished_at_ms,
+    // Checked again on the way out: a stored address that fails the strict charset is never used (no address).
+    replyTo: row.reply_to == null ? null : (tryAddress(row.reply_to) ?? null),
   };
 }
 
@@ -108,7 +112,7 @@ export function pendingWorkflowStep(taskId: string, orgId: string, def: StepDefi
 }
 
 const TASK_COLUMNS = `id, org_id, workflow_name, workflow_version, input, status, budget, cost, error,
-  (extract(epoch FROM finished_at) * 1000)::bigint AS finished_at_ms`;
+  (extract(epoch FROM finished_at) * 1000)::bigint AS finished_at_ms, reply_to`;
 export const STEP_COLUMNS = `task_id, step_id, org_id, kind, status, destination, attempt, depth, clearance, due_at_ms,
   cost, output, error, approval_id, delegation, checkpoint, delegations`;
 
@@ -149,10 +153,11 @@ export async function loadTasksForUpdate(
 
 export async function insertTask(client: Queryable, task: TaskRecord, idempotencyKey: string | null): Promise<boolean> {
   const result = await client.query(
-    `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key, reply_to)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-    [task.id, task.orgId, task.workflowName, task.workflowVersion, JSON.stringify(task.input ?? null), task.status, task.budget, task.cost, idempotencyKey],
+    [task.id, task.orgId, task.workflowName, task.workflowVersion, JSON.stringify(task.input ?? null), task.status, task.budget, task.cost, idempotencyKey,
+      task.replyTo === null ? null : JSON.stringify(task.replyTo)],
   );
   return result.rowCount === 1;
 }
