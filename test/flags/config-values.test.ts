@@ -148,6 +148,6 @@ describe("flag values (defaults + stored rows)", () => {
     expect(views.find((v) => v.name === "HARNESS_ENABLED" && v.scope === "writer")).toMatchObject({ enabled: false, effective: false, source: "table", updatedBy: "t" });
     expect(views.find((v) => v.name === "COORDINATOR_ENABLED" && v.scope === "*")).toMatchObject({ scopeKind: "tenant", enabled: true, effective: false, source: "env" });
     expect(views.find((v) => v.name === "HARNESS_ENABLED" && v.scopeKind === "global")).toMatchObject({ enabled: true, effective: true, source: "env" });
-    expect(views.filter((v) => v.scopeKind === "global").map((v) => v.name)).toEqual(["BUS_ENABLED", "COORDINATOR_ENABLED", "HARNESS_ENABLED", "A2A_EGRESS_ENABLED"]);
+    expect(views.filter((v) => v.scopeKind === "global").map((v) => v.name)).toEqual(["BUS_ENABLED", "COORDINATOR_ENABLED", "HARNESS_ENABLED", "A2A_EGRESS_ENABLED", "REPLY_ENABLED"]);
   });
 });

@@ -211,7 +211,7 @@ describe("built-in default policy", () => {
     expect(() => {
       (BUILTIN_DEFAULT_POLICY.rules[0] as { verdict: string }).verdict = "allow";
     }).toThrow(TypeError);
-    expect(BUILTIN_DEFAULT_POLICY.rules.map((r) => r.id)).toEqual(["builtin:reply-egress-unavailable", "builtin:approval-hint"]);
+    expect(BUILTIN_DEFAULT_POLICY.rules.map((r) => r.id)).toEqual(["builtin:approval-hint"]);
   });
 });
 
