@@ -8,7 +8,7 @@
 import type { ReplyAddress } from "../origin/reply-address.js";
 import type { Queryable } from "../store/db.js";
 import { selectConnection as minimalSelect, type ConnectionSelector } from "./connection-select.js";
-import type { ParkedReplyFacts, ReplyRequestFacts, ReplyState } from "./reply-types.js";
+import { MAX_REPLY_TEXT_BYTES, type ParkedReplyFacts, type ReplyRequestFacts, type ReplyState } from "./reply-types.js";
 import { scanForSecrets, type SecretScanner } from "./secret-scan.js";
 
 export interface ReplyRequestQuery {
@@ -55,7 +55,8 @@ export function createReplyFactsSource(options: ReplyFactsOptions = {}): ReplyFa
         recordedCount: rows[0]?.recorded ?? 0,
         duplicate: rows[0]?.duplicate ?? false,
         connection: q.address ? await select(db, q.orgId, q.address) : undefined,
-        secretRule: await scan(q.text),
+        // Only text that could be posted is scanned: without an address, or over the size cap, it is refused anyway.
+        secretRule: q.address && Buffer.byteLength(q.text) <= MAX_REPLY_TEXT_BYTES ? await scan(q.text) : null,
         bucket: b ? { tokens: b.tokens, updatedAtMs: Number(b.updated_ms) } : null,
       };
     },
