@@ -137,4 +137,11 @@ describe("reply refusals", () => {
   it("keeps every tenant's audit chain verifiable after replies", async () => {
     for (const org of [ACME, GLOBEX, INITECH]) expect((await verifyChain(rt.pool, org)).ok).toBe(true);
   });
+
+  it("counts refusals by code in switchyard_origin_replies_total", async () => {
+    const metric = await rt.metrics.registry.getSingleMetric("switchyard_origin_replies_total")!.get();
+    const byCode = Object.fromEntries(metric.values.map((v) => [`${v.labels.status}:${v.labels.code}`, v.value]));
+    expect(byCode).toMatchObject({ "refused:reply_disabled": 1, "refused:no_connection": 1, "refused:secret_detected": 1, "refused:text_too_long": 2, "refused:rate_limited": 1 });
+    expect(JSON.stringify(metric)).not.toContain(GITHUB_TOKEN);
+  });
 });
