@@ -18,6 +18,7 @@ import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
 import { OutboxPublisher } from "./coordinator/outbox-publisher.js";
 import { createTenantFactsSource, type EgressSwitch, type ReplySwitch } from "./coordinator/tenant-facts.js";
 import { replyDeadlineMs, replyLimitsOf } from "./replies/reply-limits.js";
+import { ReplyKicks } from "./replies/reply-kicks.js";
 import { TaskService } from "./coordinator/tasks.js";
 import { FlaggedOutboxPublisher } from "./flags/flagged-publisher.js";
 import type { FlagSwitches } from "./flags/flag-types.js";
@@ -51,6 +52,8 @@ export interface Runtime {
   flags: LiveFlags;
   /** FOREIGN over A2A (sender, sweep, callback deps) when the engine uses the A2A dispatcher; undefined with `options.foreign`. */
   a2a: A2AForeign | undefined;
+  /** Where the engine kicks the reply sender after a commit made rows pending: `replyKicks.attach(sender)`. */
+  replyKicks: ReplyKicks;
   /** Periodic jobs a coordinator of this runtime runs (`new Coordinator({ …, background: runtime.foreignJobs })`). */
   foreignJobs: BackgroundJob[];
   close(): Promise<void>;
@@ -140,13 +143,14 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const busAuth = createBusAuth(config, options, logger);
   const policies = new PolicyCache({ pool, ttlMs: 1000 });
   const workflows = new WorkflowCache(pool);
+  const replyKicks = new ReplyKicks(options.replySender);
   const engine = new Engine({
     policies,
     workflows,
     foreign: options.foreign ?? createA2ADispatcher({ onBridge: () => a2a?.sender.kick() }),
     tenantFacts: createTenantFactsSource({ egress: options.egress ?? flags, replies: options.replies ?? flags }),
     replyLimits: replyLimitsOf(config),
-    ...(options.replySender ? { replySender: options.replySender } : {}),
+    replySender: replyKicks,
     approvalTtlMs: config.coordinator.approvalTtlMs,
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
@@ -157,7 +161,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes, replyDeadlineMs: replyDeadlineMs(config) });
   if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
-  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], close };
+  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], replyKicks, close };
 }
 
 /** host:port of a URL, never its credentials. */

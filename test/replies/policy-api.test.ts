@@ -49,6 +49,21 @@ describe("replies through the API, governed by the tenant's policy", () => {
     expect(await replyRows(rt, taskId)).toHaveLength(1);
   });
 
+  it("kicks the attached reply sender after the commit that made a row pending, not for a refusal", async () => {
+    const kicked: number[] = [];
+    rt.replyKicks.attach({ kick: () => kicked.push(Date.now()) });
+    try {
+      const refusedTask = await startTask(rt, DENY, SLACK);
+      await tasks.reply({ orgId: DENY, taskId: refusedTask, text: "no", actor: "user:ann" });
+      expect(kicked).toHaveLength(0);
+      const taskId = await startTask(rt, OPEN, SLACK);
+      await tasks.reply({ orgId: OPEN, taskId, text: "yes", actor: "user:kick" });
+      expect(kicked).toHaveLength(1);
+    } finally {
+      rt.replyKicks.attach(undefined);
+    }
+  });
+
   it("returns the recorded outcome of a settled row at once (what the sender writes)", async () => {
     const taskId = await startTask(rt, OPEN, SLACK);
     const first = await tasks.reply({ orgId: OPEN, taskId, text: "done", actor: "user:ann", idempotencyKey: "final" });
