@@ -75,7 +75,7 @@ export function refuseReplyRequest(state: TaskState, event: ReplyRequest, ctx: D
 }
 
 /** Decides a reply request whose sender passed `refuseReplyRequest`. Returns why it was ignored, if it was. */
-export function onReplyRequest(draft: Draft, event: ReplyRequest): string | undefined {
+export function decideReplyRequest(draft: Draft, event: ReplyRequest): string | undefined {
   const facts = draft.ctx.reply;
   if (facts?.kind !== "request") return "no reply facts were gathered"; // a shell bug; changes nothing
   // A repeat: the first row with this key stands (whatever its state) and the caller finds it by the key.
@@ -157,7 +157,7 @@ export function onReplyRequest(draft: Draft, event: ReplyRequest): string | unde
  * policy, an exceeded budget — still refuses, and so does REPLY_ENABLED switched off), then the row is pending.
  * Denied or expired: the row is refused. Either way audited, like a step's approval.
  */
-export function onReplyApproval(draft: Draft, event: ApprovalDecided, facts: ParkedReplyFacts): string | undefined {
+export function decideReplyApproval(draft: Draft, event: ApprovalDecided, facts: ParkedReplyFacts): string | undefined {
   const reply = facts.reply;
   if (reply.state !== "parked") return "the reply is not parked";
   const limits = draft.ctx.replyLimits ?? DEFAULT_REPLY_LIMITS;
