@@ -64,6 +64,9 @@ export interface FlagsConfig {
   /** A2A_EGRESS_ENABLED (global) and the tenants whose foreign hops may leave the perimeter. */
   egressEnabled: boolean;
   egressTenants: ScopeList;
+  /** REPLY_ENABLED (global) and the tenants whose workers (and API callers) may post origin replies. */
+  replyEnabled: boolean;
+  replyTenants: ScopeList;
   /** How often running processes re-read table `flags` (ms). */
   pollMs: number;
 }
@@ -220,6 +223,8 @@ export const defaultConfig: Config = {
     busRouted: [],
     egressEnabled: false,
     egressTenants: [],
+    replyEnabled: false,
+    replyTenants: [],
     pollMs: 1_000,
   },  gateway: { host: "127.0.0.1", port: 8080, publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1024 * 1024, watchMaxPerTenant: 32, watchMaxStreams: 512 },
   metrics: { host: "127.0.0.1", port: null },
@@ -351,6 +356,8 @@ export function loadConfig(env: Env = process.env): Config {
       busRouted: scopeList(env, "SWITCHYARD_BUS_ROUTED", QUEUE_RE, "role:researcher,team:ops"),
       egressEnabled: bool(env, "SWITCHYARD_A2A_EGRESS_ENABLED", d.flags.egressEnabled),
       egressTenants: scopeList(env, "SWITCHYARD_A2A_EGRESS_TENANTS", TENANT_RE, "acme,globex"),
+      replyEnabled: bool(env, "SWITCHYARD_REPLY_ENABLED", d.flags.replyEnabled),
+      replyTenants: scopeList(env, "SWITCHYARD_REPLY_TENANTS", TENANT_RE, "acme,globex"),
       pollMs: int(env, "SWITCHYARD_FLAGS_POLL_MS", d.flags.pollMs, 50),
     },
     gateway: {

@@ -17,9 +17,12 @@
  * - **bridge**: the correlation row between a FOREIGN hop and the A2A task it opened (later issue).
  */
 
-/** Governed action types. `reply` is the internal REPLY to a delegating origin; `reply_egress` posts to a third party. */
-export type ActionType = "dispatch" | "sub_query" | "reply" | "a2a_egress" | "reply_egress";
-export const ACTION_TYPES: readonly ActionType[] = ["dispatch", "sub_query", "reply", "a2a_egress", "reply_egress"];
+/**
+ * Governed action types. `reply` is the internal REPLY to a delegating origin; `origin_reply` posts words to the
+ * conversation a task came from (a forge comment, a Slack thread, a Cairn comment) through a tenant's connection.
+ */
+export type ActionType = "dispatch" | "sub_query" | "reply" | "a2a_egress" | "origin_reply";
+export const ACTION_TYPES: readonly ActionType[] = ["dispatch", "sub_query", "reply", "a2a_egress", "origin_reply"];
 
 export type VerdictKind = "allow" | "deny" | "requires_approval";
 
@@ -83,6 +86,8 @@ export interface TenantFacts {
   dailyCost: number;
   dailyBudget: number | null;
   egressEnabled: boolean;
+  /** Whether origin replies are switched on for this tenant (`REPLY_ENABLED`, global and per tenant). Absent = off. */
+  replyEnabled?: boolean;
   /**
    * Keys of the tenant's foreign agents registered `idempotent`: only a hop to one of these is re-sent after a
    * timeout or failure. Absent = none (a re-send opens a new task at the agent and can repeat its effects).

@@ -48,6 +48,16 @@ export interface Metrics {
    * too_large, malformed, unverifiable (no encryption key to open the secret).
    */
   ingestDeliveries: Counter<"source" | "outcome">;
+  /** Origin replies by final status (sent, failed, unknown, refused) and code (`""` when none); see countOriginReply. */
+  originReplies: Counter<"status" | "code">;
+}
+
+/**
+ * Counts one origin reply's final outcome. Refusals are counted when recorded (the engine); the sender counts
+ * sent / failed / unknown when a dial settles. `code` is a refusal or failure code, never text or a secret.
+ */
+export function countOriginReply(metrics: Pick<Metrics, "originReplies"> | undefined, status: "sent" | "failed" | "unknown" | "refused", code = ""): void {
+  metrics?.originReplies.inc({ status, code });
 }
 
 export function createMetrics(registry: Registry = new Registry()): Metrics {
@@ -132,6 +142,12 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       name: "switchyard_ingest_deliveries_total",
       help: "Deliveries to ingest endpoints by source and outcome (verified, unverified_generic, duplicate, self_reply, ignored, rejected_signature, rejected_stale, unknown_endpoint, too_large, …)",
       labelNames: ["source", "outcome"],
+      registers: [registry],
+    }),
+    originReplies: new Counter({
+      name: "switchyard_origin_replies_total",
+      help: "Origin replies by final status (sent, failed, unknown, refused) and code",
+      labelNames: ["status", "code"],
       registers: [registry],
     }),
   };

@@ -16,7 +16,9 @@ import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
 import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
 import { OutboxPublisher } from "./coordinator/outbox-publisher.js";
-import { createTenantFactsSource, type EgressSwitch } from "./coordinator/tenant-facts.js";
+import { createTenantFactsSource, type EgressSwitch, type ReplySwitch } from "./coordinator/tenant-facts.js";
+import { replyDeadlineMs, replyLimitsOf } from "./replies/reply-limits.js";
+import { ReplyKicks } from "./replies/reply-kicks.js";
 import { TaskService } from "./coordinator/tasks.js";
 import { FlaggedOutboxPublisher } from "./flags/flagged-publisher.js";
 import type { FlagSwitches } from "./flags/flag-types.js";
@@ -53,6 +55,8 @@ export interface Runtime {
   flags: LiveFlags;
   /** FOREIGN over A2A (sender, sweep, callback deps) when the engine uses the A2A dispatcher; undefined with `options.foreign`. */
   a2a: A2AForeign | undefined;
+  /** Where the engine kicks the reply sender after a commit made rows pending: `replyKicks.attach(sender)`. */
+  replyKicks: ReplyKicks;
   /** Periodic jobs a coordinator of this runtime runs (`new Coordinator({ …, background: runtime.foreignJobs })`). */
   foreignJobs: BackgroundJob[];
   /**
@@ -71,6 +75,10 @@ export interface RuntimeOptions {
   foreign?: ForeignDispatcher;
   /** Where the engine learns whether A2A egress is on per tenant. @defaultValue the live flags (A2A_EGRESS_ENABLED) */
   egress?: EgressSwitch;
+  /** Where the engine learns whether origin replies are on per tenant. @defaultValue the live flags (REPLY_ENABLED) */
+  replies?: ReplySwitch;
+  /** Kicked after a commit that made reply rows pending (the reply sender, src/replies/). @defaultValue none: it polls */
+  replySender?: { kick(): void };
   /**
    * What the runtime's publisher obeys (BUS_ENABLED): with the bus off, outbox rows wait in Postgres.
    * @defaultValue the live flags
@@ -146,11 +154,14 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const busAuth = createBusAuth(config, options, logger);
   const policies = new PolicyCache({ pool, ttlMs: 1000 });
   const workflows = new WorkflowCache(pool);
+  const replyKicks = new ReplyKicks(options.replySender);
   const engine = new Engine({
     policies,
     workflows,
     foreign: options.foreign ?? createA2ADispatcher({ onBridge: () => a2a?.sender.kick() }),
-    tenantFacts: createTenantFactsSource({ egress: options.egress ?? flags }),
+    tenantFacts: createTenantFactsSource({ egress: options.egress ?? flags, replies: options.replies ?? flags }),
+    replyLimits: replyLimitsOf(config),
+    replySender: replyKicks,
     approvalTtlMs: config.coordinator.approvalTtlMs,
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
@@ -159,13 +170,23 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     clock: options.clock,
   });
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
-  const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes });
+  const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes, replyDeadlineMs: replyDeadlineMs(config) });
   if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
-  replies = createRuntimeReplySender(config, pool, logger, metrics, health, options.clock);
-  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], replies, close };
+  replies = createRuntimeReplySender(config, pool, logger, metrics, health, options.replies ?? flags, options.clock);
+  // The engine kicks after a commit that made reply rows pending; a caller's own sender (tests) wins.
+  if (!options.replySender) replyKicks.attach(replies);
+  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], replyKicks, replies, close };
 }
 
-function createRuntimeReplySender(config: Config, pool: Pool, logger: Logger, metrics: Metrics, health: DependencyHealth, clock: (() => number) | undefined): ReplySender {
+function createRuntimeReplySender(
+  config: Config,
+  pool: Pool,
+  logger: Logger,
+  metrics: Metrics,
+  health: DependencyHealth,
+  switches: ReplySwitch,
+  clock: (() => number) | undefined,
+): ReplySender {
   const cipher = createSecretCipher(config.origin.encryptionKeys);
   if (!cipher) return createDisabledReplySender({ pool, logger });
   return createReplySender({
@@ -182,6 +203,8 @@ function createRuntimeReplySender(config: Config, pool: Pool, logger: Logger, me
     logger,
     metrics,
     health,
+    // Re-checked at dial time: switching REPLY_ENABLED off stops replies already pending, not only new ones.
+    replyEnabled: (orgId) => switches.replyEnabled(orgId),
     ...(clock ? { clock } : {}),
   });
 }

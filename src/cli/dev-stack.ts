@@ -16,6 +16,7 @@ import type { GatewayOptions } from "../gateway/options.js";
 import { startGateway, type Gateway } from "../gateway/server.js";
 import { openRuntime } from "./context.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
+import { replyDeadlineMs } from "../replies/reply-limits.js";
 
 /** Roles served by `examples/handlers/<role>.ts`. */
 export const EXAMPLE_ROLES = ["researcher", "analyst", "writer", "publisher", "echo"] as const;
@@ -77,6 +78,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
         shutdownGraceMs: config.harness.shutdownGraceMs,
         blockMs: config.bus.blockMs,
         resultReader,
+        replies: { db: runtime.pool, deadlineMs: replyDeadlineMs(config) },
         flags: runtime.flags,
         health: runtime.health,
         metrics: runtime.metrics,

@@ -34,10 +34,10 @@ export interface ApprovalRow {
 export async function insertApprovals(client: Queryable, approvals: readonly ApprovalSpec[]): Promise<void> {
   if (approvals.length === 0) return;
   await client.query(
-    `INSERT INTO approvals (id, org_id, task_id, step_id, action, destination, rule, reason, cost, expires_at)
-     SELECT id, org_id, task_id, step_id, action, destination, rule, reason, cost, to_timestamp(expires_at_ms / 1000.0)
+    `INSERT INTO approvals (id, org_id, task_id, step_id, action, destination, rule, reason, cost, expires_at, reply_id)
+     SELECT id, org_id, task_id, step_id, action, destination, rule, reason, cost, to_timestamp(expires_at_ms / 1000.0), reply_id
      FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, org_id text, task_id uuid, step_id text, action text,
-       destination text, rule text, reason text, cost double precision, expires_at_ms bigint)
+       destination text, rule text, reason text, cost double precision, expires_at_ms bigint, reply_id uuid)
      ON CONFLICT (id) DO NOTHING`,
     [
       JSON.stringify(
@@ -52,6 +52,7 @@ export async function insertApprovals(client: Queryable, approvals: readonly App
           reason: a.reason,
           cost: a.cost,
           expires_at_ms: a.expiresAtMs,
+          reply_id: a.replyId ?? null,
         })),
       ),
     ],

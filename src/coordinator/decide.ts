@@ -7,6 +7,7 @@ import { Draft, roundCost } from "./draft.js";
 import { deliverReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js";
 import type { CoordinatorEvent, DecideContext, Decision, StepError, StepRecord, TaskState, TaskStatus } from "./model.js";
 import { actorOf, refuseSender } from "./sender-guard.js";
+import { decideReplyApproval, decideReplyRequest, refuseReplyRequest } from "./decide-reply.js";
 
 /** The step error of a FOREIGN hop given up on without a re-send (listed by src/foreign/dead-letters.ts). */
 const FOREIGN_NOT_RETRIED = "FOREIGN_NOT_RETRIED";
@@ -15,7 +16,7 @@ type EventOf<T extends CoordinatorEvent["type"]> = Extract<CoordinatorEvent, { t
 
 export function decide(state: TaskState, event: CoordinatorEvent, ctx: DecideContext): Decision {
   // First, before any guard: an envelope from someone who may not touch the step is refused, not merely stale.
-  const refused = refuseSender(state, event);
+  const refused = refuseSender(state, event) ?? (event.type === "reply_request" ? refuseReplyRequest(state, event, ctx) : undefined);
   if (refused) return { state, effects: [], refused };
   const draft = new Draft(state, ctx);
   let ignored: string | undefined;
@@ -43,6 +44,9 @@ export function decide(state: TaskState, event: CoordinatorEvent, ctx: DecideCon
       break;
     case "repair":
       ignored = onRepair(draft, event);
+      break;
+    case "reply_request":
+      ignored = decideReplyRequest(draft, event);
       break;
   }
   if (ignored) return { state, effects: [{ type: "count", metric: "stale_event", labels: { event: event.type } }], ignored };
@@ -155,6 +159,8 @@ function onQuery(draft: Draft, event: EventOf<"query">): string | undefined {
 }
 
 function onApprovalDecided(draft: Draft, event: EventOf<"approval_decided">): string | undefined {
+  // The shell gathers a parked reply only for an approval no step holds (see src/coordinator/reply-batch.ts).
+  if (draft.ctx.reply?.kind === "approval") return decideReplyApproval(draft, event, draft.ctx.reply);
   const step = [...draft.steps.values()].find((s) => s.approvalId === event.approvalId);
   if (!step || step.status !== "parked") return "approval is not pending";
   if (!draft.isTaskOpen()) return "task is not open";

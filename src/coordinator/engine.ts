@@ -11,7 +11,11 @@ import { appendAudit } from "../governance/audit-log.js";
 import { evaluate } from "../governance/governor.js";
 import type { CompiledPolicy } from "../governance/policy.js";
 import { silentLogger, type Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import { countOriginReply, type Metrics } from "../metrics.js";
+import { createReplyFactsSource, type ReplyFactsSource } from "../replies/reply-facts.js";
+import { insertReplies, saveBuckets, updateReplies } from "../replies/reply-store.js";
+import { DEFAULT_REPLY_LIMITS, type ReplyEventFacts, type ReplyLimits, type ReplyRecord, type ReplyUpdate } from "../replies/reply-types.js";
+import { ReplyBatch } from "./reply-batch.js";
 import { decide } from "./decide.js";
 import { derivedIdSource, sha256Hex, specToEnvelope } from "./envelopes.js";
 import { unavailableForeignDispatcher, type ForeignDispatcher } from "./foreign-dispatcher.js";
@@ -43,6 +47,12 @@ export interface EngineOptions {
   metrics?: Metrics;
   /** Injected for tests; the only clock the coordinator reads. */
   clock?: () => number;
+  /** Reply facts (connection selection, secret scan, bucket, recorded rows). @defaultValue the Postgres adapter */
+  replyFacts?: ReplyFactsSource;
+  /** Bounds of origin replies (config.origin). @defaultValue DEFAULT_REPLY_LIMITS */
+  replyLimits?: ReplyLimits;
+  /** Told after a commit that made reply rows `pending`, so it dials them now rather than on its next poll. */
+  replySender?: { kick(): void };
 }
 
 export interface EngineInput {
@@ -73,6 +83,8 @@ export interface ApplyResult {
    * the coordinator dead-letters their entries.
    */
   refused: Array<{ input: EngineInput; label: EngineRefusal; reason: string }>;
+  /** Ids of reply rows this batch made `pending` (new, or approved): the sender's work once committed. */
+  replies: string[];
 }
 
 export class Engine {
@@ -80,21 +92,30 @@ export class Engine {
   private readonly foreign: ForeignDispatcher;
   private readonly clock: () => number;
   private readonly tenantFacts: TenantFactsSource;
+  private readonly replyFacts: ReplyFactsSource;
 
   constructor(private readonly options: EngineOptions) {
     this.tenantFacts = options.tenantFacts ?? createTenantFactsSource();
     this.logger = options.logger ?? silentLogger;
     this.foreign = options.foreign ?? unavailableForeignDispatcher;
     this.clock = options.clock ?? Date.now;
+    this.replyFacts = options.replyFacts ?? createReplyFactsSource();
+  }
+
+  /** Tells the reply sender about committed `pending` rows; call after COMMIT (apply() does). */
+  kickReplies(result: Pick<ApplyResult, "replies"> | undefined): void {
+    if (result && result.replies.length > 0) this.options.replySender?.kick();
   }
 
   /** Applies the events in their own transaction, retrying on deadlock / serialization failure. */
   async apply(pool: Pool, inputs: readonly EngineInput[]): Promise<ApplyResult> {
-    return withTransactionRetry(pool, (client) => this.applyInTransaction(client, inputs));
+    const result = await withTransactionRetry(pool, (client) => this.applyInTransaction(client, inputs));
+    this.kickReplies(result);
+    return result;
   }
 
   async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[]): Promise<ApplyResult> {
-    const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [] };
+    const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [], replies: [] };
     const fresh = await this.dedupe(client, inputs);
     result.duplicates = inputs.length - fresh.length;
     if (fresh.length === 0) return result;
@@ -115,6 +136,7 @@ export class Engine {
     const now = this.clock();
     const facts = new Map<string, TenantFacts>();
     const dailyDeltas = new Map<string, number>();
+    const replies = new ReplyBatch(this.replyFacts);
     while (queue.length > 0) {
       const input = queue.shift()!;
       const state = states.get(input.taskId);
@@ -129,7 +151,8 @@ export class Engine {
       const policy = await this.options.policies.get(orgId, client);
       let tenant = facts.get(orgId);
       if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now)));
-      const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant));
+      const reply = await replies.facts(client, state, input.event);
+      const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant, reply));
       if (decision.refused) {
         result.refused.push({ input, label: "wrong_sender", reason: decision.refused });
         this.logger.warn({ orgId, taskId: input.taskId, eventType: input.event.type, envelopeId: input.event.eventId }, `event refused: ${decision.refused}`);
@@ -147,6 +170,7 @@ export class Engine {
         dailyDeltas.set(orgId, (dailyDeltas.get(orgId) ?? 0) + delta);
       }
       states.set(input.taskId, decision.state);
+      replies.observe(decision.effects);
       for (const effect of decision.effects) {
         if (effect.type === "foreign_dispatch") {
           const outcome = await this.foreign.dispatch(client, effect.envelope);
@@ -181,8 +205,10 @@ export class Engine {
     return result;
   }
 
-  private context(policy: CompiledPolicy, eventId: string, tenant: TenantFacts): DecideContext {
+  private context(policy: CompiledPolicy, eventId: string, tenant: TenantFacts, reply: ReplyEventFacts | undefined): DecideContext {
     return {
+      replyLimits: this.options.replyLimits ?? DEFAULT_REPLY_LIMITS,
+      ...(reply ? { reply } : {}),
       tenant,
       approvalTtlMs: this.options.approvalTtlMs ?? 24 * 60 * 60 * 1000,
       now: this.clock(),
@@ -242,6 +268,9 @@ export class Engine {
     const outgoing: Array<{ orgId: string; stream: string; envelopeId: string; bytes: Uint8Array }> = [];
     const opened: ApprovalSpec[] = [];
     const closed: Array<Extract<Effect, { type: "close_approval" }>> = [];
+    const newReplies: ReplyRecord[] = [];
+    const replyUpdates: ReplyUpdate[] = [];
+    const buckets = new Map<string, Extract<Effect, { type: "reply_bucket" }>>();
     for (const effect of effects) {
       switch (effect.type) {
         case "audit":
@@ -277,6 +306,18 @@ export class Engine {
           if (effect.metric === "delegation_depth_exceeded") this.options.metrics?.delegationDepthExceeded.inc();
           if (effect.metric === "orphan_reply") this.options.metrics?.orphanReplies.inc();
           if (effect.metric === "stranded_step_repaired") this.options.metrics?.strandedStepsRepaired.inc();
+          if (effect.metric === "origin_reply") countOriginReply(this.options.metrics, "refused", effect.labels?.code);
+          break;
+        case "record_reply":
+          newReplies.push(effect.reply);
+          if (effect.reply.state === "pending") result.replies.push(effect.reply.id);
+          break;
+        case "update_reply":
+          replyUpdates.push(effect.update);
+          if (effect.update.state === "pending") result.replies.push(effect.update.id);
+          break;
+        case "reply_bucket":
+          buckets.set(`${effect.orgId}\u0000${effect.actor}`, effect);
           break;
         case "foreign_dispatch":
           break;
@@ -286,6 +327,9 @@ export class Engine {
     await saveSteps(client, changedSteps);
     await insertApprovals(client, opened);
     await closeApprovals(client, closed);
+    await insertReplies(client, newReplies);
+    await updateReplies(client, replyUpdates);
+    await saveBuckets(client, [...buckets.values()]);
     result.outbox = await insertOutbox(client, outgoing);
     // Last: appending locks the tenant's chain head until COMMIT, and every other transaction of the tenant
     // (other coordinators, task starts, approvals) queues on that lock, so nothing else should run under it.
@@ -307,7 +351,16 @@ export class Engine {
 function senderKey(event: CoordinatorEvent): string {
   if (!("sender" in event)) return "";
   const sender = event.sender;
-  return sender.kind === "queue" ? sender.endpoint : sender.kind === "gateway" ? `gateway:${sender.agent}` : "coordinator";
+  switch (sender.kind) {
+    case "queue":
+      return sender.endpoint;
+    case "gateway":
+      return `gateway:${sender.agent}`;
+    case "api":
+      return `api:${sender.actor}`;
+    case "coordinator":
+      return "coordinator";
+  }
 }
 
 /** Whether any column `saveTasks` writes differs; a changed error is always a new object. */

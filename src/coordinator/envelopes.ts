@@ -15,6 +15,7 @@ import {
   type Envelope,
 } from "../bus/codec.js";
 import { isNotSentResultId } from "../foreign/foreign-result.js";
+import { MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
 import type { CoordinatorEvent, EnvelopeSpec, EventSender } from "./model.js";
 import { isUuid } from "./task-store.js";
 
@@ -160,7 +161,19 @@ export function envelopeToEvent(envelope: Envelope, sender: EventSender): Inboun
       if (isObject(payload) && payload.type === "heartbeat") {
         return { ...base, event: { type: "heartbeat", eventId: envelope.id, stepId: envelope.stepId, attempt: envelope.attempt, sender } };
       }
-      throw malformed(envelope, "CONTROL envelope is not a heartbeat");
+      if (isObject(payload) && payload.type === "reply") {
+        // A worker's `ctx.reply`: only the words and a key. Nothing here may name where or as whom.
+        const { text, idempotencyKey } = payload;
+        if (typeof text !== "string") throw malformed(envelope, "CONTROL reply: text must be a string");
+        if (typeof idempotencyKey !== "string" || idempotencyKey === "" || idempotencyKey.length > MAX_REPLY_KEY_CHARS) {
+          throw malformed(envelope, `CONTROL reply: idempotencyKey must be a string of 1 to ${MAX_REPLY_KEY_CHARS} characters`);
+        }
+        return {
+          ...base,
+          event: { type: "reply_request", eventId: envelope.id, stepId: envelope.stepId, attempt: envelope.attempt, sender, text, idempotencyKey, requestId: envelope.id },
+        };
+      }
+      throw malformed(envelope, "CONTROL envelope is not a heartbeat or a reply");
     }
     default:
       throw malformed(envelope, `the coordinator does not accept ${EnvelopeKind[envelope.kind] ?? envelope.kind} envelopes`);

@@ -4,6 +4,7 @@
  * cost accrual — and then sends, parks for approval, or fails closed.
  */
 import { parseDestination, type ActionType, type HopFacts, type Verdict } from "../domain.js";
+import { viewAddress } from "../origin/reply-address.js";
 import { Draft, roundCost } from "./draft.js";
 import { MAX_DELEGATION_DEPTH, type EnvelopeSpec, type StepError, type StepRecord } from "./model.js";
 
@@ -16,6 +17,15 @@ export function stepInput(draft: Draft, step: StepRecord): unknown {
   const steps: Record<string, unknown> = {};
   for (const need of def?.needs ?? []) steps[need] = draft.step(need)?.output ?? null;
   return { task: draft.task.input, steps };
+}
+
+/**
+ * What a handler sees of the task's reply address (`work.replyTo`): kind and display, never a credential. Absent
+ * from the payload when the task has none, so the WORK of every other task is unchanged.
+ */
+function replyToField(draft: Draft): { replyTo?: { kind: string; display: string } } {
+  const view = viewAddress(draft.task.replyTo);
+  return view ? { replyTo: view } : {};
 }
 
 function stepTimeoutMs(draft: Draft, step: StepRecord): number {
@@ -67,7 +77,7 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
   const cost = draft.estimateOf(step);
   const envelopeId = draft.ctx.newId();
   // `turn` is echoed by a QUERY from this turn, so a redelivered old QUERY can be told apart.
-  const payloadJson = JSON.stringify({ input: stepInput(draft, step), turn: step.delegations });
+  const payloadJson = JSON.stringify({ input: stepInput(draft, step), turn: step.delegations, ...replyToField(draft) });
   const payloadHash = draft.ctx.hashPayload(payloadJson);
   const facts = hopFacts(draft, step, action, step.destination, cost);
 
@@ -190,7 +200,7 @@ export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: 
   }
 
   const envelopeId = draft.ctx.newId();
-  const payloadJson = JSON.stringify({ input: stepInput(draft, origin), state: origin.checkpoint.state, depth: origin.depth, turn: origin.delegations });
+  const payloadJson = JSON.stringify({ input: stepInput(draft, origin), state: origin.checkpoint.state, depth: origin.depth, turn: origin.delegations, ...replyToField(draft) });
   const payloadHash = draft.ctx.hashPayload(payloadJson);
   const facts = hopFacts(draft, origin, "reply", origin.destination, 0);
   const verdict: Verdict = approvedBy ? approvedVerdict(draft.ctx.govern(facts), approvedBy) : draft.ctx.govern(facts);
@@ -248,7 +258,7 @@ export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: 
 export { stepTimeoutMs };
 
 /** The verdict of a hop a human approved: an approval answers requires_approval, never a deny. */
-function approvedVerdict(current: Verdict, approvedBy: { approvalId: string; actor: string }): Verdict {
+export function approvedVerdict(current: Verdict, approvedBy: { approvalId: string; actor: string }): Verdict {
   if (current.verdict === "deny") return current;
   return { verdict: "allow", rule: `approval:${approvedBy.approvalId}`, reason: `approved by ${approvedBy.actor}` };
 }

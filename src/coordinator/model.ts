@@ -3,6 +3,8 @@
  * events it reacts to and the effects it asks the shell to carry out. Types only.
  */
 import type { ActionType, AuditEntry, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
+import type { ReplyAddress } from "../origin/reply-address.js";
+import type { ReplyEventFacts, ReplyLimits, ReplyRecord, ReplyUpdate } from "../replies/reply-types.js";
 
 export type TaskStatus = "running" | "parked" | "completed" | "failed" | "cancelled";
 export type StepStatus = "pending" | "dispatched" | "retrying" | "parked" | "waiting" | "completed" | "failed" | "cancelled";
@@ -27,7 +29,15 @@ export interface TaskRecord {
   cost: number;
   error: (StepError & { stepId?: string }) | null;
   finishedAtMs: number | null;
+  /**
+   * Where an answer to the conversation the task came from may be posted (issue 9), from the verified delivery
+   * that started it; null for every other task. Read from `tasks.reply_to`, never written back (immutable).
+   */
+  replyTo: ReplyAddress | null;
 }
+
+/** The actor that denies an approval nobody decided by its deadline. */
+export const EXPIRY_ACTOR = "system:expiry";
 
 /** Present on delegation steps: who asked, and what. */
 export interface DelegationInfo {
@@ -85,7 +95,12 @@ export interface TaskState {
  * naming the agent), or the coordinator itself (events it makes up, e.g. a refused foreign dispatch). Only this,
  * never a name from the envelope, decides whether the event may touch a step and what the audit row's actor is.
  */
-export type EventSender = { kind: "queue"; endpoint: string } | { kind: "gateway"; agent: string } | { kind: "coordinator" };
+export type EventSender =
+  | { kind: "queue"; endpoint: string }
+  | { kind: "gateway"; agent: string }
+  | { kind: "coordinator" }
+  /** A tenant through the API or CLI (`TaskService.Reply`); `actor` as recorded (API key name, `cli`). */
+  | { kind: "api"; actor: string };
 
 interface EventBase {
   /** Unique per event; seeds the ids of everything the event produces (so a redelivery reproduces them). */
@@ -132,7 +147,21 @@ export type CoordinatorEvent =
   | (EventBase & { type: "heartbeat"; stepId: string; attempt: number; sender: EventSender })
   | (EventBase & { type: "cancel"; actor: string; reason: string })
   /** The sweep found a pending step whose needs are all complete: a transition was lost; dispatch what is ready. */
-  | (EventBase & { type: "repair" });
+  | (EventBase & { type: "repair" })
+  /**
+   * Post `text` to the task's reply address (issue 9): from a worker (a CONTROL envelope; `stepId`/`attempt` name
+   * the step it works on) or from the tenant through the API (`stepId` null). `requestId` is how the caller finds
+   * the outcome row (the envelope id, or the API call's id).
+   */
+  | (EventBase & {
+      type: "reply_request";
+      stepId: string | null;
+      attempt: number;
+      sender: EventSender;
+      text: string;
+      idempotencyKey: string;
+      requestId: string;
+    });
 
 /** An envelope the shell should encode and send; plain data so decision code needs no generated classes. */
 export interface EnvelopeSpec {
@@ -167,6 +196,8 @@ export interface ApprovalSpec {
   reason: string;
   cost: number;
   expiresAtMs: number;
+  /** Set when the approval holds an origin reply (action `origin_reply`) rather than a step's hop. */
+  replyId?: string;
 }
 
 /** One governed hop as decided, for metrics and the demo's hop table. */
@@ -184,7 +215,13 @@ export type Effect =
   | { type: "close_approval"; approvalId: string; approved: boolean; actor: string; reason: string }
   | { type: "hop"; hop: HopRecord }
   | { type: "log"; level: "info" | "warn" | "error"; message: string; fields: Record<string, unknown> }
-  | { type: "count"; metric: "delegation_depth_exceeded" | "orphan_reply" | "stale_event" | "stranded_step_repaired"; labels?: Record<string, string> };
+  | { type: "count"; metric: "delegation_depth_exceeded" | "orphan_reply" | "stale_event" | "stranded_step_repaired" | "origin_reply"; labels?: Record<string, string> }
+  /** A new origin_replies row (refused, parked or pending), written before any dial. */
+  | { type: "record_reply"; reply: ReplyRecord }
+  /** A parked reply decided: pending (approved) or refused. */
+  | { type: "update_reply"; update: ReplyUpdate }
+  /** The reply token bucket of (tenant, actor) after a reply took a token. */
+  | { type: "reply_bucket"; orgId: string; actor: string; tokens: number; atMs: number };
 
 export interface DecideContext {
   now: number;
@@ -200,6 +237,10 @@ export interface DecideContext {
   approvalTtlMs: number;
   /** The tenant's daily cost (before this event), daily budget and egress switch. */
   tenant: TenantFacts;
+  /** Bounds of origin replies (config.origin). @defaultValue DEFAULT_REPLY_LIMITS */
+  replyLimits?: ReplyLimits;
+  /** I/O facts the shell gathered for a `reply_request` or a reply's `approval_decided` before deciding. */
+  reply?: ReplyEventFacts;
 }
 
 export interface Decision {

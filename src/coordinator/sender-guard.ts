@@ -16,6 +16,13 @@ export function refuseSender(state: TaskState, event: CoordinatorEvent): string 
     case "heartbeat":
       if (event.sender.kind === "gateway") return "the gateway sent a heartbeat: only a worker sends them";
       return refuseOnStep(state, event.stepId, event.sender, "heartbeat");
+    case "reply_request":
+      // A worker replies only for a step dispatched to its own queue; the tenant (API) for the task as a whole.
+      // The attempt, the step's status and the grace window are checked in decide-reply.ts.
+      if (event.sender.kind === "api") return undefined;
+      if (event.sender.kind !== "queue") return `a reply from ${describeSender(event.sender)}: only a worker or the tenant replies`;
+      if (event.stepId === null) return `a reply from ${event.sender.endpoint} names no step`;
+      return refuseOnStep(state, event.stepId, event.sender, "reply");
     default:
       return undefined;
   }
@@ -23,6 +30,7 @@ export function refuseSender(state: TaskState, event: CoordinatorEvent): string 
 
 function refuseOnStep(state: TaskState, stepId: string, sender: EventSender, what: string): string | undefined {
   if (sender.kind === "coordinator") return undefined;
+  if (sender.kind === "api") return `${what} from the API (${sender.actor}) names step ${stepId}: only a worker speaks for a step`;
   const step = state.steps.get(stepId);
   if (!step) return `${what} from ${describeSender(sender)} for step ${JSON.stringify(stepId)}, which task ${state.task.id} does not have`;
   const expected = sender.kind === "gateway" ? `foreign:${sender.agent}` : sender.endpoint;
@@ -42,9 +50,20 @@ export function actorOf(sender: EventSender, step: StepRecord): string {
       return step.destination;
     case "coordinator":
       return "coordinator";
+    case "api":
+      return sender.actor;
   }
 }
 
 function describeSender(sender: EventSender): string {
-  return sender.kind === "queue" ? sender.endpoint : sender.kind === "gateway" ? `the gateway (for foreign:${sender.agent})` : "the coordinator";
+  switch (sender.kind) {
+    case "queue":
+      return sender.endpoint;
+    case "gateway":
+      return `the gateway (for foreign:${sender.agent})`;
+    case "api":
+      return `the API (${sender.actor})`;
+    case "coordinator":
+      return "the coordinator";
+  }
 }

@@ -7,7 +7,7 @@
  */
 import type { Queryable } from "../store/db.js";
 import type { StepDefinition } from "../domain.js";
-import type { ReplyAddress } from "../origin/reply-address.js";
+import { tryAddress } from "../origin/reply-address.js";
 import type { StepRecord, TaskRecord } from "./model.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -26,6 +26,7 @@ interface TaskRow {
   cost: number;
   error: TaskRecord["error"];
   finished_at_ms: number | null;
+  reply_to: unknown;
 }
 
 interface StepRow {
@@ -60,6 +61,8 @@ function toTask(row: TaskRow): TaskRecord {
     cost: row.cost,
     error: row.error,
     finishedAtMs: row.finished_at_ms,
+    // Checked again on the way out: a stored address that fails the strict charset is never used (no address).
+    replyTo: row.reply_to == null ? null : (tryAddress(row.reply_to) ?? null),
   };
 }
 
@@ -109,7 +112,7 @@ export function pendingWorkflowStep(taskId: string, orgId: string, def: StepDefi
 }
 
 const TASK_COLUMNS = `id, org_id, workflow_name, workflow_version, input, status, budget, cost, error,
-  (extract(epoch FROM finished_at) * 1000)::bigint AS finished_at_ms`;
+  (extract(epoch FROM finished_at) * 1000)::bigint AS finished_at_ms, reply_to`;
 export const STEP_COLUMNS = `task_id, step_id, org_id, kind, status, destination, attempt, depth, clearance, due_at_ms,
   cost, output, error, approval_id, delegation, checkpoint, delegations`;
 
@@ -152,23 +155,13 @@ export async function loadTasksForUpdate(
  * Inserts a task; false when the tenant already has one with `idempotencyKey`. `replyTo` (verified ingest only) is
  * written here and nowhere else: no statement updates `tasks.reply_to`, and a trigger refuses any that tries.
  */
-export async function insertTask(client: Queryable, task: TaskRecord, idempotencyKey: string | null, replyTo: ReplyAddress | null = null): Promise<boolean> {
+export async function insertTask(client: Queryable, task: TaskRecord, idempotencyKey: string | null): Promise<boolean> {
   const result = await client.query(
     `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key, reply_to)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-    [
-      task.id,
-      task.orgId,
-      task.workflowName,
-      task.workflowVersion,
-      JSON.stringify(task.input ?? null),
-      task.status,
-      task.budget,
-      task.cost,
-      idempotencyKey,
-      replyTo === null ? null : JSON.stringify(replyTo),
-    ],
+    [task.id, task.orgId, task.workflowName, task.workflowVersion, JSON.stringify(task.input ?? null), task.status, task.budget, task.cost, idempotencyKey,
+      task.replyTo === null ? null : JSON.stringify(task.replyTo)],
   );
   return result.rowCount === 1;
 }
@@ -177,9 +170,9 @@ export async function insertTask(client: Queryable, task: TaskRecord, idempotenc
  * Inserts tasks in one statement (see `insertTask`); answers the ids actually inserted. A task whose idempotency key
  * the tenant already used (or an earlier row of the same call used) is skipped.
  */
-export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task: TaskRecord; idempotencyKey: string | null; replyTo: ReplyAddress | null }>): Promise<Set<string>> {
+export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task: TaskRecord; idempotencyKey: string | null }>): Promise<Set<string>> {
   if (tasks.length === 0) return new Set();
-  const rows = tasks.map(({ task, idempotencyKey, replyTo }) => ({
+  const rows = tasks.map(({ task, idempotencyKey }) => ({
     id: task.id,
     org_id: task.orgId,
     workflow_name: task.workflowName,
@@ -189,7 +182,7 @@ export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task
     budget: task.budget,
     cost: task.cost,
     idempotency_key: idempotencyKey,
-    reply_to: replyTo,
+    reply_to: task.replyTo,
   }));
   const result = await client.query<{ id: string }>(
     `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key, reply_to)

@@ -4,13 +4,17 @@
  */
 import { randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import { validateAddress, type ReplyAddress } from "../origin/reply-address.js";
 import { retryOnConflict, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { unscoped, type TransactionRunner } from "../store/tenant-scope.js";
 import { getWorkflow } from "../store/workflow-store.js";
+import { tryAddress, validateAddress, viewAddress, type ReplyAddress, type ReplyAddressView } from "../origin/reply-address.js";
+import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
+import { waitForReplyOutcome } from "../replies/reply-outcome.js";
+import { listReplies, type ReplyView } from "../replies/reply-store.js";
+import type { ReplyOutcome } from "../replies/reply-types.js";
 import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "./approval-store.js";
 import type { ApplyResult, Engine } from "./engine.js";
-import type { StepRecord, TaskRecord, TaskStatus } from "./model.js";
+import { EXPIRY_ACTOR, type StepRecord, type TaskRecord, type TaskStatus } from "./model.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
 import { isUuid, insertTasks, pendingWorkflowStep, saveSteps, STEP_COLUMNS, toStep } from "./task-store.js";
 
@@ -27,10 +31,22 @@ export interface TaskServiceOptions {
   transact?: TransactionRunner;
   /** Tells a late approval decision from a timely one. @defaultValue Date.now */
   clock?: () => number;
+  /** How long `reply` waits for the outcome (replyDeadlineMs(config)). @defaultValue 60 s */
+  replyDeadlineMs?: number;
 }
 
-/** The actor that denies an approval nobody decided by its deadline. */
-export const EXPIRY_ACTOR = "system:expiry";
+export interface TaskReplyRequest {
+  orgId: string;
+  taskId: string;
+  text: string;
+  /** @defaultValue sha256(taskId, text): the same words are posted once */
+  idempotencyKey?: string;
+  /** Who posts, as recorded (`user:ann`, `cli`, an API key's name). */
+  actor: string;
+  signal?: AbortSignal;
+}
+
+export { EXPIRY_ACTOR } from "./model.js";
 
 export interface DecideApprovalRequest {
   orgId: string;
@@ -97,6 +113,10 @@ export interface TaskView {
   createdAt: string;
   finishedAt: string | null;
   steps: StepView[];
+  /** Where replies go (kind and display only); null when the task has no reply address. */
+  replyTo: ReplyAddressView | null;
+  /** Every reply attempt, oldest first; never its text or any credential. */
+  replies: ReplyView[];
 }
 
 export class TaskService {
@@ -148,8 +168,9 @@ export class TaskService {
           cost: 0,
           error: null,
           finishedAtMs: null,
+          replyTo: replyTos[i]!,
         };
-        return { task, idempotencyKey: request.idempotencyKey ?? null, replyTo: replyTos[i]!, stored };
+        return { task, idempotencyKey: request.idempotencyKey ?? null, stored };
       });
       const inserted = await insertTasks(client, rows);
       // A key used before (or twice in this batch) names the task that has it.
@@ -253,7 +274,45 @@ export class TaskService {
     return { ...result, applied };
   }
 
+  /**
+   * Posts `text` to the task's reply address as the tenant (issue 9), for a running task or one that ended within
+   * the grace window: governed, audited and bounded like a worker's reply. Waits for the outcome (or answers
+   * `unknown` / `outcome_pending` at the deadline). NOT_FOUND for another tenant's task; FAILED_PRECONDITION when
+   * the task ended too long ago.
+   */
+  async reply(request: TaskReplyRequest): Promise<ReplyOutcome> {
+    const { orgId, taskId, text } = request;
+    if (!isUuid(taskId)) throw notFound(orgId, taskId);
+    if (typeof text !== "string") throw new SwitchyardError(ErrorCode.InvalidArgument, "text: the reply's words are required", { details: { path: "text" } });
+    const idempotencyKey = request.idempotencyKey || defaultReplyKey(taskId, text);
+    if (idempotencyKey.length > MAX_REPLY_KEY_CHARS) {
+      throw new SwitchyardError(ErrorCode.InvalidArgument, `idempotency_key: at most ${MAX_REPLY_KEY_CHARS} characters`, { details: { path: "idempotency_key" } });
+    }
+    const requestId = randomUUID();
+    const applied = await this.transact(orgId, (client) =>
+      this.options.engine.applyInTransaction(client, [
+        {
+          orgId,
+          taskId,
+          event: { type: "reply_request", eventId: `reply:${requestId}`, stepId: null, attempt: 0, sender: { kind: "api", actor: request.actor }, text, idempotencyKey, requestId },
+        },
+      ]),
+    );
+    const refused = applied.refused[0];
+    if (refused) {
+      if (refused.label !== "wrong_sender") throw notFound(orgId, taskId);
+      throw new SwitchyardError(ErrorCode.FailedPrecondition, refused.reason, { details: { reason: "REPLY_WINDOW_CLOSED" } });
+    }
+    await this.publish(applied);
+    return waitForReplyOutcome((read) => this.transact(orgId, read), { orgId, taskId, requestId, idempotencyKey }, {
+      deadlineMs: this.options.replyDeadlineMs ?? 60_000,
+      ...(request.signal ? { signal: request.signal } : {}),
+    });
+  }
+
   private async publish(applied: ApplyResult | undefined): Promise<void> {
+    // After COMMIT: rows made pending (a reply, an approved reply) are the sender's to dial now.
+    this.options.engine.kickReplies(applied);
     if (applied && applied.outbox.length > 0 && this.options.publisher) await this.options.publisher.publish(applied.outbox);
   }
 }
@@ -263,7 +322,7 @@ export class TaskService {
 export async function getTaskView(db: Queryable, orgId: string, taskId: string): Promise<TaskView> {
   if (!isUuid(taskId)) throw notFound(orgId, taskId);
   const { rows } = await db.query(
-    `SELECT id, org_id, workflow_name, workflow_version, input, status, budget, cost, error, created_at, finished_at
+    `SELECT id, org_id, workflow_name, workflow_version, input, status, budget, cost, error, created_at, finished_at, reply_to
      FROM tasks WHERE org_id = $1 AND id = $2`,
     [orgId, taskId],
   );
@@ -297,6 +356,8 @@ export async function getTaskView(db: Queryable, orgId: string, taskId: string):
       error: s.error,
       approvalId: s.approvalId,
     })),
+    replyTo: viewAddress(row.reply_to == null ? null : (tryAddress(row.reply_to) ?? null)),
+    replies: await listReplies(db, orgId, taskId),
   };
 }
 

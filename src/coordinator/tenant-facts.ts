@@ -15,12 +15,17 @@ export interface EgressSwitch {
   egressEnabled(orgId: string): boolean;
 }
 
+/** Whether origin replies are on for a tenant (REPLY_ENABLED); satisfied by the live flags. */
+export interface ReplySwitch {
+  replyEnabled(orgId: string): boolean;
+}
+
 /** The UTC day a cost is accrued to. */
 export function costDay(nowMs: number): string {
   return new Date(nowMs).toISOString().slice(0, 10);
 }
 
-export function createTenantFactsSource(options: { egress?: EgressSwitch } = {}): TenantFactsSource {
+export function createTenantFactsSource(options: { egress?: EgressSwitch; replies?: ReplySwitch } = {}): TenantFactsSource {
   return {
     async get(orgId, db, nowMs) {
       const { rows } = await db.query<{ cost: number | null; daily_budget: number | null; idempotent: string[] | null }>(
@@ -35,6 +40,8 @@ export function createTenantFactsSource(options: { egress?: EgressSwitch } = {})
         idempotentForeignAgents: new Set(rows[0]?.idempotent ?? []),
         // Dormant by default: without a flag source, nothing leaves the perimeter.
         egressEnabled: options.egress?.egressEnabled(orgId) ?? false,
+        // Off without a flag source too: replies spend a tenant's credential outside the perimeter.
+        replyEnabled: options.replies?.replyEnabled(orgId) ?? false,
       };
     },
   };

@@ -6,7 +6,7 @@
  * on too (the global value is a master switch); `BUS_ROUTED` has no global value, only role/team scopes.
  */
 
-export const FLAG_NAMES = ["BUS_ENABLED", "COORDINATOR_ENABLED", "HARNESS_ENABLED", "BUS_ROUTED", "A2A_EGRESS_ENABLED"] as const;
+export const FLAG_NAMES = ["BUS_ENABLED", "COORDINATOR_ENABLED", "HARNESS_ENABLED", "BUS_ROUTED", "A2A_EGRESS_ENABLED", "REPLY_ENABLED"] as const;
 export type FlagName = (typeof FLAG_NAMES)[number];
 
 export const SCOPE_KINDS = ["global", "tenant", "role", "team"] as const;
@@ -19,6 +19,7 @@ export const FLAG_SCOPES: Readonly<Record<FlagName, readonly ScopeKind[]>> = {
   HARNESS_ENABLED: ["global", "role", "team"],
   BUS_ROUTED: ["role", "team"],
   A2A_EGRESS_ENABLED: ["global", "tenant"],
+  REPLY_ENABLED: ["global", "tenant"],
 };
 
 /** What each flag switches, for listings and help. */
@@ -28,6 +29,7 @@ export const FLAG_DESCRIPTIONS: Readonly<Record<FlagName, string>> = {
   HARNESS_ENABLED: "harnesses of a role/team take new work (off: in-flight turns finish, nothing new is read)",
   BUS_ROUTED: "ctx.delegate() from a role/team is routed over the bus (off: the turn fails BUS_NOT_ROUTED)",
   A2A_EGRESS_ENABLED: "foreign (A2A) hops may leave the perimeter (off: denied by builtin:egress-disabled)",
+  REPLY_ENABLED: "workers and the tenant may post origin replies (off: refused as reply_disabled before any dial)",
 };
 
 /** One stored flag value (table `flags`); a missing row means the environment's default. */
@@ -68,6 +70,7 @@ export interface HarnessFlags {
 /** Every switch at once: what `LiveFlags` implements. */
 export interface FlagSwitches extends CoordinatorFlags, HarnessFlags {
   egressEnabled(orgId: string): boolean;
+  replyEnabled(orgId: string): boolean;
 }
 
 /** Everything on (egress included): for library users and tests that do not exercise flags. */
@@ -78,6 +81,7 @@ export const ALL_ON: FlagSwitches = {
   harnessEnabled: () => true,
   busRouted: () => true,
   egressEnabled: () => true,
+  replyEnabled: () => true,
 };
 
 /**

@@ -59,6 +59,8 @@ export class FlagValues implements FlagSwitches {
         return isQueue && listed(d.busRouted, queue);
       case "A2A_EGRESS_ENABLED":
         return scopeKind === "global" ? d.egressEnabled : scopeKind === "tenant" && listed(d.egressTenants, scope);
+      case "REPLY_ENABLED":
+        return scopeKind === "global" ? d.replyEnabled : scopeKind === "tenant" && listed(d.replyTenants, scope);
     }
   }
 
@@ -99,6 +101,10 @@ export class FlagValues implements FlagSwitches {
     return this.value("A2A_EGRESS_ENABLED", "global") && this.value("A2A_EGRESS_ENABLED", "tenant", orgId);
   }
 
+  replyEnabled(orgId: string): boolean {
+    return this.value("REPLY_ENABLED", "global") && this.value("REPLY_ENABLED", "tenant", orgId);
+  }
+
   /** Every global value, every scope the environment names, and every stored row. */
   describe(): FlagView[] {
     const views = new Map<string, FlagView>();
@@ -116,6 +122,7 @@ export class FlagValues implements FlagSwitches {
       ["HARNESS_ENABLED", d.harnessScopes],
       ["BUS_ROUTED", d.busRouted],
       ["A2A_EGRESS_ENABLED", d.egressTenants],
+      ["REPLY_ENABLED", d.replyTenants],
     ];
     for (const [name, list] of envScopes) {
       const tenantScoped = FLAG_SCOPES[name].includes("tenant");

@@ -132,6 +132,10 @@ export class LiveFlags implements FlagSwitches {
     return this.values.egressEnabled(orgId);
   }
 
+  replyEnabled(orgId: string): boolean {
+    return this.values.replyEnabled(orgId);
+  }
+
   private async poll(signal: AbortSignal): Promise<void> {
     const pollMs = this.options.pollMs ?? this.options.defaults.pollMs;
     while (!signal.aborted) {

@@ -23,6 +23,7 @@ import { TaskService } from "../coordinator/tasks.js";
 import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
 import type { Runtime } from "../runtime.js";
 import { tenantScoped } from "../store/tenant-scope.js";
+import { replyDeadlineMs } from "../replies/reply-limits.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { createSecretCipher } from "../vault/secret-cipher.js";
 import { createAuthInterceptor } from "./auth.js";
@@ -61,6 +62,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     publisher: runtime.publisher,
     maxPayloadBytes: runtime.config.bus.maxPayloadBytes,
     transact: tenantScoped(pool),
+    replyDeadlineMs: replyDeadlineMs(runtime.config),
   });
   const watches = new WatchHub({
     db: pool,

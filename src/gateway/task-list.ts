@@ -22,7 +22,7 @@ export interface TaskListFilter {
 }
 
 /** A task in a listing: the TaskView without input and steps. */
-export type TaskSummaryView = Omit<TaskView, "orgId" | "input" | "steps">;
+export type TaskSummaryView = Omit<TaskView, "orgId" | "input" | "steps" | "replyTo" | "replies">;
 
 export interface TaskPage {
   tasks: TaskSummaryView[];

@@ -6,8 +6,9 @@
  *   between a step and a foreign agent: the tenant's A2A_EGRESS_ENABLED switch (`builtin:egress-disabled`), the
  *   FOREIGN dispatcher, which refuses an agent that is not registered and enabled (`FOREIGN_UNAVAILABLE`) or whose
  *   clearance ceiling is below the hop's floor (`CLEARANCE_DENIED`), and the egress guard's host allowlist.
- * - `reply_egress` → **deny** (`builtin:reply-egress-unavailable`): posting to a third party needs the
- *   origin-reply feature.
+ * - `origin_reply` → no rule of its own: allowed like any hop. The operator's gate is the REPLY_ENABLED flag
+ *   (global and per tenant, off by default), checked before the governor; a tenant policy can deny replies or
+ *   require an approval for them (`action: origin_reply`).
  * - a step marked `approval: true` in its workflow → **requires_approval** (`builtin:approval-hint`).
  * - everything else → **allow** (`builtin:default`).
  *
@@ -23,12 +24,6 @@ export const BUILTIN_DEFAULT_DOCUMENT: PolicyDocument = {
   over_budget: "deny",
   clearance: {},
   rules: [
-    {
-      id: "builtin:reply-egress-unavailable",
-      action: ["reply_egress"],
-      verdict: "deny",
-      reason: "posting replies to a third party needs the origin-reply feature, which is not enabled",
-    },
     {
       id: "builtin:approval-hint",
       when: "hop.approval_hint",

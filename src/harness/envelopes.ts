@@ -58,7 +58,14 @@ function turnOf(payload: Record<string, unknown>): number {
   return typeof turn === "number" && Number.isInteger(turn) && turn >= 0 ? turn : 0;
 }
 
-function baseWork(envelope: Envelope): Omit<Work, "input" | "depth" | "turn"> {
+/** `{kind, display}` of the task's reply address, as the coordinator put it in the payload; null when absent or odd. */
+function replyToOf(payload: Record<string, unknown>): Work["replyTo"] {
+  const r = payload.replyTo;
+  if (!isRecord(r) || typeof r.kind !== "string" || typeof r.display !== "string") return null;
+  return { kind: r.kind as NonNullable<Work["replyTo"]>["kind"], display: r.display };
+}
+
+function baseWork(envelope: Envelope): Omit<Work, "input" | "depth" | "turn" | "replyTo"> {
   return {
     orgId: envelope.orgId,
     taskId: envelope.taskId,
@@ -72,7 +79,7 @@ function baseWork(envelope: Envelope): Omit<Work, "input" | "depth" | "turn"> {
 /** WORK payload: `{ "input": <any>, "turn": <n> }`. */
 function workFromWork(envelope: Envelope): Work {
   const payload = payloadObject(envelope, "WORK");
-  return { ...baseWork(envelope), depth: envelope.delegationDepth, turn: turnOf(payload), input: payload.input ?? null };
+  return { ...baseWork(envelope), depth: envelope.delegationDepth, turn: turnOf(payload), input: payload.input ?? null, replyTo: replyToOf(payload) };
 }
 
 /** REPLY payload: `{ "input": <origin input>, "state": <checkpoint>, "depth": <origin work depth>, "turn": <n> }`. */
@@ -103,6 +110,7 @@ function workFromReply(envelope: Envelope): Work {
     depth: originDepth,
     turn: turnOf(payload),
     input: payload.input ?? null,
+    replyTo: replyToOf(payload),
     resume: { state: payload.state ?? null, reply },
   };
 }
@@ -211,6 +219,14 @@ export function queryEnvelope(
     delegationDepth: depth,
     payload,
     usage: usageInit(usage),
+  });
+}
+
+/** A `ctx.reply`: the words and the idempotency key; the envelope's id is the request id the outcome is found by. */
+export function replyEnvelope(incoming: Envelope, source: HarnessSource, text: string, idempotencyKey: string, nowMs: number): Envelope {
+  return createEnvelope({
+    ...outgoing(incoming, source, EnvelopeKind.CONTROL, nowMs),
+    payload: jsonPayload({ type: "reply", text, idempotencyKey }),
   });
 }
 

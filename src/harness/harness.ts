@@ -21,6 +21,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { isHandledKind, type HarnessSource } from "./envelopes.js";
 import type { ResultReader } from "./result-reader.js";
+import type { HarnessReplies } from "./turn.js";
 import { startTurn, type RunningTurn, type TurnOutcome } from "./turn.js";
 import type { Handler } from "./types.js";
 
@@ -60,6 +61,8 @@ export interface HarnessOptions {
   shutdownGraceMs: number;
   /** Lets handlers read delegate results (`ctx.readResult`); without one that call fails FAILED_PRECONDITION. */
   resultReader?: ResultReader;
+  /** Lets handlers post origin replies (`ctx.reply`); without it that call fails FAILED_PRECONDITION. */
+  replies?: HarnessReplies;
   /** Longest a read blocks when the stream is empty. @defaultValue 1000 */
   blockMs?: number;
   /** Consumer name within the group; unique per process. @defaultValue `consumerName()` from bus/keys */
@@ -178,6 +181,7 @@ export function createHarness(options: HarnessOptions): Harness {
     maxPayloadBytes,
     heartbeatMs,
     resultReader: options.resultReader,
+    ...(options.replies ? { replies: options.replies } : {}),
     now: () => Date.now(),
     routed: flags ? () => flags.busRouted(queueKind, source.id) : undefined,
     health,

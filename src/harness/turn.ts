@@ -19,6 +19,7 @@ import {
   encodeJsonPayload,
   heartbeatEnvelope,
   queryEnvelope,
+  replyEnvelope,
   resultErrorEnvelope,
   resultOkEnvelope,
   workFromEnvelope,
@@ -26,6 +27,9 @@ import {
   type TurnUsage,
 } from "./envelopes.js";
 import type { ResultReader } from "./result-reader.js";
+import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
+import { waitForReplyOutcome } from "../replies/reply-outcome.js";
+import type { Queryable } from "../store/db.js";
 import {
   createDelegation,
   isDelegation,
@@ -33,9 +37,17 @@ import {
   type DelegateOptions,
   type Handler,
   type HandlerContext,
+  type ReplyOptions,
   type UsageReport,
   type Work,
 } from "./types.js";
+
+export interface HarnessReplies {
+  /** Read with `org_id` in every WHERE clause (the tenant boundary), like the result reader. */
+  db: Queryable;
+  /** replyDeadlineMs(config): the sender's dials plus 30 s. */
+  deadlineMs: number;
+}
 
 export type TurnOutcome = "completed" | "failed" | "delegated" | "abandoned" | "unsent";
 
@@ -51,6 +63,8 @@ export interface TurnDeps {
   maxPayloadBytes: number;
   heartbeatMs: number;
   resultReader: ResultReader | undefined;
+  /** Where `ctx.reply` reads its outcome (the reply row) and how long it waits; without it `ctx.reply` fails. */
+  replies?: HarnessReplies;
   now: () => number;
   /** BUS_ROUTED for this queue; false makes `ctx.delegate()` fail the turn. @defaultValue always routed */
   routed?: () => boolean;
@@ -156,6 +170,18 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
         });
         issued.add(delegation);
         return delegation;
+      },
+      async reply(text: string, options: ReplyOptions = {}) {
+        if (controller.signal.aborted) throw new SwitchyardError(ErrorCode.Cancelled, "the turn was abandoned");
+        if (!deps.replies) throw new SwitchyardError(ErrorCode.FailedPrecondition, "this harness has no reply database; pass `replies` to post origin replies");
+        if (typeof text !== "string") throw invalid("reply text must be a string");
+        const key = options.idempotencyKey ?? defaultReplyKey(work.taskId, text);
+        if (typeof key !== "string" || key === "" || key.length > MAX_REPLY_KEY_CHARS) throw invalid(`reply idempotencyKey must be a string of 1 to ${MAX_REPLY_KEY_CHARS} characters`);
+        const request = replyEnvelope(envelope, deps.source, text, key, deps.now());
+        await publish(request);
+        const outcome = await waitForReplyOutcome(deps.replies.db, { orgId: work.orgId, taskId: work.taskId, requestId: request.id, idempotencyKey: key }, { signal: controller.signal, deadlineMs: deps.replies.deadlineMs });
+        logger.info({ replyId: outcome.replyId, status: outcome.status, code: outcome.code }, "origin reply");
+        return outcome;
       },
       async readResult(ref: string) {
         if (!deps.resultReader) {

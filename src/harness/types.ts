@@ -31,6 +31,10 @@
  */
 import type { Logger } from "../logger.js";
 import type { Destination } from "../domain.js";
+import type { ReplyAddressView } from "../origin/reply-address.js";
+import type { ReplyOutcome } from "../replies/reply-types.js";
+
+export type { ReplyOutcome } from "../replies/reply-types.js";
 
 /** The answer to a delegation, as the resumed turn sees it. */
 export interface Reply {
@@ -68,6 +72,16 @@ export interface Work {
   input: unknown;
   /** Set when this turn resumes one that delegated. */
   resume?: { state: unknown; reply: Reply };
+  /**
+   * Where `ctx.reply` posts (the conversation the task came from): kind and display only, never a credential;
+   * null when the task has no reply address (then `ctx.reply` answers `refused` / `no_reply_address`).
+   */
+  replyTo: ReplyAddressView | null;
+}
+
+export interface ReplyOptions {
+  /** A repeat with the same key posts nothing and returns the first outcome. @defaultValue sha256(taskId, text) */
+  idempotencyKey?: string;
 }
 
 export interface UsageReport {
@@ -116,6 +130,14 @@ export interface HandlerContext {
   delegate(destination: string, payload: unknown, options?: DelegateOptions): Delegation;
   /** Reads a stored step result (e.g. `work.resume.reply.resultRef`) through this tenant's scope. */
   readResult(ref: string): Promise<unknown>;
+  /**
+   * Posts `text` to the task's reply address with the tenant's connection — governed (`origin_reply`), audited,
+   * bounded — and resolves with the outcome: `sent` (with the permalink), `failed`, `unknown` (may have been
+   * posted; never re-sent), `refused` (with the code, e.g. `no_reply_address`, `secret_detected`) or `parked`
+   * (the tenant's policy wants an approval; it is posted once approved). Never pass an address: there is none to
+   * pass. Without a reply database in the harness options it fails FAILED_PRECONDITION.
+   */
+  reply(text: string, options?: ReplyOptions): Promise<ReplyOutcome>;
 }
 
 export type Handler = (work: Work, ctx: HandlerContext) => Promise<unknown> | unknown;

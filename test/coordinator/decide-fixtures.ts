@@ -23,7 +23,7 @@ export function initialState(workflow: WorkflowDefinition, input: unknown = { to
   const steps = new Map<string, StepRecord>();
   for (const s of workflow.steps) steps.set(s.id, pendingWorkflowStep(TASK_ID, "acme", s));
   return {
-    task: { id: TASK_ID, orgId: "acme", workflowName: "wf", workflowVersion: 1, input, status: "running", budget: workflow.budget, cost: 0, error: null, finishedAtMs: null },
+    task: { id: TASK_ID, orgId: "acme", workflowName: "wf", workflowVersion: 1, input, status: "running", budget: workflow.budget, cost: 0, error: null, finishedAtMs: null, replyTo: null },
     steps,
     workflow,
   };

@@ -36,6 +36,8 @@ describe("flag defaults from the environment", () => {
       busRouted: [],
       egressEnabled: false,
       egressTenants: [],
+      replyEnabled: false,
+      replyTenants: [],
       pollMs: 1000,
     });
     const values = new FlagValues(loadConfig({}).flags, []);
@@ -56,6 +58,8 @@ describe("flag defaults from the environment", () => {
       SWITCHYARD_BUS_ROUTED: "*",
       SWITCHYARD_A2A_EGRESS_ENABLED: "false",
       SWITCHYARD_A2A_EGRESS_TENANTS: "*",
+      SWITCHYARD_REPLY_ENABLED: "true",
+      SWITCHYARD_REPLY_TENANTS: "acme",
       SWITCHYARD_FLAGS_POLL_MS: "250",
     }).flags;
     expect(flags).toEqual({
@@ -67,9 +71,13 @@ describe("flag defaults from the environment", () => {
       busRouted: "*",
       egressEnabled: false,
       egressTenants: "*",
+      replyEnabled: true,
+      replyTenants: ["acme"],
       pollMs: 250,
     });
     const values = new FlagValues(flags, []);
+    expect(values.replyEnabled("acme")).toBe(true);
+    expect(values.replyEnabled("globex")).toBe(false);
     expect(values.coordinatorEnabled("acme")).toBe(true);
     expect(values.coordinatorEnabled("initech")).toBe(false);
     expect(values.harnessEnabled("team", "ops")).toBe(true);
@@ -140,6 +148,6 @@ describe("flag values (defaults + stored rows)", () => {
     expect(views.find((v) => v.name === "HARNESS_ENABLED" && v.scope === "writer")).toMatchObject({ enabled: false, effective: false, source: "table", updatedBy: "t" });
     expect(views.find((v) => v.name === "COORDINATOR_ENABLED" && v.scope === "*")).toMatchObject({ scopeKind: "tenant", enabled: true, effective: false, source: "env" });
     expect(views.find((v) => v.name === "HARNESS_ENABLED" && v.scopeKind === "global")).toMatchObject({ enabled: true, effective: true, source: "env" });
-    expect(views.filter((v) => v.scopeKind === "global").map((v) => v.name)).toEqual(["BUS_ENABLED", "COORDINATOR_ENABLED", "HARNESS_ENABLED", "A2A_EGRESS_ENABLED"]);
+    expect(views.filter((v) => v.scopeKind === "global").map((v) => v.name)).toEqual(["BUS_ENABLED", "COORDINATOR_ENABLED", "HARNESS_ENABLED", "A2A_EGRESS_ENABLED", "REPLY_ENABLED"]);
   });
 });

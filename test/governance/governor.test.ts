@@ -190,13 +190,13 @@ describe("governor built-in guards", () => {
 });
 
 describe("built-in default policy", () => {
-  it("allows FOREIGN egress (the dispatcher checks the registry), denies third-party egress, asks for approval on hinted steps, allows the rest", () => {
+  it("allows FOREIGN egress (the dispatcher checks the registry) and origin replies (REPLY_ENABLED is the gate), asks for approval on hinted steps, allows the rest", () => {
     const foreign = evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "a2a_egress", destination: { kind: "foreign", id: "vendor" } }));
     expect(foreign).toMatchObject({ verdict: "allow", rule: "builtin:default" });
     expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "a2a_egress", approvalHint: true }))).toMatchObject({ verdict: "requires_approval", rule: "builtin:approval-hint" });
     // The tenant's egress switch still comes first.
     expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "a2a_egress", egressEnabled: false }))).toMatchObject({ verdict: "deny", rule: "builtin:egress-disabled" });
-    expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "reply_egress" }))).toMatchObject({ verdict: "deny", rule: "builtin:reply-egress-unavailable" });
+    expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ action: "origin_reply" }))).toMatchObject({ verdict: "allow", rule: "builtin:default" });
     expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ approvalHint: true }))).toMatchObject({ verdict: "requires_approval", rule: "builtin:approval-hint" });
     for (const action of ["dispatch", "sub_query", "reply"] as const) {
       expect(evaluate(BUILTIN_DEFAULT_POLICY, hop({ action }))).toMatchObject({ verdict: "allow", rule: "builtin:default" });
@@ -211,7 +211,7 @@ describe("built-in default policy", () => {
     expect(() => {
       (BUILTIN_DEFAULT_POLICY.rules[0] as { verdict: string }).verdict = "allow";
     }).toThrow(TypeError);
-    expect(BUILTIN_DEFAULT_POLICY.rules.map((r) => r.id)).toEqual(["builtin:reply-egress-unavailable", "builtin:approval-hint"]);
+    expect(BUILTIN_DEFAULT_POLICY.rules.map((r) => r.id)).toEqual(["builtin:approval-hint"]);
   });
 });
 

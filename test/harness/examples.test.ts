@@ -69,7 +69,7 @@ describe("example handlers", () => {
       usage: () => {},
       logger: { info: () => {} },
     } as never;
-    const base = { orgId: "o", taskId: "t-1", stepId: "s", attempt: 1, envelopeId: "e", depth: 0, turn: 0, clearanceFloor: 0 };
+    const base = { orgId: "o", taskId: "t-1", stepId: "s", attempt: 1, envelopeId: "e", depth: 0, turn: 0, clearanceFloor: 0, replyTo: null };
     const draft = (await writer(
       { ...base, input: { task: { topic: "tides" }, steps: { research: { topic: "tides", findings: ["moon pulls"], analysis: { summary: "big" } } } } },
       ctx,

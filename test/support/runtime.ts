@@ -28,6 +28,8 @@ export const TEST_FLAGS: Config["flags"] = {
   busRouted: "*",
   egressEnabled: false,
   egressTenants: [],
+  replyEnabled: false,
+  replyTenants: [],
   pollMs: 1_000,
 };
 

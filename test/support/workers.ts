@@ -9,7 +9,7 @@ export class Workers {
   constructor(private readonly runtime: TestRuntime) {}
 
   /** Starts a harness obeying the runtime's live flags (pass `flags` to override, e.g. with your own switch). */
-  start(role: string, handler: Handler, options: { concurrency?: number; consumer?: string; flags?: HarnessFlags } = {}): Harness {
+  start(role: string, handler: Handler, options: { concurrency?: number; consumer?: string; flags?: HarnessFlags; replyDeadlineMs?: number } = {}): Harness {
     const harness = createHarness({
       bus: this.runtime.bus,
       role,
@@ -23,6 +23,7 @@ export class Workers {
       shutdownGraceMs: this.runtime.config.harness.shutdownGraceMs,
       blockMs: 100,
       resultReader: createStepResultReader({ db: this.runtime.pool }),
+      replies: { db: this.runtime.pool, deadlineMs: options.replyDeadlineMs ?? 10_000 },
       flags: options.flags ?? this.runtime.flags,
     });
     this.harnesses.push(harness);

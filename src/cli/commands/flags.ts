@@ -54,7 +54,7 @@ export function registerFlagsCommands(program: Command, run: ActionRunner): void
     .description("switch a flag on or off for a scope (global without --tenant/--role/--team)")
     .argument("<name>", FLAG_NAMES.join(" | "))
     .argument("<value>", "on | off")
-    .option("--tenant <tenant>", "tenant scope (COORDINATOR_ENABLED, A2A_EGRESS_ENABLED)")
+    .option("--tenant <tenant>", "tenant scope (COORDINATOR_ENABLED, A2A_EGRESS_ENABLED, REPLY_ENABLED)")
     .option("--role <role>", "role scope (HARNESS_ENABLED, BUS_ROUTED)")
     .option("--team <team>", "team scope (HARNESS_ENABLED, BUS_ROUTED)")
     .requiredOption("--reason <text>", "why (recorded in the audit log)")

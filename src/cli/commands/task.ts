@@ -10,7 +10,10 @@
  *            "destination":"role:researcher","attempts":1,"cost":2,"output":…|null,"error":null|{"code":"…","message":"…"},
  *            "approvalId":"<uuid>"|null}]}
  * ```
- * Workflow steps come in definition order, then delegation steps (`<origin step>.d<n>`).
+ * Workflow steps come in definition order, then delegation steps (`<origin step>.d<n>`). A task started by a
+ * verified delivery also shows `"replyTo":{"kind":"forge_comment|slack_thread|cairn_comment","display":"…"}|null`
+ * and `"replies":[{"id","state","code","message","permalink","addressDisplay","actor","stepId","createdAt",
+ * "finishedAt"}]` (never the text, never a credential).
  */
 import { InvalidArgumentError, type Command } from "commander";
 import type { TaskStatus } from "../../coordinator/model.js";
@@ -122,6 +125,37 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
     );
 
   /**
+   * `task reply ID --text TEXT [--tenant T] [--idempotency-key K] [--actor A] [--json]` — posts TEXT to the
+   * task's reply address (the conversation it came from) with the tenant's connection, for a running task or one
+   * that ended within the grace window. Governed, audited, bounded like a worker's `ctx.reply`. Prints the
+   * outcome (`sent` with the permalink, `parked` with the approval, `refused`/`failed`/`unknown` with the code);
+   * exits 0 for sent and parked, 1 otherwise. JSON: `{"status","replyId","code"?,"message"?,"permalink"?,
+   * "approvalId"?}`. A repeat with the same key posts nothing and prints the first outcome.
+   */
+  task
+    .command("reply")
+    .description("post text to the conversation a task came from")
+    .argument("<id>", "task id")
+    .requiredOption("--text <text>", "the words to post (at most 16 KiB)")
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
+    .option("--idempotency-key <key>", "post at most once per key (default: sha256 of task id and text)")
+    .option("--actor <actor>", "who posts (recorded in the audit log; remote mode records the API key)", "cli")
+    .option("--json", "print the outcome as JSON")
+    .action(
+      run(async (ctx, id: string, options: { tenant?: string; text: string; idempotencyKey?: string; actor: string; json?: boolean }) => {
+        const outcome = await withTenantApi(ctx, options.tenant, (api) =>
+          api.replyTask({ taskId: id, text: options.text, actor: options.actor, ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}) }),
+        );
+        if (options.json) ctx.printJson(outcome);
+        else {
+          const detail = outcome.permalink ?? (outcome.approvalId ? `approval ${outcome.approvalId}` : outcome.code ? `${outcome.code}: ${outcome.message ?? ""}` : "");
+          ctx.print(`reply ${outcome.replyId || "(none)"}: ${outcome.status}${detail ? ` — ${detail}` : ""}`);
+        }
+        if (outcome.status !== "sent" && outcome.status !== "parked") throw new CommandExit(ExitCode.Failed);
+      }),
+    );
+
+  /**
    * `task list [--tenant T] [--status S[,S…]] [--workflow NAME[@V]] [--limit N] [--page-token TOKEN] [--json]` —
    * the tenant's tasks, newest first, without steps. When there are more, the next page's token is printed on
    * stderr (human form) or in `nextPageToken`.
@@ -209,4 +243,13 @@ export function printTask(ctx: CliContext, view: TaskView): void {
       view.steps.map((s) => [s.id, s.status, s.attempts, s.cost, s.destination, s.error ? `${s.error.code}: ${s.error.message}` : s.approvalId ? `approval ${s.approvalId}` : ""]),
     ),
   );
+  if (view.replyTo) ctx.print(`\nreplies go to ${view.replyTo.display} (${view.replyTo.kind})`);
+  if (view.replies.length > 0) {
+    ctx.print(
+      formatTable(
+        ["reply", "state", "actor", "step", "created", "note"],
+        view.replies.map((r) => [r.id, r.state, r.actor, r.stepId ?? "", formatTime(r.createdAt), r.permalink ?? (r.code ? `${r.code}: ${r.message ?? ""}` : "")]),
+      ),
+    );
+  }
 }

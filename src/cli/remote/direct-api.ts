@@ -75,6 +75,10 @@ export function createDirectTenantApi(ctx: CliContext, tenant: string): TenantAp
       if (["completed", "failed", "cancelled"].includes(before.status)) return { task: before, alreadyFinished: true };
       return { task: await tasks.cancel(tenant, id, actor, reason), alreadyFinished: false };
     },
+    async replyTask(request) {
+      const tasks = (await openRuntimeOnce()).tasks;
+      return tasks.reply({ orgId: tenant, ...request });
+    },
     async listTasks(filter) {
       return listTasks(await reader(), tenant, filter);
     },

@@ -3,6 +3,7 @@
  * server raised (code, message and details from the ErrorDetail), so the CLI prints and exits exactly as it would
  * have in direct mode; network failures are UNAVAILABLE naming the URL.
  */
+import type { ReplyOutcome } from "../../replies/reply-types.js";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { ApprovalService, ApprovalStatus } from "../../gen/switchyard/api/v1/approvals_pb.js";
@@ -97,6 +98,18 @@ export function createRemoteTenantApi(target: RemoteTarget, tenant: string | und
     async cancelTask(id, actor, reason) {
       const res = await call(() => tasks.cancel({ id, actor, reason }));
       return { task: taskFromProto(res.task!), alreadyFinished: res.alreadyFinished };
+    },
+    async replyTask(request) {
+      // The gateway records the API key's identity as the actor; the CLI's --actor is not sent.
+      const res = await call(() => tasks.reply({ taskId: request.taskId, text: request.text, idempotencyKey: request.idempotencyKey ?? "" }));
+      return {
+        status: res.status as ReplyOutcome["status"],
+        replyId: res.replyId,
+        ...(res.code ? { code: res.code } : {}),
+        ...(res.message ? { message: res.message } : {}),
+        ...(res.permalink ? { permalink: res.permalink } : {}),
+        ...(res.approvalId ? { approvalId: res.approvalId } : {}),
+      };
     },
     async listTasks(filter) {
       const res = await call(() =>

@@ -7,6 +7,7 @@
  * Commands without an API counterpart (migrate, start, demo, policy, tenant, apikey, flags, dlq, approval
  * link/keys, audit checkpoint…) keep using the database directly.
  */
+import type { ReplyOutcome } from "../../replies/reply-types.js";
 import type { ApprovalRow } from "../../coordinator/approval-store.js";
 import type { TaskView } from "../../coordinator/tasks.js";
 import type { AuditRow } from "../../domain.js";
@@ -34,6 +35,8 @@ export interface TenantApi {
   startTask(request: { workflow: string; input: unknown; idempotencyKey?: string }): Promise<{ taskId: string; created: boolean; workflow: string }>;
   getTask(id: string): Promise<TaskView>;
   cancelTask(id: string, actor: string, reason: string): Promise<{ task: TaskView; alreadyFinished: boolean }>;
+  /** Posts text to the task's reply address as the tenant; waits for the outcome (see TaskService.reply). */
+  replyTask(request: { taskId: string; text: string; idempotencyKey?: string; actor: string }): Promise<ReplyOutcome>;
   listTasks(filter: TaskListFilter): Promise<TaskPage>;
   listApprovals(filter: { status?: ApprovalRow["status"]; taskId?: string }): Promise<ApprovalRow[]>;
   decideApproval(request: { approvalId: string; approve: boolean; actor: string; reason?: string }): Promise<DecideOutcome>;

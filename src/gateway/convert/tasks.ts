@@ -18,6 +18,10 @@ import {
   type TaskSummarySchema,
 } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import type { TaskSummaryView } from "../task-list.js";
+import type { ReplyAddressKind } from "../../origin/reply-address.js";
+import type { ReplyState } from "../../replies/reply-types.js";
+import type { ReplyView } from "../../replies/reply-store.js";
+import type { Reply, ReplySchema } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import { enumMapping, fromValue, isoFromTimestamp, jsonbKeyOrder, toTimestamp, toValue } from "./values.js";
 
 export const taskStatuses = enumMapping<TaskStatus, ProtoTaskStatus>("task status", [
@@ -89,6 +93,38 @@ export function taskToProto(view: TaskView): MessageInitShape<typeof TaskSchema>
       error: errorToProto(s.error),
       ...(s.approvalId !== null ? { approvalId: s.approvalId } : {}),
     })),
+    ...(view.replyTo ? { replyTo: { kind: view.replyTo.kind, display: view.replyTo.display } } : {}),
+    replies: view.replies.map(replyToProto),
+  };
+}
+
+function replyToProto(r: ReplyView): MessageInitShape<typeof ReplySchema> {
+  return {
+    id: r.id,
+    state: r.state,
+    ...(r.code !== null ? { code: r.code } : {}),
+    ...(r.message !== null ? { message: r.message } : {}),
+    ...(r.permalink !== null ? { permalink: r.permalink } : {}),
+    ...(r.addressDisplay !== null ? { addressDisplay: r.addressDisplay } : {}),
+    actor: r.actor,
+    ...(r.stepId !== null ? { stepId: r.stepId } : {}),
+    createdAt: toTimestamp(r.createdAt),
+    finishedAt: toTimestamp(r.finishedAt),
+  };
+}
+
+function replyFromProto(r: Reply): ReplyView {
+  return {
+    id: r.id,
+    state: r.state as ReplyState,
+    code: r.code ?? null,
+    message: r.message ?? null,
+    permalink: r.permalink ?? null,
+    addressDisplay: r.addressDisplay ?? null,
+    actor: r.actor,
+    stepId: r.stepId ?? null,
+    createdAt: isoFromTimestamp(r.createdAt) ?? "",
+    finishedAt: isoFromTimestamp(r.finishedAt),
   };
 }
 
@@ -105,6 +141,8 @@ export function taskFromProto(task: Task): TaskView {
     createdAt: isoFromTimestamp(task.createdAt) ?? "",
     finishedAt: isoFromTimestamp(task.finishedAt),
     steps: task.steps.map(stepFromProto),
+    replyTo: task.replyTo ? { kind: task.replyTo.kind as ReplyAddressKind, display: task.replyTo.display } : null,
+    replies: task.replies.map(replyFromProto),
   };
 }
 

@@ -75,6 +75,27 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
       return { task: taskToProto(after), alreadyFinished: false };
     },
 
+    async reply(req, ctx) {
+      const { orgId, principal } = tenantCall(ctx);
+      requireField(req.taskId, "task_id", "the task id");
+      const outcome = await deps.tasks.reply({
+        orgId,
+        taskId: req.taskId,
+        text: req.text,
+        ...(req.idempotencyKey !== "" ? { idempotencyKey: req.idempotencyKey } : {}),
+        actor: recordedActor(principal, ""),
+        signal: AbortSignal.any([ctx.signal, deps.stopping]),
+      });
+      return {
+        status: outcome.status,
+        code: outcome.code ?? "",
+        message: outcome.message ?? "",
+        permalink: outcome.permalink ?? "",
+        replyId: outcome.replyId,
+        approvalId: outcome.approvalId ?? "",
+      };
+    },
+
     async *watch(req, ctx: HandlerContext) {
       const { orgId } = tenantCall(ctx);
       // Refused here (RESOURCE_EXHAUSTED) before anything is read when the tenant or the process is at its limit.

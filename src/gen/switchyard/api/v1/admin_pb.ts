@@ -19,7 +19,7 @@ export const file_switchyard_api_v1_admin: GenFile = /*@__PURE__*/
  */
 export type Flag = Message<"switchyard.api.v1.Flag"> & {
   /**
-   * BUS_ENABLED, COORDINATOR_ENABLED, HARNESS_ENABLED, BUS_ROUTED, A2A_EGRESS_ENABLED.
+   * BUS_ENABLED, COORDINATOR_ENABLED, HARNESS_ENABLED, BUS_ROUTED, A2A_EGRESS_ENABLED, REPLY_ENABLED.
    *
    * @generated from field: string name = 1;
    */

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchyard/api/v1/tasks.proto.
  */
 export const file_switchyard_api_v1_tasks: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS90YXNrcy5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEiawoXVGFza1NlcnZpY2VTdGFydFJlcXVlc3QSEAoId29ya2Zsb3cYASABKAkSJQoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlIKGFRhc2tTZXJ2aWNlU3RhcnRSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzaxIPCgdjcmVhdGVkGAIgASgIIiMKFVRhc2tTZXJ2aWNlR2V0UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChZUYXNrU2VydmljZUdldFJlc3BvbnNlEiUKBHRhc2sYASABKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrIoIBChZUYXNrU2VydmljZUxpc3RSZXF1ZXN0Ei8KCHN0YXR1c2VzGAEgAygOMh0uc3dpdGNoeWFyZC5hcGkudjEuVGFza1N0YXR1cxIQCgh3b3JrZmxvdxgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJhChdUYXNrU2VydmljZUxpc3RSZXNwb25zZRItCgV0YXNrcxgBIAMoCzIeLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJFChhUYXNrU2VydmljZUNhbmNlbFJlcXVlc3QSCgoCaWQYASABKAkSDgoGcmVhc29uGAIgASgJEg0KBWFjdG9yGAMgASgJIlwKGVRhc2tTZXJ2aWNlQ2FuY2VsUmVzcG9uc2USJQoEdGFzaxgBIAEoCzIXLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2sSGAoQYWxyZWFkeV9maW5pc2hlZBgCIAEoCCIlChdUYXNrU2VydmljZVdhdGNoUmVxdWVzdBIKCgJpZBgBIAEoCSJBChhUYXNrU2VydmljZVdhdGNoUmVzcG9uc2USJQoEdGFzaxgBIAEoCzIXLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2si7gIKBFRhc2sSCgoCaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEhAKCHdvcmtmbG93GAMgASgJEi0KBnN0YXR1cxgEIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdGF0dXMSJQoFaW5wdXQYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDAoEY29zdBgGIAEoARITCgZidWRnZXQYByABKAFIAIgBARIrCgVlcnJvchgIIAEoCzIcLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tFcnJvchIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoFc3RlcHMYCyADKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5TdGVwQgkKB19idWRnZXQioAIKBFN0ZXASCgoCaWQYASABKAkSKQoEa2luZBgCIAEoDjIbLnN3aXRjaHlhcmQuYXBpLnYxLlN0ZXBLaW5kEi0KBnN0YXR1cxgDIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlN0ZXBTdGF0dXMSEwoLZGVzdGluYXRpb24YBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSDAoEY29zdBgGIAEoARImCgZvdXRwdXQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKwoFZXJyb3IYCCABKAsyHC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrRXJyb3ISGAoLYXBwcm92YWxfaWQYCSABKAlIAIgBAUIOCgxfYXBwcm92YWxfaWQicgoJVGFza0Vycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIWCglyZXRyeWFibGUYAyABKAhIAIgBARIUCgdzdGVwX2lkGAQgASgJSAGIAQFCDAoKX3JldHJ5YWJsZUIKCghfc3RlcF9pZCKWAgoLVGFza1N1bW1hcnkSCgoCaWQYASABKAkSEAoId29ya2Zsb3cYAiABKAkSLQoGc3RhdHVzGAMgASgOMh0uc3dpdGNoeWFyZC5hcGkudjEuVGFza1N0YXR1cxIMCgRjb3N0GAQgASgBEhMKBmJ1ZGdldBgFIAEoAUgAiAEBEisKBWVycm9yGAYgASgLMhwuc3dpdGNoeWFyZC5hcGkudjEuVGFza0Vycm9yEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIJCgdfYnVkZ2V0KqgBCgpUYXNrU3RhdHVzEhsKF1RBU0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTVEFTS19TVEFUVVNfUlVOTklORxABEhYKElRBU0tfU1RBVFVTX1BBUktFRBACEhkKFVRBU0tfU1RBVFVTX0NPTVBMRVRFRBADEhYKElRBU0tfU1RBVFVTX0ZBSUxFRBAEEhkKFVRBU0tfU1RBVFVTX0NBTkNFTExFRBAFKvcBCgpTdGVwU3RhdHVzEhsKF1NURVBfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTU1RFUF9TVEFUVVNfUEVORElORxABEhoKFlNURVBfU1RBVFVTX0RJU1BBVENIRUQQAhIYChRTVEVQX1NUQVRVU19SRVRSWUlORxADEhYKElNURVBfU1RBVFVTX1BBUktFRBAEEhcKE1NURVBfU1RBVFVTX1dBSVRJTkcQBRIZChVTVEVQX1NUQVRVU19DT01QTEVURUQQBhIWChJTVEVQX1NUQVRVU19GQUlMRUQQBxIZChVTVEVQX1NUQVRVU19DQU5DRUxMRUQQCCpXCghTdGVwS2luZBIZChVTVEVQX0tJTkRfVU5TUEVDSUZJRUQQABIWChJTVEVQX0tJTkRfV09SS0ZMT1cQARIYChRTVEVQX0tJTkRfREVMRUdBVElPThACMvMDCgtUYXNrU2VydmljZRJgCgVTdGFydBIqLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlU3RhcnRSZXF1ZXN0Gisuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VTdGFydFJlc3BvbnNlEloKA0dldBIoLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlR2V0UmVxdWVzdBopLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlR2V0UmVzcG9uc2USXQoETGlzdBIpLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlTGlzdFJlcXVlc3QaKi5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUxpc3RSZXNwb25zZRJjCgZDYW5jZWwSKy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUNhbmNlbFJlcXVlc3QaLC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUNhbmNlbFJlc3BvbnNlEmIKBVdhdGNoEiouc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VXYXRjaFJlcXVlc3QaKy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVdhdGNoUmVzcG9uc2UwAWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS90YXNrcy5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEiawoXVGFza1NlcnZpY2VTdGFydFJlcXVlc3QSEAoId29ya2Zsb3cYASABKAkSJQoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlIKGFRhc2tTZXJ2aWNlU3RhcnRSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzaxIPCgdjcmVhdGVkGAIgASgIIiMKFVRhc2tTZXJ2aWNlR2V0UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChZUYXNrU2VydmljZUdldFJlc3BvbnNlEiUKBHRhc2sYASABKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrIoIBChZUYXNrU2VydmljZUxpc3RSZXF1ZXN0Ei8KCHN0YXR1c2VzGAEgAygOMh0uc3dpdGNoeWFyZC5hcGkudjEuVGFza1N0YXR1cxIQCgh3b3JrZmxvdxgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJhChdUYXNrU2VydmljZUxpc3RSZXNwb25zZRItCgV0YXNrcxgBIAMoCzIeLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJFChhUYXNrU2VydmljZUNhbmNlbFJlcXVlc3QSCgoCaWQYASABKAkSDgoGcmVhc29uGAIgASgJEg0KBWFjdG9yGAMgASgJIlwKGVRhc2tTZXJ2aWNlQ2FuY2VsUmVzcG9uc2USJQoEdGFzaxgBIAEoCzIXLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2sSGAoQYWxyZWFkeV9maW5pc2hlZBgCIAEoCCIlChdUYXNrU2VydmljZVdhdGNoUmVxdWVzdBIKCgJpZBgBIAEoCSJBChhUYXNrU2VydmljZVdhdGNoUmVzcG9uc2USJQoEdGFzaxgBIAEoCzIXLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2siUQoXVGFza1NlcnZpY2VSZXBseVJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSKDAQoYVGFza1NlcnZpY2VSZXBseVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIMCgRjb2RlGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSEQoJcGVybWFsaW5rGAQgASgJEhAKCHJlcGx5X2lkGAUgASgJEhMKC2FwcHJvdmFsX2lkGAYgASgJIswDCgRUYXNrEgoKAmlkGAEgASgJEg4KBm9yZ19pZBgCIAEoCRIQCgh3b3JrZmxvdxgDIAEoCRItCgZzdGF0dXMYBCABKA4yHS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU3RhdHVzEiUKBWlucHV0GAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEgwKBGNvc3QYBiABKAESEwoGYnVkZ2V0GAcgASgBSACIAQESKwoFZXJyb3IYCCABKAsyHC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrRXJyb3ISLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBXN0ZXBzGAsgAygLMhcuc3dpdGNoeWFyZC5hcGkudjEuU3RlcBIxCghyZXBseV90bxgMIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLlJlcGx5QWRkcmVzcxIpCgdyZXBsaWVzGA0gAygLMhguc3dpdGNoeWFyZC5hcGkudjEuUmVwbHlCCQoHX2J1ZGdldCItCgxSZXBseUFkZHJlc3MSDAoEa2luZBgBIAEoCRIPCgdkaXNwbGF5GAIgASgJIsoCCgVSZXBseRIKCgJpZBgBIAEoCRINCgVzdGF0ZRgCIAEoCRIRCgRjb2RlGAMgASgJSACIAQESFAoHbWVzc2FnZRgEIAEoCUgBiAEBEhYKCXBlcm1hbGluaxgFIAEoCUgCiAEBEhwKD2FkZHJlc3NfZGlzcGxheRgGIAEoCUgDiAEBEg0KBWFjdG9yGAcgASgJEhQKB3N0ZXBfaWQYCCABKAlIBIgBARIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBwoFX2NvZGVCCgoIX21lc3NhZ2VCDAoKX3Blcm1hbGlua0ISChBfYWRkcmVzc19kaXNwbGF5QgoKCF9zdGVwX2lkIqACCgRTdGVwEgoKAmlkGAEgASgJEikKBGtpbmQYAiABKA4yGy5zd2l0Y2h5YXJkLmFwaS52MS5TdGVwS2luZBItCgZzdGF0dXMYAyABKA4yHS5zd2l0Y2h5YXJkLmFwaS52MS5TdGVwU3RhdHVzEhMKC2Rlc3RpbmF0aW9uGAQgASgJEhAKCGF0dGVtcHRzGAUgASgFEgwKBGNvc3QYBiABKAESJgoGb3V0cHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEisKBWVycm9yGAggASgLMhwuc3dpdGNoeWFyZC5hcGkudjEuVGFza0Vycm9yEhgKC2FwcHJvdmFsX2lkGAkgASgJSACIAQFCDgoMX2FwcHJvdmFsX2lkInIKCVRhc2tFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFgoJcmV0cnlhYmxlGAMgASgISACIAQESFAoHc3RlcF9pZBgEIAEoCUgBiAEBQgwKCl9yZXRyeWFibGVCCgoIX3N0ZXBfaWQilgIKC1Rhc2tTdW1tYXJ5EgoKAmlkGAEgASgJEhAKCHdvcmtmbG93GAIgASgJEi0KBnN0YXR1cxgDIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdGF0dXMSDAoEY29zdBgEIAEoARITCgZidWRnZXQYBSABKAFIAIgBARIrCgVlcnJvchgGIAEoCzIcLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tFcnJvchIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCQoHX2J1ZGdldCqoAQoKVGFza1N0YXR1cxIbChdUQVNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE1RBU0tfU1RBVFVTX1JVTk5JTkcQARIWChJUQVNLX1NUQVRVU19QQVJLRUQQAhIZChVUQVNLX1NUQVRVU19DT01QTEVURUQQAxIWChJUQVNLX1NUQVRVU19GQUlMRUQQBBIZChVUQVNLX1NUQVRVU19DQU5DRUxMRUQQBSr3AQoKU3RlcFN0YXR1cxIbChdTVEVQX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE1NURVBfU1RBVFVTX1BFTkRJTkcQARIaChZTVEVQX1NUQVRVU19ESVNQQVRDSEVEEAISGAoUU1RFUF9TVEFUVVNfUkVUUllJTkcQAxIWChJTVEVQX1NUQVRVU19QQVJLRUQQBBIXChNTVEVQX1NUQVRVU19XQUlUSU5HEAUSGQoVU1RFUF9TVEFUVVNfQ09NUExFVEVEEAYSFgoSU1RFUF9TVEFUVVNfRkFJTEVEEAcSGQoVU1RFUF9TVEFUVVNfQ0FOQ0VMTEVEEAgqVwoIU3RlcEtpbmQSGQoVU1RFUF9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSU1RFUF9LSU5EX1dPUktGTE9XEAESGAoUU1RFUF9LSU5EX0RFTEVHQVRJT04QAjLVBAoLVGFza1NlcnZpY2USYAoFU3RhcnQSKi5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVN0YXJ0UmVxdWVzdBorLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlU3RhcnRSZXNwb25zZRJaCgNHZXQSKC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUdldFJlcXVlc3QaKS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUdldFJlc3BvbnNlEl0KBExpc3QSKS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUxpc3RSZXF1ZXN0Giouc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VMaXN0UmVzcG9uc2USYwoGQ2FuY2VsEisuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VDYW5jZWxSZXF1ZXN0Giwuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VDYW5jZWxSZXNwb25zZRJiCgVXYXRjaBIqLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlV2F0Y2hSZXF1ZXN0Gisuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VXYXRjaFJlc3BvbnNlMAESYAoFUmVwbHkSKi5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVJlcGx5UmVxdWVzdBorLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlUmVwbHlSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceStartRequest
@@ -259,6 +259,88 @@ export const TaskServiceWatchResponseSchema: GenMessage<TaskServiceWatchResponse
   messageDesc(file_switchyard_api_v1_tasks, 9);
 
 /**
+ * @generated from message switchyard.api.v1.TaskServiceReplyRequest
+ */
+export type TaskServiceReplyRequest = Message<"switchyard.api.v1.TaskServiceReplyRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * The words to post (at most 16 KiB of UTF-8). Never an address or a connection: the task's address and the
+   * tenant's connection decide where and as whom.
+   *
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * A repeat with the same key returns the first outcome and posts nothing. Default: sha256(task id, text).
+   *
+   * @generated from field: string idempotency_key = 3;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.TaskServiceReplyRequest.
+ * Use `create(TaskServiceReplyRequestSchema)` to create a new message.
+ */
+export const TaskServiceReplyRequestSchema: GenMessage<TaskServiceReplyRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_tasks, 10);
+
+/**
+ * @generated from message switchyard.api.v1.TaskServiceReplyResponse
+ */
+export type TaskServiceReplyResponse = Message<"switchyard.api.v1.TaskServiceReplyResponse"> & {
+  /**
+   * sent | failed | unknown | refused | parked (waiting for an approval of `origin_reply`)
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+
+  /**
+   * Why it was refused or failed (`no_reply_address`, `no_connection`, `secret_detected`, `outcome_pending`, ...).
+   *
+   * @generated from field: string code = 2;
+   */
+  code: string;
+
+  /**
+   * @generated from field: string message = 3;
+   */
+  message: string;
+
+  /**
+   * The posted comment or message, when the provider gives one.
+   *
+   * @generated from field: string permalink = 4;
+   */
+  permalink: string;
+
+  /**
+   * @generated from field: string reply_id = 5;
+   */
+  replyId: string;
+
+  /**
+   * The approval a parked reply waits for.
+   *
+   * @generated from field: string approval_id = 6;
+   */
+  approvalId: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.TaskServiceReplyResponse.
+ * Use `create(TaskServiceReplyResponseSchema)` to create a new message.
+ */
+export const TaskServiceReplyResponseSchema: GenMessage<TaskServiceReplyResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_tasks, 11);
+
+/**
  * A task and its steps (the TaskView of the CLI).
  *
  * @generated from message switchyard.api.v1.Task
@@ -328,6 +410,20 @@ export type Task = Message<"switchyard.api.v1.Task"> & {
    * @generated from field: repeated switchyard.api.v1.Step steps = 11;
    */
   steps: Step[];
+
+  /**
+   * Where replies go (from the verified delivery that started the task); unset when it has no reply address.
+   *
+   * @generated from field: switchyard.api.v1.ReplyAddress reply_to = 12;
+   */
+  replyTo?: ReplyAddress;
+
+  /**
+   * Every reply attempt, oldest first (no text, never a credential).
+   *
+   * @generated from field: repeated switchyard.api.v1.Reply replies = 13;
+   */
+  replies: Reply[];
 };
 
 /**
@@ -335,7 +431,99 @@ export type Task = Message<"switchyard.api.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 10);
+  messageDesc(file_switchyard_api_v1_tasks, 12);
+
+/**
+ * A reply address as callers see it: its kind and a display string.
+ *
+ * @generated from message switchyard.api.v1.ReplyAddress
+ */
+export type ReplyAddress = Message<"switchyard.api.v1.ReplyAddress"> & {
+  /**
+   * forge_comment | slack_thread | cairn_comment
+   *
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string display = 2;
+   */
+  display: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ReplyAddress.
+ * Use `create(ReplyAddressSchema)` to create a new message.
+ */
+export const ReplyAddressSchema: GenMessage<ReplyAddress> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_tasks, 13);
+
+/**
+ * @generated from message switchyard.api.v1.Reply
+ */
+export type Reply = Message<"switchyard.api.v1.Reply"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * parked | pending | dialing | sent | failed | unknown | refused
+   *
+   * @generated from field: string state = 2;
+   */
+  state: string;
+
+  /**
+   * @generated from field: optional string code = 3;
+   */
+  code?: string;
+
+  /**
+   * @generated from field: optional string message = 4;
+   */
+  message?: string;
+
+  /**
+   * @generated from field: optional string permalink = 5;
+   */
+  permalink?: string;
+
+  /**
+   * @generated from field: optional string address_display = 6;
+   */
+  addressDisplay?: string;
+
+  /**
+   * @generated from field: string actor = 7;
+   */
+  actor: string;
+
+  /**
+   * The step whose worker replied; unset for the tenant's own replies.
+   *
+   * @generated from field: optional string step_id = 8;
+   */
+  stepId?: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 9;
+   */
+  createdAt?: Timestamp;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp finished_at = 10;
+   */
+  finishedAt?: Timestamp;
+};
+
+/**
+ * Describes the message switchyard.api.v1.Reply.
+ * Use `create(ReplySchema)` to create a new message.
+ */
+export const ReplySchema: GenMessage<Reply> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_tasks, 14);
 
 /**
  * @generated from message switchyard.api.v1.Step
@@ -398,7 +586,7 @@ export type Step = Message<"switchyard.api.v1.Step"> & {
  * Use `create(StepSchema)` to create a new message.
  */
 export const StepSchema: GenMessage<Step> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 11);
+  messageDesc(file_switchyard_api_v1_tasks, 15);
 
 /**
  * A task's or step's error.
@@ -434,7 +622,7 @@ export type TaskError = Message<"switchyard.api.v1.TaskError"> & {
  * Use `create(TaskErrorSchema)` to create a new message.
  */
 export const TaskErrorSchema: GenMessage<TaskError> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 12);
+  messageDesc(file_switchyard_api_v1_tasks, 16);
 
 /**
  * A task in a listing: no input, no steps.
@@ -488,7 +676,7 @@ export type TaskSummary = Message<"switchyard.api.v1.TaskSummary"> & {
  * Use `create(TaskSummarySchema)` to create a new message.
  */
 export const TaskSummarySchema: GenMessage<TaskSummary> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 13);
+  messageDesc(file_switchyard_api_v1_tasks, 17);
 
 /**
  * @generated from enum switchyard.api.v1.TaskStatus
@@ -678,6 +866,18 @@ export const TaskService: GenService<{
     methodKind: "server_streaming";
     input: typeof TaskServiceWatchRequestSchema;
     output: typeof TaskServiceWatchResponseSchema;
+  },
+  /**
+   * Posts text to the task's reply address (the conversation it came from) as the tenant, for a running task or
+   * one that ended within the grace window. Governed (`origin_reply`), audited, bounded; a repeat with the same
+   * `idempotency_key` posts nothing and returns the first outcome. FAILED_PRECONDITION once the window closed.
+   *
+   * @generated from rpc switchyard.api.v1.TaskService.Reply
+   */
+  reply: {
+    methodKind: "unary";
+    input: typeof TaskServiceReplyRequestSchema;
+    output: typeof TaskServiceReplyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchyard_api_v1_tasks, 0);

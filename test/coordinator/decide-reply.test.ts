@@ -1,0 +1,81 @@
+/**
+ * The reply verb's pure decisions: who may reply when (attempt, step status, the grace window after the task
+ * ended), the order of refusals, cost on allow, and that the same event and facts always decide the same.
+ */
+import { describe, expect, it } from "vitest";
+import { decide } from "../../src/coordinator/decide.js";
+import type { CoordinatorEvent, DecideContext, Effect, TaskState } from "../../src/coordinator/model.js";
+import type { ReplyRequestFacts } from "../../src/replies/reply-types.js";
+import { DEFAULT_REPLY_LIMITS } from "../../src/replies/reply-types.js";
+import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
+
+const NOW = 1_000_000;
+const SLACK = { kind: "slack_thread" as const, teamId: "T0ACME", channel: "C0GEN", threadTs: "1.2" };
+const FACTS: ReplyRequestFacts = { kind: "request", recordedCount: 0, duplicate: false, connection: { ok: true, connection: { id: "conn-1", kind: "slack", accountKey: "T0ACME" } }, secretRule: null, bucket: null };
+
+/** A task whose one step `a` (role:w) is dispatched at attempt 1. */
+function dispatched(): TaskState {
+  const base = initialState(chain(stepDef("a", "role:w")));
+  const started = decide(base, { type: "task_started", eventId: "start" }, context(NOW, "s"));
+  return { ...started.state, task: { ...started.state.task, replyTo: SLACK } };
+}
+
+function ctx(facts: Partial<ReplyRequestFacts> = {}, overrides: Partial<DecideContext> = {}): DecideContext {
+  const base = context(NOW, "r");
+  return { ...base, tenant: { ...base.tenant, replyEnabled: true }, replyLimits: { ...DEFAULT_REPLY_LIMITS, cost: 0.5 }, reply: { ...FACTS, ...facts }, ...overrides };
+}
+
+function request(overrides: Partial<Extract<CoordinatorEvent, { type: "reply_request" }>> = {}): CoordinatorEvent {
+  return { type: "reply_request", eventId: "req-1", stepId: "a", attempt: 1, sender: { kind: "queue", endpoint: "role:w" }, text: "hello", idempotencyKey: "k", requestId: "req-1", ...overrides };
+}
+
+function recorded(effects: Effect[]) {
+  return effects.flatMap((e) => (e.type === "record_reply" ? [e.reply] : []));
+}
+
+describe("decide: reply_request", () => {
+  it("records a pending row for the step's worker, accrues the reply cost, audits without the text", () => {
+    const d = decide(dispatched(), request(), ctx());
+    expect(d.refused).toBeUndefined();
+    expect(recorded(d.effects).map((r) => [r.state, r.connectionId, r.actor, r.stepId, r.attempt])).toEqual([["pending", "conn-1", "worker:role:w", "a", 1]]);
+    expect(d.state.task.cost).toBeCloseTo(dispatched().task.cost + 0.5);
+    const audit = d.effects.filter((e) => e.type === "audit");
+    expect(audit).toHaveLength(1);
+    expect(JSON.stringify(audit)).not.toContain("hello");
+    expect(d.effects.some((e) => e.type === "reply_bucket")).toBe(true);
+    // Deterministic: the same event and facts decide the same.
+    expect(decide(dispatched(), request(), ctx())).toEqual(d);
+  });
+
+  it("refuses a stale attempt, a step not in flight, another queue, and the gateway", () => {
+    expect(decide(dispatched(), request({ attempt: 2 }), ctx()).refused).toMatch(/current attempt is 1/);
+    expect(decide(dispatched(), request({ sender: { kind: "queue", endpoint: "role:other" } }), ctx()).refused).toMatch(/destination is role:w/);
+    expect(decide(dispatched(), request({ sender: { kind: "gateway", agent: "x" } }), ctx()).refused).toBeDefined();
+    const completed = decide(dispatched(), { type: "result", eventId: "r1", stepId: "a", attempt: 1, sender: { kind: "queue", endpoint: "role:w" }, ok: true, output: 1, error: null, cost: 0, payloadHash: "" }, context(NOW, "x")).state;
+    expect(completed.task.status).toBe("completed");
+    // The task ended: the step's last worker may still reply within the grace window, not after it.
+    expect(decide(completed, request(), ctx()).refused).toBeUndefined();
+    expect(decide(completed, request(), ctx({}, { now: NOW + DEFAULT_REPLY_LIMITS.graceMs + 1 })).refused).toMatch(/ended more than/);
+  });
+
+  it("applies the refusals in order, each a refused row without the words, and takes no token", () => {
+    const cases: Array<[Partial<ReplyRequestFacts>, Partial<DecideContext>, string]> = [
+      [{}, { tenant: { dailyCost: 0, dailyBudget: null, egressEnabled: false, replyEnabled: false } }, "reply_disabled"],
+      [{ recordedCount: 20, secretRule: "rule-x" }, {}, "task_cap_reached"],
+      [{ connection: { ok: false, code: "no_connection", message: "none" }, secretRule: "rule-x" }, {}, "no_connection"],
+      [{ secretRule: "@secretlint/secretlint-rule-github (GITHUB_TOKEN)" }, {}, "secret_detected"],
+      [{ bucket: { tokens: 0.2, updatedAtMs: NOW } }, {}, "rate_limited"],
+    ];
+    for (const [facts, overrides, code] of cases) {
+      const d = decide(dispatched(), request(), ctx(facts, overrides));
+      expect(recorded(d.effects).map((r) => [r.state, r.code, r.text])).toEqual([["refused", code, ""]]);
+      expect(d.effects.some((e) => e.type === "reply_bucket")).toBe(false);
+    }
+  });
+
+  it("ignores a request whose idempotency key is recorded already", () => {
+    const d = decide(dispatched(), request(), ctx({ duplicate: true }));
+    expect(d.ignored).toMatch(/idempotency key/);
+    expect(recorded(d.effects)).toEqual([]);
+  });
+});
