@@ -62,7 +62,7 @@ describe("ctx.reply", () => {
   });
 
   it("an allowed reply is committed pending and the handler gets outcome_pending until a sender settles it", async () => {
-    // LEAD: once the sender (helper C2) runs in this runtime, this reply is dialed and the handler gets `sent`.
+    // This runtime has no encryption key, so its sender dials nothing (test/origin/ covers the dial end to end).
     rt.startCoordinator();
     const outcomes: ReplyOutcome[] = [];
     workers.start(
