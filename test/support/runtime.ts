@@ -63,11 +63,14 @@ export async function createTestRuntime(
     redisDb?: number;
     /** Flag defaults over TEST_FLAGS (everything on but egress). */
     flags?: Partial<Config["flags"]>;
+    /** Last word on the config (an encryption key, egress networks, …). */
+    configure?: (config: Config) => Config;
   } = {},
 ): Promise<TestRuntime> {
   const db = await createTestDatabase();
   const prefix = uniquePrefix();
-  const config = testConfig(db, prefix, options.coordinator, options.bus, options.redisDb, options.flags);
+  const base = testConfig(db, prefix, options.coordinator, options.bus, options.redisDb, options.flags);
+  const config = options.configure ? options.configure(base) : base;
   // TEST_LOG=debug (or info…) shows the runtime's structured logs while debugging a test.
   const logger = options.logger ?? (process.env.TEST_LOG ? createLogger({ level: process.env.TEST_LOG }) : undefined);
   const runtime = await createRuntime(config, { ...options, logger });
