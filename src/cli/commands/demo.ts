@@ -8,7 +8,9 @@ import { secondsOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit } from "../context.js";
 import { runDemo } from "../demo/run-demo.js";
+import { runOriginDemo } from "../demo/run-origin-demo.js";
 import { ExitCode } from "../output.js";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
 
 interface DemoCommandOptions {
   tenant: string;
@@ -28,15 +30,24 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
    * completed and the chain verifies; 1 otherwise (including the timeout, default 60 s). Worker logs (warnings
    * only, unless --verbose) go to stderr. Runs again against the same database (the registration is updated).
    */
+  /**
+   * `demo origin` runs the origin-reply loop instead (src/cli/demo/run-origin-demo.ts): a signed GitHub webhook →
+   * task → the worker's ctx.reply → a local stand-in forge receives the comment with the tenant's token → the
+   * comment's own webhook starts nothing. Exit 0 only when all of it happened and the chain verifies.
+   */
   program
     .command("demo")
+    .argument("[scenario]", "workflow (default) or origin (an origin reply: webhook in, comment out)", "workflow")
     .description("run a governed workflow end to end in this process (start here)")
     .option("--tenant <tenant>", "tenant to run the demo as", "demo")
     .option("--topic <text>", "what the research is about", "governed agent coordination")
     .option("--timeout <seconds>", "give up when the task has not finished after this long", secondsOption, 60)
     .option("--verbose", "log the coordinator and workers at the configured level (stderr)")
     .action(
-      run(async (ctx, options: DemoCommandOptions) => {
+      run(async (ctx, scenario: string, options: DemoCommandOptions) => {
+        if (scenario !== "workflow" && scenario !== "origin") {
+          throw new SwitchyardError(ErrorCode.InvalidArgument, `unknown demo ${JSON.stringify(scenario)}: choose workflow (the default) or origin`);
+        }
         const logger = createLogger({
           level: options.verbose ? ctx.config.logLevel : "warn",
           name: "switchyard-demo",
@@ -44,6 +55,11 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
         });
         const stop = ctx.shutdownSignal((signal) => ctx.note(`received ${signal}: stopping the demo`));
         try {
+          if (scenario === "origin") {
+            const origin = await runOriginDemo({ config: ctx.config, print: (line) => ctx.print(line), logger, tenant: options.tenant, timeoutMs: options.timeout * 1000, signal: stop.signal });
+            if (!origin.ok) throw new CommandExit(ExitCode.Failed);
+            return;
+          }
           const result = await runDemo({
             config: ctx.config,
             print: (line) => ctx.print(line),

@@ -18,6 +18,8 @@ export interface DemoFlagsOptions {
   delegatingRoles: readonly string[];
   /** Switch on A2A_EGRESS_ENABLED (global and for the tenant): the workflow has a foreign hop. @defaultValue false */
   egress?: boolean;
+  /** Switch on REPLY_ENABLED (global and for the tenant): the workflow replies to its origin. @defaultValue false */
+  reply?: boolean;
   actor: string;
 }
 
@@ -33,6 +35,7 @@ export async function switchOnDemoFlags(options: DemoFlagsOptions): Promise<stri
     ...options.roles.map((role): Switch => ["HARNESS_ENABLED", "role", role]),
     ...options.delegatingRoles.map((role): Switch => ["BUS_ROUTED", "role", role]),
     ...(options.egress ? ([["A2A_EGRESS_ENABLED", "global", ""], ["A2A_EGRESS_ENABLED", "tenant", options.tenant]] satisfies Switch[]) : []),
+    ...(options.reply ? ([["REPLY_ENABLED", "global", ""], ["REPLY_ENABLED", "tenant", options.tenant]] satisfies Switch[]) : []),
   ];
   const off = wanted.filter(([name, kind, scope]) => !options.flags.value(name, kind, scope));
   if (off.length === 0) return `flags already on: ${summarise(wanted)}`;
