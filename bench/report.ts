@@ -14,6 +14,7 @@ export const REQUIRED_KEYS = [
   "callbacks_per_s",
   "egress_added_ms",
   "ingest_per_s",
+  "reply_added_ms",
 ] as const;
 
 export const BASELINES = { rawRelay: "raw_relay_hops_per_s", bullmq: "bullmq_jobs_per_s" } as const;

@@ -16,6 +16,7 @@ import { latencyScenario } from "./scenarios/latency.js";
 import { a2aCallbacksScenario } from "./scenarios/a2a-callbacks.js";
 import { a2aEgressScenario } from "./scenarios/a2a-egress.js";
 import { ingestScenario } from "./scenarios/ingest.js";
+import { replyEgressScenario } from "./scenarios/reply-egress.js";
 import { formatJsonLine, formatReport } from "./report.js";
 import {
   USAGE,
@@ -36,8 +37,9 @@ import {
  *   A2A push callbacks/s (verify → resume)      → `callbacks_per_s` (unit "callbacks/s") a2a-callbacks
  *   A2A adapter's added latency per dispatch    → `egress_added_ms` (ms)               a2a-egress
  *   verified ingest deliveries/s to task started → `ingest_per_s` (unit "deliveries/s")  ingest
+ *   reply sender's added latency per post      → `reply_added_ms` (ms)                reply-egress
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the
