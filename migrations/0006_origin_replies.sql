@@ -42,9 +42,13 @@ CREATE TABLE ingest_deliveries (
   event         text        NOT NULL,
   cause         text        NOT NULL CHECK (cause IN ('task_started', 'self_reply', 'ignored')),
   task_id       uuid        REFERENCES tasks (id),
+  -- sha256 (hex) of the raw body: GitHub and Gitea sign the body but not the delivery id, so a captured delivery
+  -- resent under a new id is recognised by its body.
+  body_sha256   text,
   received_at   timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (endpoint_id, delivery_id)
 );
+CREATE INDEX ingest_deliveries_body ON ingest_deliveries (endpoint_id, body_sha256) WHERE body_sha256 IS NOT NULL;
 
 -- An outbound credential owned by exactly one tenant. `account_key` is what an address must name to select it:
 -- the forge host (github, gitea), the Slack team id, the Cairn base URL. `targets`, when not empty, must admit the
@@ -61,6 +65,8 @@ CREATE TABLE connections (
   targets             text[]      NOT NULL DEFAULT '{}',
   bot_id              text,
   app_id              text,
+  -- The provider answered 429 (or its equivalent): no reply is dialed on this connection before then.
+  rate_limited_until  timestamptz,
   created_by          text        NOT NULL,
   created_at          timestamptz NOT NULL DEFAULT now(),
   updated_at          timestamptz NOT NULL DEFAULT now(),

@@ -24,7 +24,8 @@ describe("runtime.replies", () => {
     const db = await createTestDatabase();
     const prefix = uniquePrefix();
     const key = { id: "rt1", key: randomBytes(32) };
-    const base = testConfig(db, prefix);
+    // REPLY_ENABLED is checked again at dial time: on for every tenant here.
+    const base = testConfig(db, prefix, {}, {}, undefined, { replyEnabled: true, replyTenants: "*" });
     const config: Config = {
       ...base,
       origin: { ...defaultConfig.origin, encryptionKeys: withKey ? [key] : [], replyTimeoutMs: 2_000 },
