@@ -17,13 +17,31 @@ export async function insertOutbox(
 ): Promise<OutboxRow[]> {
   if (rows.length === 0) return [];
   const now = Date.now();
-  const { rows: ids } = await client.query<{ id: number }>(
-    `INSERT INTO outbox (org_id, stream, envelope_id, envelope)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) RETURNING id`,
-    [rows.map((r) => r.orgId), rows.map((r) => r.stream), rows.map((r) => r.envelopeId), rows.map((r) => Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.byteLength))],
-  );
-  return ids.map((r, i) => ({ id: Number(r.id), stream: rows[i]!.stream, bytes: rows[i]!.bytes, createdAtMs: now }));
+  // One parameter per envelope: node-postgres sends a Buffer parameter in binary, whereas a bytea[] array goes as
+  // hex text, which doubles the bytes and costs a hex encode in Node and a decode in Postgres (measured: a third of
+  // a batch's insert time with 13 KB envelopes). Rows are chunked to stay far below the protocol's parameter limit.
+  const inserted: OutboxRow[] = [];
+  for (let start = 0; start < rows.length; start += OUTBOX_ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(start, start + OUTBOX_ROWS_PER_STATEMENT);
+    const values: unknown[] = [];
+    const tuples = chunk.map((r, i) => {
+      values.push(r.orgId, r.stream, r.envelopeId, Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.byteLength));
+      return `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4}::bytea)`;
+    });
+    const { rows: ids } = await client.query<{ id: number; envelope_id: string }>(
+      `INSERT INTO outbox (org_id, stream, envelope_id, envelope) VALUES ${tuples.join(", ")} RETURNING id, envelope_id`,
+      values,
+    );
+    // Matched by envelope id rather than trusting RETURNING to keep the VALUES order (ids in a list, should one
+    // envelope id ever appear twice).
+    const idsOf = new Map<string, number[]>();
+    for (const r of ids) idsOf.set(r.envelope_id, [...(idsOf.get(r.envelope_id) ?? []), Number(r.id)]);
+    for (const r of chunk) inserted.push({ id: idsOf.get(r.envelopeId)!.shift()!, stream: r.stream, bytes: r.bytes, createdAtMs: now });
+  }
+  return inserted;
 }
+
+const OUTBOX_ROWS_PER_STATEMENT = 500;
 
 export async function deleteOutbox(client: Queryable, ids: readonly number[]): Promise<void> {
   if (ids.length === 0) return;
