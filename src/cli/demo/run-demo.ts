@@ -18,7 +18,6 @@ import { CALLBACK_PATH_PREFIX } from "../../foreign/sender.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain, type VerifyChainResult } from "../../governance/audit-verify.js";
 import type { Logger } from "../../logger.js";
-import { migrate } from "../../store/migrate.js";
 import { submitWorkflow } from "../../store/workflow-store.js";
 import { describeVerification, formatNumber, formatTable } from "../output.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
@@ -26,6 +25,7 @@ import { switchOnDemoFlags } from "./demo-flags.js";
 import { DEMO_AGENT_KEY, DEMO_AGENT_SKILL, LOOPBACK_NETWORK, registerDemoAgent, startDemoAgent } from "./demo-foreign.js";
 import { startDemoStack, type DemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
+import { indent, prepareDemoDatabase } from "./narration.js";
 
 export const DEMO_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/demo.yaml", import.meta.url));
 export const DEMO_ROLES = ["researcher", "analyst", "writer", "publisher"] as const;
@@ -67,9 +67,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   say("workers, a hop to an A2A agent outside the perimeter, a human approval, and a hash-chained audit log.");
   say("Everything runs in this one process.");
   say();
-  say("1. Preparing the database (created if missing, migrations applied)");
-  const migrated = await migrate({ connectionString: options.config.databaseUrl, createDatabase: true });
-  say(`   ${migrated.applied.length > 0 ? `applied ${migrated.applied.join(", ")}` : "already up to date"}; schema version ${migrated.version}`);
+  await prepareDemoDatabase(options.config.databaseUrl, say);
 
   say(`2. Starting the "${DEMO_AGENT_KEY}", an A2A v1.0 agent built with @a2a-js/sdk (it stands for an agent outside the perimeter)`);
   const agent = await startDemoAgent(options.logger);
@@ -191,12 +189,4 @@ async function approve(stack: DemoStack, options: TaskRunOptions, taskId: string
   say(`   The demo approves it as actor "${DEMO_ACTOR}" (by hand: switchyard approval approve ${approvalId} --tenant ${tenant})`);
   const outcome = await stack.runtime.tasks.decideApproval({ orgId: tenant, approvalId, approve: true, actor: DEMO_ACTOR, reason: "approved by the demo" });
   say(`   ${outcome.alreadyDecided ? "already decided: " : ""}${outcome.status} by ${outcome.decidedBy}`);
-}
-
-function indent(text: string, spaces = 3): string {
-  const pad = " ".repeat(spaces);
-  return text
-    .split("\n")
-    .map((line) => pad + line)
-    .join("\n");
 }

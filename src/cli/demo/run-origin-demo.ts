@@ -17,7 +17,6 @@ import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain } from "../../governance/audit-verify.js";
 import { createIngestEndpoint, ingestUrl } from "../../ingest/endpoint-store.js";
 import type { Logger } from "../../logger.js";
-import { migrate } from "../../store/migrate.js";
 import { submitWorkflow } from "../../store/workflow-store.js";
 import { createTenant, getTenant } from "../../tenancy/tenants.js";
 import { addConnection } from "../../vault/connection-store.js";
@@ -28,6 +27,7 @@ import { formatStepLine, watchTask } from "../task-watch.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
 import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
+import { indent, prepareDemoDatabase } from "./narration.js";
 import { startProviderStub, type ProviderStub } from "./provider-stubs.js";
 
 export const ORIGIN_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/issue-responder.yaml", import.meta.url));
@@ -51,9 +51,7 @@ export async function runOriginDemo(options: OriginDemoOptions): Promise<{ ok: b
   say("Switchyard origin-reply demo: work that arrives from a conversation is answered in that conversation.");
   say("The delivery chooses the place, the tenant's connection the credential, the worker only the words.");
   say();
-  say("1. Preparing the database (created if missing, migrations applied)");
-  const migrated = await migrate({ connectionString: options.config.databaseUrl, createDatabase: true });
-  say(`   ${migrated.applied.length > 0 ? `applied ${migrated.applied.join(", ")}` : "already up to date"}; schema version ${migrated.version}`);
+  await prepareDemoDatabase(options.config.databaseUrl, say);
 
   let keys: readonly EncryptionKey[] = options.config.origin.encryptionKeys;
   if (keys.length === 0) {
@@ -167,12 +165,4 @@ async function post(url: string, payload: unknown, secret: string, event: string
 function mask(header: string): string {
   const [scheme, value = ""] = header.split(" ");
   return `${scheme} ${value.slice(0, 8)}…(${value.length} chars)`;
-}
-
-function indent(text: string, spaces = 3): string {
-  const pad = " ".repeat(spaces);
-  return text
-    .split("\n")
-    .map((line) => pad + line)
-    .join("\n");
 }
