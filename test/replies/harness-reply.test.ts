@@ -77,7 +77,7 @@ describe("ctx.reply", () => {
         outcomes.push(await ctx.reply("progress: halfway")); // same words, same default key: the same row
         return "ok";
       },
-      { replyDeadlineMs: 200 },
+      { replyDeadlineMs: 1_000 },
     );
     const taskId = await startTask(rt, ORG, SLACK);
     expect((await waitForTask(rt.tasks, ORG, taskId)).status).toBe("completed");
