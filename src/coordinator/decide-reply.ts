@@ -48,38 +48,67 @@ export function replyActor(sender: EventSender): string {
 }
 
 /**
- * Why this sender may not reply for the task now, or undefined. (The destination check — a worker only for a step
- * dispatched to its own queue — ran first in sender-guard.ts.) A worker replies for its step's CURRENT attempt
- * while the step is in flight, or after the task ended within the grace window; the API while the task runs or
- * within the grace window after it ended.
+ * Why this request is refused outright — dead-lettered, no row written — or undefined. (The destination check — a
+ * worker only for a step dispatched to its own queue — ran first in sender-guard.ts; the identity checks here
+ * repeat it so no other sender can ever reach `decideReplyRequest` and write a row on someone else's task.) The
+ * tenant (API) replies while the task runs or within the grace window after it ended; outside it the refusal
+ * stays here, because TaskService.reply answers it synchronously (FAILED_PRECONDITION) and nobody polls for a row.
+ * The step's own worker asking at the wrong time is NOT refused here: see `replyNotAllowed`.
  */
 export function refuseReplyRequest(state: TaskState, event: ReplyRequest, ctx: DecideContext): string | undefined {
-  const graceMs = (ctx.replyLimits ?? DEFAULT_REPLY_LIMITS).graceMs;
-  const task = state.task;
-  const open = task.status === "running" || task.status === "parked";
-  const ended = (): string | undefined =>
-    task.finishedAtMs !== null && ctx.now - task.finishedAtMs <= graceMs
-      ? undefined
-      : `task ${task.id} is ${task.status} and ended more than ${graceMs} ms ago: replies are accepted up to ${graceMs} ms after a task ends`;
-  if (event.sender.kind === "api") return open ? undefined : ended();
+  if (event.sender.kind === "api") {
+    const task = state.task;
+    return task.status === "running" || task.status === "parked" ? undefined : graceOver(state, ctx);
+  }
   if (event.sender.kind !== "queue") return `a reply from ${replyActor(event.sender)}: only the step's worker or the tenant may reply`;
   const step = event.stepId === null ? undefined : state.steps.get(event.stepId);
-  if (!step) return `a reply from ${event.sender.endpoint} names no step of task ${task.id}`;
-  if (step.attempt !== event.attempt) {
-    return `a reply from ${event.sender.endpoint} for step ${step.stepId} attempt ${event.attempt}, whose current attempt is ${step.attempt}`;
-  }
-  if (open) {
-    return step.status === "dispatched" || step.status === "waiting" ? undefined : `a reply from ${event.sender.endpoint} for step ${step.stepId}, which is ${step.status}, not in flight`;
-  }
-  return ended();
+  if (!step) return `a reply from ${event.sender.endpoint} names no step of task ${state.task.id}`;
+  if (step.destination !== event.sender.endpoint) return `a reply from ${event.sender.endpoint} for step ${step.stepId}, whose destination is ${step.destination}`;
+  return undefined;
 }
 
-/** Decides a reply request whose sender passed `refuseReplyRequest`. Returns why it was ignored, if it was. */
+/**
+ * Why the step's own worker may not reply NOW, or undefined. It replies for the step's CURRENT attempt while the
+ * step is in flight, or after the task ended within the grace window. A refusal here is recorded as a refused row
+ * (`reply_not_allowed`): the worker's `ctx.reply` polls for the row its request made, and without one it would wait
+ * out its whole deadline and then answer `outcome_pending` — a lie, since nothing will ever be posted.
+ */
+export function replyNotAllowed(state: TaskState, event: ReplyRequest, ctx: DecideContext): string | undefined {
+  if (event.sender.kind !== "queue" || event.stepId === null) return undefined;
+  const step = state.steps.get(event.stepId);
+  if (!step) return undefined; // refused by refuseReplyRequest
+  const task = state.task;
+  if (step.attempt !== event.attempt) {
+    return `step ${step.stepId} is at attempt ${step.attempt}; attempt ${event.attempt} was retried or timed out and may no longer reply`;
+  }
+  if (task.status === "running" || task.status === "parked") {
+    if (step.status === "dispatched" || step.status === "waiting") return undefined;
+    return `step ${step.stepId} is ${step.status}, not in flight: its worker replies only while the step runs, or within the grace window after the task ends`;
+  }
+  return graceOver(state, ctx);
+}
+
+/** Why an ended task takes no more replies, or undefined within the grace window. */
+function graceOver(state: TaskState, ctx: DecideContext): string | undefined {
+  const graceMs = (ctx.replyLimits ?? DEFAULT_REPLY_LIMITS).graceMs;
+  const task = state.task;
+  return task.finishedAtMs !== null && ctx.now - task.finishedAtMs <= graceMs
+    ? undefined
+    : `task ${task.id} is ${task.status} and ended more than ${graceMs} ms ago: replies are accepted up to ${graceMs} ms after a task ends`;
+}
+
+/**
+ * Decides a reply request whose sender passed `refuseReplyRequest`: a refused row (`reply_not_allowed` first, then
+ * the documented refusals), a parked row, or a pending one. Returns why it was ignored, if it was.
+ */
 export function decideReplyRequest(draft: Draft, event: ReplyRequest): string | undefined {
   const facts = draft.ctx.reply;
   if (facts?.kind !== "request") return "no reply facts were gathered"; // a shell bug; changes nothing
+  // Checked before the idempotency key: a request that may not be made at all is answered as such, not with the
+  // outcome of an earlier row that happens to share its key.
+  const notAllowed = replyNotAllowed(draft.base, event, draft.ctx);
   // A repeat: the first row with this key stands (whatever its state) and the caller finds it by the key.
-  if (facts.duplicate) return "a reply with this idempotency key is recorded already";
+  if (facts.duplicate && !notAllowed) return "a reply with this idempotency key is recorded already";
   const limits = draft.ctx.replyLimits ?? DEFAULT_REPLY_LIMITS;
   const address = draft.task.replyTo;
   const actor = replyActor(event.sender);
@@ -105,6 +134,10 @@ export function decideReplyRequest(draft: Draft, event: ReplyRequest): string | 
     nextAttemptAtMs: null,
   };
 
+  if (notAllowed) {
+    refuse(draft, event, row, "reply_not_allowed", notAllowed, "builtin:reply_not_allowed");
+    return undefined;
+  }
   const refusal = firstRefusal(draft, event, facts);
   if (refusal) {
     refuse(draft, event, row, refusal.code, refusal.message, `builtin:${refusal.code}`);

@@ -16,6 +16,7 @@ type EventOf<T extends CoordinatorEvent["type"]> = Extract<CoordinatorEvent, { t
 
 export function decide(state: TaskState, event: CoordinatorEvent, ctx: DecideContext): Decision {
   // First, before any guard: an envelope from someone who may not touch the step is refused, not merely stale.
+  // (The step's own worker replying at the wrong time is not refused here: decideReplyRequest records that.)
   const refused = refuseSender(state, event) ?? (event.type === "reply_request" ? refuseReplyRequest(state, event, ctx) : undefined);
   if (refused) return { state, effects: [], refused };
   const draft = new Draft(state, ctx);

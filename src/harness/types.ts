@@ -133,9 +133,10 @@ export interface HandlerContext {
   /**
    * Posts `text` to the task's reply address with the tenant's connection — governed (`origin_reply`), audited,
    * bounded — and resolves with the outcome: `sent` (with the permalink), `failed`, `unknown` (may have been
-   * posted; never re-sent), `refused` (with the code, e.g. `no_reply_address`, `secret_detected`) or `parked`
-   * (the tenant's policy wants an approval; it is posted once approved). Never pass an address: there is none to
-   * pass. Without a reply database in the harness options it fails FAILED_PRECONDITION.
+   * posted; never re-sent), `refused` (with the code, e.g. `no_reply_address`, `secret_detected`, or
+   * `reply_not_allowed` from an attempt that was retried, a step no longer in flight, or after the grace window)
+   * or `parked` (the tenant's policy wants an approval; it is posted once approved). Never pass an address: there
+   * is none to pass. Without a reply database in the harness options it fails FAILED_PRECONDITION.
    */
   reply(text: string, options?: ReplyOptions): Promise<ReplyOutcome>;
 }

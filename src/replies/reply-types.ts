@@ -13,6 +13,8 @@ export type ReplyState = "parked" | "pending" | "dialing" | "sent" | "failed" | 
 
 /** Refusals decided before any dial, in the order they are checked. */
 export type ReplyRefusalCode =
+  /** The step's own worker asked at the wrong time: a stale attempt, the step not in flight, the grace window over. */
+  | "reply_not_allowed"
   | "reply_disabled"
   | "no_reply_address"
   | "text_too_long"

@@ -20,6 +20,17 @@ function dispatched(): TaskState {
   return { ...started.state, task: { ...started.state.task, replyTo: SLACK } };
 }
 
+function resultOf(stepId: string): CoordinatorEvent {
+  return { type: "result", eventId: `r-${stepId}`, stepId, attempt: 1, sender: { kind: "queue", endpoint: "role:w" }, ok: true, output: 1, error: null, cost: 0, payloadHash: "" };
+}
+
+/** `dispatched()` after its step completed: the task ended at NOW. */
+function completed(): TaskState {
+  const done = decide(dispatched(), resultOf("a"), context(NOW, "x")).state;
+  expect(done.task.status).toBe("completed");
+  return done;
+}
+
 function ctx(facts: Partial<ReplyRequestFacts> = {}, overrides: Partial<DecideContext> = {}): DecideContext {
   const base = context(NOW, "r");
   return { ...base, tenant: { ...base.tenant, replyEnabled: true }, replyLimits: { ...DEFAULT_REPLY_LIMITS, cost: 0.5 }, reply: { ...FACTS, ...facts }, ...overrides };
@@ -47,15 +58,50 @@ describe("decide: reply_request", () => {
     expect(decide(dispatched(), request(), ctx())).toEqual(d);
   });
 
-  it("refuses a stale attempt, a step not in flight, another queue, and the gateway", () => {
-    expect(decide(dispatched(), request({ attempt: 2 }), ctx()).refused).toMatch(/current attempt is 1/);
+  it("refuses (dead-letters, no row) another queue, the gateway, and the API after the grace window", () => {
+    for (const sender of [{ kind: "queue", endpoint: "role:other" }, { kind: "gateway", agent: "x" }] as const) {
+      const d = decide(dispatched(), request({ sender }), ctx());
+      expect(d.refused).toBeDefined();
+      expect(d.effects).toEqual([]);
+    }
     expect(decide(dispatched(), request({ sender: { kind: "queue", endpoint: "role:other" } }), ctx()).refused).toMatch(/destination is role:w/);
-    expect(decide(dispatched(), request({ sender: { kind: "gateway", agent: "x" } }), ctx()).refused).toBeDefined();
-    const completed = decide(dispatched(), { type: "result", eventId: "r1", stepId: "a", attempt: 1, sender: { kind: "queue", endpoint: "role:w" }, ok: true, output: 1, error: null, cost: 0, payloadHash: "" }, context(NOW, "x")).state;
-    expect(completed.task.status).toBe("completed");
-    // The task ended: the step's last worker may still reply within the grace window, not after it.
-    expect(decide(completed, request(), ctx()).refused).toBeUndefined();
-    expect(decide(completed, request(), ctx({}, { now: NOW + DEFAULT_REPLY_LIMITS.graceMs + 1 })).refused).toMatch(/ended more than/);
+    const ended = completed();
+    const api = request({ sender: { kind: "api", actor: "user:ann" }, stepId: null, attempt: 0 });
+    expect(decide(ended, api, ctx()).refused).toBeUndefined();
+    const late = decide(ended, api, ctx({}, { now: NOW + DEFAULT_REPLY_LIMITS.graceMs + 1 }));
+    expect(late.refused).toMatch(/ended more than/);
+    expect(late.effects).toEqual([]);
+  });
+
+  it("records reply_not_allowed for the step's own worker at the wrong time: stale attempt, step not in flight, grace over", () => {
+    const twoSteps = (): TaskState => {
+      const base = initialState(chain(stepDef("a", "role:w"), stepDef("b", "role:v")));
+      const started = decide(base, { type: "task_started", eventId: "start" }, context(NOW, "s")).state;
+      const aDone = decide(started, resultOf("a"), context(NOW, "x")).state;
+      return { ...aDone, task: { ...aDone.task, replyTo: SLACK } };
+    };
+    const cases: Array<[string, TaskState, Partial<DecideContext>, RegExp]> = [
+      ["stale attempt", dispatched(), {}, /attempt 1; attempt 2 was retried/],
+      ["not in flight", twoSteps(), {}, /step a is completed, not in flight/],
+      ["grace over", completed(), { now: NOW + DEFAULT_REPLY_LIMITS.graceMs + 1 }, /ended more than/],
+    ];
+    for (const [what, state, overrides, why] of cases) {
+      // A recorded row with the same key does not hide the refusal behind the earlier row's outcome.
+      const d = decide(state, request(what === "stale attempt" ? { attempt: 2 } : {}), ctx({ duplicate: true }, overrides));
+      expect(d.refused, what).toBeUndefined();
+      expect(d.ignored, what).toBeUndefined();
+      const rows = recorded(d.effects);
+      expect(rows.map((r) => [r.state, r.code, r.text, r.actor]), what).toEqual([["refused", "reply_not_allowed", "", "worker:role:w"]]);
+      expect(rows[0]!.message, what).toMatch(why);
+      const audit = d.effects.flatMap((e) => (e.type === "audit" ? [e.entry] : []));
+      expect(audit.map((a) => [a.action, a.verdict, a.rule]), what).toEqual([["origin_reply", "deny", "builtin:reply_not_allowed"]]);
+      // No governor, no token, no cost: nothing that could lead to a dial.
+      expect(d.effects.some((e) => e.type === "hop" || e.type === "reply_bucket"), what).toBe(false);
+      expect(d.state.task.cost, what).toBe(state.task.cost);
+      expect(decide(state, request(what === "stale attempt" ? { attempt: 2 } : {}), ctx({ duplicate: true }, overrides)), what).toEqual(d);
+    }
+    // The task ended within the grace window: the step's last worker may still reply.
+    expect(recorded(decide(completed(), request(), ctx()).effects).map((r) => r.state)).toEqual(["pending"]);
   });
 
   it("applies the refusals in order, each a refused row without the words, and takes no token", () => {
