@@ -38,13 +38,15 @@ interface Row {
   message: string | null;
   permalink: string | null;
   approval_id: string | null;
+  /** `sent`, and its sender is still looking up the permalink (it holds the lease): not final for a caller yet. */
+  completing: boolean;
 }
 
 /** The row the request made (or the first one with its key), whatever its state; undefined while there is none. */
 async function readRow(db: ReplyOutcomeDb, q: ReplyOutcomeQuery): Promise<Row | undefined> {
   const read = (client: Queryable) =>
     client.query<Row>(
-      `SELECT id, state, code, message, permalink, approval_id FROM origin_replies
+      `SELECT id, state, code, message, permalink, approval_id, (state = 'sent' AND claimed_until > now()) AS completing FROM origin_replies
        WHERE org_id = $1 AND task_id = $2 AND (request_id = $3 OR (idempotency_key = $4 AND state <> 'refused'))
        ORDER BY (request_id = $3) DESC LIMIT 1`,
       [q.orgId, q.taskId, q.requestId, q.idempotencyKey],
@@ -60,7 +62,7 @@ export async function readReplyOutcome(db: ReplyOutcomeDb, q: ReplyOutcomeQuery)
 }
 
 function outcomeOf(row: Row): ReplyOutcome | undefined {
-  if (row.state === "pending" || row.state === "dialing") return undefined;
+  if (row.state === "pending" || row.state === "dialing" || row.completing === true) return undefined;
   return {
     status: row.state,
     replyId: row.id,

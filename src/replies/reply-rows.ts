@@ -3,8 +3,8 @@
  * sweep of rows a crashed sender left `dialing`. Every outcome write is guarded by `state = 'dialing'`, so an
  * outcome lands once, and only on a row this sender still holds.
  *
- * States (migration 0006): pending → dialing → sent | failed | unknown, or back to pending (a connection that failed
- * before the request was written, a 429). `dialing` whose lease passed means a sender died mid-request: `unknown`
+ * States (migration 0006): pending → dialing → sent | failed | unknown, or back to pending (nothing was written: the
+ * dial's preparation failed, the connection failed, a 429); pending too long → failed (`expired`). `dialing` whose lease passed means a sender died mid-request: `unknown`
  * (`interrupted`), never dialed again.
  */
 import type { ConnectionKind } from "../origin/reply-address.js";
@@ -33,12 +33,35 @@ export interface ConnectionRow {
   targets: string[];
 }
 
-/** Claims up to `limit` due pending rows for `leaseMs`; `FOR UPDATE SKIP LOCKED` lets several senders share them. */
-export async function claimReplies(db: Queryable, limit: number, leaseMs: number): Promise<ClaimedReply[]> {
+export interface ClaimOptions {
+  limit: number;
+  leaseMs: number;
+  /** Rows pending longer than this are the sweep's to expire, never dialed (ms). */
+  maxPendingMs: number;
+}
+
+/**
+ * Claims up to `limit` due pending rows for `leaseMs`; `FOR UPDATE SKIP LOCKED` lets several senders share them.
+ *
+ * At most one row per connection is claimed, and none of a connection that has a row `dialing` or is rate-limited
+ * (`connections.rate_limited_until`): a provider's limits are per credential (GitHub asks for serial writes, Slack
+ * limits per workspace), so a burst to one connection is dialed one after another, and after a 429 its other rows
+ * wait for the provider's time instead of each taking a 429 and burning an attempt. Rows pending for longer than
+ * `maxPendingMs` (since they last became pending) are left to the sweep, which expires them.
+ */
+export async function claimReplies(db: Queryable, options: ClaimOptions): Promise<ClaimedReply[]> {
   const { rows } = await db.query(
-    `WITH picked AS (
+    `WITH due AS (
+       SELECT DISTINCT ON (COALESCE(r.connection_id, r.id)) r.id
+         FROM origin_replies r
+        WHERE r.state = 'pending' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
+          AND r.updated_at > now() - make_interval(secs => $3::double precision / 1000)
+          AND NOT EXISTS (SELECT 1 FROM connections c WHERE c.id = r.connection_id AND c.rate_limited_until > now())
+          AND NOT EXISTS (SELECT 1 FROM origin_replies d WHERE d.connection_id = r.connection_id AND d.state = 'dialing')
+        ORDER BY COALESCE(r.connection_id, r.id), r.next_attempt_at NULLS FIRST, r.created_at),
+     picked AS (
        SELECT id FROM origin_replies
-        WHERE state = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+        WHERE id IN (SELECT id FROM due) AND state = 'pending'
         ORDER BY next_attempt_at NULLS FIRST, created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
      UPDATE origin_replies r
         SET state = 'dialing', dial_attempts = r.dial_attempts + 1, updated_at = now(),
@@ -47,7 +70,7 @@ export async function claimReplies(db: Queryable, limit: number, leaseMs: number
      RETURNING r.id, r.org_id, r.task_id, r.connection_id, r.text, r.dial_attempts,
        (SELECT t.reply_to FROM tasks t WHERE t.id = r.task_id) AS reply_to,
        (SELECT t.org_id FROM tasks t WHERE t.id = r.task_id) AS task_org_id`,
-    [limit, leaseMs],
+    [options.limit, options.leaseMs, options.maxPendingMs],
   );
   return rows.map((row) => ({
     id: row.id as string,
@@ -84,12 +107,17 @@ export type ReplyFinish =
   /** Back to pending, dialed again after `delayMs`. */
   | { state: "pending"; code: string; message: string; delayMs: number };
 
-/** Writes a dial's outcome; false when the row was no longer `dialing` (the sweep took it: nothing is written). */
-export async function finishReply(db: Queryable, id: string, finish: ReplyFinish): Promise<boolean> {
+/**
+ * Writes a dial's outcome; false when the row was no longer `dialing` (the sweep took it: nothing is written).
+ * `completing`: a `sent` row keeps its lease while the sender still looks up its permalink (completeSent), so a
+ * waiting caller gets the permalink with the outcome; echo suppression already sees the row as `sent`.
+ */
+export async function finishReply(db: Queryable, id: string, finish: ReplyFinish, completing = false): Promise<boolean> {
   const sent = finish.state === "sent";
   const { rowCount } = await db.query(
     `UPDATE origin_replies
-        SET state = $2, code = $3, message = $4, provider_id = $5, permalink = $6, claimed_until = NULL, updated_at = now(),
+        SET state = $2, code = $3, message = $4, provider_id = $5, permalink = $6, updated_at = now(),
+            claimed_until = CASE WHEN $8::boolean THEN claimed_until END,
             next_attempt_at = CASE WHEN $2 = 'pending' THEN now() + make_interval(secs => $7::double precision / 1000) END,
             finished_at = CASE WHEN $2 = 'pending' THEN NULL ELSE now() END
       WHERE id = $1 AND state = 'dialing'`,
@@ -101,9 +129,48 @@ export async function finishReply(db: Queryable, id: string, finish: ReplyFinish
       sent ? finish.providerId : null,
       sent ? finish.permalink : null,
       finish.state === "pending" ? finish.delayMs : 0,
+      sent && completing,
     ],
   );
   return rowCount === 1;
+}
+
+/** The permalink looked up after a `sent` row was written (null when the lookup failed), and the row's lease released. */
+export async function completeSent(db: Queryable, id: string, permalink: string | null): Promise<void> {
+  await db.query(
+    "UPDATE origin_replies SET permalink = COALESCE($2, permalink), claimed_until = NULL, updated_at = now() WHERE id = $1 AND state = 'sent'",
+    [id, permalink],
+  );
+}
+
+/**
+ * A connection the provider rate-limited: none of its rows is claimed before `delayMs` from now. A later limit
+ * already recorded (another sender's 429) is kept.
+ */
+export async function limitConnection(db: Queryable, connectionId: string, delayMs: number): Promise<void> {
+  await db.query(
+    `UPDATE connections SET rate_limited_until = GREATEST(COALESCE(rate_limited_until, now()), now() + make_interval(secs => $2::double precision / 1000))
+      WHERE id = $1`,
+    [connectionId, delayMs],
+  );
+}
+
+/**
+ * `pending` rows that have waited longer than `maxPendingMs` since they last became pending (created, approved, or
+ * put back after a retry) become `failed` / `expired`: a reply posted hours late (a coordinator without the
+ * encryption key left it, a connection stayed rate-limited) would answer a conversation that has moved on. A live
+ * row never gets there: its longest wait is a capped Retry-After or backoff.
+ */
+export async function expireStale(db: Queryable, maxPendingMs: number): Promise<Array<{ id: string; orgId: string; taskId: string; kind: string }>> {
+  const { rows } = await db.query(
+    `UPDATE origin_replies r
+        SET state = 'failed', code = 'expired', next_attempt_at = NULL, updated_at = now(), finished_at = now(),
+            message = 'the reply waited too long to be dialed (no encryption key, or its connection stayed rate-limited); it is not posted this late'
+      WHERE r.state = 'pending' AND r.updated_at <= now() - make_interval(secs => $1::double precision / 1000)
+     RETURNING r.id, r.org_id, r.task_id, (SELECT c.kind FROM connections c WHERE c.id = r.connection_id) AS kind`,
+    [maxPendingMs],
+  );
+  return rows.map((row) => ({ id: row.id as string, orgId: row.org_id as string, taskId: row.task_id as string, kind: (row.kind as string | null) ?? "none" }));
 }
 
 /** Records the bot and app ids a Slack post taught us (echo suppression reads them); unchanged ids write nothing. */

@@ -10,14 +10,17 @@
  * only for the dial and goes only to the connection's API base URL, through the egress guard (DNS pinned, no
  * redirects, private addresses only with SWITCHYARD_EGRESS_ALLOWED_NETWORKS).
  *
- * Outcomes (dial-outcome.ts): 2xx → `sent`; a connection that failed before the request was written, or a 429 →
- * `pending` again (after Retry-After, capped, or a backoff) until `dialAttempts`, then `failed`
- * (`connect_failed`, `provider_rate_limited`); an egress refusal or a 4xx → `failed`; anything after the request may
- * have been written (timeout, reset, 5xx) → `unknown`, never dialed again.
+ * Outcomes (dial-outcome.ts): 2xx → `sent`; a failure before the request was written (the preparation: loading the
+ * connection, opening its secret, a database blip; or a connection that failed), or a 429 → `pending` again (after
+ * Retry-After, capped, or a backoff) until `dialAttempts`, then `failed` (`connection_unusable`, `sender_error`,
+ * `connect_failed`, `provider_rate_limited`); an egress refusal or a 4xx → `failed`; anything after the request may
+ * have been written (timeout, reset, 5xx) → `unknown`, never dialed again. A 429 also holds the whole connection
+ * (`rate_limited_until`): claimReplies dials none of its rows before then. A row pending longer than `maxPendingMs`
+ * is expired by the sweep, never dialed.
  */
 import type { DependencyHealth } from "../dependency-health.js";
 import { SwitchyardError } from "../errors.js";
-import type { Metrics } from "../metrics.js";
+import { countOriginReply, type Metrics } from "../metrics.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
 import type { SecretCipher } from "../vault/secret-cipher.js";
@@ -28,7 +31,19 @@ import { accountKeyOf, connectionKindOf, targetOf, validateAddress, type ReplyAd
 import { targetAllowed } from "../vault/connection-select.js";
 import { redact, type DialOutcome } from "./dial-outcome.js";
 import { REPLY_PROVIDERS, type ProviderResult } from "./providers/index.js";
-import { claimReplies, finishReply, learnIdentity, loadConnection, sweepInterrupted, type ClaimedReply, type ConnectionRow, type ReplyFinish } from "./reply-rows.js";
+import {
+  claimReplies,
+  completeSent,
+  expireStale,
+  finishReply,
+  learnIdentity,
+  limitConnection,
+  loadConnection,
+  sweepInterrupted,
+  type ClaimedReply,
+  type ConnectionRow,
+  type ReplyFinish,
+} from "./reply-rows.js";
 
 export interface ReplyEgressOptions {
   /** SWITCHYARD_EGRESS_ALLOWED_NETWORKS: private ranges a connection's API may resolve to. @defaultValue none */
@@ -56,7 +71,13 @@ export interface ReplySenderOptions {
   retryBaseMs?: number;
   /** Longest `Retry-After` honoured (ms); a longer one waits this long. @defaultValue 15 min */
   maxRetryAfterMs?: number;
-  /** Rows dialed at once by one sender. @defaultValue 8 */
+  /**
+   * A row pending longer than this since it last became pending (created, approved, put back) is `failed` /
+   * `expired` by the sweep instead of being dialed: a reply posted hours late answers a moved-on conversation.
+   * Longer than any capped Retry-After or backoff, so a live row never gets there. @defaultValue 1 h
+   */
+  maxPendingMs?: number;
+  /** Rows dialed at once by one sender (at most one per connection). @defaultValue 8 */
   concurrency?: number;
   /** How long a claim holds off the sweep and other senders (ms). @defaultValue 2 × timeoutMs + 30 s */
   leaseMs?: number;
@@ -79,7 +100,7 @@ export interface ReplySender {
   kick(): void;
   /** Claims and dials every due pending row; resolves with how many were handled. One run at a time per sender. */
   runOnce(): Promise<number>;
-  /** Marks `dialing` rows whose lease passed as `unknown` (`interrupted`); resolves with how many. */
+  /** Marks `dialing` rows whose lease passed as `unknown` (`interrupted`) and expires stale `pending` rows; resolves with how many. */
   sweep(): Promise<number>;
   /** The periodic sweep and run, for the coordinator's background jobs. */
   job: BackgroundJob;
@@ -94,6 +115,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   const leaseMs = options.leaseMs ?? 2 * options.timeoutMs + 30_000;
   const retryBaseMs = options.retryBaseMs ?? 1_000;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 15 * 60_000;
+  const maxPendingMs = options.maxPendingMs ?? 60 * 60_000;
   const egress = options.egress ?? {};
   let active = false;
   let closed = false;
@@ -113,7 +135,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         do {
           again = false;
           for (;;) {
-            const claimed = await claimReplies(options.pool, concurrency, leaseMs);
+            const claimed = await claimReplies(options.pool, { limit: concurrency, leaseMs, maxPendingMs });
             if (claimed.length === 0) break;
             await Promise.all(claimed.map((reply) => dialOne(reply)));
             total += claimed.length;
@@ -133,33 +155,57 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     let kind = "none";
     let secret = "";
     let finish: ReplyFinish;
+    let permalinkLater: (() => Promise<string | null>) | undefined;
+    let prepared: Awaited<ReturnType<typeof prepare>>;
     try {
-      const prepared = await prepare(reply);
-      if ("refuse" in prepared) {
-        finish = { state: "failed", ...prepared.refuse };
-      } else {
-        kind = prepared.connection.kind;
-        secret = prepared.secret;
+      prepared = await prepare(reply);
+    } catch (error) {
+      // Nothing was written yet (a database blip, a bug before the request): dialed again like a failed connection.
+      prepared = { notReady: { code: "sender_error", message: `the dial could not be prepared: ${error instanceof Error ? error.message : String(error)}` } };
+    }
+    if ("refuse" in prepared) finish = { state: "failed", ...prepared.refuse };
+    else if ("notReady" in prepared) finish = retryOrFail(reply.dialAttempts, prepared.notReady.code, prepared.notReady.message);
+    else {
+      const { connection } = prepared;
+      kind = connection.kind;
+      secret = prepared.secret;
+      try {
         const started = clock();
-        const result = await dial(prepared.connection, prepared.address, prepared.secret, reply.text);
+        const result = await dial(connection, prepared.address, prepared.secret, reply.text);
         options.metrics?.originReplyDialSeconds.observe({ kind }, Math.max(0, clock() - started) / 1000);
-        if (result.outcome === "sent" && result.learnt && (result.learnt.botId || result.learnt.appId)) {
-          await learnIdentity(options.pool, prepared.connection.id, result.learnt.botId ?? null, result.learnt.appId ?? null).catch((error: unknown) =>
-            log.warn({ err: error }, "could not record the Slack bot identity"),
+        if (result.outcome === "sent") {
+          // Learnt before the row says `sent`: the echo Slack delivers at once is recognised by either.
+          if (result.learnt && (result.learnt.botId || result.learnt.appId)) {
+            await learnIdentity(options.pool, connection.id, result.learnt.botId ?? null, result.learnt.appId ?? null).catch((error: unknown) =>
+              log.warn({ err: error }, "could not record the Slack bot identity"),
+            );
+          }
+          permalinkLater = result.lookupPermalink;
+        }
+        if (result.outcome === "retry" && result.code === "provider_rate_limited") {
+          // Before the row is put back: the connection's other rows must not be claimed in between.
+          await limitConnection(options.pool, connection.id, retryDelay(reply.dialAttempts, result.retryAfterMs)).catch((error: unknown) =>
+            log.warn({ err: error }, "could not record the connection's rate limit"),
           );
         }
         finish = toFinish(result, reply.dialAttempts);
+      } catch (error) {
+        // Our own failure (database, a bug) once the request may have been written: never again.
+        finish = { state: "unknown", code: "sender_error", message: error instanceof Error ? error.message : String(error) };
       }
-    } catch (error) {
-      // Our own failure (database, a bug) after the claim: the request may have been written, so never again.
-      finish = { state: "unknown", code: "sender_error", message: error instanceof Error ? error.message : String(error) };
     }
     if (finish.state !== "sent") finish = { ...finish, message: redact(finish.message, secret) };
-    const written = await finishReply(options.pool, reply.id, finish).catch((error: unknown) => {
+    const written = await finishReply(options.pool, reply.id, finish, permalinkLater !== undefined).catch((error: unknown) => {
       log.error({ err: error }, "could not record a reply's outcome; the sweep will mark it unknown after its lease");
       return false;
     });
+    if (written && permalinkLater) {
+      const link = await permalinkLater();
+      await completeSent(options.pool, reply.id, link).catch((error: unknown) => log.warn({ err: error }, "could not record a reply's permalink"));
+    }
     options.metrics?.originReplyDials.inc({ kind, outcome: finish.state === "pending" ? "retry" : finish.state });
+    // Counted once, by whoever settles the row: an unwritten outcome is the sweep's (`interrupted`).
+    if (written && finish.state !== "pending") countOriginReply(options.metrics, finish.state, finish.state === "sent" ? "" : finish.code);
     const fields = {
       state: finish.state,
       dialAttempts: reply.dialAttempts,
@@ -171,10 +217,17 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     else log.warn(fields, "origin reply not sent");
   };
 
-  /** Everything checked before a dial; a `refuse` fails the row without a request. */
+  /**
+   * Everything checked before a dial; a `refuse` fails the row without a request, a `notReady` (or a throw) puts it
+   * back to pending as an attempt: nothing was written either way.
+   */
   const prepare = async (
     reply: ClaimedReply,
-  ): Promise<{ refuse: { code: string; message: string } } | { connection: ConnectionRow; address: ReplyAddress; secret: string }> => {
+  ): Promise<
+    | { refuse: { code: string; message: string } }
+    | { notReady: { code: string; message: string } }
+    | { connection: ConnectionRow; address: ReplyAddress; secret: string }
+  > => {
     if (reply.replyTo === null || reply.replyTo === undefined) return { refuse: { code: "no_reply_address", message: "the task has no reply address" } };
     let address: ReplyAddress;
     try {
@@ -209,9 +262,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       // The vault's one opening point, scoped to the row's tenant as well.
       secret = await openConnectionSecret(options.pool, options.cipher, reply.orgId, connection.id);
     } catch (error) {
-      // A missing row or an envelope no key of the ring opens; a database failure is not the connection's fault.
+      // A missing row or an envelope no key of the ring opens (a key may be added to the ring): retried, then
+      // failed. A database failure is thrown, and retried the same way.
       if (!(error instanceof SwitchyardError)) throw error;
-      return { refuse: { code: "connection_unusable", message: `the connection's secret cannot be opened: ${error.message}` } };
+      return { notReady: { code: "connection_unusable", message: `the connection's secret cannot be opened: ${error.message}` } };
     }
     return { connection, address, secret };
   };
@@ -245,23 +299,34 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       case "failed":
       case "unknown":
         return { state: result.outcome, code: result.code, message: result.message };
-      case "retry": {
-        if (dialAttempts >= options.dialAttempts) {
-          return { state: "failed", code: result.code, message: `${result.message} (after ${dialAttempts} dials)` };
-        }
-        const backoff = Math.min(retryBaseMs * 2 ** (dialAttempts - 1), 5 * 60_000);
-        return { state: "pending", code: result.code, message: result.message, delayMs: Math.min(result.retryAfterMs ?? backoff, maxRetryAfterMs) };
-      }
+      case "retry":
+        return retryOrFail(dialAttempts, result.code, result.message, result.retryAfterMs);
     }
+  };
+
+  /** The provider's Retry-After (capped), or base × 2^(dials − 1) up to 5 min. */
+  const retryDelay = (dialAttempts: number, retryAfter?: number): number =>
+    Math.min(retryAfter ?? Math.min(retryBaseMs * 2 ** (dialAttempts - 1), 5 * 60_000), maxRetryAfterMs);
+
+  /** Nothing was written: pending again after a delay, or `failed` once the row used its dials. */
+  const retryOrFail = (dialAttempts: number, code: string, message: string, retryAfter?: number): ReplyFinish => {
+    if (dialAttempts >= options.dialAttempts) return { state: "failed", code, message: `${message} (after ${dialAttempts} dials)` };
+    return { state: "pending", code, message, delayMs: retryDelay(dialAttempts, retryAfter) };
   };
 
   const sweep = async (): Promise<number> => {
     const swept = await sweepInterrupted(options.pool);
     for (const row of swept) {
       options.metrics?.originReplyDials.inc({ kind: row.kind, outcome: "unknown" });
+      countOriginReply(options.metrics, "unknown", "interrupted");
       logger.warn({ replyId: row.id, orgId: row.orgId, taskId: row.taskId }, "origin reply interrupted mid-dial; marked unknown, not sent again");
     }
-    return swept.length;
+    const expired = await expireStale(options.pool, maxPendingMs);
+    for (const row of expired) {
+      countOriginReply(options.metrics, "failed", "expired");
+      logger.warn({ replyId: row.id, orgId: row.orgId, taskId: row.taskId, maxPendingMs }, "origin reply pending too long; failed expired, not sent");
+    }
+    return swept.length + expired.length;
   };
 
   return {

@@ -3,6 +3,8 @@
  * with the connection's token, and the reply row records `sent` with the provider's id and permalink.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isSelfReply } from "../../src/ingest/echo.js";
+import { readReplyOutcome } from "../../src/replies/reply-outcome.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { startProviderStub, type ProviderStub } from "../support/provider-stubs.js";
 import {
@@ -99,6 +101,43 @@ describe("reply sender: provider adapters", () => {
     expect(row.provider_id).toMatch(/^\d+\.\d+$/);
     const { rows } = await db.pool.query("SELECT bot_id, app_id FROM connections WHERE id = $1", [connectionId]);
     expect(rows[0]).toEqual({ bot_id: "B07BOT", app_id: "A07APP" });
+    await sender.close();
+  });
+
+  it("Slack: the post is recorded sent (ts, bot id) before the permalink lookup; a waiting caller still gets the permalink", async () => {
+    const ORG = await newTenant(db.pool);
+    let replyId = "";
+    const seen: Array<{ echoByTs: boolean; echoByBot: boolean; outcome: unknown }> = [];
+    const slack = await stub("slack", {
+      token: "xoxb-slack-555",
+      botId: "B09BOT",
+      // While chat.getPermalink is in flight: the echo of the post must already be recognised.
+      beforeAnswer: async (request) => {
+        if (request.method !== "GET") return;
+        const ts = slack.created[0]!.id;
+        seen.push({
+          echoByTs: await isSelfReply(db.pool, ORG, { providerIds: [ts] }),
+          echoByBot: await isSelfReply(db.pool, ORG, { providerIds: [], slackBotId: "B09BOT" }),
+          outcome: await readReplyOutcome(db.pool, { orgId: ORG, taskId, requestId: `req-${replyId}`, idempotencyKey: `key-${replyId}` }),
+        });
+      },
+    });
+    const connectionId = await insertConnection(db.pool, { org: ORG, kind: "slack", accountKey: "T0STUB", apiBaseUrl: slack.apiBaseUrl, secret: "xoxb-slack-555" });
+    const taskId = await insertTask(db.pool, ORG, SLACK_ADDRESS);
+    replyId = await insertReply(db.pool, { org: ORG, taskId, connectionId, text: "echo me" });
+    const { sender } = loopbackSender(db.pool);
+
+    await sender.runOnce();
+
+    // Recorded before the lookup; the caller's outcome waits for the permalink (not final yet).
+    expect(seen).toEqual([{ echoByTs: true, echoByBot: true, outcome: undefined }]);
+    expect(await readReplyOutcome(db.pool, { orgId: ORG, taskId, requestId: `req-${replyId}`, idempotencyKey: `key-${replyId}` })).toEqual({
+      status: "sent",
+      replyId,
+      permalink: slack.created[0]!.permalink,
+    });
+    const { rows } = await db.pool.query("SELECT claimed_until FROM origin_replies WHERE id = $1", [replyId]);
+    expect(rows[0]).toEqual({ claimed_until: null });
     await sender.close();
   });
 

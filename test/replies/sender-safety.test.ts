@@ -140,11 +140,14 @@ describe("reply sender: where the credential goes", () => {
 
   it("two senders (two coordinators) on the same rows dial each reply exactly once", async () => {
     const slack = await stub("slack", "xoxb-two-senders");
-    const org = await newTenant(db.pool);
-    const connectionId = await insertConnection(db.pool, { org, kind: "slack", accountKey: "T0STUB", apiBaseUrl: slack.apiBaseUrl, secret: "xoxb-two-senders" });
-    const taskId = await insertTask(db.pool, org, SLACK_ADDRESS);
+    // Six connections (one connection's rows are dialed one at a time, by one sender), five rows each.
     const ids: string[] = [];
-    for (let i = 0; i < 30; i++) ids.push(await insertReply(db.pool, { org, taskId, connectionId, text: `update ${i}` }));
+    for (let c = 0; c < 6; c++) {
+      const org = await newTenant(db.pool);
+      const connectionId = await insertConnection(db.pool, { org, kind: "slack", accountKey: "T0STUB", apiBaseUrl: slack.apiBaseUrl, secret: "xoxb-two-senders" });
+      const taskId = await insertTask(db.pool, org, SLACK_ADDRESS);
+      for (let i = 0; i < 5; i++) ids.push(await insertReply(db.pool, { org, taskId, connectionId, text: `update ${c}.${i}` }));
+    }
     const one = sender({ concurrency: 3 });
     const two = sender({ concurrency: 3 });
 

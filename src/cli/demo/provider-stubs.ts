@@ -71,6 +71,8 @@ export interface ProviderStubOptions {
   /** Slack: chat.getPermalink answers `ok: false` with this error. */
   permalinkError?: string;
   host?: string;
+  /** Awaited before each answer is sent (tests look at what the caller recorded while its request is in flight). */
+  beforeAnswer?: (request: RecordedRequest) => Promise<void>;
 }
 
 interface StubContext {
@@ -97,14 +99,17 @@ export async function startProviderStub(kind: StubProviderKind, options: Provide
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks).toString("utf8");
-      requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body, at: Date.now() });
+      const recorded: RecordedRequest = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body, at: Date.now() };
+      requests.push(recorded);
       const behaviour = req.method === "POST" ? (queue.shift() ?? { type: "ok" }) : { type: "ok" as const };
       if (behaviour.type === "hang") return;
       if (behaviour.type === "close") {
         req.socket.destroy();
         return;
       }
-      send(res, answer(context, req, body, behaviour));
+      const respond = () => send(res, answer(context, req, body, behaviour));
+      if (options.beforeAnswer) void options.beforeAnswer(recorded).catch(() => undefined).then(respond);
+      else respond();
     });
   });
   server.on("connection", (s: Socket) => {

@@ -28,7 +28,14 @@ export interface LearntIdentity {
   appId?: string;
 }
 
-export type ProviderResult = DialOutcome & { learnt?: LearntIdentity };
+export type ProviderResult = DialOutcome & {
+  learnt?: LearntIdentity;
+  /**
+   * A `sent` whose permalink takes a second call (Slack): the sender writes the outcome and the learnt identity
+   * first, so the echo of the post is recognised as soon as possible, then calls this (best effort, never throws).
+   */
+  lookupPermalink?: () => Promise<string | null>;
+};
 
 export interface ReplyProvider {
   kind: ConnectionKind;

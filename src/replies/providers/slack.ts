@@ -2,7 +2,8 @@
  * Slack: `chat.postMessage` in the thread (`thread_ts`) with the bot token as Bearer. Slack answers HTTP 200 with
  * `ok: false` and an `error` for most failures; `ratelimited` is Slack's 429 in words, and a real 429 carries
  * `Retry-After`. The message's `ts` is its id. The permalink comes from `chat.getPermalink`, best effort: a post that
- * succeeded stays `sent` whatever that second call does.
+ * succeeded stays `sent` whatever that second call does. That call is made after the sender recorded the post: Slack
+ * delivers the echo of our message at once, and it is recognised by the ts of a `sent` row or the learnt bot id.
  *
  * The answer's `message.bot_id` / `message.app_id` are our own identity in that workspace, learnt so that the echo of
  * our post (Slack delivers it as an event) can be recognised and start no task.
@@ -32,7 +33,8 @@ export const slackProvider: ReplyProvider = {
     const ts = stringOrNull(data.ts);
     if (ts === null) return missingId("slack", "ts");
     const channel = stringOrNull(data.channel) ?? address.channel;
-    return { outcome: "sent", providerId: ts, permalink: await permalink(request, channel, ts), learnt: identityOf(data) };
+    // The permalink is looked up only after the sender recorded the post (see ProviderResult.lookupPermalink).
+    return { outcome: "sent", providerId: ts, permalink: null, learnt: identityOf(data), lookupPermalink: () => permalink(request, channel, ts) };
   },
 };
 
