@@ -112,6 +112,8 @@ CREATE UNIQUE INDEX origin_replies_idempotent ON origin_replies (org_id, task_id
 CREATE UNIQUE INDEX origin_replies_request ON origin_replies (org_id, task_id, request_id);
 CREATE INDEX origin_replies_open ON origin_replies (next_attempt_at) WHERE state IN ('pending', 'dialing');
 CREATE INDEX origin_replies_provider ON origin_replies (org_id, provider_id) WHERE provider_id IS NOT NULL;
+-- The sender dials one reply per connection at a time: it looks for a connection's row in flight.
+CREATE INDEX origin_replies_dialing ON origin_replies (connection_id) WHERE state = 'dialing';
 
 -- An approval may hold a reply instead of a step's hop (action origin_reply): it names the reply row.
 ALTER TABLE approvals ADD COLUMN reply_id uuid;
