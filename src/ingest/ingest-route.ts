@@ -18,6 +18,7 @@
  * the endpoint within 24 h is a duplicate whatever id it arrives under (answered with the first delivery's task or
  * cause, nothing stored), and the task's idempotency key is the body's sha256 — two copies of one body racing
  * (in one starter batch or on two gateways) meet on the tasks' unique key and start one task.
+ * Slack's legacy verification `token` (top level of its bodies) is removed from the task input: workers never see it.
  *
  * Nothing here logs a body, a header value or a secret.
  */
@@ -172,7 +173,7 @@ async function startTask(
       request: {
         orgId: endpoint.orgId,
         workflow: endpoint.workflow,
-        input: { source, event: delivery.event, delivery: delivery.providerDeliveryId ?? null, body: delivery.body },
+        input: { source, event: delivery.event, delivery: delivery.providerDeliveryId ?? null, body: source === "slack" ? withoutSlackToken(delivery.body) : delivery.body },
         ...idempotencyKeyOf(endpoint, delivery),
         replyTo,
       },
@@ -204,6 +205,13 @@ async function startTask(
 function idempotencyKeyOf(endpoint: ResolvedEndpoint, delivery: { providerDeliveryId: string | undefined; bodySha256: string }): { idempotencyKey?: string } {
   if (endpoint.source === "github" || endpoint.source === "gitea") return { idempotencyKey: `ingest:${endpoint.id}:body:${delivery.bodySha256}` };
   return delivery.providerDeliveryId !== undefined ? { idempotencyKey: `ingest:${endpoint.id}:${delivery.providerDeliveryId}` } : {};
+}
+
+/** A Slack body without its top-level legacy verification `token`: a shared secret a worker has no use for. */
+function withoutSlackToken(body: unknown): unknown {
+  if (typeof body !== "object" || body === null || Array.isArray(body) || !("token" in body)) return body;
+  const { token: _token, ...rest } = body as Record<string, unknown>;
+  return rest;
 }
 
 function decodeSegment(segment: string): string {

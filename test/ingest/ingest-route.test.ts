@@ -1,7 +1,7 @@
 /**
  * Verified ingest end to end through the gateway: each source's signature, idempotent redelivery, the reply
- * address on the task row (and none for generic), 401/404/413 with nothing stored.
- * Echo suppression: echo.test.ts; replayed bodies: body-replay.test.ts.
+ * address on the task row (and none for generic), 401/404/413 with nothing stored, Slack's legacy token kept from
+ * the task input. Echo suppression: echo.test.ts; replayed bodies: body-replay.test.ts.
  */
 import { createRequire } from "node:module";
 import { createHash, randomUUID } from "node:crypto";
@@ -133,6 +133,10 @@ describe("POST /api/v1/ingest/{id}", () => {
     const row = await replyToOf(res.body.taskId);
     expect(row.reply_to).toEqual({ kind: "slack_thread", teamId: "T0ACME", channel: "C0ENG", threadTs: "1700000000.000100" });
     expect(row.input).toMatchObject({ source: "slack", event: "app_mention", delivery: "Ev0001" });
+    // Slack's legacy verification token is a shared secret: the worker gets the body without it, and nothing else is lost.
+    const { token: _legacy, ...withoutToken } = JSON.parse(body);
+    expect(row.input.body).toEqual(withoutToken);
+    expect(JSON.stringify(row.input)).not.toContain("legacy");
     expect((await bed.rt.pool.query("SELECT body_sha256 FROM ingest_deliveries WHERE delivery_id = 'Ev0001'")).rows[0].body_sha256).toBe(createHash("sha256").update(body).digest("hex"));
     // Slack retries with the same event_id.
     const retry = await bed.post(eps.slack!.id, body, { ...slackHeaders(eps.slack!.secret, body), "x-slack-retry-num": "1" });
