@@ -30,10 +30,11 @@ import type { Metrics } from "../metrics.js";
 import { sha256Hex } from "../coordinator/envelopes.js";
 import type { Pool } from "../store/db.js";
 import { deliveryFacts } from "./delivery-facts.js";
-import { findDeliveryByBody, recordDelivery, type DeliveryCause } from "./delivery-store.js";
+import { recordDelivery, type DeliveryCause } from "./delivery-store.js";
 import { echoProbe, type EchoChecker } from "./echo.js";
 import type { EndpointCache, ResolvedEndpoint } from "./endpoint-cache.js";
 import { deriveReplyAddress } from "./reply-address-parsers.js";
+import type { SeenBodies } from "./seen-bodies.js";
 import type { TaskStarter } from "./task-starter.js";
 import { verifyDelivery } from "./verify/index.js";
 
@@ -51,6 +52,8 @@ export interface IngestRouteDeps {
   endpoints: EndpointCache;
   /** Our own replies coming back (src/ingest/echo.ts), checked in batches. */
   echoes: EchoChecker;
+  /** GitHub / Gitea bodies delivered before (src/ingest/seen-bodies.ts), checked in batches. */
+  seenBodies: SeenBodies;
   /** Largest body accepted (config.origin.ingestMaxBodyBytes). */
   maxBodyBytes: number;
   metrics?: Pick<Metrics, "ingestDeliveries">;
@@ -129,13 +132,16 @@ export async function handleIngest(req: IncomingMessage, res: ServerResponse, de
   const bodySha256 = sha256Hex(raw);
   const byBody = source === "github" || source === "gitea";
 
-  if (byBody) {
-    const seen = await findDeliveryByBody(deps.db, endpoint.id, bodySha256);
-    if (seen) {
-      count(source, "duplicate");
-      logger.debug({ ...log, cause: seen.cause, taskId: seen.taskId }, "ingest delivery is a body seen before; nothing stored");
-      return answer(res, undefined, 200, seen.cause === "task_started" && seen.taskId ? { taskId: seen.taskId, duplicate: true } : { cause: seen.cause, ...(seen.taskId ? { taskId: seen.taskId } : {}), duplicate: true });
-    }
+  // The replay check and the echo check are independent reads: asked together, they cost one round trip of latency.
+  const probe = facts.ignore === undefined ? echoProbe(source, facts.event, body) : undefined;
+  const [seen, echo] = await Promise.all([
+    byBody ? deps.seenBodies.find(endpoint.id, bodySha256) : undefined,
+    probe ? deps.echoes.isSelfReply(endpoint.orgId, probe) : false,
+  ]);
+  if (seen) {
+    count(source, "duplicate");
+    logger.debug({ ...log, cause: seen.cause, taskId: seen.taskId }, "ingest delivery is a body seen before; nothing stored");
+    return answer(res, undefined, 200, seen.cause === "task_started" && seen.taskId ? { taskId: seen.taskId, duplicate: true } : { cause: seen.cause, ...(seen.taskId ? { taskId: seen.taskId } : {}), duplicate: true });
   }
 
   const notStarted = async (cause: Exclude<DeliveryCause, "task_started">) => {
@@ -149,8 +155,7 @@ export async function handleIngest(req: IncomingMessage, res: ServerResponse, de
     });
   };
   if (facts.ignore !== undefined) return notStarted("ignored");
-  const probe = echoProbe(source, facts.event, body);
-  if (probe && (await deps.echoes.isSelfReply(endpoint.orgId, probe))) return notStarted("self_reply");
+  if (echo) return notStarted("self_reply");
 
   return startTask(res, deps, endpoint, { event: facts.event, providerDeliveryId: facts.deliveryId, deliveryId, body, bodySha256 }, count, logger, log);
 }
