@@ -19,6 +19,7 @@ import { sign } from "@octokit/webhooks-methods";
 import { defaultConfig, type Config } from "../../src/config.js";
 import { TaskService } from "../../src/coordinator/tasks.js";
 import { EchoChecker } from "../../src/ingest/echo.js";
+import { SeenBodies } from "../../src/ingest/seen-bodies.js";
 import { EndpointCache } from "../../src/ingest/endpoint-cache.js";
 import { createIngestEndpoint } from "../../src/ingest/endpoint-store.js";
 import { createIngestRoute } from "../../src/ingest/ingest-route.js";
@@ -68,7 +69,7 @@ export const ingestScenario: Scenario = {
     await submitWorkflow(runtime.pool, ORG, parseWorkflowDefinition(`name: triage\nsteps:\n  - { id: look, to: "role:triage" }\n`));
     const { endpoint, secret } = await createIngestEndpoint(runtime.pool, cipher, ORG, { source: "github", workflow: "triage" });
     const tasks = new TaskService({ pool: runtime.pool, engine: runtime.engine, publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes, transact: tenantScoped(runtime.pool) });
-    const route = createIngestRoute({ db: runtime.pool, tasks: createBatchedTaskStarter(tasks), echoes: new EchoChecker(runtime.pool), endpoints: new EndpointCache({ db: runtime.pool, cipher }), maxBodyBytes: config.origin.ingestMaxBodyBytes, metrics: runtime.metrics });
+    const route = createIngestRoute({ db: runtime.pool, tasks: createBatchedTaskStarter(tasks), echoes: new EchoChecker(runtime.pool), seenBodies: new SeenBodies(runtime.pool), endpoints: new EndpointCache({ db: runtime.pool, cipher }), maxBodyBytes: config.origin.ingestMaxBodyBytes, metrics: runtime.metrics });
     const server: Server = createServer((req, res) => {
       route(req, res).catch((error: unknown) => {
         ctx.log(`ingest route failed: ${(error as Error).message}`);
@@ -79,15 +80,21 @@ export const ingestScenario: Scenario = {
     ctx.defer(() => new Promise<void>((resolve) => server.close(() => resolve())));
     const port = (server.address() as AddressInfo).port;
 
-    const examples = createRequire(import.meta.url)("@octokit/webhooks-examples") as Array<{ name: string; examples: unknown[] }>;
-    const body = JSON.stringify(examples.find((e) => e.name === "issue_comment")!.examples[0]);
-    const signature = await sign(secret!, body);
+    const examples = createRequire(import.meta.url)("@octokit/webhooks-examples") as Array<{ name: string; examples: any[] }>;
+    const example = examples.find((e) => e.name === "issue_comment")!.examples[0];
+    const body = JSON.stringify(example);
+    // Each delivery is a comment of its own: a GitHub body seen before is a duplicate whatever its delivery id.
+    let commentId = 1;
     const requests = (n: number) =>
-      Array.from({ length: n }, () =>
-        serialise(`/api/v1/ingest/${endpoint.id}`, { "x-github-event": "issue_comment", "x-github-delivery": randomUUID(), "x-hub-signature-256": signature }, body, `127.0.0.1:${port}`),
+      Promise.all(
+        Array.from({ length: n }, async () => {
+          const unique = JSON.stringify({ ...example, comment: { ...example.comment, id: commentId++ } });
+          const headers = { "x-github-event": "issue_comment", "x-github-delivery": randomUUID(), "x-hub-signature-256": await sign(secret!, unique) };
+          return serialise(`/api/v1/ingest/${endpoint.id}`, headers, unique, `127.0.0.1:${port}`);
+        }),
       );
-    const warmup = requests(sizes.warmup);
-    const timed = requests(sizes.deliveries);
+    const warmup = await requests(sizes.warmup);
+    const timed = await requests(sizes.deliveries);
 
     await ctx.phase("warm-up", () => sendAll(port, warmup, CONCURRENCY, ctx.signal));
     const started = performance.now();

@@ -16,6 +16,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { handleApprovalLink } from "../approvals/link-route.js";
 import { handleA2ACallback } from "../foreign/callback-route.js";
 import { EchoChecker } from "../ingest/echo.js";
+import { SeenBodies } from "../ingest/seen-bodies.js";
 import { EndpointCache } from "../ingest/endpoint-cache.js";
 import { createIngestRoute } from "../ingest/ingest-route.js";
 import { createBatchedTaskStarter } from "../ingest/task-starter.js";
@@ -119,6 +120,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       tasks: createBatchedTaskStarter(tasks),
       endpoints: ingestEndpoints,
       echoes: new EchoChecker(pool),
+      seenBodies: new SeenBodies(pool),
       maxBodyBytes: runtime.config.origin.ingestMaxBodyBytes,
       metrics,
       logger,

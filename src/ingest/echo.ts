@@ -1,75 +1,62 @@
 /**
  * Echo suppression: a reply we posted comes back as a webhook, and must not become new work (a loop that would
- * post again). A delivery is our own reply when, for the endpoint's tenant:
- * - GitHub / Gitea `issue_comment`: `comment.id` is the provider id of one of our `sent` replies;
- * - Slack: `event.bot_id` or `event.app_id` is the bot or app of one of the tenant's Slack connections (learnt by
- *   the reply sender from its own posts), or `event.ts` is the provider id (message ts) of one of our replies;
- * - Cairn: a comment event whose `data.comment.id` is the provider id of one of our replies.
- * Only the tenant's own rows count: another tenant's reply ids say nothing about this tenant's deliveries.
+ * post again). A delivery is our own reply when, for the endpoint's tenant (another tenant's rows say nothing):
+ * - its comment id (GitHub / Gitea `comment.id`, Cairn `data.comment.id`) or Slack message `event.ts` is the
+ *   provider id of one of our `sent` replies made through a connection of the SAME kind and account (forge host,
+ *   Slack team, Cairn base URL): ids are only unique per account, and a self-hosted forge's small sequential ids
+ *   would otherwise make a human's comment N on forge B look like our reply N on forge A;
+ * - or its words hash to the `text_sha256` of one of our replies to the SAME address (`address_display`) in state
+ *   `dialing`, `sent` or `unknown`, made within the last 15 minutes: the webhook can arrive before the sender has
+ *   recorded the provider id (or after a crash left the row `unknown`), and starting a task then would reply again;
+ * - or (Slack) `event.bot_id` / `event.app_id` is the bot or app of one of the tenant's Slack connections (learnt by
+ *   the reply sender from its own posts).
  *
- * `echoProbe` is pure (what to look for); `isSelfReply` asks the database; `EchoChecker` asks it for many
- * concurrent deliveries in one query (a burst of comments costs one round trip, not one pool connection each).
+ * `echoProbe` (echo-probe.ts) is pure (what to look for); `EchoChecker` asks the database for many concurrent
+ * deliveries in one query (a burst of comments costs one round trip, not one pool connection each).
  */
 import type { Queryable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
-import type { IngestSource } from "./endpoint-store.js";
+import type { EchoProbe } from "./echo-probe.js";
 
-export interface EchoProbe {
-  /** Provider ids our `sent` replies would have recorded (comment id, Slack message ts). */
-  providerIds: string[];
-  /** Slack bot / app ids a connection of the tenant may have learnt. */
-  slackBotId?: string;
-  slackAppId?: string;
-}
+export { echoProbe, type EchoProbe } from "./echo-probe.js";
 
-function obj(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-}
+/** How long after we created a reply an identical comment at its address counts as its echo. */
+export const ECHO_TEXT_WINDOW_MINUTES = 15;
 
-function idString(value: unknown): string | undefined {
-  if (typeof value === "number" && Number.isSafeInteger(value)) return String(value);
-  if (typeof value === "string" && value !== "" && value.length <= 200) return value;
-  return undefined;
-}
-
-/** What would identify this delivery as our own reply; undefined when it cannot be one. */
-export function echoProbe(source: IngestSource, event: string, body: unknown): EchoProbe | undefined {
-  const root = obj(body);
-  if (!root) return undefined;
-  switch (source) {
-    case "github":
-    case "gitea": {
-      if (event !== "issue_comment") return undefined;
-      const id = idString(obj(root.comment)?.id);
-      return id ? { providerIds: [id] } : undefined;
+/** Which of `items` are our own replies: one query whatever the number of items. */
+export async function selfReplies(db: Queryable, items: ReadonlyArray<{ orgId: string; probe: EchoProbe }>): Promise<boolean[]> {
+  const ids: { i: number[]; org: string[]; kind: string[]; key: string[]; id: string[] } = { i: [], org: [], kind: [], key: [], id: [] };
+  const texts: { i: number[]; org: string[]; display: string[]; sha: string[] } = { i: [], org: [], display: [], sha: [] };
+  const bots: { i: number[]; org: string[]; bot: Array<string | null>; app: Array<string | null> } = { i: [], org: [], bot: [], app: [] };
+  items.forEach(({ orgId, probe }, i) => {
+    if (probe.account) {
+      for (const id of probe.providerIds) {
+        ids.i.push(i), ids.org.push(orgId), ids.kind.push(probe.account.kind), ids.key.push(probe.account.accountKey), ids.id.push(id);
+      }
     }
-    case "slack": {
-      const inner = obj(root.event);
-      if (!inner) return undefined;
-      const ts = idString(inner.ts);
-      const botId = idString(inner.bot_id);
-      const appId = idString(inner.app_id);
-      if (!ts && !botId && !appId) return undefined;
-      return { providerIds: ts ? [ts] : [], ...(botId ? { slackBotId: botId } : {}), ...(appId ? { slackAppId: appId } : {}) };
-    }
-    case "cairn": {
-      const id = idString(obj(obj(root.data)?.comment)?.id);
-      return id ? { providerIds: [id] } : undefined;
-    }
-    case "generic":
-      // Nothing we post goes to a generic source, and its body is unverified.
-      return undefined;
-  }
+    if (probe.text) texts.i.push(i), texts.org.push(orgId), texts.display.push(probe.text.addressDisplay), texts.sha.push(probe.text.textSha256);
+    if (probe.slackBotId || probe.slackAppId) bots.i.push(i), bots.org.push(orgId), bots.bot.push(probe.slackBotId ?? null), bots.app.push(probe.slackAppId ?? null);
+  });
+  if (ids.i.length + texts.i.length + bots.i.length === 0) return items.map(() => false);
+  const { rows } = await db.query<{ i: number }>(
+    `SELECT p.i FROM unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::text[]) AS p(i, org_id, kind, account_key, provider_id)
+       JOIN origin_replies r ON r.org_id = p.org_id AND r.provider_id = p.provider_id AND r.state = 'sent'
+       JOIN connections c ON c.id = r.connection_id AND c.kind = p.kind AND c.account_key = p.account_key
+     UNION
+     SELECT t.i FROM unnest($6::int[], $7::text[], $8::text[], $9::text[]) AS t(i, org_id, address_display, text_sha256)
+       JOIN origin_replies r ON r.org_id = t.org_id AND r.address_display = t.address_display AND r.text_sha256 = t.text_sha256
+      WHERE r.state IN ('dialing', 'sent', 'unknown') AND r.created_at > now() - make_interval(mins => $14)
+     UNION
+     SELECT b.i FROM unnest($10::int[], $11::text[], $12::text[], $13::text[]) AS b(i, org_id, bot_id, app_id)
+       JOIN connections c ON c.org_id = b.org_id AND c.kind = 'slack' AND (c.bot_id = b.bot_id OR c.app_id = b.app_id)`,
+    [ids.i, ids.org, ids.kind, ids.key, ids.id, texts.i, texts.org, texts.display, texts.sha, bots.i, bots.org, bots.bot, bots.app, ECHO_TEXT_WINDOW_MINUTES],
+  );
+  const echoes = new Set(rows.map((r) => r.i));
+  return items.map((_, i) => echoes.has(i));
 }
 
 export async function isSelfReply(db: Queryable, orgId: string, probe: EchoProbe): Promise<boolean> {
-  const { rows } = await db.query<{ echo: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM origin_replies WHERE org_id = $1 AND provider_id = ANY($2::text[]) AND state = 'sent')
-         OR EXISTS (SELECT 1 FROM connections WHERE org_id = $1 AND kind = 'slack'
-                      AND (($3::text IS NOT NULL AND bot_id = $3) OR ($4::text IS NOT NULL AND app_id = $4))) AS echo`,
-    [orgId, probe.providerIds, probe.slackBotId ?? null, probe.slackAppId ?? null],
-  );
-  return rows[0]?.echo === true;
+  return (await selfReplies(db, [{ orgId, probe }]))[0]!;
 }
 
 /** `isSelfReply` for many deliveries at once, grouped by a MicroBatcher; one per process. */
@@ -77,38 +64,10 @@ export class EchoChecker {
   private readonly batcher: MicroBatcher<{ orgId: string; probe: EchoProbe }, boolean>;
 
   constructor(private readonly db: Queryable, options: { maxBatch?: number; maxInFlight?: number } = {}) {
-    this.batcher = new MicroBatcher({ run: (items) => this.checkBatch(items), maxBatch: options.maxBatch ?? 200, maxInFlight: options.maxInFlight ?? 2 });
+    this.batcher = new MicroBatcher({ run: (items) => selfReplies(this.db, items), maxBatch: options.maxBatch ?? 200, maxInFlight: options.maxInFlight ?? 2 });
   }
 
   isSelfReply(orgId: string, probe: EchoProbe): Promise<boolean> {
     return this.batcher.submit({ orgId, probe });
-  }
-
-  private async checkBatch(items: Array<{ orgId: string; probe: EchoProbe }>): Promise<boolean[]> {
-    const pairs = items.flatMap(({ orgId, probe }) => probe.providerIds.map((id) => [orgId, id] as const));
-    const slackOrgs = [...new Set(items.filter((i) => i.probe.slackBotId || i.probe.slackAppId).map((i) => i.orgId))];
-    const [replies, bots] = await Promise.all([
-      pairs.length === 0
-        ? { rows: [] }
-        : this.db.query<{ org_id: string; provider_id: string }>(
-            `SELECT r.org_id, r.provider_id FROM origin_replies r
-               JOIN unnest($1::text[], $2::text[]) AS p(org_id, provider_id) ON r.org_id = p.org_id AND r.provider_id = p.provider_id
-              WHERE r.state = 'sent'`,
-            [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
-          ),
-      slackOrgs.length === 0
-        ? { rows: [] }
-        : this.db.query<{ org_id: string; bot_id: string | null; app_id: string | null }>(
-            "SELECT org_id, bot_id, app_id FROM connections WHERE kind = 'slack' AND org_id = ANY($1::text[]) AND (bot_id IS NOT NULL OR app_id IS NOT NULL)",
-            [slackOrgs],
-          ),
-    ]);
-    const sent = new Set(replies.rows.map((r) => `${r.org_id}\u0000${r.provider_id}`));
-    return items.map(({ orgId, probe }) => {
-      if (probe.providerIds.some((id) => sent.has(`${orgId}\u0000${id}`))) return true;
-      return bots.rows.some(
-        (b) => b.org_id === orgId && ((probe.slackBotId !== undefined && b.bot_id === probe.slackBotId) || (probe.slackAppId !== undefined && b.app_id === probe.slackAppId)),
-      );
-    });
   }
 }

@@ -14,6 +14,12 @@
  * `{taskId, duplicate: true}`), with the reply address parsed from the verified body (never for generic) and the
  * delivery row written in the task's transaction.
  *
+ * GitHub and Gitea sign the body but not the delivery id, so for them the BODY is the identity: a body recorded for
+ * the endpoint within 24 h is a duplicate whatever id it arrives under (answered with the first delivery's task or
+ * cause, nothing stored), and the task's idempotency key is the body's sha256 — two copies of one body racing
+ * (in one starter batch or on two gateways) meet on the tasks' unique key and start one task.
+ * Slack's legacy verification `token` (top level of its bodies) is removed from the task input: workers never see it.
+ *
  * Nothing here logs a body, a header value or a secret.
  */
 import { randomUUID } from "node:crypto";
@@ -21,12 +27,14 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import type { Queryable } from "../store/db.js";
+import { sha256Hex } from "../coordinator/envelopes.js";
+import type { Pool } from "../store/db.js";
 import { deliveryFacts } from "./delivery-facts.js";
 import { recordDelivery, type DeliveryCause } from "./delivery-store.js";
 import { echoProbe, type EchoChecker } from "./echo.js";
 import type { EndpointCache, ResolvedEndpoint } from "./endpoint-cache.js";
 import { deriveReplyAddress } from "./reply-address-parsers.js";
+import type { SeenBodies } from "./seen-bodies.js";
 import type { TaskStarter } from "./task-starter.js";
 import { verifyDelivery } from "./verify/index.js";
 
@@ -34,8 +42,8 @@ export const INGEST_PATH_PREFIX = "/api/v1/ingest/";
 const PATH_RE = /^\/api\/v1\/ingest\/([^/]+)$/;
 
 export interface IngestRouteDeps {
-  /** Reads delivery rows and the echo check; the owner's pool (the route runs before a tenant is known). */
-  db: Queryable;
+  /** Reads and writes delivery rows; the owner's pool (the route runs before a tenant is known). */
+  db: Pool;
   /**
    * Starts tasks: the gateway passes `createBatchedTaskStarter(tasks)` over its tenant-scoped TaskService, so the
    * task's transaction runs under RLS and a burst of one tenant's deliveries shares one commit.
@@ -44,6 +52,8 @@ export interface IngestRouteDeps {
   endpoints: EndpointCache;
   /** Our own replies coming back (src/ingest/echo.ts), checked in batches. */
   echoes: EchoChecker;
+  /** GitHub / Gitea bodies delivered before (src/ingest/seen-bodies.ts), checked in batches. */
+  seenBodies: SeenBodies;
   /** Largest body accepted (config.origin.ingestMaxBodyBytes). */
   maxBodyBytes: number;
   metrics?: Pick<Metrics, "ingestDeliveries">;
@@ -119,9 +129,23 @@ export async function handleIngest(req: IncomingMessage, res: ServerResponse, de
   // Deliveries without a provider id (generic without a header) are recorded under a local one: never deduplicated.
   const deliveryId = facts.deliveryId ?? `local:${randomUUID()}`;
   const log = { endpointId: endpoint.id, orgId: endpoint.orgId, source, event: facts.event, deliveryId };
+  const bodySha256 = sha256Hex(raw);
+  const byBody = source === "github" || source === "gitea";
+
+  // The replay check and the echo check are independent reads: asked together, they cost one round trip of latency.
+  const probe = facts.ignore === undefined ? echoProbe(source, facts.event, body) : undefined;
+  const [seen, echo] = await Promise.all([
+    byBody ? deps.seenBodies.find(endpoint.id, bodySha256) : undefined,
+    probe ? deps.echoes.isSelfReply(endpoint.orgId, probe) : false,
+  ]);
+  if (seen) {
+    count(source, "duplicate");
+    logger.debug({ ...log, cause: seen.cause, taskId: seen.taskId }, "ingest delivery is a body seen before; nothing stored");
+    return answer(res, undefined, 200, seen.cause === "task_started" && seen.taskId ? { taskId: seen.taskId, duplicate: true } : { cause: seen.cause, ...(seen.taskId ? { taskId: seen.taskId } : {}), duplicate: true });
+  }
 
   const notStarted = async (cause: Exclude<DeliveryCause, "task_started">) => {
-    const recorded = await recordDelivery(deps.db, { endpointId: endpoint.id, deliveryId, orgId: endpoint.orgId, event: facts.event, cause, taskId: null });
+    const recorded = await recordDelivery(deps.db, { endpointId: endpoint.id, deliveryId, orgId: endpoint.orgId, event: facts.event, cause, taskId: null, bodySha256 }, { byBody });
     count(source, recorded.duplicate ? "duplicate" : cause);
     logger.debug({ ...log, cause: recorded.cause, duplicate: recorded.duplicate }, "ingest delivery recorded; no task started");
     return answer(res, undefined, 200, {
@@ -131,17 +155,16 @@ export async function handleIngest(req: IncomingMessage, res: ServerResponse, de
     });
   };
   if (facts.ignore !== undefined) return notStarted("ignored");
-  const probe = echoProbe(source, facts.event, body);
-  if (probe && (await deps.echoes.isSelfReply(endpoint.orgId, probe))) return notStarted("self_reply");
+  if (echo) return notStarted("self_reply");
 
-  return startTask(res, deps, endpoint, { event: facts.event, providerDeliveryId: facts.deliveryId, deliveryId, body }, count, logger, log);
+  return startTask(res, deps, endpoint, { event: facts.event, providerDeliveryId: facts.deliveryId, deliveryId, body, bodySha256 }, count, logger, log);
 }
 
 async function startTask(
   res: ServerResponse,
   deps: IngestRouteDeps,
   endpoint: ResolvedEndpoint,
-  delivery: { event: string; providerDeliveryId: string | undefined; deliveryId: string; body: unknown },
+  delivery: { event: string; providerDeliveryId: string | undefined; deliveryId: string; body: unknown; bodySha256: string },
   count: (source: string, outcome: string) => void,
   logger: Logger,
   log: Record<string, unknown>,
@@ -155,12 +178,12 @@ async function startTask(
       request: {
         orgId: endpoint.orgId,
         workflow: endpoint.workflow,
-        input: { source, event: delivery.event, delivery: delivery.providerDeliveryId ?? null, body: delivery.body },
-        ...(delivery.providerDeliveryId !== undefined ? { idempotencyKey: `ingest:${endpoint.id}:${delivery.providerDeliveryId}` } : {}),
+        input: { source, event: delivery.event, delivery: delivery.providerDeliveryId ?? null, body: source === "slack" ? withoutSlackToken(delivery.body) : delivery.body },
+        ...idempotencyKeyOf(endpoint, delivery),
         replyTo,
       },
       // Written in the task's transaction: a delivery is never recorded without its task, nor the reverse.
-      delivery: { endpointId: endpoint.id, deliveryId: delivery.deliveryId, orgId: endpoint.orgId, event: delivery.event },
+      delivery: { endpointId: endpoint.id, deliveryId: delivery.deliveryId, orgId: endpoint.orgId, event: delivery.event, bodySha256: delivery.bodySha256 },
     });
   } catch (error) {
     if (isSwitchyardError(error, ErrorCode.NotFound)) {
@@ -177,6 +200,23 @@ async function startTask(
   count(source, !started.created ? "duplicate" : source === "generic" ? "unverified_generic" : "verified");
   logger.debug({ ...log, taskId: started.taskId, created: started.created, replyTo: replyTo?.kind ?? null }, "ingest delivery started a task");
   return started.created ? answer(res, undefined, 202, { taskId: started.taskId }) : answer(res, undefined, 200, { taskId: started.taskId, duplicate: true });
+}
+
+/**
+ * The task's idempotency key: the body's hash for GitHub and Gitea (their delivery id is unsigned, and a redelivery
+ * carries the same body anyway), the provider's delivery id for the others (Slack's `event_id` and Cairn's
+ * `webhook-id` are signed), none for a generic delivery without an id.
+ */
+function idempotencyKeyOf(endpoint: ResolvedEndpoint, delivery: { providerDeliveryId: string | undefined; bodySha256: string }): { idempotencyKey?: string } {
+  if (endpoint.source === "github" || endpoint.source === "gitea") return { idempotencyKey: `ingest:${endpoint.id}:body:${delivery.bodySha256}` };
+  return delivery.providerDeliveryId !== undefined ? { idempotencyKey: `ingest:${endpoint.id}:${delivery.providerDeliveryId}` } : {};
+}
+
+/** A Slack body without its top-level legacy verification `token`: a shared secret a worker has no use for. */
+function withoutSlackToken(body: unknown): unknown {
+  if (typeof body !== "object" || body === null || Array.isArray(body) || !("token" in body)) return body;
+  const { token: _token, ...rest } = body as Record<string, unknown>;
+  return rest;
 }
 
 function decodeSegment(segment: string): string {

@@ -1,6 +1,7 @@
 /**
  * deriveReplyAddress over real GitHub payloads (@octokit/webhooks-examples) and Slack / Gitea / Cairn shapes.
  */
+import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { deriveReplyAddress } from "../../src/ingest/reply-address-parsers.js";
@@ -59,9 +60,16 @@ describe("GitHub fixtures", () => {
     for (const body of of("issue_comment")) expect(deriveReplyAddress("generic", "issue_comment", body)).toBeNull();
   });
 
-  it("the echo probe of an issue_comment is its comment id", () => {
+  it("the echo probe of an issue_comment: its comment id on its host, and its words' sha256 at its address", () => {
     const body = of("issue_comment")[0];
-    expect(echoProbe("github", "issue_comment", body)).toEqual({ providerIds: [String(body.comment.id)] });
+    expect(echoProbe("github", "issue_comment", body)).toEqual({
+      account: { kind: "github", accountKey: "github.com" },
+      providerIds: [String(body.comment.id)],
+      text: { addressDisplay: "github.com/Codertocat/Hello-World#1", textSha256: createHash("sha256").update(Buffer.from(body.comment.body, "utf8")).digest("hex") },
+    });
+    // The exact UTF-8 text: not trimmed, not normalised.
+    const accented = { ...body, comment: { ...body.comment, body: "Café ✓ " } };
+    expect(echoProbe("github", "issue_comment", accented)!.text!.textSha256).toBe(createHash("sha256").update(Buffer.from("Café ✓ ", "utf8")).digest("hex"));
     expect(echoProbe("github", "issues", of("issues")[0])).toBeUndefined();
     expect(echoProbe("generic", "issue_comment", body)).toBeUndefined();
   });
@@ -100,8 +108,14 @@ describe("Slack", () => {
     expect(deriveReplyAddress("slack", "message", { type: "url_verification", challenge: "x" })).toBeNull();
     expect(deriveReplyAddress("slack", "message", callback({ type: "message", channel: "#general", ts: "1.2" }))).toBeNull();
   });
-  it("the echo probe carries ts, bot_id and app_id", () => {
+  it("the echo probe carries the team, ts, bot_id and app_id, and the text hashed at the thread's address", () => {
+    expect(echoProbe("slack", "message", callback({ type: "message", channel: "C0001", ts: "1700000001.000200", thread_ts: "1700000000.000100", text: "done" }))).toEqual({
+      account: { kind: "slack", accountKey: "T0001" },
+      providerIds: ["1700000001.000200"],
+      text: { addressDisplay: "slack T0001 C0001 thread 1700000000.000100", textSha256: createHash("sha256").update("done").digest("hex") },
+    });
     expect(echoProbe("slack", "message", callback({ type: "message", channel: "C1", ts: "1.2", bot_id: "B1", app_id: "A1" }))).toEqual({
+      account: { kind: "slack", accountKey: "T0001" },
       providerIds: ["1.2"],
       slackBotId: "B1",
       slackAppId: "A1",
@@ -122,6 +136,13 @@ describe("Cairn", () => {
     expect(deriveReplyAddress("cairn", "artifact.created", { ...artifact, instance: "ftp://cairn.example" })).toBeNull();
   });
   it("the echo probe of a comment event is its comment id", () => {
-    expect(echoProbe("cairn", "comment.created", { type: "comment.created", data: { comment: { id: "cmt_1" } } })).toEqual({ providerIds: ["cmt_1"] });
+    expect(echoProbe("cairn", "comment.created", { type: "comment.created", instance: "https://Cairn.Example", data: { comment: { id: "cmt_1", body: "x" } } })).toEqual({
+      account: { kind: "cairn", accountKey: "https://cairn.example" },
+      providerIds: ["cmt_1"],
+    });
+    // Without its instance a comment id cannot be told apart from another instance's: nothing to look for.
+    expect(echoProbe("cairn", "comment.created", { type: "comment.created", data: { comment: { id: "cmt_1" } } })).toBeUndefined();
+    const onArtifact = { ...artifact, type: "artifact.commented", data: { artifact: { id: "art_123" }, comment: { id: "cmt_2", body: "done" } } };
+    expect(echoProbe("cairn", "artifact.commented", onArtifact)).toMatchObject({ text: { addressDisplay: "https://cairn.example/artifacts/art_123", textSha256: createHash("sha256").update("done").digest("hex") } });
   });
 });

@@ -26,7 +26,7 @@ describe("createBatchedTaskStarter", () => {
 
   const item = (delivery: string, workflow = "triage"): DeliveryStart => ({
     request: { orgId: "acme", workflow, input: { delivery }, idempotencyKey: `ingest:${endpointId}:${delivery}` },
-    delivery: { endpointId, deliveryId: delivery, orgId: "acme", event: "generic" },
+    delivery: { endpointId, deliveryId: delivery, orgId: "acme", event: "generic", bodySha256: `sha-of-${delivery}` },
   });
 
   it("starts a burst together; a repeated id is one task; a missing workflow fails only its own delivery", async () => {
@@ -47,8 +47,9 @@ describe("createBatchedTaskStarter", () => {
     expect(d4).toMatchObject({ status: "fulfilled", value: { created: true } });
     // More than one delivery went into some transaction (the first runs alone, the rest queue behind it).
     expect(Math.max(...batches)).toBeGreaterThan(1);
-    const { rows } = await rt.pool.query("SELECT delivery_id, cause, task_id FROM ingest_deliveries ORDER BY delivery_id");
+    const { rows } = await rt.pool.query("SELECT delivery_id, cause, task_id, body_sha256 FROM ingest_deliveries ORDER BY delivery_id");
     expect(rows.map((r) => r.delivery_id)).toEqual(["d1", "d2", "d4"]);
+    expect(rows.map((r) => r.body_sha256)).toEqual(["sha-of-d1", "sha-of-d2", "sha-of-d4"]);
     const tasks = await rt.pool.query("SELECT count(*)::int AS n FROM tasks");
     expect(tasks.rows[0].n).toBe(3);
     const steps = await rt.pool.query("SELECT count(*)::int AS n FROM steps");
