@@ -116,7 +116,7 @@ describe("reply sender: provider adapters", () => {
         if (request.method !== "GET") return;
         const ts = slack.created[0]!.id;
         seen.push({
-          echoByTs: await isSelfReply(db.pool, ORG, { providerIds: [ts] }),
+          echoByTs: await isSelfReply(db.pool, ORG, { account: { kind: "slack", accountKey: "T0STUB" }, providerIds: [ts] }),
           echoByBot: await isSelfReply(db.pool, ORG, { providerIds: [], slackBotId: "B09BOT" }),
           outcome: await readReplyOutcome(db.pool, { orgId: ORG, taskId, requestId: `req-${replyId}`, idempotencyKey: `key-${replyId}` }),
         });
