@@ -208,7 +208,10 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         try {
           reply = await readGroup(args, blockMs, signal);
         } catch (error) {
-          if (!hasErrorPrefix(error, "NOGROUP")) throw error;
+          // NOGROUP: the group (or the whole key) is gone. UNBLOCKED: Redis >= 7 ends a read that was blocked when
+          // its stream key was deleted (FLUSHDB, DEL, a restart without data) with this error instead of NOGROUP.
+          // Both mean the same thing: recreate the group (from 0, so entries added since are delivered) and read on.
+          if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
           logger.warn({ stream, group }, "consumer group missing (Redis flushed or key deleted?); recreating it");
           await ensureGroup(stream, group);
           reply = await readGroup(args, blockMs, signal);

@@ -193,8 +193,12 @@ export class Coordinator {
             await this.pauseWhileBusOff();
             continue;
           }
-          entries = await this.nextBatch(readAhead ?? next(), readAhead !== undefined);
+          // The read-ahead is taken before it is awaited: one that failed is then given up after this round, not
+          // awaited again (rejected) on every turn, which would stop the inbox for good.
+          const reading = readAhead ?? next();
+          const readEarly = readAhead !== undefined;
           readAhead = undefined;
+          entries = await this.nextBatch(reading, readEarly);
           if (entries.length === 0) continue;
           if (!this.stopped && this.busOn()) {
             readAhead = next();
@@ -240,7 +244,13 @@ export class Coordinator {
   private async nextBatch(pending: Promise<BusEntry[]>, readEarly: boolean): Promise<BusEntry[]> {
     let entries = await pending;
     if (readEarly && entries.length > 0 && entries.length < this.options.batchSize && !this.stopped && this.busOn()) {
-      entries = entries.concat(await this.topUp(this.options.batchSize - entries.length));
+      // The top-up only saves a round: if it fails, the entries already read (ours, pending) are applied alone
+      // rather than dropped until a reclaim; whatever the failure was shows again on the next read.
+      const more = await this.topUp(this.options.batchSize - entries.length).catch((error: unknown) => {
+        this.logger.debug({ err: error }, "topping up the inbox batch failed; applying what was read");
+        return [];
+      });
+      entries = entries.concat(more);
     }
     if (entries.length < this.options.batchSize) this.drainedAt = this.clock();
     return entries;

@@ -1,6 +1,6 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Bus } from "../../src/bus/bus.js";
+import type { Bus, BusEntry } from "../../src/bus/bus.js";
 import { createEnvelope, EndpointKind, EnvelopeKind, ResultStatus, type EnvelopeInit } from "../../src/bus/codec.js";
 import { streamKey } from "../../src/bus/keys.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
@@ -14,6 +14,16 @@ let bus: Bus;
 
 function envelope(id: string, overrides: Partial<EnvelopeInit> = {}) {
   return createEnvelope({ id, orgId: "org-1", taskId: "task-1", stepId: "step-1", kind: EnvelopeKind.WORK, ...overrides } as EnvelopeInit);
+}
+
+/** Waits until some connection of this Redis is blocked in XREADGROUP. */
+async function waitUntilBlocked(redis: TestRedis["redis"]): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const clients = (await redis.client("LIST")) as string;
+    if (clients.split("\n").some((line) => / flags=b /.test(line) && / cmd=xreadgroup /.test(line))) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error("no XREADGROUP became blocked");
 }
 
 beforeEach(async () => {
@@ -158,6 +168,20 @@ describe("missing consumer group", () => {
     expect(await bus.read({ stream: "role:writer", group: "g", consumer: "c", count: 10, blockMs: 0 })).toEqual([]);
     await bus.publish([{ stream: "role:writer", envelope: envelope("two") }]);
     expect((await bus.read({ stream: "role:writer", group: "g", consumer: "c", count: 10, blockMs: 0 })).map((e) => e.envelope.id)).toEqual(["two"]);
+  });
+
+  it("a read blocked when the stream key is deleted recreates the group and keeps waiting (Redis 7 UNBLOCKED)", async () => {
+    // Redis >= 7 answers a blocked XREADGROUP whose key is deleted (DEL, FLUSHDB, a restart without data) with
+    // "UNBLOCKED the stream key no longer exists"; it must be handled like NOGROUP, not surface as a failed read.
+    await bus.ensureGroup("role:writer", "g");
+    const blocked = bus.read({ stream: "role:writer", group: "g", consumer: "c", count: 10, blockMs: 5_000 }).catch((error: unknown) => error);
+    await waitUntilBlocked(t.redis);
+    await t.redis.del(streamKey(t.prefix, "role:writer"));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await bus.publish([{ stream: "role:writer", envelope: envelope("after") }]);
+    const outcome = await blocked;
+    expect(outcome).not.toBeInstanceOf(Error);
+    expect((outcome as BusEntry[]).map((e) => e.envelope.id)).toEqual(["after"]);
   });
 
   it("creates the group on first read of a stream that already has entries, from the start", async () => {
