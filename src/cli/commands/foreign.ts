@@ -84,7 +84,7 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
     .description("register a foreign agent: steps and delegations to foreign:KEY reach it over A2A")
     .argument("<key>", "agent key: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
     .option("--tenant <tenant>", "tenant id")
-    .option("--url <base>", "the agent's base URL (required); its card is read from BASE/.well-known/agent-card.json")
+    .option("--url <base>", "the agent's base URL (required); its card is read from BASE/.well-known/agent-card.json (or, on a 404 there, BASE/.well-known/agent.json)")
     .option("--skill <id>", "a skill the agent's card must list (repeatable)", collect)
     .option("--allow <host>", "egress allowlist entry: host[:port] or *.domain (default: the URL's host and port)")
     .option("--clearance <level>", "clearance ceiling: hops with a higher floor are refused (default 0)", wholeNumber)

@@ -22,6 +22,8 @@ import { parseUntrustedJson, readCappedBody } from "./untrusted-json.js";
 export type ProtocolPreference = "auto" | "1.0" | "0.3";
 
 export const AGENT_CARD_PATH = "/.well-known/agent-card.json";
+/** Where agents written before A2A 0.3 serve their card; asked only when the current path answers 404. */
+export const LEGACY_AGENT_CARD_PATH = "/.well-known/agent.json";
 
 export type CardFailureReason = "CARD_UNREACHABLE" | "CARD_INVALID" | "CARD_MISSING_SKILL" | "CARD_NO_PUSH" | "CARD_NO_PROTOCOL";
 
@@ -152,24 +154,17 @@ export class AgentCardCache {
   }
 
   private async load(orgId: string, agentKey: string, baseUrl: string): Promise<Entry> {
-    const cardUrl = cardUrlFor(baseUrl, orgId, agentKey);
     const signal = AbortSignal.timeout(this.timeoutMs);
+    let cardUrl = cardUrlFor(baseUrl, orgId, agentKey, AGENT_CARD_PATH);
     let bytes: Uint8Array;
     try {
-      // A2A-Version 1.0, as the SDK's resolver sends: an agent serving both dialects answers with its v1.0 card.
-      const response = await this.fetchImpl(cardUrl, { headers: { accept: "application/json", "A2A-Version": "1.0" }, signal, redirect: "manual" });
-      if (!response.ok) {
-        await response.body?.cancel().catch(() => {});
-        throw cardError("CARD_UNREACHABLE", orgId, agentKey, `Agent Card request answered HTTP ${response.status}`, cardUrl, { status: response.status });
-      }
-      bytes = await readCappedBody(response, this.maxCardBytes, "Agent Card");
+      bytes = await this.fetchCard(cardUrl, orgId, agentKey, signal);
     } catch (error) {
-      if (error instanceof SwitchyardError && error.details.reason === "CARD_UNREACHABLE") throw error;
-      if (error instanceof SwitchyardError && error.code === ErrorCode.PayloadTooLarge) {
-        throw cardError("CARD_INVALID", orgId, agentKey, error.message, cardUrl, { cause: error });
-      }
-      const why = signal.aborted ? `timed out after ${this.timeoutMs} ms` : describe(error);
-      throw cardError("CARD_UNREACHABLE", orgId, agentKey, `Agent Card could not be fetched: ${why}`, cardUrl, { cause: error });
+      // Agents written before A2A 0.3 serve their card only at the older well-known path: a 404 at the current one
+      // is asked there once (same deadline). Any other failure is the answer.
+      if (!(error instanceof SwitchyardError && error.details.reason === "CARD_UNREACHABLE" && error.details.status === 404)) throw error;
+      cardUrl = cardUrlFor(baseUrl, orgId, agentKey, LEGACY_AGENT_CARD_PATH);
+      bytes = await this.fetchCard(cardUrl, orgId, agentKey, signal);
     }
     let card: ParsedAgentCard;
     try {
@@ -179,6 +174,25 @@ export class AgentCardCache {
     }
     const fetchedAt = this.now();
     return { baseUrl, cardUrl, card, fetchedAt, expiresAt: fetchedAt + this.ttlMs };
+  }
+
+  private async fetchCard(cardUrl: string, orgId: string, agentKey: string, signal: AbortSignal): Promise<Uint8Array> {
+    try {
+      // A2A-Version 1.0, as the SDK's resolver sends: an agent serving both dialects answers with its v1.0 card.
+      const response = await this.fetchImpl(cardUrl, { headers: { accept: "application/json", "A2A-Version": "1.0" }, signal, redirect: "manual" });
+      if (!response.ok) {
+        await response.body?.cancel().catch(() => {});
+        throw cardError("CARD_UNREACHABLE", orgId, agentKey, `Agent Card request answered HTTP ${response.status}`, cardUrl, { status: response.status });
+      }
+      return await readCappedBody(response, this.maxCardBytes, "Agent Card");
+    } catch (error) {
+      if (error instanceof SwitchyardError && error.details.reason === "CARD_UNREACHABLE") throw error;
+      if (error instanceof SwitchyardError && error.code === ErrorCode.PayloadTooLarge) {
+        throw cardError("CARD_INVALID", orgId, agentKey, error.message, cardUrl, { cause: error });
+      }
+      const why = signal.aborted ? `timed out after ${this.timeoutMs} ms` : describe(error);
+      throw cardError("CARD_UNREACHABLE", orgId, agentKey, `Agent Card could not be fetched: ${why}`, cardUrl, { cause: error });
+    }
   }
 }
 
@@ -217,10 +231,10 @@ function resolved(orgId: string, agentKey: string, entry: Entry, request: AgentC
   };
 }
 
-function cardUrlFor(baseUrl: string, orgId: string, agentKey: string): string {
+function cardUrlFor(baseUrl: string, orgId: string, agentKey: string, path: string): string {
   try {
     const url = new URL(baseUrl);
-    url.pathname = `${url.pathname.replace(/\/+$/, "")}${AGENT_CARD_PATH}`;
+    url.pathname = `${url.pathname.replace(/\/+$/, "")}${path}`;
     url.search = "";
     url.hash = "";
     return url.toString();

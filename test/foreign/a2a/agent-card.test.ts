@@ -235,6 +235,30 @@ describe("AgentCardCache with broken cards", () => {
     expect(request.headers["a2a-version"]).toBe("1.0");
   });
 
+  it("falls back to the older /.well-known/agent.json when agent-card.json answers 404 (and only then)", async () => {
+    const legacy = await startRawServer((req, res) => {
+      const found = req.url === "/.well-known/agent.json";
+      res.writeHead(found ? 200 : 404, { "content-type": "application/json" });
+      res.end(found ? JSON.stringify({ url: "https://x.example.com/rpc", capabilities: { pushNotifications: true } }) : "{}");
+    });
+    cleanups.push(() => legacy.close());
+    const { cards } = cache();
+    const card = await cards.get("org-a", "old", { baseUrl: legacy.url });
+    expect(card.cardUrl).toBe(`${legacy.url}/.well-known/agent.json`);
+    expect(card.protocol).toBe("0.3");
+    expect(legacy.requests.map((r) => r.path)).toEqual(["/.well-known/agent-card.json", "/.well-known/agent.json"]);
+
+    // A card at neither path is CARD_UNREACHABLE; any other failure at the current path is not retried elsewhere.
+    answer = { status: 503, type: "application/json", body: "{}" };
+    const before = server.requests.length;
+    const error = await failure(cards.get("org-a", "down", { baseUrl: server.url }));
+    expect(error.details).toMatchObject({ reason: "CARD_UNREACHABLE", status: 503 });
+    expect(server.requests.slice(before).map((r) => r.path)).toEqual(["/.well-known/agent-card.json"]);
+    answer = { status: 404, type: "application/json", body: "{}" };
+    const missing = await failure(cards.get("org-a", "gone", { baseUrl: server.url }));
+    expect(missing.details).toMatchObject({ reason: "CARD_UNREACHABLE", status: 404 });
+  });
+
   it.each([
     ["a body over the size cap", { status: 200, type: "application/json", body: JSON.stringify({ name: "x".repeat(5_000) }) }],
     ["a body that is not JSON", { status: 200, type: "application/json", body: "<html>hello</html>" }],
