@@ -7,7 +7,6 @@
  * dial's preparation failed, the connection failed, a 429); pending too long → failed (`expired`). `dialing` whose lease passed means a sender died mid-request: `unknown`
  * (`interrupted`), never dialed again.
  */
-import type { ConnectionKind } from "../origin/reply-address.js";
 import type { Queryable } from "../store/db.js";
 
 export interface ClaimedReply {
@@ -21,16 +20,6 @@ export interface ClaimedReply {
   /** The task's stored reply address (unvalidated here), and the task's tenant. */
   replyTo: unknown;
   taskOrgId: string | null;
-}
-
-export interface ConnectionRow {
-  id: string;
-  orgId: string;
-  kind: ConnectionKind;
-  accountKey: string;
-  apiBaseUrl: string;
-  /** The allowlist of repositories / channels / artifacts; empty admits every target. */
-  targets: string[];
 }
 
 export interface ClaimOptions {
@@ -82,23 +71,6 @@ export async function claimReplies(db: Queryable, options: ClaimOptions): Promis
     replyTo: row.reply_to as unknown,
     taskOrgId: (row.task_org_id as string | null) ?? null,
   }));
-}
-
-export async function loadConnection(db: Queryable, id: string): Promise<ConnectionRow | undefined> {
-  const { rows } = await db.query(
-    "SELECT id, org_id, kind, account_key, api_base_url, targets FROM connections WHERE id = $1",
-    [id],
-  );
-  const row = rows[0];
-  if (!row) return undefined;
-  return {
-    id: row.id as string,
-    orgId: row.org_id as string,
-    kind: row.kind as ConnectionKind,
-    accountKey: row.account_key as string,
-    apiBaseUrl: row.api_base_url as string,
-    targets: (row.targets as string[] | null) ?? [],
-  };
 }
 
 export type ReplyFinish =

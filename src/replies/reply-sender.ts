@@ -29,6 +29,7 @@ import { createGuardedFetch, type EgressResolver } from "../foreign/egress/index
 import type { BackgroundJob } from "../foreign/a2a-foreign.js";
 import { accountKeyOf, connectionKindOf, targetOf, validateAddress, type ReplyAddress } from "../origin/reply-address.js";
 import { targetAllowed } from "../vault/connection-select.js";
+import { findConnection, type ConnectionRecord } from "../vault/connection-store.js";
 import { redact, type DialOutcome } from "./dial-outcome.js";
 import { REPLY_PROVIDERS, type ProviderResult } from "./providers/index.js";
 import {
@@ -38,10 +39,8 @@ import {
   finishReply,
   learnIdentity,
   limitConnection,
-  loadConnection,
   sweepInterrupted,
   type ClaimedReply,
-  type ConnectionRow,
   type ReplyFinish,
 } from "./reply-rows.js";
 
@@ -226,7 +225,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   ): Promise<
     | { refuse: { code: string; message: string } }
     | { notReady: { code: string; message: string } }
-    | { connection: ConnectionRow; address: ReplyAddress; secret: string }
+    | { connection: ConnectionRecord; address: ReplyAddress; secret: string }
   > => {
     if (reply.replyTo === null || reply.replyTo === undefined) return { refuse: { code: "no_reply_address", message: "the task has no reply address" } };
     let address: ReplyAddress;
@@ -238,11 +237,10 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     if (options.replyEnabled && !options.replyEnabled(reply.orgId)) {
       return { refuse: { code: "reply_disabled", message: `replies are switched off for tenant ${reply.orgId} (REPLY_ENABLED); nothing was sent` } };
     }
-    const connection = reply.connectionId === null ? undefined : await loadConnection(options.pool, reply.connectionId);
-    if (!connection) return { refuse: { code: "no_connection", message: "the reply's connection no longer exists" } };
-    if (connection.orgId !== reply.orgId || reply.taskOrgId !== reply.orgId) {
-      return { refuse: { code: "no_connection", message: "the connection does not belong to the task's tenant" } };
-    }
+    if (reply.taskOrgId !== reply.orgId) return { refuse: { code: "no_connection", message: "the reply's row does not belong to the task's tenant" } };
+    // Read through the vault, scoped to the reply's tenant: another tenant's connection id is simply not found.
+    const connection = reply.connectionId === null ? undefined : await findConnection(options.pool, reply.orgId, reply.connectionId);
+    if (!connection) return { refuse: { code: "no_connection", message: "the reply's connection no longer exists for the task's tenant" } };
     if (connection.kind !== connectionKindOf(address) || connection.accountKey !== accountKeyOf(address)) {
       return {
         refuse: {
@@ -270,7 +268,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     return { connection, address, secret };
   };
 
-  const dial = async (connection: ConnectionRow, address: ReplyAddress, secret: string, text: string): Promise<ProviderResult> => {
+  const dial = async (connection: ConnectionRecord, address: ReplyAddress, secret: string, text: string): Promise<ProviderResult> => {
     let host: string;
     try {
       host = new URL(connection.apiBaseUrl).host;

@@ -144,10 +144,16 @@ export async function listConnections(db: Queryable, orgId: string): Promise<Con
 }
 
 export async function getConnection(db: Queryable, orgId: string, id: string): Promise<ConnectionRecord> {
-  if (!isUuid(id)) throw notFound(orgId, id);
+  const connection = await findConnection(db, orgId, id);
+  if (!connection) throw notFound(orgId, id);
+  return connection;
+}
+
+/** The tenant's connection `id`, or undefined (also for another tenant's id). */
+export async function findConnection(db: Queryable, orgId: string, id: string): Promise<ConnectionRecord | undefined> {
+  if (!isUuid(id)) return undefined;
   const { rows } = await db.query(`SELECT ${CONNECTION_COLUMNS} FROM connections WHERE org_id = $1 AND id = $2`, [orgId, id]);
-  if (!rows[0]) throw notFound(orgId, id);
-  return connectionFromRow(rows[0]);
+  return rows[0] ? connectionFromRow(rows[0]) : undefined;
 }
 
 /**

@@ -86,7 +86,8 @@ describe("reply sender: settling", () => {
     let failures = 1;
     const flaky = {
       query: (sql: string, params?: unknown[]) => {
-        if (failures > 0 && sql.includes("FROM connections WHERE id = $1")) {
+        // The connection read (the first query naming a connection by tenant and id).
+        if (failures > 0 && sql.includes("FROM connections WHERE org_id = $1 AND id = $2")) {
           failures--;
           return Promise.reject(new Error("Connection terminated unexpectedly"));
         }
