@@ -122,6 +122,10 @@ export interface ForeignConfig {
   /** A bridge with no terminal push after this long is polled with GetTask (ms). */
   sweepAfterMs: number;
   sweepIntervalMs: number;
+  /** First GetTask of a polled bridge (agent without push, or forced `poll`) after this long (ms); doubles per poll. */
+  pollBaseMs: number;
+  /** Longest wait between two polls of one bridge (ms). */
+  pollMaxMs: number;
   /** Credentials for `credential_ref: env:NAME`, from SWITCHYARD_SECRET_NAME. Never logged. */
   secrets: Readonly<Record<string, string>>;
 }
@@ -246,6 +250,8 @@ export const defaultConfig: Config = {
     callbackRatePerSec: 200,
     sweepAfterMs: 30_000,
     sweepIntervalMs: 5_000,
+    pollBaseMs: 250,
+    pollMaxMs: 5_000,
     secrets: {},
   },
 
@@ -410,6 +416,8 @@ export function loadConfig(env: Env = process.env): Config {
       callbackRatePerSec: int(env, "SWITCHYARD_A2A_CALLBACK_RATE", d.foreign.callbackRatePerSec, 1),
       sweepAfterMs: int(env, "SWITCHYARD_A2A_SWEEP_AFTER_MS", d.foreign.sweepAfterMs, 0),
       sweepIntervalMs: int(env, "SWITCHYARD_A2A_SWEEP_INTERVAL_MS", d.foreign.sweepIntervalMs, 10),
+      pollBaseMs: int(env, "SWITCHYARD_FOREIGN_POLL_BASE_MS", d.foreign.pollBaseMs, 10),
+      pollMaxMs: int(env, "SWITCHYARD_FOREIGN_POLL_MAX_MS", d.foreign.pollMaxMs, 10),
       secrets: Object.fromEntries(
         Object.entries(env)
           // The vault's key ring shares the prefix but is no tenant's credential.

@@ -19,6 +19,8 @@ import { BreakerRegistry } from "./egress/index.js";
 import { TokenBuckets } from "./rate-limit.js";
 import { ForeignSender } from "./sender.js";
 import { ForeignSweep } from "./sweep.js";
+import { ForeignTransports } from "./transport.js";
+import { A2ATransport } from "./a2a/a2a-transport.js";
 
 /** A periodic job a coordinator runs beside its own loops. */
 export interface BackgroundJob {
@@ -32,6 +34,8 @@ export interface A2AForeign {
   sweep: ForeignSweep;
   breakers: BreakerRegistry;
   channels: AgentChannels;
+  /** The transports by kind (A2A, MCP), over those channels. */
+  transports: ForeignTransports;
   /** What `handleA2ACallback` needs. */
   callback: A2ACallbackDeps;
   /** The sender (every coordinator sweep interval, at most 1 s) and the reconciliation sweep (`foreign.sweepIntervalMs`). */
@@ -73,6 +77,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
       options.metrics?.foreignBreakerState.set({ tenant, agent }, state === "closed" ? 0 : state === "half_open" ? 1 : 2),
   });
   const channels = new AgentChannels({ foreign: config.foreign, signal: abort.signal });
+  const transports = new ForeignTransports([new A2ATransport(channels)]);
   const deps = {
     pool: options.pool,
     ...(options.publisher ? { publisher: options.publisher } : {}),
@@ -83,7 +88,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
   };
   const sender = new ForeignSender({
     ...deps,
-    channels,
+    transports,
     breakers,
     foreign: config.foreign,
     publicUrl: config.gateway.publicUrl,
@@ -92,7 +97,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.health ? { health: options.health } : {}),
   });
-  const sweep = new ForeignSweep({ ...deps, channels, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
+  const sweep = new ForeignSweep({ ...deps, transports, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
   const callback: A2ACallbackDeps = {
     intake: new CallbackIntake({ ...deps, ...(options.metrics ? { metrics: options.metrics } : {}) }),
     logger: deps.logger,
@@ -106,6 +111,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     sweep,
     breakers,
     channels,
+    transports,
     callback,
     jobs: [
       { name: "a2a-send", intervalMs: Math.min(config.coordinator.sweepIntervalMs, 1_000), run: () => sender.run() },

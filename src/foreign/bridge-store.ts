@@ -29,7 +29,7 @@ export interface BridgeRecord {
   stepId: string;
   attempt: number;
   agentKey: string;
-  dialect: "auto" | "1.0" | "0.3";
+  dialect: "auto" | "1.0" | "0.3" | "mcp";
   foreignTaskId: string | null;
   status: BridgeStatus;
   notificationTokenHash: string;

@@ -10,8 +10,13 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
 import { ENV_SECRET_NAME_PATTERN } from "./secret-store.js";
 
-export type ForeignProtocol = "auto" | "1.0" | "0.3";
-export const FOREIGN_PROTOCOLS: readonly ForeignProtocol[] = ["auto", "1.0", "0.3"];
+/** An A2A dialect preference (`auto` prefers v1.0), or `mcp`: a tool reached over the Model Context Protocol. */
+export type ForeignProtocol = "auto" | "1.0" | "0.3" | "mcp";
+export const FOREIGN_PROTOCOLS: readonly ForeignProtocol[] = ["auto", "1.0", "0.3", "mcp"];
+
+/** How an A2A agent's results come back: push when its card offers it (else polling), or forced either way. */
+export type ForeignDelivery = "auto" | "push" | "poll";
+export const FOREIGN_DELIVERIES: readonly ForeignDelivery[] = ["auto", "push", "poll"];
 
 export const AGENT_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const CREDENTIAL_REF_PATTERN = /^[A-Za-z][A-Za-z0-9_.:/-]{0,127}$/;
@@ -36,6 +41,14 @@ export interface ForeignAgentRecord {
   enabled: boolean;
   /** Whether a timed-out or failed hop may be re-sent (a new task at the agent) under the step's `retries`. */
   idempotent: boolean;
+  /** The MCP tool called (protocol `mcp` only). */
+  tool: string | null;
+  /** A2A only: push or poll (`auto`: push when the card offers it). */
+  delivery: ForeignDelivery;
+  /** Top-level step-input fields that may leave the perimeter; null: the whole input. */
+  sendFields: string[] | null;
+  /** Cost units per second of elapsed time, added to `costEstimate` when the agent reports no usage. */
+  costPerSecond: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -53,6 +66,14 @@ export interface ForeignAgentInput {
   enabled?: boolean;
   /** Opt-in to re-sends; default false (a timed-out or failed hop fails closed, never re-sent). */
   idempotent?: boolean;
+  /** Required for protocol `mcp`, refused otherwise. */
+  tool?: string | null;
+  /** Default `auto`; A2A only. */
+  delivery?: ForeignDelivery;
+  /** Default null (everything); otherwise 1 to 100 distinct top-level field names. */
+  sendFields?: readonly string[] | null;
+  /** Default 0. */
+  costPerSecond?: number;
 }
 
 /** Fields an update may change; absent fields stay as they are. */
@@ -81,7 +102,36 @@ export function foreignAgentProblems(agent: ForeignAgentInput): Problem[] {
   const cost = agent.costEstimate ?? 0;
   if (!Number.isFinite(cost) || cost < 0) add("cost_estimate", "must be a number >= 0");
   if (agent.idempotent !== undefined && typeof agent.idempotent !== "boolean") add("idempotent", "must be true or false");
+  checkTransportFields(agent, add);
+  const rate = agent.costPerSecond ?? 0;
+  if (!Number.isFinite(rate) || rate < 0) add("cost_per_second", "must be a number >= 0");
   return problems;
+}
+
+const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.\/-]{1,128}$/;
+const FIELD_NAME_PATTERN = /^[^\u0000-\u001f]{1,200}$/;
+const MAX_SEND_FIELDS = 100;
+
+function checkTransportFields(agent: ForeignAgentInput, add: (path: string, reason: string) => void): void {
+  const mcp = agent.protocol === "mcp";
+  const tool = agent.tool ?? null;
+  if (mcp && (tool === null || !TOOL_NAME_PATTERN.test(tool))) add("tool", `protocol mcp needs the tool to call (${TOOL_NAME_PATTERN.source})`);
+  if (!mcp && tool !== null) add("tool", "only an mcp agent calls a tool; an A2A agent is reached by its skills");
+  const delivery = agent.delivery ?? "auto";
+  if (!FOREIGN_DELIVERIES.includes(delivery)) add("delivery", `must be one of ${FOREIGN_DELIVERIES.join(", ")}`);
+  else if (mcp && delivery !== "auto") add("delivery", "an mcp tool call answers in the call itself; delivery applies to A2A agents only");
+  const fields = agent.sendFields ?? null;
+  if (fields === null) return;
+  if (!Array.isArray(fields) || fields.length === 0 || fields.length > MAX_SEND_FIELDS) {
+    add("send_fields", `must list 1 to ${MAX_SEND_FIELDS} input field names (leave it unset to send the whole input)`);
+    return;
+  }
+  const seen = new Set<string>();
+  fields.forEach((field, i) => {
+    if (typeof field !== "string" || !FIELD_NAME_PATTERN.test(field)) add(`send_fields[${i}]`, "must be a field name of 1 to 200 characters");
+    else if (seen.has(field)) add(`send_fields[${i}]`, `duplicate field "${field}"`);
+    seen.add(field);
+  });
 }
 
 function checkBaseUrl(text: string, add: (path: string, reason: string) => void): string | undefined {
@@ -161,7 +211,7 @@ function invalid(problems: Problem[]): SwitchyardError {
 }
 
 const COLUMNS = `org_id, agent_key, base_url, protocol, credential_ref, allow_host, skills, clearance_ceiling, cost_estimate, enabled,
-  idempotent, created_at, updated_at`;
+  idempotent, tool, delivery, send_fields, cost_per_second, created_at, updated_at`;
 
 function toRecord(row: Record<string, unknown>): ForeignAgentRecord {
   return {
@@ -176,6 +226,10 @@ function toRecord(row: Record<string, unknown>): ForeignAgentRecord {
     costEstimate: row.cost_estimate as number,
     enabled: row.enabled as boolean,
     idempotent: row.idempotent as boolean,
+    tool: (row.tool as string | null) ?? null,
+    delivery: row.delivery as ForeignDelivery,
+    sendFields: (row.send_fields as string[] | null) ?? null,
+    costPerSecond: Number(row.cost_per_second),
     createdAt: row.created_at as Date,
     updatedAt: row.updated_at as Date,
   };
@@ -190,8 +244,9 @@ export async function registerForeignAgent(db: Queryable, orgId: string, input: 
   const problems = foreignAgentProblems(input);
   if (problems.length > 0) throw invalid(problems);
   const { rows } = await db.query(
-    `INSERT INTO foreign_agents (org_id, agent_key, base_url, protocol, credential_ref, allow_host, skills, clearance_ceiling, cost_estimate, enabled, idempotent)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    `INSERT INTO foreign_agents (org_id, agent_key, base_url, protocol, credential_ref, allow_host, skills, clearance_ceiling, cost_estimate, enabled, idempotent,
+       tool, delivery, send_fields, cost_per_second)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT (org_id, agent_key) DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -206,6 +261,10 @@ export async function registerForeignAgent(db: Queryable, orgId: string, input: 
       input.costEstimate ?? 0,
       input.enabled ?? true,
       input.idempotent ?? false,
+      input.tool ?? null,
+      input.delivery ?? "auto",
+      input.sendFields ? [...input.sendFields] : null,
+      input.costPerSecond ?? 0,
     ],
   );
   if (!rows[0]) {
@@ -244,7 +303,7 @@ export async function updateForeignAgent(db: Queryable, orgId: string, agentKey:
   if (problems.length > 0) throw invalid(problems);
   const updated = await db.query(
     `UPDATE foreign_agents SET base_url = $3, protocol = $4, credential_ref = $5, allow_host = $6, skills = $7, clearance_ceiling = $8,
-       cost_estimate = $9, enabled = $10, idempotent = $11, updated_at = now()
+       cost_estimate = $9, enabled = $10, idempotent = $11, tool = $12, delivery = $13, send_fields = $14, cost_per_second = $15, updated_at = now()
      WHERE org_id = $1 AND agent_key = $2
      RETURNING ${COLUMNS}`,
     [
@@ -259,6 +318,10 @@ export async function updateForeignAgent(db: Queryable, orgId: string, agentKey:
       next.costEstimate ?? 0,
       next.enabled ?? true,
       next.idempotent ?? false,
+      next.tool ?? null,
+      next.delivery ?? "auto",
+      next.sendFields ? [...next.sendFields] : null,
+      next.costPerSecond ?? 0,
     ],
   );
   return toRecord(updated.rows[0]);

@@ -22,18 +22,21 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
 import { getLinkKey } from "../approvals/link-keys.js";
-import type { AgentChannels } from "./agent-channels.js";
 import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
 import { notificationSecret, signCallbackToken } from "./callback-token.js";
 import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
-import { failSend, type BridgeResumeDeps } from "./resume.js";
+import { applyObservation, failSend, type BridgeResumeDeps } from "./resume.js";
+import type { PushTarget } from "./a2a/client.js";
+import { isInterruptedForeignState, isTerminalForeignState } from "./a2a/task-state.js";
+import type { ForeignObservation } from "./bridge-transition.js";
+import type { ForeignTransports, TransportSendResult } from "./transport.js";
 import { findForeignAgent, type ForeignAgentRecord } from "./registry.js";
 import { EgressReason, isTransientFailure, withRetries, type BreakerRegistry } from "./egress/index.js";
 
 export const CALLBACK_PATH_PREFIX = "/api/v1/a2a/callback/";
 
 export interface ForeignSenderOptions extends BridgeResumeDeps {
-  channels: AgentChannels;
+  transports: ForeignTransports;
   breakers: BreakerRegistry;
   foreign: ForeignConfig;
   /** Base URL agents reach our callback route at (SWITCHYARD_PUBLIC_URL). */
@@ -57,6 +60,13 @@ export interface ForeignSenderOptions extends BridgeResumeDeps {
   clock?: () => number;
   /** Where a kicked run that fails because Postgres or Redis is down is recorded (logged once per outage). */
   health?: DependencyHealth;
+}
+
+interface SendProgress {
+  /** Whether any request may have reached the agent, over all of the send's tries. */
+  mayHaveReached: boolean;
+  /** Set once a call that is the work was recorded as started (its foreign id). */
+  startedAs?: string;
 }
 
 interface Claimed {
@@ -176,7 +186,7 @@ export class ForeignSender {
     }
     // Whether any request may have reached the agent, over all of the send's tries: only a send that failed before
     // anything left is reported `not-sent`, which lets the step re-send it (src/coordinator/decide.ts).
-    const reach = { mayHaveReached: false };
+    const reach: SendProgress = { mayHaveReached: false };
     try {
       if (this.options.egress && !this.options.egress.egressEnabled(bridge.orgId)) {
         throw new SwitchyardError(ErrorCode.PolicyDenied, `A2A egress is switched off for tenant ${bridge.orgId} (A2A_EGRESS_ENABLED); nothing was sent`, {
@@ -188,22 +198,22 @@ export class ForeignSender {
         throw new SwitchyardError(ErrorCode.ForeignUnavailable, `agent ${bridge.agentKey} is not ${agent ? "enabled" : "registered"} for tenant ${bridge.orgId}`);
       }
       const deadlineMs = claimed.dueAtMs ?? this.clock() + this.options.foreign.totalTimeoutMs;
-      const push = await this.pushTarget(this.options.pool, bridge, deadlineMs);
-      const sent = await this.send(agent, bridge, push, reach);
-      const { rows } = await this.options.pool.query<{ foreign_task_id: string | null }>(
-        `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, deadline_ms = $4, claimed_until = NULL, updated_at = now(),
-           status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END,
-           last_state = CASE WHEN status = 'pending_send' THEN $5 ELSE last_state END
-         WHERE id = $1 RETURNING foreign_task_id`,
-        [bridge.id, sent.foreignTaskId, sent.dialect, deadlineMs, sent.state],
-      );
-      if (rows[0]?.foreign_task_id !== sent.foreignTaskId) {
-        throw new SwitchyardError(ErrorCode.Unavailable, `foreign agent ${bridge.agentKey} answered with task ${sent.foreignTaskId} but pushed for ${rows[0]?.foreign_task_id}`, {
-          details: { reason: "A2A_TASK_MISMATCH" },
-        });
+      const sent = await this.send(agent, bridge, deadlineMs, reach);
+      await this.recordSent(bridge, sent, deadlineMs);
+      log.info({ foreignTaskId: sent.foreignTaskId, dialect: sent.dialect, delivery: sent.delivery }, "foreign task opened");
+      if (sent.observation && tellsMore(sent.observation)) {
+        // The answer is the first observation of the task: a terminal one resumes the step now, exactly once, like
+        // a push would.
+        await applyObservation(this.options, bridge.id, sent.observation);
       }
-      log.info({ foreignTaskId: sent.foreignTaskId, dialect: sent.dialect }, "foreign task opened");
     } catch (error) {
+      if (reach.startedAs !== undefined) {
+        // The call was under way (the bridge left pending_send): its failure is what the agent did with the task.
+        const why = SwitchyardError.from(error);
+        log.warn({ err: error }, "foreign call failed after it started; the attempt fails");
+        await applyObservation(this.options, bridge.id, { foreignTaskId: reach.startedAs, state: "failed", artifacts: [], message: why.message });
+        return true;
+      }
       const stepError = sendFailure(bridge.agentKey, error, reach.mayHaveReached);
       log.warn({ err: error, code: stepError.code, mayHaveReached: reach.mayHaveReached }, "foreign send failed; the attempt fails closed");
       await failSend(this.options, bridge.id, stepError, reach.mayHaveReached);
@@ -211,7 +221,37 @@ export class ForeignSender {
     return true;
   }
 
-  private async pushTarget(db: Queryable, bridge: BridgeRecord, deadlineMs: number): Promise<{ url: string; token: string; bearer: boolean }> {
+  /** Records that the send succeeded: the foreign task id (agreeing with one a racing push may have set) and delivery. */
+  private async recordSent(bridge: BridgeRecord, sent: TransportSendResult, deadlineMs: number): Promise<void> {
+    const firstPoll = sent.delivery === "poll" ? this.options.foreign.pollBaseMs : null;
+    const { rows } = await this.options.pool.query<{ foreign_task_id: string | null }>(
+      `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, deadline_ms = $4, claimed_until = NULL, updated_at = now(),
+         status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END,
+         last_state = CASE WHEN status = 'pending_send' THEN $5 ELSE last_state END,
+         delivery = $6, sent_at = COALESCE(sent_at, now()),
+         next_poll_at = CASE WHEN $7::double precision IS NULL THEN next_poll_at ELSE now() + make_interval(secs => $7::double precision / 1000) END
+       WHERE id = $1 RETURNING foreign_task_id`,
+      [bridge.id, sent.foreignTaskId, sent.dialect, deadlineMs, sent.observation?.state ?? null, sent.delivery, firstPoll],
+    );
+    if (rows[0]?.foreign_task_id !== sent.foreignTaskId) {
+      throw new SwitchyardError(ErrorCode.Unavailable, `foreign agent ${bridge.agentKey} answered with task ${sent.foreignTaskId} but pushed for ${rows[0]?.foreign_task_id}`, {
+        details: { reason: "A2A_TASK_MISMATCH" },
+      });
+    }
+  }
+
+  /** The call under way (a call that IS the work): out of `pending_send` before it is made, so it is never made twice. */
+  private async markStarted(bridge: BridgeRecord, foreignTaskId: string, deadlineMs: number): Promise<void> {
+    const { rowCount } = await this.options.pool.query(
+      `UPDATE a2a_bridge SET foreign_task_id = $2, status = 'dispatched', last_state = 'submitted', deadline_ms = $3, delivery = 'call',
+         sent_at = now(), claimed_until = NULL, updated_at = now()
+       WHERE id = $1 AND status = 'pending_send'`,
+      [bridge.id, foreignTaskId, deadlineMs],
+    );
+    if (rowCount !== 1) throw new SwitchyardError(ErrorCode.FailedPrecondition, `bridge ${bridge.id} is no longer waiting to be sent; the call is not made`);
+  }
+
+  private async pushTarget(db: Queryable, bridge: BridgeRecord, deadlineMs: number): Promise<PushTarget> {
     const key = await getLinkKey(db, bridge.orgId, bridge.tokenKid);
     if (!key || key.retiredAt !== null) throw new SwitchyardError(ErrorCode.FailedPrecondition, `the tenant's link key ${bridge.tokenKid} was retired before the hop was sent`);
     const t = signCallbackToken(key, { bridgeId: bridge.id, orgId: bridge.orgId, expiresAtMs: deadlineMs + this.options.foreign.callbackTokenGraceMs });
@@ -222,31 +262,39 @@ export class ForeignSender {
     };
   }
 
-  private async send(agent: ForeignAgentRecord, bridge: BridgeRecord, push: { url: string; token: string; bearer: boolean }, reach: { mayHaveReached: boolean }) {
-    const channel = this.options.channels.get(agent);
-    const requireSkill = requiredSkills(agent, bridge.request);
+  private async send(agent: ForeignAgentRecord, bridge: BridgeRecord, deadlineMs: number, reach: SendProgress): Promise<TransportSendResult> {
+    const transport = this.options.transports.for(agent);
     const f = this.options.foreign;
+    let push: Promise<PushTarget> | undefined;
     return withRetries(
       () =>
-        this.options.breakers.run(agent.orgId, agent.agentKey, async () => {
-          const card = await channel.cards.get(agent.orgId, agent.agentKey, { baseUrl: agent.baseUrl, requireSkill, requirePush: true, protocol: agent.protocol });
-          const sent = await channel.client
-            .send({
-              card,
-              protocol: card.protocol,
-              message: { taskId: bridge.taskId, stepId: bridge.stepId, orgId: bridge.orgId, clearanceFloor: bridge.clearance, input: bridge.request, messageId: bridge.id },
-              push,
-            })
-            .catch((error: unknown) => {
-              if (!failedBeforeSending(error)) reach.mayHaveReached = true;
-              throw error;
-            });
-          reach.mayHaveReached = true;
-          return { ...sent, dialect: card.protocol };
-        }),
-      { attempts: f.retries, baseDelayMs: f.retryBaseMs, maxDelayMs: Math.max(f.retryBaseMs, 5_000), isTransient: isRetryable },
+        this.options.breakers.run(agent.orgId, agent.agentKey, () =>
+          transport.send({
+            agent,
+            bridge,
+            deadlineMs,
+            reach,
+            push: () => (push ??= this.pushTarget(this.options.pool, bridge, deadlineMs)),
+            started: async (foreignTaskId) => {
+              await this.markStarted(bridge, foreignTaskId, deadlineMs);
+              reach.startedAs = foreignTaskId;
+            },
+          }),
+        ),
+      {
+        attempts: f.retries,
+        baseDelayMs: f.retryBaseMs,
+        maxDelayMs: Math.max(f.retryBaseMs, 5_000),
+        // A call that is the work is never made twice once it started (crash or not), unless the agent is idempotent.
+        isTransient: (error) => isRetryable(error) && reach.startedAs === undefined,
+      },
     );
   }
+}
+
+/** Whether an answer says more than "opened" (which recordSent wrote): an end, or artifacts. */
+function tellsMore(observation: ForeignObservation): boolean {
+  return isTerminalForeignState(observation.state) || isInterruptedForeignState(observation.state) || observation.artifacts.length > 0;
 }
 
 /** Transient per the egress guard, or `retryable` per the A2A client's mapping. */
@@ -258,42 +306,6 @@ function isRetryable(error: unknown): boolean {
   return error.details.reason === "CARD_UNREACHABLE" && (isTransientFailure(error.cause) || Number(error.details.status) >= 500);
 }
 
-export function requiredSkills(agent: Pick<ForeignAgentRecord, "skills">, input: unknown): string[] {
-  const skills = [...agent.skills];
-  const named = input !== null && typeof input === "object" && !Array.isArray(input) ? (input as Record<string, unknown>).skill : undefined;
-  if (typeof named === "string" && named !== "" && !skills.includes(named)) skills.push(named);
-  return skills;
-}
-
-/**
- * Egress refusals and connection failures that happen before a byte of the request is written: the agent cannot
- * have seen it. Anything else (a timeout, a reset, an answer) may have reached it.
- */
-const NOT_SENT_REASONS: ReadonlySet<string> = new Set([
-  EgressReason.UrlInvalid,
-  EgressReason.SchemeNotAllowed,
-  EgressReason.UrlCredentials,
-  EgressReason.HostNotAllowed,
-  EgressReason.AddressBlocked,
-  EgressReason.DnsFailed,
-  EgressReason.ConnectTimeout,
-  EgressReason.BreakerOpen,
-]);
-const NOT_CONNECTED_CODES: ReadonlySet<string> = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENETDOWN", "ENOTFOUND", "EAI_AGAIN"]);
-
-function failedBeforeSending(error: unknown): boolean {
-  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    if (!(e instanceof SwitchyardError)) continue;
-    const reason = e.details.reason;
-    if (typeof reason !== "string") continue;
-    if (NOT_SENT_REASONS.has(reason)) return true;
-    if (reason === EgressReason.ConnectionFailed) return NOT_CONNECTED_CODES.has(String(e.details.errorCode));
-    // The A2A client's own verdict (an answer, a timeout, a bad response) means the request went out; only a
-    // network failure is looked into further.
-    if (reason.startsWith("A2A_") && reason !== "A2A_NETWORK") return false;
-  }
-  return false;
-}
 
 /**
  * The step error of a failed send. Retryable only when nothing reached the agent and the failure may pass (a

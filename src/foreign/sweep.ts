@@ -12,15 +12,15 @@
 import type { ForeignConfig } from "../config.js";
 import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
-import type { AgentChannels } from "./agent-channels.js";
 import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
 import type { BreakerRegistry } from "./egress/index.js";
 import { withTransactionRetry } from "../store/db.js";
 import { applyObservation, type BridgeResumeDeps } from "./resume.js";
 import { findForeignAgent } from "./registry.js";
+import type { ForeignTransports } from "./transport.js";
 
 export interface ForeignSweepOptions extends BridgeResumeDeps {
-  channels: AgentChannels;
+  transports: ForeignTransports;
   breakers: BreakerRegistry;
   foreign: ForeignConfig;
   /** Bridges handled per pass of each kind. @defaultValue 100 */
@@ -102,19 +102,10 @@ export class ForeignSweep {
     try {
       const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
       if (!agent) return false;
-      const channel = this.options.channels.get(agent);
-      const snapshot = await this.options.breakers.run(bridge.orgId, bridge.agentKey, async () => {
-        const card = await channel.cards.get(agent.orgId, agent.agentKey, { baseUrl: agent.baseUrl, requirePush: false, protocol: dialectPreference(bridge) });
-        return channel.client.getTask({ card, protocol: card.protocol, foreignTaskId: bridge.foreignTaskId! });
-      });
-      const outcome = await applyObservation(this.options, bridge.id, {
-        foreignTaskId: snapshot.foreignTaskId,
-        state: snapshot.state,
-        // GetTask answers with the whole task: its artifacts are complete.
-        artifacts: snapshot.artifacts,
-        ...(snapshot.message !== undefined ? { message: snapshot.message } : {}),
-      });
-      if (outcome === "resumed") log.info({ state: snapshot.state }, "foreign task resolved by the sweep");
+      const observation = await this.options.breakers.run(bridge.orgId, bridge.agentKey, () => this.options.transports.for(agent).poll(agent, bridge));
+      if (!observation) return false;
+      const outcome = await applyObservation(this.options, bridge.id, observation);
+      if (outcome === "resumed") log.info({ state: observation.state }, "foreign task resolved by the sweep");
       return outcome === "resumed";
     } catch (error) {
       // Left open: the next pass tries again, and the step's own deadline bounds how long.
@@ -127,17 +118,9 @@ export class ForeignSweep {
     try {
       const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
       if (!agent) return;
-      const channel = this.options.channels.get(agent);
-      await this.options.breakers.run(bridge.orgId, bridge.agentKey, async () => {
-        const card = await channel.cards.get(agent.orgId, agent.agentKey, { baseUrl: agent.baseUrl, requirePush: false, protocol: dialectPreference(bridge) });
-        return channel.client.cancelTask({ card, protocol: card.protocol, foreignTaskId: bridge.foreignTaskId! });
-      });
+      await this.options.breakers.run(bridge.orgId, bridge.agentKey, () => this.options.transports.for(agent).cancel(agent, bridge));
     } catch (error) {
-      this.logger.info({ err: error, bridgeId: bridge.id }, "CancelTask for a timed-out foreign hop failed (best effort)");
+      this.logger.info({ err: error, bridgeId: bridge.id }, "cancelling a timed-out foreign hop failed (best effort)");
     }
   }
-}
-
-function dialectPreference(bridge: BridgeRecord): "auto" | "1.0" | "0.3" {
-  return bridge.dialect;
 }

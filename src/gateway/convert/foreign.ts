@@ -4,14 +4,27 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import type { ForeignAgentInput, ForeignAgentPatch, ForeignAgentRecord, ForeignProtocol as RegistryProtocol } from "../../foreign/registry.js";
-import { ForeignProtocol, type ForeignAgent, type ForeignAgentSchema } from "../../gen/switchyard/api/v1/foreign_pb.js";
+import type {
+  ForeignAgentInput,
+  ForeignAgentPatch,
+  ForeignAgentRecord,
+  ForeignDelivery as RegistryDelivery,
+  ForeignProtocol as RegistryProtocol,
+} from "../../foreign/registry.js";
+import { ForeignDelivery, ForeignProtocol, type ForeignAgent, type ForeignAgentSchema } from "../../gen/switchyard/api/v1/foreign_pb.js";
 import { enumMapping, toTimestamp } from "./values.js";
 
 export const foreignProtocols = enumMapping<RegistryProtocol, ForeignProtocol>("foreign protocol", [
   ["auto", ForeignProtocol.AUTO],
   ["1.0", ForeignProtocol.V1_0],
   ["0.3", ForeignProtocol.V0_3],
+  ["mcp", ForeignProtocol.MCP],
+]);
+
+export const foreignDeliveries = enumMapping<RegistryDelivery, ForeignDelivery>("foreign delivery", [
+  ["auto", ForeignDelivery.AUTO],
+  ["push", ForeignDelivery.PUSH],
+  ["poll", ForeignDelivery.POLL],
 ]);
 
 export function foreignAgentToProto(agent: ForeignAgentRecord): MessageInitShape<typeof ForeignAgentSchema> {
@@ -26,6 +39,10 @@ export function foreignAgentToProto(agent: ForeignAgentRecord): MessageInitShape
     costEstimate: agent.costEstimate,
     enabled: agent.enabled,
     idempotent: agent.idempotent,
+    ...(agent.tool !== null ? { tool: agent.tool } : {}),
+    delivery: foreignDeliveries.toProto(agent.delivery),
+    sendFields: agent.sendFields ?? [],
+    costPerSecond: agent.costPerSecond,
     createdAt: toTimestamp(agent.createdAt),
     updatedAt: toTimestamp(agent.updatedAt),
   };
@@ -45,6 +62,10 @@ export function foreignAgentInputFromProto(agent: ForeignAgent | undefined): For
     costEstimate: agent.costEstimate,
     enabled: true,
     idempotent: agent.idempotent,
+    tool: agent.tool ?? null,
+    delivery: foreignDeliveries.fromProtoOptional(agent.delivery) ?? "auto",
+    sendFields: agent.sendFields.length > 0 ? agent.sendFields : null,
+    costPerSecond: agent.costPerSecond,
   };
 }
 
@@ -58,6 +79,10 @@ const MASKABLE: Record<string, keyof ForeignAgentPatch> = {
   cost_estimate: "costEstimate",
   enabled: "enabled",
   idempotent: "idempotent",
+  tool: "tool",
+  delivery: "delivery",
+  send_fields: "sendFields",
+  cost_per_second: "costPerSecond",
 };
 
 /** The patch an Update asks for: exactly the fields in `update_mask` (snake_case paths), taken from `agent`. */
@@ -79,10 +104,23 @@ export function foreignAgentPatchFromProto(agent: ForeignAgent, mask: FieldMask 
     switch (field) {
       case "protocol": {
         const protocol = foreignProtocols.fromProtoOptional(agent.protocol);
-        if (!protocol) throw new SwitchyardError(ErrorCode.InvalidArgument, "agent.protocol: must be AUTO, V1_0 or V0_3", { details: { path: "agent.protocol" } });
+        if (!protocol) throw new SwitchyardError(ErrorCode.InvalidArgument, "agent.protocol: must be AUTO, V1_0, V0_3 or MCP", { details: { path: "agent.protocol" } });
         patch.protocol = protocol;
         break;
       }
+      case "delivery": {
+        const delivery = foreignDeliveries.fromProtoOptional(agent.delivery);
+        if (!delivery) throw new SwitchyardError(ErrorCode.InvalidArgument, "agent.delivery: must be AUTO, PUSH or POLL", { details: { path: "agent.delivery" } });
+        patch.delivery = delivery;
+        break;
+      }
+      case "tool":
+        patch.tool = agent.tool ?? null;
+        break;
+      case "sendFields":
+        // Empty in the mask: send the whole input again.
+        patch.sendFields = agent.sendFields.length > 0 ? agent.sendFields : null;
+        break;
       case "credentialRef":
         // In the mask but unset: remove the reference.
         patch.credentialRef = agent.credentialRef ?? null;

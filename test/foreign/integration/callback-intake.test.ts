@@ -178,7 +178,7 @@ describe("A2A callback intake", () => {
       pool: rt.pool,
       maxPayloadBytes: rt.config.bus.maxPayloadBytes,
       signer: rt.busAuth.signer(GATEWAY_SENDER),
-      channels: a2a.channels,
+      transports: a2a.transports,
       breakers: a2a.breakers,
       foreign: rt.config.foreign,
       publicUrl: rt.publicUrl,

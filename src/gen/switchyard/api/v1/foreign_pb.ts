@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchyard/api/v1/foreign.proto.
  */
 export const file_switchyard_api_v1_foreign: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zd2l0Y2h5YXJkL2FwaS92MS9mb3JlaWduLnByb3RvEhFzd2l0Y2h5YXJkLmFwaS52MSL0AgoMRm9yZWlnbkFnZW50EhEKCWFnZW50X2tleRgBIAEoCRIQCghiYXNlX3VybBgCIAEoCRI0Cghwcm90b2NvbBgDIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25Qcm90b2NvbBIbCg5jcmVkZW50aWFsX3JlZhgEIAEoCUgAiAEBEhIKCmFsbG93X2hvc3QYBSABKAkSDgoGc2tpbGxzGAYgAygJEhkKEWNsZWFyYW5jZV9jZWlsaW5nGAcgASgFEhUKDWNvc3RfZXN0aW1hdGUYCCABKAESDwoHZW5hYmxlZBgJIAEoCBIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgppZGVtcG90ZW50GAwgASgIQhEKD19jcmVkZW50aWFsX3JlZiJUCiJGb3JlaWduQWdlbnRTZXJ2aWNlUmVnaXN0ZXJSZXF1ZXN0Ei4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50IlUKI0ZvcmVpZ25BZ2VudFNlcnZpY2VSZWdpc3RlclJlc3BvbnNlEi4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50IjIKHUZvcmVpZ25BZ2VudFNlcnZpY2VHZXRSZXF1ZXN0EhEKCWFnZW50X2tleRgBIAEoCSJQCh5Gb3JlaWduQWdlbnRTZXJ2aWNlR2V0UmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiIAoeRm9yZWlnbkFnZW50U2VydmljZUxpc3RSZXF1ZXN0IlIKH0ZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVzcG9uc2USLwoGYWdlbnRzGAEgAygLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50IoMBCiBGb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVxdWVzdBIuCgVhZ2VudBgBIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudBIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siUwohRm9yZWlnbkFnZW50U2VydmljZVVwZGF0ZVJlc3BvbnNlEi4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50IjYKIUZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVxdWVzdBIRCglhZ2VudF9rZXkYASABKAkiVAoiRm9yZWlnbkFnZW50U2VydmljZURpc2FibGVSZXNwb25zZRIuCgVhZ2VudBgBIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudCqEAQoPRm9yZWlnblByb3RvY29sEiAKHEZPUkVJR05fUFJPVE9DT0xfVU5TUEVDSUZJRUQQABIZChVGT1JFSUdOX1BST1RPQ09MX0FVVE8QARIZChVGT1JFSUdOX1BST1RPQ09MX1YxXzAQAhIZChVGT1JFSUdOX1BST1RPQ09MX1YwXzMQAzLYBAoTRm9yZWlnbkFnZW50U2VydmljZRJ5CghSZWdpc3RlchI1LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VSZWdpc3RlclJlcXVlc3QaNi5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlUmVnaXN0ZXJSZXNwb25zZRJqCgNHZXQSMC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlR2V0UmVxdWVzdBoxLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VHZXRSZXNwb25zZRJtCgRMaXN0EjEuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZUxpc3RSZXF1ZXN0GjIuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZUxpc3RSZXNwb25zZRJzCgZVcGRhdGUSMy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVxdWVzdBo0LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VVcGRhdGVSZXNwb25zZRJ2CgdEaXNhYmxlEjQuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZURpc2FibGVSZXF1ZXN0GjUuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZURpc2FibGVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Ch9zd2l0Y2h5YXJkL2FwaS92MS9mb3JlaWduLnByb3RvEhFzd2l0Y2h5YXJkLmFwaS52MSL0AwoMRm9yZWlnbkFnZW50EhEKCWFnZW50X2tleRgBIAEoCRIQCghiYXNlX3VybBgCIAEoCRI0Cghwcm90b2NvbBgDIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25Qcm90b2NvbBIbCg5jcmVkZW50aWFsX3JlZhgEIAEoCUgAiAEBEhIKCmFsbG93X2hvc3QYBSABKAkSDgoGc2tpbGxzGAYgAygJEhkKEWNsZWFyYW5jZV9jZWlsaW5nGAcgASgFEhUKDWNvc3RfZXN0aW1hdGUYCCABKAESDwoHZW5hYmxlZBgJIAEoCBIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgppZGVtcG90ZW50GAwgASgIEhEKBHRvb2wYDSABKAlIAYgBARI0CghkZWxpdmVyeRgOIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25EZWxpdmVyeRITCgtzZW5kX2ZpZWxkcxgPIAMoCRIXCg9jb3N0X3Blcl9zZWNvbmQYECABKAFCEQoPX2NyZWRlbnRpYWxfcmVmQgcKBV90b29sIlQKIkZvcmVpZ25BZ2VudFNlcnZpY2VSZWdpc3RlclJlcXVlc3QSLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiVQojRm9yZWlnbkFnZW50U2VydmljZVJlZ2lzdGVyUmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiMgodRm9yZWlnbkFnZW50U2VydmljZUdldFJlcXVlc3QSEQoJYWdlbnRfa2V5GAEgASgJIlAKHkZvcmVpZ25BZ2VudFNlcnZpY2VHZXRSZXNwb25zZRIuCgVhZ2VudBgBIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudCIgCh5Gb3JlaWduQWdlbnRTZXJ2aWNlTGlzdFJlcXVlc3QiUgofRm9yZWlnbkFnZW50U2VydmljZUxpc3RSZXNwb25zZRIvCgZhZ2VudHMYASADKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQigwEKIEZvcmVpZ25BZ2VudFNlcnZpY2VVcGRhdGVSZXF1ZXN0Ei4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50Ei8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJTCiFGb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiNgohRm9yZWlnbkFnZW50U2VydmljZURpc2FibGVSZXF1ZXN0EhEKCWFnZW50X2tleRgBIAEoCSJUCiJGb3JlaWduQWdlbnRTZXJ2aWNlRGlzYWJsZVJlc3BvbnNlEi4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50Kp4BCg9Gb3JlaWduUHJvdG9jb2wSIAocRk9SRUlHTl9QUk9UT0NPTF9VTlNQRUNJRklFRBAAEhkKFUZPUkVJR05fUFJPVE9DT0xfQVVUTxABEhkKFUZPUkVJR05fUFJPVE9DT0xfVjFfMBACEhkKFUZPUkVJR05fUFJPVE9DT0xfVjBfMxADEhgKFEZPUkVJR05fUFJPVE9DT0xfTUNQEAQqhAEKD0ZvcmVpZ25EZWxpdmVyeRIgChxGT1JFSUdOX0RFTElWRVJZX1VOU1BFQ0lGSUVEEAASGQoVRk9SRUlHTl9ERUxJVkVSWV9BVVRPEAESGQoVRk9SRUlHTl9ERUxJVkVSWV9QVVNIEAISGQoVRk9SRUlHTl9ERUxJVkVSWV9QT0xMEAMy2AQKE0ZvcmVpZ25BZ2VudFNlcnZpY2USeQoIUmVnaXN0ZXISNS5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlUmVnaXN0ZXJSZXF1ZXN0GjYuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVJlZ2lzdGVyUmVzcG9uc2USagoDR2V0EjAuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZUdldFJlcXVlc3QaMS5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlR2V0UmVzcG9uc2USbQoETGlzdBIxLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVxdWVzdBoyLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVzcG9uc2UScwoGVXBkYXRlEjMuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVVwZGF0ZVJlcXVlc3QaNC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVzcG9uc2USdgoHRGlzYWJsZRI0LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVxdWVzdBo1LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgent
@@ -96,6 +96,34 @@ export type ForeignAgent = Message<"switchyard.api.v1.ForeignAgent"> & {
    * @generated from field: bool idempotent = 12;
    */
   idempotent: boolean;
+
+  /**
+   * The MCP tool called (protocol MCP only).
+   *
+   * @generated from field: optional string tool = 13;
+   */
+  tool?: string;
+
+  /**
+   * A2A only; unset (or UNSPECIFIED) on register means AUTO.
+   *
+   * @generated from field: switchyard.api.v1.ForeignDelivery delivery = 14;
+   */
+  delivery: ForeignDelivery;
+
+  /**
+   * Top-level step-input fields that may leave the perimeter; empty means the whole input.
+   *
+   * @generated from field: repeated string send_fields = 15;
+   */
+  sendFields: string[];
+
+  /**
+   * Cost units per second of a hop's elapsed time, added to cost_estimate when the agent reports no usage.
+   *
+   * @generated from field: double cost_per_second = 16;
+   */
+  costPerSecond: number;
 };
 
 /**
@@ -219,7 +247,7 @@ export type ForeignAgentServiceUpdateRequest = Message<"switchyard.api.v1.Foreig
 
   /**
    * Fields to change: base_url, protocol, credential_ref, allow_host, skills, clearance_ceiling, cost_estimate,
-   * enabled. In JSON a comma-separated string of camelCase names, e.g. "baseUrl,skills".
+   * enabled, idempotent, tool, delivery, send_fields, cost_per_second. In JSON a comma-separated string of camelCase names, e.g. "baseUrl,skills".
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
    */
@@ -313,6 +341,13 @@ export enum ForeignProtocol {
    * @generated from enum value: FOREIGN_PROTOCOL_V0_3 = 3;
    */
   V0_3 = 3,
+
+  /**
+   * A tool called over the Model Context Protocol (Streamable HTTP); `tool` names it.
+   *
+   * @generated from enum value: FOREIGN_PROTOCOL_MCP = 4;
+   */
+  MCP = 4,
 }
 
 /**
@@ -320,6 +355,43 @@ export enum ForeignProtocol {
  */
 export const ForeignProtocolSchema: GenEnum<ForeignProtocol> = /*@__PURE__*/
   enumDesc(file_switchyard_api_v1_foreign, 0);
+
+/**
+ * @generated from enum switchyard.api.v1.ForeignDelivery
+ */
+export enum ForeignDelivery {
+  /**
+   * @generated from enum value: FOREIGN_DELIVERY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Push when the Agent Card offers push notifications, else polling with GetTask.
+   *
+   * @generated from enum value: FOREIGN_DELIVERY_AUTO = 1;
+   */
+  AUTO = 1,
+
+  /**
+   * Push only: registration is refused when the card offers none.
+   *
+   * @generated from enum value: FOREIGN_DELIVERY_PUSH = 2;
+   */
+  PUSH = 2,
+
+  /**
+   * Always poll (an agent that cannot reach our callback URL, e.g. behind a firewall).
+   *
+   * @generated from enum value: FOREIGN_DELIVERY_POLL = 3;
+   */
+  POLL = 3,
+}
+
+/**
+ * Describes the enum switchyard.api.v1.ForeignDelivery.
+ */
+export const ForeignDeliverySchema: GenEnum<ForeignDelivery> = /*@__PURE__*/
+  enumDesc(file_switchyard_api_v1_foreign, 1);
 
 /**
  * The tenant's registry of agents outside the perimeter (reached over A2A as `foreign:KEY` destinations).
