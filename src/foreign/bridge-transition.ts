@@ -23,6 +23,20 @@ export interface ForeignObservation {
   state?: ForeignTaskState;
   artifacts: ForeignArtifact[];
   message?: string;
+  /**
+   * Whether `artifacts` is the task's complete list (a whole Task: a GetTask answer, the SendMessage answer, a push
+   * of the Task snapshot, an MCP result) rather than an update (a status or artifact push).
+   */
+  complete?: boolean;
+  /** Usage the agent reported with this observation (pricing.ts reads it off A2A metadata and MCP `_meta`). */
+  usage?: ForeignUsage;
+}
+
+/** Usage an agent reports; `cost` in our cost units when it says so, tokens when it counts them. */
+export interface ForeignUsage {
+  cost?: number;
+  inputTokens?: number;
+  outputTokens?: number;
 }
 
 export type ObservationOutcome = "updated" | "unchanged" | "resumed" | "ignored" | "mismatch" | "unknown";

@@ -1,10 +1,19 @@
 /**
- * `switchyard foreign register|list|disable` — the tenant's registry of foreign (A2A) agents, straight against the
+ * `switchyard foreign register|list|disable` — the tenant's registry of foreign agents (A2A agents and MCP tools), straight against the
  * database (operator path). The registry holds no secret: `--credential-ref` is the NAME of one.
  */
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { disableForeignAgent, FOREIGN_PROTOCOLS, listForeignAgents, registerForeignAgent, type ForeignAgentRecord, type ForeignProtocol } from "../../foreign/registry.js";
+import {
+  disableForeignAgent,
+  FOREIGN_DELIVERIES,
+  FOREIGN_PROTOCOLS,
+  listForeignAgents,
+  registerForeignAgent,
+  type ForeignAgentRecord,
+  type ForeignDelivery,
+  type ForeignProtocol,
+} from "../../foreign/registry.js";
 import { requireTenantRecord } from "../../tenancy/tenants.js";
 import { requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
@@ -31,6 +40,11 @@ function protocolOption(value: string): ForeignProtocol {
   return value as ForeignProtocol;
 }
 
+function deliveryOption(value: string): ForeignDelivery {
+  if (!(FOREIGN_DELIVERIES as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${FOREIGN_DELIVERIES.join(", ")}`);
+  return value as ForeignDelivery;
+}
+
 /** The base URL's host (and explicit port): the default allowlist entry. */
 function hostOf(baseUrl: string): string {
   try {
@@ -54,6 +68,10 @@ export function foreignAgentJson(agent: ForeignAgentRecord): Record<string, unkn
     costEstimate: agent.costEstimate,
     enabled: agent.enabled,
     idempotent: agent.idempotent,
+    tool: agent.tool,
+    delivery: agent.delivery,
+    sendFields: agent.sendFields,
+    costPerSecond: agent.costPerSecond,
     createdAt: agent.createdAt.toISOString(),
     updatedAt: agent.updatedAt.toISOString(),
   };
@@ -69,6 +87,10 @@ interface RegisterOptions {
   cost?: number;
   credentialRef?: string;
   idempotent?: boolean;
+  tool?: string;
+  delivery?: ForeignDelivery;
+  send?: string[];
+  costPerSecond?: number;
   json?: boolean;
 }
 
@@ -76,20 +98,25 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
   const foreign = program.command("foreign").description("register, list and disable the tenant's foreign (A2A) agents");
 
   /**
-   * `foreign register KEY --tenant T --url BASE [--skill ID]… [--allow HOST] [--clearance N] [--protocol auto|1.0|0.3]
-   * [--cost N] [--credential-ref NAME] [--idempotent] [--json]` — JSON: the agent (see `foreign list --json`).
+   * `foreign register KEY --tenant T --url BASE [--skill ID]… [--allow HOST] [--clearance N] [--protocol auto|1.0|0.3|mcp]
+   * [--tool NAME] [--delivery auto|push|poll] [--send FIELD]… [--cost N] [--cost-per-second N] [--credential-ref NAME]
+   * [--idempotent] [--json]` — JSON: the agent (see `foreign list --json`).
    */
   const register = foreign.command("register");
   register
-    .description("register a foreign agent: steps and delegations to foreign:KEY reach it over A2A")
+    .description("register a foreign agent: steps and delegations to foreign:KEY reach it over A2A (or call an MCP tool)")
     .argument("<key>", "agent key: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
     .option("--tenant <tenant>", "tenant id")
     .option("--url <base>", "the agent's base URL (required); its card is read from BASE/.well-known/agent-card.json (or, on a 404 there, BASE/.well-known/agent.json)")
     .option("--skill <id>", "a skill the agent's card must list (repeatable)", collect)
     .option("--allow <host>", "egress allowlist entry: host[:port] or *.domain (default: the URL's host and port)")
     .option("--clearance <level>", "clearance ceiling: hops with a higher floor are refused (default 0)", wholeNumber)
-    .option("--protocol <version>", "A2A dialect: auto (prefer 1.0), 1.0 or 0.3", protocolOption)
-    .option("--cost <units>", "cost estimate per call, accrued when the agent answers", nonNegative)
+    .option("--protocol <version>", "A2A dialect: auto (prefer 1.0), 1.0 or 0.3; or mcp: call --tool over MCP (Streamable HTTP at --url)", protocolOption)
+    .option("--tool <name>", "the MCP tool to call (protocol mcp only)")
+    .option("--delivery <mode>", "A2A results by push or poll: auto (push when the card offers it), push or poll (e.g. behind a firewall)", deliveryOption)
+    .option("--send <field>", "a top-level input field that may leave the perimeter (repeatable; default: the whole input)", collect)
+    .option("--cost <units>", "cost per call: the estimate charged when the agent reports no usage", nonNegative)
+    .option("--cost-per-second <units>", "cost per second of elapsed time, added to --cost when the agent reports no usage", nonNegative)
     .option("--credential-ref <name>", "NAME of the credential in the secret store (never the secret)")
     .option("--idempotent", "a timed-out or failed hop may be re-sent to this agent under the step's retries (default: never re-sent, fails closed)")
     .option("--json", "print the agent as JSON")
@@ -111,6 +138,10 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
             ...(options.cost !== undefined ? { costEstimate: options.cost } : {}),
             ...(options.credentialRef !== undefined ? { credentialRef: options.credentialRef } : {}),
             ...(options.idempotent ? { idempotent: true } : {}),
+            ...(options.tool !== undefined ? { tool: options.tool } : {}),
+            ...(options.delivery !== undefined ? { delivery: options.delivery } : {}),
+            ...(options.send !== undefined ? { sendFields: options.send } : {}),
+            ...(options.costPerSecond !== undefined ? { costPerSecond: options.costPerSecond } : {}),
           });
         });
         if (options.json) return ctx.printJson(foreignAgentJson(agent));
@@ -118,7 +149,7 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
       }),
     );
 
-  /** `foreign list --tenant T [--json]` — JSON: `{"agents":[{"orgId","agentKey","baseUrl","protocol","credentialRef","allowHost","skills","clearanceCeiling","costEstimate","enabled","idempotent","createdAt","updatedAt"}]}` */
+  /** `foreign list --tenant T [--json]` — JSON: `{"agents":[{"orgId","agentKey","baseUrl","protocol","credentialRef","allowHost","skills","clearanceCeiling","costEstimate","enabled","idempotent","tool","delivery","sendFields","costPerSecond","createdAt","updatedAt"}]}` */
   foreign
     .command("list")
     .description("list the tenant's foreign agents")
