@@ -12,22 +12,44 @@ export const INPUT_NOT_SENDABLE = "FOREIGN_INPUT_NOT_SENDABLE";
 export type SendableInput = { ok: true; request: unknown } | { ok: false; reason: string };
 
 /**
- * The part of `input` that may be sent. `fields` null: the whole input, as before. Listed fields absent from the
- * input are simply absent. An input that is not a JSON object cannot be restricted to fields, so it is refused
+ * The part of `input` that may be sent. `fields` null: the whole input, as before. A field is a top-level key
+ * (`city`) or a dot-separated path into nested objects (`task.city`: a workflow step's input is `{ task, steps }`),
+ * copied into the request at the same place. Listed fields absent from the input (or under something that is not an
+ * object) are simply absent. An input that is not a JSON object cannot be restricted to fields, so it is refused
  * rather than sent whole (the registration promised that only those fields leave).
  */
 export function sendableInput(input: unknown, fields: readonly string[] | null): SendableInput {
   if (fields === null) return { ok: true, request: input };
-  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+  if (!isPlainObject(input)) {
     return { ok: false, reason: `the step input is ${describe(input)}, not an object, so it cannot be restricted to the fields ${fields.join(", ")}` };
   }
-  const source = input as Record<string, unknown>;
   const request: Record<string, unknown> = {};
-  for (const field of fields) {
-    // Own properties only: a field named like an Object.prototype member must not leak anything inherited.
-    if (Object.hasOwn(source, field) && source[field] !== undefined) request[field] = source[field];
-  }
+  for (const field of fields) copyPath(input, request, field.split("."));
   return { ok: true, request };
+}
+
+/** Copies the value at `path` from `from` into `to`; answers whether anything was copied (no empty shells left). */
+function copyPath(from: Record<string, unknown>, to: Record<string, unknown>, path: readonly string[]): boolean {
+  const [key, ...rest] = path as [string, ...string[]];
+  // Own properties only: a field named like an Object.prototype member must not reach anything inherited.
+  if (!Object.hasOwn(from, key) || from[key] === undefined) return false;
+  const value = from[key];
+  if (rest.length === 0) {
+    to[key] = value;
+    return true;
+  }
+  if (!isPlainObject(value)) return false;
+  const existing = Object.hasOwn(to, key) ? to[key] : undefined;
+  // A shorter path listed too (`task` with `task.city`) already copied the whole object: keep it whole.
+  if (existing === value) return true;
+  const child = isPlainObject(existing) ? existing : {};
+  if (!copyPath(value, child, rest)) return false;
+  to[key] = child;
+  return true;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function describe(value: unknown): string {
