@@ -38,6 +38,11 @@ export interface ParsedPushNotification {
   artifacts: ForeignArtifact[];
   /** Text of the status message (or of the message, for `kind: "message"`), capped. */
   message?: string;
+  /**
+   * Whether `artifacts` is the task's complete list: true for a Task snapshot (`kind: "task"`, what the JS SDK's v0.3
+   * layer pushes for every update), so a terminal snapshot resolves the bridge without a confirming GetTask.
+   */
+  complete: boolean;
 }
 
 export interface PushParseOptions extends ArtifactLimits {
@@ -100,7 +105,7 @@ function parseV03(body: JsonObject, limits: ArtifactLimits): ParsedPushNotificat
 
 function parseEvent(dialect: A2ADialect, kind: PushKind, event: JsonObject, path: string, limits: ArtifactLimits): ParsedPushNotification {
   const contextId = optionalString(event.contextId, `${path}.contextId`, "contextId") || undefined;
-  const base = (foreignTaskId: string) => ({ dialect, kind, foreignTaskId, ...(contextId ? { contextId } : {}) });
+  const base = (foreignTaskId: string) => ({ dialect, kind, foreignTaskId, complete: kind === "task", ...(contextId ? { contextId } : {}) });
   switch (kind) {
     case "task": {
       const foreignTaskId = requireId(event.id, `${path}.id`, "MISSING_TASK_ID", "task id");
