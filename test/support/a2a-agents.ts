@@ -45,8 +45,25 @@ export type AgentDialect = "1.0" | "0.3";
  * - `no-push`: completes like `complete` but never sends a push (the card still claims push support).
  * - `slow`: like `complete` with long pauses (default 400 ms) between events.
  * - `input-required`: submitted → working → input-required (an interrupted, non-terminal state).
+ * - `blocking-complete`: the work is done before SendMessage is answered: the first (and only) event is the Task,
+ *   already completed with its artifact, so the answer is a finished Task even though we ask `returnImmediately`.
+ * - `message-reply`: answers SendMessage with a Message (the output as its data part) and opens no task.
+ * - `reordered-pushes`: like `complete`, but the artifact push is held back (`holdMs`, default 300 ms) so the final
+ *   status push is sent BEFORE it. (A v0.3 agent pushes Task snapshots, where the final one has the artifact.)
+ * - `chunked-out-of-order`: the artifact comes in three append chunks (`{ chunk: 1..3 }`, lastChunk on the third),
+ *   then completed; the push of chunk 2 is held back (`holdMs`), so chunk 3 and the final status arrive first.
  */
-export type AgentBehaviour = "complete" | "fail" | "never-finish" | "no-push" | "slow" | "input-required";
+export type AgentBehaviour =
+  | "complete"
+  | "fail"
+  | "never-finish"
+  | "no-push"
+  | "slow"
+  | "input-required"
+  | "blocking-complete"
+  | "message-reply"
+  | "reordered-pushes"
+  | "chunked-out-of-order";
 
 export interface StartA2AAgentOptions {
   dialect: AgentDialect;
@@ -66,6 +83,8 @@ export interface StartA2AAgentOptions {
    * v0.3-only agent (e.g. one built on an older SDK) publishes it.
    */
   supersetCard?: boolean;
+  /** How long `reordered-pushes` / `chunked-out-of-order` hold back the push they reorder. Default 300 ms. */
+  holdMs?: number;
 }
 
 export interface ReceivedMessage {
@@ -93,6 +112,8 @@ export interface RunningA2AAgent {
   readonly rpcUrl: string;
   readonly received: ReceivedMessage[];
   readonly pushes: SentPush[];
+  /** JSON-RPC calls other than SendMessage the agent served, in order: `getTask:<id>`, `cancelTask:<id>`. */
+  readonly calls: string[];
   /** How often the well-known card was requested. */
   readonly cardRequests: () => number;
   /** Changes what the card advertises from now on (for cache refresh tests). */
@@ -109,6 +130,10 @@ const DEFAULT_DELAYS: Record<AgentBehaviour, number> = {
   "no-push": 30,
   slow: 400,
   "input-required": 30,
+  "blocking-complete": 30,
+  "message-reply": 30,
+  "reordered-pushes": 30,
+  "chunked-out-of-order": 30,
 };
 
 export async function startA2AAgent(options: StartA2AAgentOptions): Promise<RunningA2AAgent> {
@@ -120,6 +145,7 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
   let cardCount = 0;
   const received: ReceivedMessage[] = [];
   const pushes: SentPush[] = [];
+  const calls: string[] = [];
 
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -146,9 +172,20 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
     typeof options.pushDelays === "number" ? options.pushDelays : (delays[i] ?? delays[delays.length - 1] ?? DEFAULT_DELAYS[behaviour]);
 
   const pushStore = new InMemoryPushNotificationStore();
-  const sender = recordingSender(options.dialect, behaviour === "no-push", pushStore, pushes);
+  const sender = holdingBack(recordingSender(options.dialect, behaviour === "no-push", pushStore, pushes), behaviour, options.holdMs ?? 300);
   const executor = new TestExecutor({ name, behaviour, delayAt, output: options.output, received });
   const requestHandler = new DefaultRequestHandler(liveCard, new InMemoryTaskStore(), executor, undefined, pushStore, sender);
+  // Record GetTask / CancelTask as served (both dialects reach the same handler methods).
+  const getTask = requestHandler.getTask.bind(requestHandler);
+  requestHandler.getTask = (params, context) => {
+    calls.push(`getTask:${params.id}`);
+    return getTask(params, context);
+  };
+  const cancelTask = requestHandler.cancelTask.bind(requestHandler);
+  requestHandler.cancelTask = (params, context) => {
+    calls.push(`cancelTask:${params.id}`);
+    return cancelTask(params, context);
+  };
 
   const app = express();
   app.use("/.well-known/agent-card.json", (_req, res, next) => {
@@ -186,6 +223,7 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
     rpcUrl,
     received,
     pushes,
+    calls,
     cardRequests: () => cardCount,
     updateCard(change) {
       if (change.skills) skills = change.skills;
@@ -200,6 +238,23 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
       closed = true;
       executor.cancelAll();
       await closeServer(server);
+    },
+  };
+}
+
+/**
+ * Holds back one push per task to reorder what the agent sends: the artifact push (`reordered-pushes`) or the push
+ * of the second chunk (`chunked-out-of-order`). The SDK does not await its sender, so later pushes overtake it.
+ */
+function holdingBack(inner: PushNotificationSender, behaviour: AgentBehaviour, holdMs: number): PushNotificationSender {
+  if (behaviour !== "reordered-pushes" && behaviour !== "chunked-out-of-order") return inner;
+  return {
+    async send(streamResponse, context, task) {
+      const p = streamResponse.payload;
+      const held =
+        p?.$case === "artifactUpdate" && (behaviour === "reordered-pushes" || (p.value.append && !p.value.lastChunk));
+      if (held) await sleep(holdMs);
+      return inner.send(streamResponse, context, task);
     },
   };
 }
@@ -262,6 +317,39 @@ class TestExecutor implements AgentExecutor {
       }),
     );
     const pause = (i: number) => Promise.race([sleep(delayAt(i)), cancelledSignal]);
+    const output = () => (this.options.output ? this.options.output(parts[0]) : { echo: parts[0], by: this.options.name });
+    if (behaviour === "message-reply") {
+      bus.publish(
+        AgentEvent.message({
+          messageId: randomUUID(),
+          contextId: ctx.contextId,
+          taskId: "",
+          role: Role.ROLE_AGENT,
+          parts: [dataPart(output())],
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        }),
+      );
+      this.cancels.delete(ctx.taskId);
+      bus.finished();
+      return;
+    }
+    if (behaviour === "blocking-complete") {
+      bus.publish(
+        AgentEvent.task({
+          id: ctx.taskId,
+          contextId: ctx.contextId,
+          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
+          artifacts: [{ artifactId: "result", name: "result", description: "", parts: [dataPart(output())], metadata: undefined, extensions: [] }],
+          history: [user],
+          metadata: undefined,
+        }),
+      );
+      this.cancels.delete(ctx.taskId);
+      bus.finished();
+      return;
+    }
     const task: Task = {
       id: ctx.taskId,
       contextId: ctx.contextId,
@@ -289,7 +377,26 @@ class TestExecutor implements AgentExecutor {
         this.status(ctx, bus, TaskState.TASK_STATE_INPUT_REQUIRED, "need more input");
         return;
       }
-      const data = this.options.output ? this.options.output(parts[0]) : { echo: parts[0], by: this.options.name };
+      if (behaviour === "chunked-out-of-order") {
+        for (const chunk of [1, 2, 3]) {
+          bus.publish(
+            AgentEvent.artifactUpdate({
+              taskId: ctx.taskId,
+              contextId: ctx.contextId,
+              artifact: { artifactId: "result", name: "result", description: "", parts: [dataPart({ chunk })], metadata: undefined, extensions: [] },
+              append: chunk > 1,
+              lastChunk: chunk === 3,
+              metadata: undefined,
+            }),
+          );
+          await sleep(10);
+        }
+        await pause(2);
+        if (cancelled) return;
+        this.status(ctx, bus, TaskState.TASK_STATE_COMPLETED);
+        return;
+      }
+      const data = output();
       bus.publish(
         AgentEvent.artifactUpdate({
           taskId: ctx.taskId,
