@@ -70,6 +70,13 @@ steps:
     });
   }
 
+  it("v0.3: chunks whose Task-snapshot pushes cross arrive whole and in order (the final snapshot is complete)", async () => {
+    const { agent, taskId } = await start({ dialect: "0.3", behaviour: "chunked-out-of-order" });
+    const task = await rt.finished(ORG, taskId);
+    expect(task).toMatchObject({ status: "completed", steps: [{ output: { artifacts: [{ artifactId: "result", name: "result", parts: [{ chunk: 1 }, { chunk: 2 }, { chunk: 3 }] }] } }] });
+    expect(agent.calls).toEqual([]);
+  });
+
   it("v1.0: an artifact in append chunks whose pushes cross arrives whole and in order", async () => {
     const { agent, taskId } = await start({ dialect: "1.0", behaviour: "chunked-out-of-order" });
     const task = await rt.finished(ORG, taskId);
