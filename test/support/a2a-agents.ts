@@ -35,6 +35,7 @@ import {
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { createLegacyAwarePushNotificationSender, V03PushNotificationSerializer } from "@a2a-js/sdk/compat/v0_3/server";
 import { legacyAgentCardRouter } from "@a2a-js/sdk/compat/v0_3/server/express";
+import { completeBeforeAnswering, dataPart, holdingBack, publishChunks, replyWithMessage } from "./a2a-agent-results.js";
 
 export type AgentDialect = "1.0" | "0.3";
 
@@ -172,7 +173,11 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
     typeof options.pushDelays === "number" ? options.pushDelays : (delays[i] ?? delays[delays.length - 1] ?? DEFAULT_DELAYS[behaviour]);
 
   const pushStore = new InMemoryPushNotificationStore();
-  const sender = holdingBack(recordingSender(options.dialect, behaviour === "no-push", pushStore, pushes), behaviour, options.holdMs ?? 300);
+  const sender = holdingBack(
+    recordingSender(options.dialect, behaviour === "no-push", pushStore, pushes),
+    behaviour === "reordered-pushes" ? "reordered" : behaviour === "chunked-out-of-order" ? "chunks" : undefined,
+    options.holdMs ?? 300,
+  );
   const executor = new TestExecutor({ name, behaviour, delayAt, output: options.output, received });
   const requestHandler = new DefaultRequestHandler(liveCard, new InMemoryTaskStore(), executor, undefined, pushStore, sender);
   // Record GetTask / CancelTask as served (both dialects reach the same handler methods).
@@ -242,23 +247,6 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
   };
 }
 
-/**
- * Holds back one push per task to reorder what the agent sends: the artifact push (`reordered-pushes`) or the push
- * of the second chunk (`chunked-out-of-order`). The SDK does not await its sender, so later pushes overtake it.
- */
-function holdingBack(inner: PushNotificationSender, behaviour: AgentBehaviour, holdMs: number): PushNotificationSender {
-  if (behaviour !== "reordered-pushes" && behaviour !== "chunked-out-of-order") return inner;
-  return {
-    async send(streamResponse, context, task) {
-      const p = streamResponse.payload;
-      const held =
-        p?.$case === "artifactUpdate" && (behaviour === "reordered-pushes" || (p.value.append && !p.value.lastChunk));
-      if (held) await sleep(holdMs);
-      return inner.send(streamResponse, context, task);
-    },
-  };
-}
-
 /** The SDK's own sender with serializers that record each body; for `no-push` a sender that drops everything. */
 function recordingSender(dialect: AgentDialect, silent: boolean, store: InMemoryPushNotificationStore, pushes: SentPush[]): PushNotificationSender {
   if (silent) return { send: async () => {} };
@@ -318,36 +306,9 @@ class TestExecutor implements AgentExecutor {
     );
     const pause = (i: number) => Promise.race([sleep(delayAt(i)), cancelledSignal]);
     const output = () => (this.options.output ? this.options.output(parts[0]) : { echo: parts[0], by: this.options.name });
-    if (behaviour === "message-reply") {
-      bus.publish(
-        AgentEvent.message({
-          messageId: randomUUID(),
-          contextId: ctx.contextId,
-          taskId: "",
-          role: Role.ROLE_AGENT,
-          parts: [dataPart(output())],
-          metadata: undefined,
-          extensions: [],
-          referenceTaskIds: [],
-        }),
-      );
+    if (behaviour === "message-reply" || behaviour === "blocking-complete") {
       this.cancels.delete(ctx.taskId);
-      bus.finished();
-      return;
-    }
-    if (behaviour === "blocking-complete") {
-      bus.publish(
-        AgentEvent.task({
-          id: ctx.taskId,
-          contextId: ctx.contextId,
-          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
-          artifacts: [{ artifactId: "result", name: "result", description: "", parts: [dataPart(output())], metadata: undefined, extensions: [] }],
-          history: [user],
-          metadata: undefined,
-        }),
-      );
-      this.cancels.delete(ctx.taskId);
-      bus.finished();
+      (behaviour === "message-reply" ? replyWithMessage : completeBeforeAnswering)(ctx, bus, output());
       return;
     }
     const task: Task = {
@@ -378,19 +339,7 @@ class TestExecutor implements AgentExecutor {
         return;
       }
       if (behaviour === "chunked-out-of-order") {
-        for (const chunk of [1, 2, 3]) {
-          bus.publish(
-            AgentEvent.artifactUpdate({
-              taskId: ctx.taskId,
-              contextId: ctx.contextId,
-              artifact: { artifactId: "result", name: "result", description: "", parts: [dataPart({ chunk })], metadata: undefined, extensions: [] },
-              append: chunk > 1,
-              lastChunk: chunk === 3,
-              metadata: undefined,
-            }),
-          );
-          await sleep(10);
-        }
+        await publishChunks(ctx, bus);
         await pause(2);
         if (cancelled) return;
         this.status(ctx, bus, TaskState.TASK_STATE_COMPLETED);
@@ -479,10 +428,6 @@ function v03Card(card: { name: string; description: string; url: string; push: b
     defaultOutputModes: ["application/json"],
     skills: card.skills.map((id) => ({ id, name: id, description: `skill ${id}`, tags: ["test"] })),
   };
-}
-
-function dataPart(value: unknown): Part {
-  return { content: { $case: "data", value }, metadata: undefined, filename: "", mediaType: "application/json" };
 }
 
 function partValue(part: Part): unknown {
