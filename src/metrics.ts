@@ -15,6 +15,8 @@ export interface Metrics {
   a2aSweep: Counter<"result">;
   a2aCallbackBatchSize: Histogram<never>;
   a2aCallbackConflicts: Counter<never>;
+  a2aLateArtifacts: Counter<never>;
+  a2aPolls: Counter<"result">;
   hops: Counter<"action" | "verdict">;
   hopLatency: Histogram<"action">;
   events: Counter<"type" | "outcome">;
@@ -73,6 +75,8 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     a2aSweep: new Counter({ name: "switchyard_a2a_sweep_total", help: "Reconciliation sweep results: bridges polled, resumed, timed out", labelNames: ["result"], registers: [registry] }),
     a2aCallbackBatchSize: new Histogram({ name: "switchyard_a2a_callback_batch_size", help: "Verified A2A pushes applied per callback-route statement", buckets: [1, 5, 10, 25, 50, 100, 200], registers: [registry] }),
     a2aCallbackConflicts: new Counter({ name: "switchyard_a2a_callback_conflicts_total", help: "Pushes whose bridge changed after it was read, applied again under a row lock", registers: [registry] }),
+    a2aLateArtifacts: new Counter({ name: "switchyard_a2a_late_artifacts_total", help: "Foreign artifacts pushed after their bridge resolved (kept in a2a_bridge.late_artifacts, not in the output)", registers: [registry] }),
+    a2aPolls: new Counter({ name: "switchyard_a2a_polls_total", help: "Poller GetTask calls by result: resolved, pending, failed, gave_up (resolved with what was collected)", labelNames: ["result"], registers: [registry] }),
     hops: new Counter({ name: "switchyard_hops_total", help: "Governed hops by action and verdict", labelNames: ["action", "verdict"], registers: [registry] }),
     hopLatency: new Histogram({
       name: "switchyard_hop_latency_seconds",

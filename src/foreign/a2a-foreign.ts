@@ -19,6 +19,7 @@ import { BreakerRegistry } from "./egress/index.js";
 import { TokenBuckets } from "./rate-limit.js";
 import { ForeignSender } from "./sender.js";
 import { ForeignSweep } from "./sweep.js";
+import { ForeignPoller } from "./poller.js";
 import { ForeignTransports } from "./transport.js";
 import { A2ATransport } from "./a2a/a2a-transport.js";
 
@@ -32,13 +33,15 @@ export interface BackgroundJob {
 export interface A2AForeign {
   sender: ForeignSender;
   sweep: ForeignSweep;
+  /** GetTask for polled bridges and for pushed ones whose end must be confirmed (poller.ts). */
+  poller: ForeignPoller;
   breakers: BreakerRegistry;
   channels: AgentChannels;
   /** The transports by kind (A2A, MCP), over those channels. */
   transports: ForeignTransports;
   /** What `handleA2ACallback` needs. */
   callback: A2ACallbackDeps;
-  /** The sender (every coordinator sweep interval, at most 1 s) and the reconciliation sweep (`foreign.sweepIntervalMs`). */
+  /** The sender (every coordinator sweep interval, at most 1 s), the poller and the reconciliation sweep (`foreign.sweepIntervalMs`). */
   jobs: BackgroundJob[];
   close(): void;
 }
@@ -85,6 +88,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     signer: options.busAuth.lazySigner(GATEWAY_SENDER),
     logger: options.logger ?? silentLogger,
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
   };
   const sender = new ForeignSender({
     ...deps,
@@ -97,6 +101,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.health ? { health: options.health } : {}),
   });
+  const poller = new ForeignPoller({ ...deps, transports, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
   const sweep = new ForeignSweep({ ...deps, transports, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
   const callback: A2ACallbackDeps = {
     intake: new CallbackIntake({ ...deps, ...(options.metrics ? { metrics: options.metrics } : {}) }),
@@ -109,12 +114,15 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
   return {
     sender,
     sweep,
+    poller,
     breakers,
     channels,
     transports,
     callback,
     jobs: [
       { name: "a2a-send", intervalMs: Math.min(config.coordinator.sweepIntervalMs, 1_000), run: () => sender.run() },
+      // Due polls are found every pollBaseMs (at most 250 ms), so a GetTask due now waits at most that long.
+      { name: "a2a-poll", intervalMs: Math.min(config.foreign.pollBaseMs, 250), run: () => poller.run(abort.signal) },
       {
         name: "a2a-sweep",
         intervalMs: config.foreign.sweepIntervalMs,

@@ -41,6 +41,14 @@ export interface BridgeRecord {
   artifacts: ForeignArtifact[];
   lastState: string | null;
   deadlineMs: number | null;
+  /** How the result comes back once sent (null until then). */
+  delivery: "push" | "poll" | "call" | null;
+  /** When the poller asks the agent next (a polled bridge, or a pushed one whose end must be confirmed). */
+  nextPollAt: Date | null;
+  /** GetTask calls the poller made for this bridge. */
+  polls: number;
+  /** Artifacts pushed after the bridge resolved, kept apart from the RESULT already written (bridge-transition.ts). */
+  lateArtifacts: ForeignArtifact[];
   createdAt: Date;
   updatedAt: Date;
   resolvedAt: Date | null;
@@ -55,7 +63,7 @@ export interface BridgeRecord {
 }
 
 export const BRIDGE_COLUMNS = `id, org_id, task_id, step_id, attempt, agent_key, dialect, foreign_task_id, status, notification_token_hash,
-  token_kid, request, clearance, artifacts, last_state, deadline_ms, created_at, updated_at, resolved_at,
+  token_kid, request, clearance, artifacts, last_state, deadline_ms, delivery, next_poll_at, polls, late_artifacts, created_at, updated_at, resolved_at,
   sent_at, sent_hash, usage, priced_by`;
 
 /** The same columns qualified with the alias `b`, for queries that join or update `a2a_bridge b`. */
@@ -79,6 +87,10 @@ export function toBridge(row: Record<string, unknown>): BridgeRecord {
     artifacts: (row.artifacts as ForeignArtifact[] | null) ?? [],
     lastState: (row.last_state as string | null) ?? null,
     deadlineMs: row.deadline_ms === null || row.deadline_ms === undefined ? null : Number(row.deadline_ms),
+    delivery: (row.delivery as BridgeRecord["delivery"] | undefined) ?? null,
+    nextPollAt: (row.next_poll_at as Date | null | undefined) ?? null,
+    polls: Number(row.polls ?? 0),
+    lateArtifacts: (row.late_artifacts as ForeignArtifact[] | null | undefined) ?? [],
     createdAt: row.created_at as Date,
     updatedAt: row.updated_at as Date,
     resolvedAt: (row.resolved_at as Date | null) ?? null,
@@ -143,6 +155,11 @@ export interface BridgeWrite {
   /** The row version (`xmin`) the new state was computed from; null when the caller holds the row lock. */
   version: string | null;
   results: readonly OutboxEnvelope[];
+  /**
+   * Make a GetTask due now (`next_poll_at = now()`, poll count reset): the bridge heard its task ended without the
+   * artifacts being known for sure, and the poller resolves it from the whole task (bridge-transition.ts).
+   */
+  pollNow?: boolean;
 }
 
 /**
@@ -157,12 +174,17 @@ export async function writeBridges(db: Queryable, writes: readonly BridgeWrite[]
     `WITH u AS (
        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::bool[], $13::jsonb[], $14::text[])
          AS u(id, version, status, artifacts, last_state, foreign_task_id, resolved, usage, priced_by)
+     ), extra AS (
+       SELECT * FROM unnest($1::uuid[], $15::bool[], $16::jsonb[]) AS x(id, poll_now, late_artifacts)
      ), changed AS (
        UPDATE a2a_bridge b SET status = u.status, artifacts = u.artifacts, last_state = u.last_state,
-         foreign_task_id = u.foreign_task_id, usage = u.usage, priced_by = u.priced_by, updated_at = now(),
-         resolved_at = CASE WHEN u.resolved THEN now() ELSE b.resolved_at END,
-         claimed_until = CASE WHEN u.resolved THEN NULL ELSE b.claimed_until END
-       FROM u WHERE b.id = u.id AND (u.version IS NULL OR b.xmin = u.version::xid)
+         foreign_task_id = u.foreign_task_id, usage = u.usage, priced_by = u.priced_by, updated_at = now(), late_artifacts = x.late_artifacts,
+         -- A resolved bridge keeps the time it resolved (a late artifact written to it later changes nothing else).
+         resolved_at = CASE WHEN u.resolved THEN COALESCE(b.resolved_at, now()) ELSE b.resolved_at END,
+         claimed_until = CASE WHEN u.resolved THEN NULL ELSE b.claimed_until END,
+         next_poll_at = CASE WHEN u.resolved THEN NULL WHEN x.poll_now THEN now() ELSE b.next_poll_at END,
+         polls = CASE WHEN x.poll_now AND NOT u.resolved THEN 0 ELSE b.polls END
+       FROM u JOIN extra x ON x.id = u.id WHERE b.id = u.id AND (u.version IS NULL OR b.xmin = u.version::xid)
        RETURNING b.id
      ), sent AS (
        INSERT INTO outbox (org_id, stream, envelope_id, envelope)
@@ -188,6 +210,8 @@ export async function writeBridges(db: Queryable, writes: readonly BridgeWrite[]
       results.map((r) => Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.byteLength)),
       writes.map((w) => (w.bridge.usage ? JSON.stringify(w.bridge.usage) : null)),
       writes.map((w) => w.bridge.pricedBy),
+      writes.map((w) => w.pollNow === true),
+      writes.map((w) => JSON.stringify(w.bridge.lateArtifacts)),
     ],
   );
   const byEnvelope = new Map(results.map((r) => [r.envelopeId, r]));

@@ -4,15 +4,24 @@
  *
  * A non-terminal state updates the bridge (status, last state, artifacts merged). A terminal state — and the
  * interrupted states `input-required` / `auth-required`, which we cannot serve yet — resolves it: the step is then
- * resumed by the RESULT `resultFor` builds. A resolved bridge never changes again, so duplicates and late pushes
- * change nothing; a non-terminal push that tells nothing new (same state, artifacts already merged) is `unchanged`
- * and hands back the same object, so no row is written (not even `updated_at`, which the sweep's "no news for a
- * while" threshold reads); a push about another foreign task than the bridge's is a mismatch.
+ * resumed by the RESULT `resultFor` builds. A resolved bridge never changes again, so duplicates change nothing; a
+ * non-terminal push that tells nothing new (same state, artifacts already merged) is `unchanged` and hands back the
+ * same object, so no row is written (not even `updated_at`, which the sweep's "no news for a while" threshold
+ * reads); a push about another foreign task than the bridge's is a mismatch.
+ *
+ * No success before its artifacts are known. An observation that is `complete` (a whole Task: the SendMessage
+ * answer, GetTask, a Task-snapshot push) carries the task's artifact list, which replaces what pushes collected. A
+ * `completed` status push is not: pushes may arrive in any order, so when no artifact was collected yet, or one was
+ * assembled from appended chunks (whose pushes may have crossed), the bridge stays open with `last_state`
+ * `completed` and a GetTask due now (`pollNow`); the poller (poller.ts) resolves it from the whole task, or from
+ * what was collected when the agent cannot answer. Other ends (failed, canceled, …) carry no output and resolve at
+ * once. Artifacts pushed after the bridge resolved are not dropped: new ones are kept in `lateArtifacts` (outcome
+ * `late`) for the operator, never merged into the RESULT already written.
  */
 import { isDeepStrictEqual } from "node:util";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { StepError } from "../coordinator/model.js";
-import { foreignOutput, mergeArtifacts, type ForeignArtifact } from "./a2a/artifacts.js";
+import { artifactKnown, foreignOutput, mergeArtifacts, type ForeignArtifact } from "./a2a/artifacts.js";
 import { isInterruptedForeignState, isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
 import { isOpen, type BridgeRecord, type BridgeStatus } from "./bridge-store.js";
 import { foreignResultEnvelope, outputTooLarge, type OutboxEnvelope } from "./foreign-result.js";
@@ -40,7 +49,10 @@ export interface ForeignUsage {
   outputTokens?: number;
 }
 
-export type ObservationOutcome = "updated" | "unchanged" | "resumed" | "ignored" | "mismatch" | "unknown";
+export type ObservationOutcome = "updated" | "unchanged" | "resumed" | "ignored" | "late" | "mismatch" | "unknown";
+
+/** Late artifacts kept per bridge at most; more are still counted and logged, not stored. */
+export const MAX_LATE_ARTIFACTS = 64;
 
 /** How a resolved bridge ended. */
 export interface Resolution {
@@ -56,16 +68,27 @@ export interface Transition {
   bridge: BridgeRecord;
   /** Set when this observation resolved the bridge. */
   end?: Resolution;
+  /** The task ended but its artifacts must be confirmed: write the bridge with a GetTask due now. */
+  pollNow?: boolean;
+  /** Artifacts that arrived after the bridge resolved and were new (outcome `late`), to count and log. */
+  late?: ForeignArtifact[];
 }
 
 /** Applies one observation to `bridge`; see the module comment. */
 export function observe(bridge: BridgeRecord, observation: ForeignObservation, maxPayloadBytes: number): Transition {
-  if (!isOpen(bridge.status)) return { outcome: "ignored", bridge };
+  if (!isOpen(bridge.status)) return lateArrival(bridge, observation);
   if (bridge.foreignTaskId !== null && bridge.foreignTaskId !== observation.foreignTaskId) return { outcome: "mismatch", bridge };
-  const artifacts = mergeArtifacts(bridge.artifacts, observation.artifacts);
+  // A whole task's list replaces what pushes collected (it has the chunks in their order); an empty one keeps them
+  // (an agent that keeps no artifacts in its task, or our own "resolve with what was collected").
+  const artifacts = observation.complete && observation.artifacts.length > 0 ? mergeArtifacts([], observation.artifacts) : mergeArtifacts(bridge.artifacts, observation.artifacts);
   const state = observation.state;
   // A Task's metadata is cumulative, so the latest report wins (an observation without usage keeps the last one).
   const base = { ...bridge, artifacts, foreignTaskId: bridge.foreignTaskId ?? observation.foreignTaskId, usage: observation.usage ?? bridge.usage };
+  if (state === "completed" && !observation.complete && mustConfirm(base, artifacts)) {
+    const next = { ...base, lastState: state };
+    if (sameBridgeState(bridge, next)) return { outcome: "unchanged", bridge };
+    return { outcome: "updated", bridge: next, pollNow: true };
+  }
   if (isTerminalForeignState(state) || isInterruptedForeignState(state)) {
     return { outcome: "resumed", bridge: { ...base, status: resolvedStatus(state!), lastState: state! }, end: { state: state!, message: observation.message } };
   }
@@ -79,9 +102,33 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
     };
   }
   const status: BridgeStatus = state === "working" || bridge.status === "working" ? "working" : bridge.status === "pending_send" ? "pending_send" : "dispatched";
-  const next = { ...base, status, lastState: state ?? bridge.lastState };
+  // A bridge waiting to confirm its end keeps that end as its last state, so it can still resolve with it.
+  const lastState = isTerminalForeignState(bridge.lastState as ForeignTaskState) ? bridge.lastState : (state ?? bridge.lastState);
+  const next = { ...base, status, lastState };
   if (sameBridgeState(bridge, next)) return { outcome: "unchanged", bridge };
   return { outcome: "updated", bridge: next };
+}
+
+/** Whether a `completed` status push must be confirmed with GetTask before the bridge resolves; see the module comment. */
+function mustConfirm(bridge: BridgeRecord, artifacts: readonly ForeignArtifact[]): boolean {
+  // Nothing to ask: a Message answer has no task, and a call (MCP) is its own answer.
+  if (bridge.delivery === "call" || (bridge.foreignTaskId ?? "").startsWith("message:")) return false;
+  return artifacts.length === 0 || artifacts.some((a) => a.chunked === true);
+}
+
+/** A push to a resolved bridge: artifacts it did not have are kept apart (`lateArtifacts`); nothing else changes. */
+function lateArrival(bridge: BridgeRecord, observation: ForeignObservation): Transition {
+  if (bridge.foreignTaskId !== null && bridge.foreignTaskId !== observation.foreignTaskId) return { outcome: "ignored", bridge };
+  const fresh: ForeignArtifact[] = [];
+  for (const artifact of observation.artifacts) {
+    if (artifactKnown(bridge.artifacts, artifact)) continue;
+    if ([...bridge.lateArtifacts, ...fresh].some((seen) => isDeepStrictEqual(seen, artifact))) continue;
+    fresh.push(artifact);
+  }
+  if (fresh.length === 0) return { outcome: "ignored", bridge };
+  const room = Math.max(0, MAX_LATE_ARTIFACTS - bridge.lateArtifacts.length);
+  const kept = fresh.slice(0, room);
+  return { outcome: "late", bridge: kept.length > 0 ? { ...bridge, lateArtifacts: [...bridge.lateArtifacts, ...kept] } : bridge, late: fresh };
 }
 
 // Deep equality ignores key order: a bridge read back from jsonb has its artifact keys reordered.

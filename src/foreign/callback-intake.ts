@@ -22,7 +22,9 @@ import { BRIDGE_COLUMNS_OF_B, isBridgeId, toBridge, writeBridges, type BridgeRec
 import { observe, resultFor, type ForeignObservation, type ObservationOutcome } from "./bridge-transition.js";
 import type { OutboxEnvelope } from "./foreign-result.js";
 import type { HopRates } from "./pricing.js";
-import { applyObservations, ratesOf, type BridgeResumeDeps } from "./resume.js";
+import { applyObservations, noteTransition, ratesOf, reportLate, type BridgeResumeDeps } from "./resume.js";
+import type { ForeignArtifact } from "./a2a/artifacts.js";
+import { isOpen } from "./bridge-store.js";
 
 export interface CallbackTarget {
   bridge: BridgeRecord;
@@ -43,7 +45,7 @@ export interface CallbackIntakeOptions extends BridgeResumeDeps {
   /** Pushes per batch at most. @defaultValue 200 */
   maxBatch?: number;
   /** Batch sizes and optimistic-write conflicts are recorded here. */
-  metrics?: Pick<Metrics, "a2aCallbackBatchSize" | "a2aCallbackConflicts">;
+  metrics?: Pick<Metrics, "a2aCallbackBatchSize" | "a2aCallbackConflicts" | "a2aLateArtifacts">;
 }
 
 export class CallbackIntake {
@@ -97,11 +99,15 @@ export class CallbackIntake {
     const outcomes: Array<ObservationOutcome | undefined> = items.map(() => undefined);
     // Each bridge's observations in order, from the version `find` read; a bridge read at two versions (its pushes
     // were looked up in different batches around a change) goes to the locking path whole.
-    const perBridge = new Map<string, { version: string; start: BridgeRecord; bridge: BridgeRecord; rates: HopRates; indexes: number[]; results: OutboxEnvelope[]; stale: boolean }>();
+    const perBridge = new Map<
+      string,
+      { version: string; start: BridgeRecord; bridge: BridgeRecord; rates: HopRates; indexes: number[]; results: OutboxEnvelope[]; stale: boolean; pollNow: boolean; late: ForeignArtifact[] }
+    >();
     items.forEach(({ target }, index) => {
       const entry = perBridge.get(target.bridge.id);
-      if (!entry) perBridge.set(target.bridge.id, { version: target.version, start: target.bridge, bridge: target.bridge, rates: target.rates, indexes: [index], results: [], stale: false });
-      else {
+      if (!entry) {
+        perBridge.set(target.bridge.id, { version: target.version, start: target.bridge, bridge: target.bridge, rates: target.rates, indexes: [index], results: [], stale: false, pollNow: false, late: [] });
+      } else {
         entry.indexes.push(index);
         if (entry.version !== target.version) entry.stale = true;
       }
@@ -116,11 +122,16 @@ export class CallbackIntake {
           entry.bridge = priced.bridge;
           entry.results.push(priced.result);
         }
+        noteTransition(entry, step);
         outcomes[index] = step.outcome;
       }
     }
     const writes = [...perBridge.values()].filter((e) => !e.stale && e.bridge !== e.start);
-    const { written, outbox } = await writeBridges(this.options.pool, writes.map((e) => ({ bridge: e.bridge, version: e.version, results: e.results })));
+    const { written, outbox } = await writeBridges(
+      this.options.pool,
+      writes.map((e) => ({ bridge: e.bridge, version: e.version, results: e.results, pollNow: e.pollNow && isOpen(e.bridge.status) })),
+    );
+    for (const e of writes) if (e.late.length > 0 && written.has(e.bridge.id)) reportLate(this.options, e.bridge, e.late);
     // Whatever could not be applied on the version read — changed meanwhile, or read at two versions — is applied
     // again from scratch under row locks.
     const retry = [...perBridge.values()].filter((e) => e.stale || (e.bridge !== e.start && !written.has(e.bridge.id))).flatMap((e) => e.indexes);

@@ -92,6 +92,7 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
         foreignTaskId: parsed.foreignTaskId,
         ...(parsed.state !== undefined ? { state: parsed.state } : {}),
         artifacts: parsed.artifacts,
+        complete: parsed.complete,
         ...(parsed.message !== undefined ? { message: parsed.message } : {}),
         ...(parsed.usage ? { usage: parsed.usage } : {}),
       });

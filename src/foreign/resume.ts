@@ -13,8 +13,10 @@ import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { withTransactionRetry, type Pool, type PoolClient } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
-import { BRIDGE_COLUMNS_OF_B, findBridge, isBridgeId, toBridge, writeBridges, type BridgeRecord } from "./bridge-store.js";
-import { observe, resultFor, type ForeignObservation, type ObservationOutcome } from "./bridge-transition.js";
+import { BRIDGE_COLUMNS_OF_B, findBridge, isBridgeId, isOpen, toBridge, writeBridges, type BridgeRecord } from "./bridge-store.js";
+import { observe, resultFor, type ForeignObservation, type ObservationOutcome, type Transition } from "./bridge-transition.js";
+import type { ForeignArtifact } from "./a2a/artifacts.js";
+import type { Metrics } from "../metrics.js";
 import { foreignResultEnvelope, type OutboxEnvelope } from "./foreign-result.js";
 import type { HopRates } from "./pricing.js";
 
@@ -30,6 +32,8 @@ export interface BridgeResumeDeps {
   maxPayloadBytes: number;
   logger?: Logger;
   clock?: () => number;
+  /** Late artifacts (pushed after their bridge resolved) are counted here. */
+  metrics?: Pick<Metrics, "a2aLateArtifacts">;
 }
 
 export interface ObservationRequest {
@@ -48,6 +52,9 @@ interface Working {
   bridge: BridgeRecord;
   rates: HopRates;
   results: OutboxEnvelope[];
+  /** An observation asked for a GetTask now (a `completed` push whose artifacts must be confirmed). */
+  pollNow: boolean;
+  late: ForeignArtifact[];
 }
 
 /**
@@ -57,7 +64,7 @@ interface Working {
  */
 export async function applyObservations(deps: BridgeResumeDeps, requests: readonly ObservationRequest[]): Promise<ObservationOutcome[]> {
   const now = (deps.clock ?? Date.now)();
-  const { outcomes, outbox } = await withTransactionRetry(deps.pool, async (client) => {
+  const { outcomes, outbox, late } = await withTransactionRetry(deps.pool, async (client) => {
     const bridges = await lockBridges(client, requests.map((r) => r.bridgeId));
     const outcomes = requests.map(({ bridgeId, observation }): ObservationOutcome => {
       const working = bridges.get(bridgeId);
@@ -69,15 +76,36 @@ export async function applyObservations(deps: BridgeResumeDeps, requests: readon
         working.bridge = priced.bridge;
         working.results.push(priced.result);
       }
+      noteTransition(working, step);
       return step.outcome;
     });
     const changed = [...bridges.values()].filter((w) => w.bridge !== w.start);
     // The rows are locked, so no version check: every write lands.
-    const { outbox } = await writeBridges(client, changed.map((w) => ({ bridge: w.bridge, version: null, results: w.results })));
-    return { outcomes, outbox };
+    const { outbox } = await writeBridges(client, changed.map((w) => ({ bridge: w.bridge, version: null, results: w.results, pollNow: w.pollNow && isOpen(w.bridge.status) })));
+    return { outcomes, outbox, late: [...bridges.values()].filter((w) => w.late.length > 0) };
   });
+  for (const w of late) reportLate(deps, w.bridge, w.late);
   await publish(deps, outbox);
   return outcomes;
+}
+
+/** Folds what one transition asks of the write into the bridge's batch entry. */
+export function noteTransition(entry: { pollNow: boolean; late: ForeignArtifact[] }, step: Transition): void {
+  if (step.pollNow) entry.pollNow = true;
+  if (step.late) entry.late.push(...step.late);
+}
+
+/**
+ * Artifacts pushed after their bridge resolved: the step already has its RESULT, so they are kept on the bridge
+ * (`late_artifacts`), counted and logged with the ids an operator needs — never silently dropped. Called after the
+ * commit that stored them.
+ */
+export function reportLate(deps: Pick<BridgeResumeDeps, "logger" | "metrics">, bridge: BridgeRecord, late: readonly ForeignArtifact[]): void {
+  deps.metrics?.a2aLateArtifacts.inc(late.length);
+  (deps.logger ?? silentLogger).warn(
+    { bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, agent: bridge.agentKey, foreignTaskId: bridge.foreignTaskId, artifactIds: late.map((a) => a.artifactId), status: bridge.status },
+    "foreign artifacts arrived after the bridge resolved; kept in late_artifacts, not in the step's output",
+  );
 }
 
 /**
@@ -112,7 +140,7 @@ async function lockBridges(client: PoolClient, ids: readonly string[]): Promise<
   return new Map(
     rows.map((row) => {
       const bridge = toBridge(row);
-      return [bridge.id, { start: bridge, bridge, rates: ratesOf(row), results: [] }];
+      return [bridge.id, { start: bridge, bridge, rates: ratesOf(row), results: [], pollNow: false, late: [] }];
     }),
   );
 }

@@ -227,7 +227,8 @@ export class ForeignSender {
     const { rows } = await this.options.pool.query<{ foreign_task_id: string | null }>(
       `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, deadline_ms = $4, claimed_until = NULL, updated_at = now(),
          status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END,
-         last_state = CASE WHEN status = 'pending_send' THEN $5 ELSE last_state END,
+         -- A completed push that raced the answer (waiting for its GetTask confirmation) keeps its state.
+         last_state = CASE WHEN status = 'pending_send' AND last_state IS DISTINCT FROM 'completed' THEN $5 ELSE last_state END,
          delivery = $6, sent_at = COALESCE(sent_at, now()),
          next_poll_at = CASE WHEN $7::double precision IS NULL THEN next_poll_at ELSE now() + make_interval(secs => $7::double precision / 1000) END
        WHERE id = $1 RETURNING foreign_task_id`,

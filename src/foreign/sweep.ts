@@ -4,7 +4,7 @@
  * 1. Bridges whose step attempt has moved on — the engine's step timeout fired (audited `timeout`, then retried or
  *    failed closed), or the task was cancelled — are marked `timed_out`, and `CancelTask` is sent to the agent
  *    best-effort (its answer changes nothing here).
- * 2. Bridges still open (`dispatched` / `working`) with no news for `sweepAfterMs` are polled with GetTask /
+ * 2. Pushed bridges still open (`dispatched` / `working`) with no news for `sweepAfterMs` are polled with GetTask /
  *    `tasks/get` through the agent's guarded channel and breaker; what the agent answers is applied exactly like a
  *    push (resume.ts), so a terminal state resumes the step once however it was learnt.
  * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so several coordinators may sweep at once.
@@ -74,7 +74,7 @@ export class ForeignSweep {
       const bridges = rows.map(toBridge);
       if (bridges.length > 0) {
         await client.query(
-          `UPDATE a2a_bridge SET status = 'timed_out', resolved_at = now(), updated_at = now() WHERE id = ANY($1::uuid[])`,
+          `UPDATE a2a_bridge SET status = 'timed_out', resolved_at = now(), updated_at = now(), next_poll_at = NULL WHERE id = ANY($1::uuid[])`,
           [bridges.map((b) => b.id)],
         );
         for (const b of bridges) this.logger.info({ bridgeId: b.id, orgId: b.orgId, taskId: b.taskId, stepId: b.stepId }, "foreign hop timed out: bridge closed");
@@ -88,6 +88,8 @@ export class ForeignSweep {
     const { rows } = await this.options.pool.query(
       `WITH picked AS (
          SELECT id FROM a2a_bridge WHERE status IN ('dispatched', 'working') AND foreign_task_id IS NOT NULL
+           -- The poller owns polled bridges and those with a GetTask due: the sweep would only ask twice.
+           AND delivery IS DISTINCT FROM 'poll' AND next_poll_at IS NULL
            AND updated_at < now() - make_interval(secs => $2::double precision / 1000)
            AND ${tenantSqlClause("org_id", 3)}
          ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)

@@ -35,6 +35,7 @@ import {
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { createLegacyAwarePushNotificationSender, V03PushNotificationSerializer } from "@a2a-js/sdk/compat/v0_3/server";
 import { legacyAgentCardRouter } from "@a2a-js/sdk/compat/v0_3/server/express";
+import { completeBeforeAnswering, dataPart, holdingBack, publishChunks, replyWithMessage } from "./a2a-agent-results.js";
 
 export type AgentDialect = "1.0" | "0.3";
 
@@ -45,8 +46,25 @@ export type AgentDialect = "1.0" | "0.3";
  * - `no-push`: completes like `complete` but never sends a push (the card still claims push support).
  * - `slow`: like `complete` with long pauses (default 400 ms) between events.
  * - `input-required`: submitted → working → input-required (an interrupted, non-terminal state).
+ * - `blocking-complete`: the work is done before SendMessage is answered: the first (and only) event is the Task,
+ *   already completed with its artifact, so the answer is a finished Task even though we ask `returnImmediately`.
+ * - `message-reply`: answers SendMessage with a Message (the output as its data part) and opens no task.
+ * - `reordered-pushes`: like `complete`, but the artifact push is held back (`holdMs`, default 300 ms) so the final
+ *   status push is sent BEFORE it. (A v0.3 agent pushes Task snapshots, where the final one has the artifact.)
+ * - `chunked-out-of-order`: the artifact comes in three append chunks (`{ chunk: 1..3 }`, lastChunk on the third),
+ *   then completed; the push of chunk 2 is held back (`holdMs`), so chunk 3 and the final status arrive first.
  */
-export type AgentBehaviour = "complete" | "fail" | "never-finish" | "no-push" | "slow" | "input-required";
+export type AgentBehaviour =
+  | "complete"
+  | "fail"
+  | "never-finish"
+  | "no-push"
+  | "slow"
+  | "input-required"
+  | "blocking-complete"
+  | "message-reply"
+  | "reordered-pushes"
+  | "chunked-out-of-order";
 
 export interface StartA2AAgentOptions {
   dialect: AgentDialect;
@@ -71,6 +89,8 @@ export interface StartA2AAgentOptions {
    * snapshot and GetTask carry too), e.g. `{ usage: { cost: 0.42 } }` for metered-cost tests.
    */
   finalMetadata?: Record<string, unknown>;
+  /** How long `reordered-pushes` / `chunked-out-of-order` hold back the push they reorder. Default 300 ms. */
+  holdMs?: number;
 }
 
 export interface ReceivedMessage {
@@ -98,6 +118,8 @@ export interface RunningA2AAgent {
   readonly rpcUrl: string;
   readonly received: ReceivedMessage[];
   readonly pushes: SentPush[];
+  /** JSON-RPC calls other than SendMessage the agent served, in order: `getTask:<id>`, `cancelTask:<id>`. */
+  readonly calls: string[];
   /** How often the well-known card was requested. */
   readonly cardRequests: () => number;
   /** Changes what the card advertises from now on (for cache refresh tests). */
@@ -114,6 +136,10 @@ const DEFAULT_DELAYS: Record<AgentBehaviour, number> = {
   "no-push": 30,
   slow: 400,
   "input-required": 30,
+  "blocking-complete": 30,
+  "message-reply": 30,
+  "reordered-pushes": 30,
+  "chunked-out-of-order": 30,
 };
 
 export async function startA2AAgent(options: StartA2AAgentOptions): Promise<RunningA2AAgent> {
@@ -125,6 +151,7 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
   let cardCount = 0;
   const received: ReceivedMessage[] = [];
   const pushes: SentPush[] = [];
+  const calls: string[] = [];
 
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -151,9 +178,24 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
     typeof options.pushDelays === "number" ? options.pushDelays : (delays[i] ?? delays[delays.length - 1] ?? DEFAULT_DELAYS[behaviour]);
 
   const pushStore = new InMemoryPushNotificationStore();
-  const sender = recordingSender(options.dialect, behaviour === "no-push", pushStore, pushes);
+  const sender = holdingBack(
+    recordingSender(options.dialect, behaviour === "no-push", pushStore, pushes),
+    behaviour === "reordered-pushes" ? "reordered" : behaviour === "chunked-out-of-order" ? "chunks" : undefined,
+    options.holdMs ?? 300,
+  );
   const executor = new TestExecutor({ name, behaviour, delayAt, output: options.output, received, finalMetadata: options.finalMetadata });
   const requestHandler = new DefaultRequestHandler(liveCard, new InMemoryTaskStore(), executor, undefined, pushStore, sender);
+  // Record GetTask / CancelTask as served (both dialects reach the same handler methods).
+  const getTask = requestHandler.getTask.bind(requestHandler);
+  requestHandler.getTask = (params, context) => {
+    calls.push(`getTask:${params.id}`);
+    return getTask(params, context);
+  };
+  const cancelTask = requestHandler.cancelTask.bind(requestHandler);
+  requestHandler.cancelTask = (params, context) => {
+    calls.push(`cancelTask:${params.id}`);
+    return cancelTask(params, context);
+  };
 
   const app = express();
   app.use("/.well-known/agent-card.json", (_req, res, next) => {
@@ -191,6 +233,7 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
     rpcUrl,
     received,
     pushes,
+    calls,
     cardRequests: () => cardCount,
     updateCard(change) {
       if (change.skills) skills = change.skills;
@@ -268,6 +311,12 @@ class TestExecutor implements AgentExecutor {
       }),
     );
     const pause = (i: number) => Promise.race([sleep(delayAt(i)), cancelledSignal]);
+    const output = () => (this.options.output ? this.options.output(parts[0]) : { echo: parts[0], by: this.options.name });
+    if (behaviour === "message-reply" || behaviour === "blocking-complete") {
+      this.cancels.delete(ctx.taskId);
+      (behaviour === "message-reply" ? replyWithMessage : completeBeforeAnswering)(ctx, bus, output());
+      return;
+    }
     const task: Task = {
       id: ctx.taskId,
       contextId: ctx.contextId,
@@ -295,7 +344,14 @@ class TestExecutor implements AgentExecutor {
         this.status(ctx, bus, TaskState.TASK_STATE_INPUT_REQUIRED, "need more input");
         return;
       }
-      const data = this.options.output ? this.options.output(parts[0]) : { echo: parts[0], by: this.options.name };
+      if (behaviour === "chunked-out-of-order") {
+        await publishChunks(ctx, bus);
+        await pause(2);
+        if (cancelled) return;
+        this.status(ctx, bus, TaskState.TASK_STATE_COMPLETED);
+        return;
+      }
+      const data = output();
       bus.publish(
         AgentEvent.artifactUpdate({
           taskId: ctx.taskId,
@@ -379,10 +435,6 @@ function v03Card(card: { name: string; description: string; url: string; push: b
     defaultOutputModes: ["application/json"],
     skills: card.skills.map((id) => ({ id, name: id, description: `skill ${id}`, tags: ["test"] })),
   };
-}
-
-function dataPart(value: unknown): Part {
-  return { content: { $case: "data", value }, metadata: undefined, filename: "", mediaType: "application/json" };
 }
 
 function partValue(part: Part): unknown {

@@ -26,7 +26,7 @@ export class A2ATransport implements ForeignTransport {
       forceRefresh: true,
       ...(signal ? { signal } : {}),
     });
-    const delivery = agent.delivery === "poll" || !card.pushNotifications ? "poll" : "push";
+    const delivery = deliveryFor(agent, card);
     const notes = delivery === "poll" && agent.delivery !== "poll" ? ["the Agent Card offers no push notifications: results are polled with GetTask"] : [];
     return { summary: `${card.name || agent.agentKey} (A2A ${card.protocol})`, delivery, notes };
   }
@@ -37,17 +37,20 @@ export class A2ATransport implements ForeignTransport {
     const card = await channel.cards.get(agent.orgId, agent.agentKey, {
       baseUrl: agent.baseUrl,
       requireSkill: requiredSkills(agent, bridge.request),
-      requirePush: true,
+      // Only a registration that forces push needs the card to offer it; otherwise we poll (deliveryFor).
+      requirePush: agent.delivery === "push",
       protocol: preferenceOf(agent),
       ...(request.signal ? { signal: request.signal } : {}),
     });
-    const push = await request.push();
+    const delivery = deliveryFor(agent, card);
+    // A polled hop sends no push config at all: an agent that cannot push (or reach us) is never asked to.
+    const push = delivery === "push" ? await request.push() : undefined;
     const sent = await channel.client
       .send({
         card,
         protocol: card.protocol,
         message: { taskId: bridge.taskId, stepId: bridge.stepId, orgId: bridge.orgId, clearanceFloor: bridge.clearance, input: bridge.request, messageId: bridge.id },
-        push,
+        ...(push ? { push } : {}),
         ...(request.signal ? { signal: request.signal } : {}),
       })
       .catch((error: unknown) => {
@@ -55,16 +58,22 @@ export class A2ATransport implements ForeignTransport {
         throw error;
       });
     reach.mayHaveReached = true;
-    return {
+    // The answer is the task as it stands (or a Message: the whole result): its artifacts are complete, so a
+    // terminal answer resumes the step at once through the sender's applyObservation.
+    const observation: ForeignObservation = {
       foreignTaskId: sent.foreignTaskId,
-      dialect: card.protocol,
-      delivery: "push",
-      observation: { foreignTaskId: sent.foreignTaskId, state: sent.state, artifacts: [], ...(sent.usage ? { usage: sent.usage } : {}) },
+      state: sent.state,
+      artifacts: sent.artifacts,
+      complete: true,
+      ...(sent.message !== undefined ? { message: sent.message } : {}),
+      ...(sent.usage ? { usage: sent.usage } : {}),
     };
+    return { foreignTaskId: sent.foreignTaskId, dialect: card.protocol, delivery, observation };
   }
 
   async poll(agent: ForeignAgentRecord, bridge: BridgeRecord, signal?: AbortSignal): Promise<ForeignObservation | undefined> {
-    if (bridge.foreignTaskId === null) return undefined;
+    // A Message answer (no task) is resolved by its answer and never asked about; its stand-in id is no task id.
+    if (bridge.foreignTaskId === null || bridge.foreignTaskId.startsWith("message:")) return undefined;
     const channel = this.channels.get(agent);
     const card = await channel.cards.get(agent.orgId, agent.agentKey, { baseUrl: agent.baseUrl, requirePush: false, protocol: dialectOf(bridge), ...(signal ? { signal } : {}) });
     const snapshot = await channel.client.getTask({ card, protocol: card.protocol, foreignTaskId: bridge.foreignTaskId, ...(signal ? { signal } : {}) });
@@ -73,18 +82,24 @@ export class A2ATransport implements ForeignTransport {
       state: snapshot.state,
       // GetTask answers with the whole task: its artifacts are complete.
       artifacts: snapshot.artifacts,
+      complete: true,
       ...(snapshot.message !== undefined ? { message: snapshot.message } : {}),
       ...(snapshot.usage ? { usage: snapshot.usage } : {}),
     };
   }
 
   async cancel(agent: ForeignAgentRecord, bridge: BridgeRecord, signal?: AbortSignal): Promise<boolean> {
-    if (bridge.foreignTaskId === null) return false;
+    if (bridge.foreignTaskId === null || bridge.foreignTaskId.startsWith("message:")) return false;
     const channel = this.channels.get(agent);
     const card = await channel.cards.get(agent.orgId, agent.agentKey, { baseUrl: agent.baseUrl, requirePush: false, protocol: dialectOf(bridge), ...(signal ? { signal } : {}) });
     await channel.client.cancelTask({ card, protocol: card.protocol, foreignTaskId: bridge.foreignTaskId, ...(signal ? { signal } : {}) });
     return true;
   }
+}
+
+/** Push when the registry allows it and the card offers it; poll when the registry says so or the card cannot push. */
+function deliveryFor(agent: Pick<ForeignAgentRecord, "delivery">, card: { pushNotifications: boolean }): "push" | "poll" {
+  return agent.delivery === "poll" || !card.pushNotifications ? "poll" : "push";
 }
 
 function preferenceOf(agent: Pick<ForeignAgentRecord, "protocol">): ProtocolPreference {

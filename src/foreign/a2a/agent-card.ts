@@ -8,7 +8,8 @@
  * - `CARD_UNREACHABLE`: the fetch failed (network, timeout, non-2xx, refused by the egress guard);
  * - `CARD_INVALID`: the body is too large, not JSON, or not an Agent Card;
  * - `CARD_MISSING_SKILL`: a required skill is not on the card;
- * - `CARD_NO_PUSH`: `capabilities.pushNotifications` is not true;
+ * - `CARD_NO_PUSH`: `capabilities.pushNotifications` is not true and the request requires push (only a registration
+ *   with `delivery: push` does: an agent without push is otherwise polled with GetTask);
  * - `CARD_NO_PROTOCOL`: no JSON-RPC interface in a dialect we speak that the registry's preference allows.
  * A card this call has just fetched is not fetched again. Failures are never cached, so the next dispatch retries.
  * How the dialect is read off the card is documented in card-parse.ts; `auto` prefers v1.0 over v0.3.

@@ -7,6 +7,7 @@
  * never fetched. Both dialects are read from their JSON wire form: v1.0 parts are a oneof
  * (`{ text } | { data } | { url } | { raw }`), v0.3 parts carry `kind` (`text` | `data` | `file`).
  */
+import { isDeepStrictEqual } from "node:util";
 import { isJsonObject, malformed, optionalString, requireId, type JsonObject } from "./untrusted-json.js";
 import type { A2ADialect } from "./task-state.js";
 
@@ -17,6 +18,11 @@ export interface ForeignArtifact {
   parts: unknown[];
   /** From an artifact update: these parts continue the artifact of the same id rather than replace it. */
   append?: boolean;
+  /**
+   * Set on a collected artifact assembled from appended chunks. Pushes may arrive out of order, so such an
+   * artifact is confirmed with GetTask before the bridge resolves on a status push (bridge-transition.ts).
+   */
+  chunked?: boolean;
 }
 
 export interface ArtifactLimits {
@@ -143,9 +149,10 @@ export function mergeArtifacts(collected: readonly ForeignArtifact[], incoming: 
   const byId = new Map(collected.map((artifact) => [artifact.artifactId, artifact]));
   for (const artifact of incoming) {
     const previous = byId.get(artifact.artifactId);
-    const { append, ...rest } = artifact;
-    if (append && previous) byId.set(artifact.artifactId, { ...previous, parts: [...previous.parts, ...rest.parts] });
-    else byId.set(artifact.artifactId, rest);
+    const { append, chunked: _chunked, ...rest } = artifact;
+    if (append && previous) byId.set(artifact.artifactId, { ...previous, parts: [...previous.parts, ...rest.parts], chunked: true });
+    // A chunk whose first part has not arrived yet (out of order) starts the artifact, marked as chunked.
+    else byId.set(artifact.artifactId, append ? { ...rest, chunked: true } : rest);
   }
   return [...byId.values()];
 }
@@ -156,5 +163,23 @@ export function mergeArtifacts(collected: readonly ForeignArtifact[], incoming: 
  */
 export function foreignOutput(artifacts: readonly ForeignArtifact[]): unknown {
   if (artifacts.length === 1 && artifacts[0]!.parts.length === 1) return artifacts[0]!.parts[0];
-  return { artifacts: artifacts.map(({ append: _append, ...artifact }) => artifact) };
+  return { artifacts: artifacts.map(({ append: _append, chunked: _chunked, ...artifact }) => artifact) };
+}
+
+/**
+ * Whether `incoming` tells nothing beyond `collected` (used for pushes that arrive after a bridge resolved): an
+ * artifact already there whole, or an appended chunk whose parts already appear, in order, in the artifact of its id.
+ */
+export function artifactKnown(collected: readonly ForeignArtifact[], incoming: ForeignArtifact): boolean {
+  const known = collected.find((a) => a.artifactId === incoming.artifactId);
+  if (!known) return false;
+  // Deep equality ignores key order: collected artifacts read back from jsonb have their keys reordered.
+  const parts = incoming.parts;
+  const have = known.parts;
+  if (!incoming.append) return parts.length === have.length && parts.every((p, i) => isDeepStrictEqual(p, have[i]));
+  if (parts.length === 0) return true;
+  for (let start = 0; start + parts.length <= have.length; start++) {
+    if (parts.every((p, i) => isDeepStrictEqual(p, have[start + i]))) return true;
+  }
+  return false;
 }

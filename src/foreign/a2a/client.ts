@@ -16,10 +16,10 @@
  * `details.reason` and `details.retryable` (client-errors.ts). Answers are treated as untrusted like push bodies.
  */
 import { randomUUID } from "node:crypto";
-import { AgentCard, Role, Task, type Message, type SendMessageRequest } from "@a2a-js/sdk";
+import { AgentCard, Message, Role, Task, type SendMessageRequest } from "@a2a-js/sdk";
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client, type RequestOptions } from "@a2a-js/sdk/client";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { messageText, normalizeArtifacts, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
+import { messageText, normalizeArtifact, normalizeArtifacts, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
 import type { AgentEndpoint } from "./card-parse.js";
 import { callFailure, mapCallError } from "./client-errors.js";
 import { foreignTaskState, type A2ADialect, type ForeignTaskState } from "./task-state.js";
@@ -71,16 +71,28 @@ export interface A2ASendRequest {
   card: A2ATarget;
   protocol: A2ADialect;
   message: ForeignStepMessage;
-  push: PushTarget;
+  /** Where the agent should push updates; absent for a polled hop (no push config is sent at all). */
+  push?: PushTarget;
   signal?: AbortSignal;
 }
 
+/**
+ * The whole SendMessage answer. A Task (just opened, or already finished when the agent worked before answering)
+ * with its artifacts as of the answer; or a Message (the agent answered without opening a task), read as a
+ * completed task whose single artifact `message` holds the message's parts.
+ */
 export interface A2ASendResult {
+  answer: "task" | "message";
+  /** The task id; for a Message its `taskId`, or `message:<messageId>` when it names no task. */
   foreignTaskId: string;
   state: ForeignTaskState;
   contextId?: string;
   /** Usage the answering Task reported (pricing.ts). */
   usage?: ForeignUsage;
+  /** The task's complete artifact list as of the answer. */
+  artifacts: ForeignArtifact[];
+  /** Text of the status message, capped. */
+  message?: string;
 }
 
 export interface A2ATaskRequest {
@@ -101,7 +113,7 @@ export interface ForeignTaskSnapshot {
 }
 
 export interface A2AClient {
-  /** Opens a task at the agent and returns as soon as it exists; results arrive by push (or `getTask`). */
+  /** Opens a task at the agent (asking it to answer at once); answers with whatever the agent answered. */
   send(request: A2ASendRequest): Promise<A2ASendResult>;
   getTask(request: A2ATaskRequest): Promise<ForeignTaskSnapshot>;
   /** Asks the agent to cancel; A2A_NOT_CANCELABLE (FAILED_PRECONDITION) when the task already finished. */
@@ -139,16 +151,9 @@ export function createA2AClient(options: A2AClientOptions): A2AClient {
     async send({ card, protocol, message, push, signal }) {
       const request = sendMessageRequest(message, push);
       const result = await call(protocol === "1.0" ? "SendMessage" : "message/send", card, protocol, signal, (client, opts) => client.sendMessage(request, opts));
-      if (!("status" in result) || !("id" in result)) {
-        throw callFailure("A2A_NO_TASK", ErrorCode.FailedPrecondition, "the agent answered with a message instead of opening a task; a FOREIGN hop needs a task to track", false);
-      }
-      const snapshot = readTask(result, options.artifactLimits);
-      return {
-        foreignTaskId: snapshot.foreignTaskId,
-        state: snapshot.state,
-        ...(snapshot.contextId ? { contextId: snapshot.contextId } : {}),
-        ...(snapshot.usage ? { usage: snapshot.usage } : {}),
-      };
+      // The SDK answers v1.0 types for both dialects (its v0.3 layer translates `kind: "message"` / `"task"`).
+      if (!("status" in result) || !("id" in result)) return readMessageAnswer(result, options.artifactLimits);
+      return { answer: "task", ...readTask(result, options.artifactLimits) };
     },
 
     async getTask({ card, protocol, foreignTaskId, signal }) {
@@ -185,7 +190,7 @@ async function sdkClient(endpoint: AgentEndpoint, protocol: A2ADialect, name: st
   return factory.createFromAgentCard(card);
 }
 
-function sendMessageRequest(message: ForeignStepMessage, push: PushTarget): SendMessageRequest {
+function sendMessageRequest(message: ForeignStepMessage, push: PushTarget | undefined): SendMessageRequest {
   const data = isJsonObject(message.input) ? message.input : { value: message.input ?? null };
   const sdkMessage: Message = {
     messageId: message.messageId ?? randomUUID(),
@@ -209,14 +214,9 @@ function sendMessageRequest(message: ForeignStepMessage, push: PushTarget): Send
     message: sdkMessage,
     configuration: {
       acceptedOutputModes: [],
-      taskPushNotificationConfig: {
-        tenant: "",
-        id: "",
-        taskId: "",
-        url: push.url,
-        token: push.token,
-        authentication: push.bearer ? { scheme: "Bearer", credentials: push.token } : undefined,
-      },
+      taskPushNotificationConfig: push
+        ? { tenant: "", id: "", taskId: "", url: push.url, token: push.token, authentication: push.bearer ? { scheme: "Bearer", credentials: push.token } : undefined }
+        : undefined,
       historyLength: 0,
       returnImmediately: true,
     },
@@ -249,6 +249,33 @@ function readTask(task: Task, limits: ArtifactLimits | undefined): ReadTask {
   } catch (error) {
     const why = error instanceof SwitchyardError ? `${error.message} (${String(error.details.reason)})` : String(error);
     throw callFailure("A2A_BAD_RESPONSE", ErrorCode.Unavailable, `the agent's task is unusable: ${why}`, false, {}, error);
+  }
+}
+
+/**
+ * A Message answer: the agent did the work without a task (A2A allows it for quick replies). It is the whole result:
+ * its parts become one artifact `message`, and the hop is done (`completed`).
+ */
+function readMessageAnswer(result: Message, limits: ArtifactLimits | undefined): A2ASendResult {
+  try {
+    const json = Message.toJSON(result) as Record<string, unknown>;
+    const messageId = requireId(json.messageId, "$.messageId", "MISSING_MESSAGE_ID", "message id");
+    const taskId = typeof json.taskId === "string" && json.taskId !== "" ? json.taskId : undefined;
+    const artifact = normalizeArtifact({ artifactId: "message", parts: Array.isArray(json.parts) ? json.parts : [] }, "1.0", "$", limits);
+    const contextId = typeof json.contextId === "string" && json.contextId !== "" ? json.contextId : undefined;
+    const usage = firstUsage(json.metadata);
+    return {
+      answer: "message",
+      // A stable id per message, so a replayed answer finds its bridge; never mistaken for a task id at GetTask.
+      foreignTaskId: taskId ?? `message:${messageId}`,
+      state: "completed",
+      artifacts: [artifact],
+      ...(contextId !== undefined ? { contextId } : {}),
+      ...(usage ? { usage } : {}),
+    };
+  } catch (error) {
+    const why = error instanceof SwitchyardError ? `${error.message} (${String(error.details.reason)})` : String(error);
+    throw callFailure("A2A_BAD_RESPONSE", ErrorCode.Unavailable, `the agent's message answer is unusable: ${why}`, false, {}, error);
   }
 }
 

@@ -42,6 +42,11 @@ export interface ParsedPushNotification {
   message?: string;
   /** Usage reported in the event's `metadata` or its status message's (pricing.ts); absent when none is usable. */
   usage?: ForeignUsage;
+  /**
+   * Whether `artifacts` is the task's complete list: true for a Task snapshot (`kind: "task"`, what the JS SDK's v0.3
+   * layer pushes for every update), so a terminal snapshot resolves the bridge without a confirming GetTask.
+   */
+  complete: boolean;
 }
 
 export interface PushParseOptions extends ArtifactLimits {
@@ -118,7 +123,7 @@ function parseV03(body: JsonObject, limits: ArtifactLimits): ParsedPushNotificat
 
 function parseEvent(dialect: A2ADialect, kind: PushKind, event: JsonObject, path: string, limits: ArtifactLimits): ParsedPushNotification {
   const contextId = optionalString(event.contextId, `${path}.contextId`, "contextId") || undefined;
-  const base = (foreignTaskId: string) => ({ dialect, kind, foreignTaskId, ...(contextId ? { contextId } : {}) });
+  const base = (foreignTaskId: string) => ({ dialect, kind, foreignTaskId, complete: kind === "task", ...(contextId ? { contextId } : {}) });
   switch (kind) {
     case "task": {
       const foreignTaskId = requireId(event.id, `${path}.id`, "MISSING_TASK_ID", "task id");

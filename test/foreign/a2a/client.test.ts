@@ -309,11 +309,16 @@ describe("client plumbing", () => {
     expect(error.details).toMatchObject({ reason: "A2A_RPC_ERROR", rpcCode: -32603, retryable: true });
   });
 
-  it("refuses an agent that answers with a message instead of a task (A2A_NO_TASK)", async () => {
-    const { client, target } = await against(rpcResult({ message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "hi" }] } }));
-    const error = await failure(client.send({ card: target, protocol: "1.0", message: stepMessage, push: pushTo }));
-    expect(error.code).toBe(ErrorCode.FailedPrecondition);
-    expect(error.details).toMatchObject({ reason: "A2A_NO_TASK", retryable: false });
+  it("reads a Message answer as the completed result: its parts are the artifact `message`, its id the message's task or message id", async () => {
+    const bare = await against(rpcResult({ message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "hi" }, { data: { n: 1 } }] } }));
+    expect(await bare.client.send({ card: bare.target, protocol: "1.0", message: stepMessage, push: pushTo })).toEqual({
+      answer: "message",
+      foreignTaskId: "message:m",
+      state: "completed",
+      artifacts: [{ artifactId: "message", parts: ["hi", { n: 1 }] }],
+    });
+    const inTask = await against(rpcResult({ message: { messageId: "m2", taskId: "t-9", role: "ROLE_AGENT", parts: [{ text: "done" }] } }));
+    expect(await inTask.client.send({ card: inTask.target, protocol: "1.0", message: stepMessage })).toMatchObject({ answer: "message", foreignTaskId: "t-9", state: "completed" });
   });
 
   it("refuses unusable answers (A2A_BAD_RESPONSE): a task without an id, another task than asked, a body that is not JSON-RPC", async () => {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parsePushNotification, type ParsedPushNotification } from "../../../src/foreign/a2a/push-body.js";
-import { foreignOutput, mergeArtifacts } from "../../../src/foreign/a2a/artifacts.js";
+import { artifactKnown, foreignOutput, mergeArtifacts } from "../../../src/foreign/a2a/artifacts.js";
 import { foreignTaskState, isTerminalForeignState } from "../../../src/foreign/a2a/task-state.js";
 import { ErrorCode, SwitchyardError } from "../../../src/errors.js";
 
@@ -50,6 +50,7 @@ describe("parsePushNotification: v1.0 StreamResponse", () => {
       contextId: "ctx-1",
       state: "completed",
       final: true,
+      complete: true,
       message: "done\nreally",
       artifacts: [
         { artifactId: "a1", name: "report", parts: [{ total: 3 }, "hello"] },
@@ -82,6 +83,7 @@ describe("parsePushNotification: v1.0 StreamResponse", () => {
       foreignTaskId: TASK_ID,
       contextId: "c",
       final: false,
+      complete: false,
       artifacts: [{ artifactId: "r", parts: [[1, 2]], append: true }],
     });
     expect(parsed.state).toBeUndefined();
@@ -130,6 +132,7 @@ describe("parsePushNotification: v0.3 bodies", () => {
       contextId: "ctx",
       state: "completed",
       final: true,
+      complete: true,
       message: "ok",
       artifacts: [
         {
@@ -275,9 +278,22 @@ describe("artifact helpers", () => {
     );
     expect(merged).toEqual([
       { artifactId: "a", parts: [2] },
-      { artifactId: "b", parts: ["x", "y"] },
-      { artifactId: "c", parts: [true] },
+      // Assembled from appended chunks (or started by one): marked, so a status push confirms them with GetTask.
+      { artifactId: "b", parts: ["x", "y"], chunked: true },
+      { artifactId: "c", parts: [true], chunked: true },
     ]);
+    // The mark never reaches the output.
+    expect(foreignOutput(merged)).toEqual({ artifacts: [{ artifactId: "a", parts: [2] }, { artifactId: "b", parts: ["x", "y"] }, { artifactId: "c", parts: [true] }] });
+  });
+
+  it("artifactKnown: a whole artifact already there, or a chunk whose parts already appear in order", () => {
+    const collected = [{ artifactId: "r", parts: [{ chunk: 1 }, { chunk: 2 }, { chunk: 3 }] }];
+    expect(artifactKnown(collected, { artifactId: "r", parts: [{ chunk: 1 }, { chunk: 2 }, { chunk: 3 }] })).toBe(true);
+    expect(artifactKnown(collected, { artifactId: "r", parts: [{ chunk: 2 }], append: true })).toBe(true);
+    expect(artifactKnown(collected, { artifactId: "r", parts: [{ chunk: 2 }, { chunk: 3 }], append: true })).toBe(true);
+    expect(artifactKnown(collected, { artifactId: "r", parts: [{ chunk: 3 }, { chunk: 2 }], append: true })).toBe(false);
+    expect(artifactKnown(collected, { artifactId: "r", parts: [{ chunk: 2 }] })).toBe(false);
+    expect(artifactKnown(collected, { artifactId: "other", parts: [{ chunk: 1 }] })).toBe(false);
   });
 
   it("foreignOutput is the single part's value, or every artifact when there are several", () => {

@@ -144,6 +144,8 @@ describe("A2A callback intake", () => {
     const h = await opened();
     await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "test" });
     await rt.flags.refresh();
+    // The artifact first: a `completed` status push with no artifact collected would wait for a confirming GetTask.
+    expect((await postPush(h.url, artifact(h.foreignTaskId, { ok: 1 }), h.header)).status).toBe(200);
     expect((await postPush(h.url, completed(h.foreignTaskId), h.header)).text).toContain("resumed");
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect((await rt.tasks.get(ORG, h.taskId)).status).toBe("running");

@@ -1,0 +1,148 @@
+/**
+ * The poller: asks agents for the state of their tasks when no push will tell us (GetTask / `tasks/get` through
+ * the agent's transport, guarded channel and breaker).
+ *
+ * It serves two kinds of open bridges, both marked by `next_poll_at`:
+ * - polled ones (`delivery = 'poll'`: the registry said so, or the Agent Card offers no push): the sender makes the
+ *   first GetTask due `pollBaseMs` after the send, and each poll that leaves the task open schedules the next with
+ *   backoff, `pollBaseMs * 2^polls` capped at `pollMaxMs`, and never later than the step attempt's deadline;
+ * - pushed ones whose `completed` push came without the artifacts known for sure (bridge-transition.ts): a GetTask
+ *   is due at once. When that GetTask cannot be answered (the agent keeps no tasks, errors, its breaker is open)
+ *   `CONFIRM_TRIES` times, the bridge resolves with what the pushes collected — a finished task never strands.
+ *
+ * What a poll learns is applied like a push (resume.ts `applyObservation`), so a bridge resolves once however it was
+ * learnt; resolving clears `next_poll_at`. Bridges are claimed with `FOR UPDATE SKIP LOCKED` and the claim moves
+ * `next_poll_at` past the poll's own timeout (and counts it in `polls`), so several coordinators share the work and
+ * a poller that dies mid-call leaves the bridge to be polled again after that. With the bus off nothing is polled;
+ * a tenant whose coordinator is switched off is left alone, like the sender and the sweep do.
+ */
+import type { ForeignConfig } from "../config.js";
+import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
+import { silentLogger, type Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import { isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
+import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
+import type { BreakerRegistry } from "./egress/index.js";
+import { findForeignAgent } from "./registry.js";
+import { applyObservation, type BridgeResumeDeps } from "./resume.js";
+import type { ForeignTransports } from "./transport.js";
+
+/** Failed GetTasks after which a bridge whose task reported its end resolves with what was collected. */
+export const CONFIRM_TRIES = 3;
+
+export interface ForeignPollerOptions extends BridgeResumeDeps {
+  transports: ForeignTransports;
+  breakers: BreakerRegistry;
+  foreign: ForeignConfig;
+  /** Bridges claimed per run. @defaultValue 50 */
+  batchSize?: number;
+  flags?: CoordinatorFlags;
+  metrics?: Pick<Metrics, "a2aPolls" | "a2aLateArtifacts">;
+}
+
+export type PollResult = "resolved" | "pending" | "failed" | "gave_up";
+
+export class ForeignPoller {
+  private readonly logger: Logger;
+
+  constructor(private readonly options: ForeignPollerOptions) {
+    this.logger = (options.logger ?? silentLogger).child({ component: "a2a-poller" });
+  }
+
+  /** Polls every bridge that is due (claimed in batches); answers how many were polled. */
+  async run(signal?: AbortSignal): Promise<number> {
+    if (this.options.flags && !this.options.flags.busEnabled()) return 0;
+    let total = 0;
+    for (;;) {
+      const claimed = await this.claim();
+      if (claimed.length === 0) return total;
+      const results = await Promise.all(claimed.map((bridge) => this.pollOne(bridge, signal)));
+      for (const result of results) this.options.metrics?.a2aPolls.inc({ result });
+      total += claimed.length;
+      if (claimed.length < (this.options.batchSize ?? 50) || signal?.aborted) return total;
+    }
+  }
+
+  /** Backoff after `polls` polls: `pollBaseMs * 2^polls`, capped at `pollMaxMs`. */
+  backoffMs(polls: number): number {
+    const { pollBaseMs, pollMaxMs } = this.options.foreign;
+    return Math.min(pollMaxMs, pollBaseMs * 2 ** Math.min(polls, 30));
+  }
+
+  private async claim(): Promise<BridgeRecord[]> {
+    const tenants = tenantSqlFilter(this.options.flags?.coordinatorTenants?.());
+    if (tenants.none) return [];
+    // The claim holds the bridge for as long as one GetTask may take (card fetch + call); the schedule proper is
+    // written when the poll ends.
+    const leaseMs = 2 * this.options.foreign.totalTimeoutMs + 1_000;
+    const { rows } = await this.options.pool.query(
+      `WITH picked AS (
+         SELECT id FROM a2a_bridge
+         WHERE next_poll_at IS NOT NULL AND status IN ('dispatched', 'working') AND next_poll_at <= now() AND foreign_task_id IS NOT NULL
+           AND ${tenantSqlClause("org_id", 3)}
+         ORDER BY next_poll_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       UPDATE a2a_bridge b SET next_poll_at = now() + make_interval(secs => $2::double precision / 1000), polls = b.polls + 1
+       FROM picked WHERE b.id = picked.id RETURNING ${BRIDGE_COLUMNS_OF_B}`,
+      [this.options.batchSize ?? 50, leaseMs, tenants.only, tenants.except],
+    );
+    return rows.map(toBridge);
+  }
+
+  private async pollOne(bridge: BridgeRecord, signal: AbortSignal | undefined): Promise<PollResult> {
+    const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, agent: bridge.agentKey });
+    // Set when the agent said (by push) that the task completed and only its artifacts are being confirmed.
+    const ended = isTerminalForeignState(bridge.lastState as ForeignTaskState) ? (bridge.lastState as ForeignTaskState) : undefined;
+    try {
+      const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
+      if (!agent) throw new Error(`agent ${bridge.agentKey} is no longer registered`);
+      const transport = this.options.transports.for(agent);
+      const observation = await this.options.breakers.run(bridge.orgId, bridge.agentKey, () => transport.poll(agent, bridge, signal));
+      if (!observation) throw new Error("the transport has nothing to poll for this bridge");
+      const outcome = await applyObservation(this.options, bridge.id, observation);
+      // `ignored`: resolved meanwhile (a push won); `unknown`: the row is gone. Either way nothing to schedule.
+      if (outcome === "resumed" || outcome === "ignored" || outcome === "unknown") {
+        if (outcome === "resumed") log.info({ state: observation.state, polls: bridge.polls }, "foreign task resolved by polling");
+        return "resolved";
+      }
+      if (ended !== undefined && bridge.polls >= CONFIRM_TRIES && (await this.giveUp(bridge, ended, log, `the agent still reports ${observation.state ?? "no state"}`))) return "gave_up";
+      await this.reschedule(bridge);
+      return "pending";
+    } catch (error) {
+      if (ended !== undefined && bridge.polls >= CONFIRM_TRIES) {
+        if (await this.giveUp(bridge, ended, log, error)) return "gave_up";
+      } else {
+        // Left open and asked again later; the step's own deadline bounds how long.
+        log.warn({ err: error, polls: bridge.polls }, "polling a foreign task failed");
+      }
+      await this.reschedule(bridge).catch((e: unknown) => log.warn({ err: e }, "rescheduling a foreign poll failed; the claim's lease expires instead"));
+      return "failed";
+    }
+  }
+
+  /** The agent told us the task ended but cannot show it: resolve with what its pushes brought, never strand. */
+  private async giveUp(bridge: BridgeRecord, ended: ForeignTaskState, log: Logger, why: unknown): Promise<boolean> {
+    log.warn({ err: why, polls: bridge.polls, state: ended, artifacts: bridge.artifacts.length }, "confirming a finished foreign task failed; resolving with the artifacts collected");
+    try {
+      await applyObservation(this.options, bridge.id, { foreignTaskId: bridge.foreignTaskId!, state: ended, artifacts: [], complete: true });
+      return true;
+    } catch (error) {
+      log.warn({ err: error }, "resolving a finished foreign task failed; the next poll tries again");
+      return false;
+    }
+  }
+
+  /**
+   * The next poll, if the bridge is still open and nobody re-scheduled it meanwhile (a push asking for a GetTask now
+   * wins): backoff by the polls made, never past the step attempt's deadline while it lies ahead.
+   */
+  private async reschedule(bridge: BridgeRecord): Promise<void> {
+    await this.options.pool.query(
+      `UPDATE a2a_bridge SET next_poll_at = CASE
+           WHEN deadline_ms IS NOT NULL AND deadline_ms > extract(epoch FROM now()) * 1000
+             THEN LEAST(now() + make_interval(secs => $2::double precision / 1000), to_timestamp(deadline_ms / 1000.0))
+           ELSE now() + make_interval(secs => $2::double precision / 1000) END
+       WHERE id = $1 AND status IN ('dispatched', 'working') AND next_poll_at > now()`,
+      [bridge.id, this.backoffMs(bridge.polls)],
+    );
+  }
+}
