@@ -10,6 +10,7 @@ import type { ForeignAgentRecord } from "../registry.js";
 import { failedBeforeSending } from "../send-reach.js";
 import type { AgentDescription, ForeignTransport, TransportSendRequest, TransportSendResult } from "../transport.js";
 import type { ProtocolPreference } from "./agent-card.js";
+import { modesFor, skillOf } from "./message-parts.js";
 
 export class A2ATransport implements ForeignTransport {
   readonly kind = "a2a" as const;
@@ -46,7 +47,15 @@ export class A2ATransport implements ForeignTransport {
       .send({
         card,
         protocol: card.protocol,
-        message: { taskId: bridge.taskId, stepId: bridge.stepId, orgId: bridge.orgId, clearanceFloor: bridge.clearance, input: bridge.request, messageId: bridge.id },
+        message: {
+          taskId: bridge.taskId,
+          stepId: bridge.stepId,
+          orgId: bridge.orgId,
+          clearanceFloor: bridge.clearance,
+          input: bridge.request,
+          inputModes: modesFor(card, skillOf(bridge.request, agent.skills, card.skills)),
+          messageId: bridge.id,
+        },
         push,
         ...(request.signal ? { signal: request.signal } : {}),
       })
