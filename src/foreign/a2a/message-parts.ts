@@ -9,6 +9,7 @@
  *   data part: the input object (non-objects wrapped as `{ value }`), as before.
  * - Text only (text/plain or another text type listed, no JSON type) → ONE text part: a string input as is; an
  *   object with a string `text` field → that text; anything else → `JSON.stringify(input, null, 2)`.
+ * - Bare part kinds from pre-0.3 cards count too: `text` as text/plain, `data` as JSON.
  * - Modes listing neither (e.g. only images) → the data part; the agent decides, and answers with an error we map.
  *
  * When both are listed we send only the data part, not a data part plus a text copy: the spec lets a message carry
@@ -31,12 +32,14 @@ export function modesFor(card: InputModes, skill: string | undefined): readonly 
   return own !== undefined && own.length > 0 ? own : card.defaultInputModes;
 }
 
+// Cards written to the pre-0.3 drafts (still served by some servers, e.g. VoltAgent's) list the part kinds
+// themselves — "text", "data", "file" — instead of media types; they are read as text/plain and application/json.
 function acceptsJson(mode: string): boolean {
-  return mode === "application/json" || mode.endsWith("+json") || mode === "application/*" || mode === "*/*" || mode === "*";
+  return mode === "application/json" || mode.endsWith("+json") || mode === "application/*" || mode === "*/*" || mode === "*" || mode === "data" || mode === "json";
 }
 
 function acceptsText(mode: string): boolean {
-  return mode === "text/plain" || mode.startsWith("text/");
+  return mode === "text/plain" || mode.startsWith("text/") || mode === "text";
 }
 
 export function partKindFor(modes: readonly string[]): PartKind {

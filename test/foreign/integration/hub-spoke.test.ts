@@ -131,7 +131,7 @@ steps:
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "hung" });
     const task = await rt.finished(ORG, taskId);
     expect(task).toMatchObject({ status: "failed", error: { code: "TIMEOUT" } });
-    const audit = await listAudit(rt.pool, ORG, { taskId });
+    const audit = (await listAudit(rt.pool, ORG, { taskId })).filter((a) => a.action !== "foreign_cancel");
     expect(audit.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:allow", "timeout:failed"]);
     const bridge = await waitFor(async () => {
       const [b] = await listBridges(rt.pool, ORG, taskId);
@@ -140,7 +140,11 @@ steps:
     expect(bridge.resolvedAt).not.toBeNull();
     // CancelTask reached the agent: it reports the task canceled (a late push that changes nothing).
     await waitFor(async () => helper.pushes.some((p) => JSON.stringify(p.body).includes("CANCELED")), { what: "the agent to cancel" });
-    expect((await listAudit(rt.pool, ORG, { taskId })).length).toBe(2);
+    const rows = await waitFor(async () => {
+      const all = await listAudit(rt.pool, ORG, { taskId });
+      return all.length === 3 ? all : undefined;
+    }, { what: "the CancelTask to be audited" });
+    expect(rows.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:allow", "timeout:failed", "foreign_cancel:sent"]);
     expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
   });
 
