@@ -6,7 +6,9 @@
  *   oauth2SecurityScheme | openIdConnectSecurityScheme | mtlsSecurityScheme: {…} } }` and
  *   `securityRequirements: [{ schemes: { NAME: { list: [scopes] } } }]`;
  * - v0.3 (OpenAPI style): `securitySchemes: { NAME: { type: "apiKey" | "http" | "oauth2" | "openIdConnect" |
- *   "mutualTLS", … } }` and `security: [{ NAME: [scopes] }]`.
+ *   "mutualTLS", … } }` and `security: [{ NAME: [scopes] }]`;
+ * - what `@a2a-js/sdk` 1.3 agents actually serve for v1.0: `{ NAME: { scheme: { $case: "httpAuthSecurityScheme",
+ *   value: {…} } } }` (its card handler writes the in-memory oneof rather than the proto JSON form).
  * Both may sit on one (superset) card; requirement lists are united. As in OpenAPI, the requirement list is a set of
  * alternatives (any one will do) and each alternative needs all the schemes it names; an empty alternative `{}`
  * means anonymous access is allowed. Schemes declared but never required require nothing.
@@ -70,6 +72,8 @@ export function readCardSecurity(card: JsonObject): CardSecurity {
 function schemeType(scheme: unknown): SecuritySchemeType {
   if (!isJsonObject(scheme)) return "unknown";
   if (typeof scheme.type === "string") return V03_KINDS[scheme.type] ?? "unknown";
+  // `@a2a-js/sdk` 1.3's card handler serves its in-memory oneof, `{ scheme: { $case, value } }`, not the proto JSON.
+  if (isJsonObject(scheme.scheme) && typeof scheme.scheme.$case === "string") return V1_KINDS[scheme.scheme.$case] ?? "unknown";
   for (const key of Object.keys(scheme)) {
     const kind = V1_KINDS[key];
     if (kind) return kind;
