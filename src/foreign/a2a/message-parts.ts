@@ -5,16 +5,17 @@
  * else the first skill the registry expects of the agent — when that skill lists `inputModes`; else the card's
  * `defaultInputModes`.
  *
- * - JSON accepted (`application/json`, any `…+json`, `application/*` or `*\/*` listed), or no modes at all → ONE
- *   data part: the input object (non-objects wrapped as `{ value }`), as before.
- * - Text only (text/plain or another text type listed, no JSON type) → ONE text part: a string input as is; an
- *   object with a string `text` field → that text; anything else → `JSON.stringify(input, null, 2)`.
+ * - No modes at all, or JSON accepted without text (`application/json`, any `…+json`, `application/*`, `*\/*`) →
+ *   ONE data part: the input object (non-objects wrapped as `{ value }`), as before.
+ * - Text only (text/plain or another text type, no JSON type) → ONE text part: a string input as is; an object with
+ *   a string `text` field → that text; anything else → `JSON.stringify(input, null, 2)`.
+ * - Both a JSON type and a text type listed → the data part FIRST, then the text part. The spec lets a message carry
+ *   several parts, and this is what real agents handle best: agents that read `parts[0]` (most `@a2a-js/sdk`
+ *   executors) get the data exactly as before, while servers that read only text parts — `@reactive-agents/a2a`
+ *   joins the text parts and ignores data parts, VoltAgent's server takes the first text part — get the text,
+ *   although both advertise JSON input. An agent that reads every part sees the input twice; we found none.
  * - Bare part kinds from pre-0.3 cards count too: `text` as text/plain, `data` as JSON.
  * - Modes listing neither (e.g. only images) → the data part; the agent decides, and answers with an error we map.
- *
- * When both are listed we send only the data part, not a data part plus a text copy: the spec lets a message carry
- * several parts, but agents commonly read their first part (or all text parts joined) as THE request, so a second
- * rendering of the same input is read twice or read instead of the data. One part says it once.
  */
 import type { Part } from "@a2a-js/sdk";
 import { isJsonObject } from "./untrusted-json.js";
@@ -24,7 +25,8 @@ export interface InputModes {
   skillInputModes: Readonly<Record<string, readonly string[]>>;
 }
 
-export type PartKind = "data" | "text";
+/** Which parts a message carries: one data part, one text part, or the data part then the text part. */
+export type PartKind = "data" | "text" | "data+text";
 
 /** The modes that apply to a hop using `skill` (undefined: the card's defaults). */
 export function modesFor(card: InputModes, skill: string | undefined): readonly string[] {
@@ -44,8 +46,10 @@ function acceptsText(mode: string): boolean {
 
 export function partKindFor(modes: readonly string[]): PartKind {
   const normal = modes.map((m) => m.split(";")[0]!.trim().toLowerCase());
-  if (normal.length === 0 || normal.some(acceptsJson)) return "data";
-  return normal.some(acceptsText) ? "text" : "data";
+  const json = normal.some(acceptsJson);
+  const text = normal.some(acceptsText);
+  if (json && text) return "data+text";
+  return text ? "text" : "data";
 }
 
 /** The text a text-only agent receives for `input`. */
@@ -64,9 +68,9 @@ export function skillOf(input: unknown, registrySkills: readonly string[], cardS
 
 /** The message parts for `input` given the modes that apply. */
 export function messageParts(input: unknown, modes: readonly string[]): Part[] {
-  if (partKindFor(modes) === "text") {
-    return [{ content: { $case: "text", value: inputAsText(input) }, metadata: undefined, filename: "", mediaType: "text/plain" }];
-  }
-  const data = isJsonObject(input) ? input : { value: input ?? null };
-  return [{ content: { $case: "data", value: data }, metadata: undefined, filename: "", mediaType: "application/json" }];
+  const kind = partKindFor(modes);
+  const text: Part = { content: { $case: "text", value: inputAsText(input) }, metadata: undefined, filename: "", mediaType: "text/plain" };
+  if (kind === "text") return [text];
+  const data: Part = { content: { $case: "data", value: isJsonObject(input) ? input : { value: input ?? null } }, metadata: undefined, filename: "", mediaType: "application/json" };
+  return kind === "data+text" ? [data, text] : [data];
 }

@@ -1,7 +1,7 @@
 /**
  * Input modes against real SDK agents (issue 10 §1, "skill/agent accepts text only"): a text-only agent gets ONE
- * text part — a string input as is, an object's `text` field, otherwise the JSON rendered as text — and a JSON agent
- * still gets one data part; a skill's own inputModes win over the card's defaults. Then end to end through a
+ * text part — a string input as is, an object's `text` field, otherwise the JSON rendered as text — a JSON-only agent
+ * still gets one data part, and one accepting both gets the data part then the text rendering; a skill's own inputModes win over the card's defaults. Then end to end through a
  * workflow, including the output shape of an artifact made of several text parts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -61,8 +61,14 @@ describe.each<AgentDialect>(["1.0", "0.3"])("what a v%s agent receives", (dialec
     expect(typeof parts[0]).toBe("string");
   });
 
-  it("JSON agent (the lab default lists application/json and text/plain): one data part, as before", async () => {
-    expect(await received({}, { q: 1 })).toEqual([{ q: 1 }]);
+  it("JSON-only agent: one data part, as before", async () => {
+    expect(await received({ inputModes: ["application/json"] }, { q: 1 })).toEqual([{ q: 1 }]);
+    expect(await received({ inputModes: ["application/json"] }, "s")).toEqual([{ value: "s" }]);
+  });
+
+  it("JSON and text accepted (the lab default): the data part first, then the text rendering", async () => {
+    expect(await received({}, { q: 1 })).toEqual([{ q: 1 }, '{\n  "q": 1\n}']);
+    expect(await received({}, { text: "hi", q: 1 })).toEqual([{ text: "hi", q: 1 }, "hi"]);
   });
 
   it("no input modes on the card: one data part (today's behaviour)", async () => {
@@ -137,7 +143,7 @@ steps:
   });
 
   it("a JSON agent's single data part stays the output as is", async () => {
-    const { agent, task } = await run({}, { q: 1 });
+    const { agent, task } = await run({ inputModes: ["application/json"] }, { q: 1 });
     expect(agent.received[0]!.parts).toEqual([{ task: { q: 1 }, steps: {} }]);
     expect(task.steps[0]!.output).toMatchObject({ echo: { task: { q: 1 }, steps: {} } });
   });

@@ -12,14 +12,15 @@ describe("part kind from input modes", () => {
   it.each<[string[], "data" | "text"]>([
     [[], "data"],
     [["application/json"], "data"],
-    [["text/plain", "application/json"], "data"],
+    [["text/plain", "application/json"], "data+text"],
+    [["*/*", "text/plain"], "data+text"],
     [["*/*"], "data"],
     [["application/vnd.acme+json"], "data"],
     [["text/plain"], "text"],
     [["Text/Plain; charset=utf-8"], "text"],
     [["text/markdown"], "text"],
     [["text"], "text"],
-    [["text", "data"], "data"],
+    [["text", "data"], "data+text"],
     [["image/png"], "data"],
   ])("%j → %s", (modes, kind) => {
     expect(partKindFor(modes)).toBe(kind);
