@@ -6,10 +6,10 @@ import { describe, expect, it } from "vitest";
 import { artifactValues, foreignOutput } from "../../../src/foreign/a2a/artifacts.js";
 import { parseAgentCard } from "../../../src/foreign/a2a/card-parse.js";
 import { checkCardSecurity, readCardSecurity } from "../../../src/foreign/a2a/card-security.js";
-import { inputAsText, modesFor, partKindFor, skillOf } from "../../../src/foreign/a2a/message-parts.js";
+import { inputAsText, modesFor, partKindFor, skillOf, type PartKind } from "../../../src/foreign/a2a/message-parts.js";
 
 describe("part kind from input modes", () => {
-  it.each<[string[], "data" | "text"]>([
+  it.each<[string[], PartKind]>([
     [[], "data"],
     [["application/json"], "data"],
     [["text/plain", "application/json"], "data+text"],
