@@ -48,7 +48,7 @@ export interface ForeignStepMessage {
   orgId: string;
   /** The hop's clearance floor, so the agent knows how sensitive the input is. */
   clearanceFloor: number;
-  /** The step input: one data part (non-objects wrapped as `{ value }`) or one text part, by `inputModes`. */
+  /** The step input: a data part (non-objects wrapped as `{ value }`), a text part, or both, by `inputModes`. */
   input: unknown;
   /** The input modes that apply to this hop (message-parts.ts `modesFor`); absent or empty: a data part. */
   inputModes?: readonly string[];
