@@ -120,7 +120,7 @@ export interface WorkflowDefinition {
 /** One audit entry before it is chained (seq and hashes are assigned at append time). */
 export interface AuditEntry {
   orgId: string;
-  /** A governed action type, or `result`, `approval`, `timeout`, `cancel`, `retry`, `fail`. */
+  /** A governed action type, or `result`, `approval`, `timeout`, `cancel`, `retry`, `fail`, `foreign_cancel`. */
   action: string;
   /** Who caused it: `coordinator`, `worker:role:NAME`, `user:NAME`, `cli`. */
   actor: string;

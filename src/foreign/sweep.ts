@@ -3,7 +3,7 @@
  *
  * 1. Bridges whose step attempt has moved on — the engine's step timeout fired (audited `timeout`, then retried or
  *    failed closed), or the task was cancelled — are marked `timed_out`, and `CancelTask` is sent to the agent
- *    best-effort (its answer changes nothing here).
+ *    best-effort (its answer changes nothing here); each cancel tried is audited `foreign_cancel` (sent / failed).
  * 2. Pushed bridges still open (`dispatched` / `working`) with no news for `sweepAfterMs` are polled with GetTask /
  *    `tasks/get` through the agent's guarded channel and breaker; what the agent answers is applied exactly like a
  *    push (resume.ts), so a terminal state resumes the step once however it was learnt.
@@ -14,6 +14,7 @@ import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flag
 import { silentLogger, type Logger } from "../logger.js";
 import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
 import type { BreakerRegistry } from "./egress/index.js";
+import { appendAudit } from "../governance/audit-log.js";
 import { withTransactionRetry } from "../store/db.js";
 import { applyObservation, type BridgeResumeDeps } from "./resume.js";
 import { findForeignAgent } from "./registry.js";
@@ -117,12 +118,47 @@ export class ForeignSweep {
   }
 
   private async cancelQuietly(bridge: BridgeRecord): Promise<void> {
+    let sent = false;
+    let failure: string | undefined;
     try {
       const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
       if (!agent) return;
-      await this.options.breakers.run(bridge.orgId, bridge.agentKey, () => this.options.transports.for(agent).cancel(agent, bridge));
+      sent = await this.options.breakers.run(bridge.orgId, bridge.agentKey, () => this.options.transports.for(agent).cancel(agent, bridge));
     } catch (error) {
-      this.logger.info({ err: error, bridgeId: bridge.id }, "cancelling a timed-out foreign hop failed (best effort)");
+      failure = error instanceof Error ? error.message : String(error);
+      this.logger.info({ err: error, bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId }, "cancelling a timed-out foreign hop failed (best effort)");
+    }
+    // Only a cancel we tried to send is audited (a transport with nothing to cancel sends nothing).
+    if (sent || failure !== undefined) await this.auditCancel(bridge, failure);
+  }
+
+  /**
+   * One `foreign_cancel` row on the tenant's chain, in a transaction of its own: the bridge was closed (and the
+   * step's `timeout` row written) before the request left, so this records only what we asked of the agent.
+   */
+  private async auditCancel(bridge: BridgeRecord, failure: string | undefined): Promise<void> {
+    try {
+      await withTransactionRetry(this.options.pool, (client) =>
+        appendAudit(client, [
+          {
+            orgId: bridge.orgId,
+            action: "foreign_cancel",
+            actor: "coordinator",
+            destination: `foreign:${bridge.agentKey}`,
+            verdict: failure === undefined ? "sent" : "failed",
+            rule: "builtin:timeout",
+            reason: failure === undefined ? `CancelTask sent for foreign task ${bridge.foreignTaskId}` : `CancelTask for foreign task ${bridge.foreignTaskId} failed: ${failure.slice(0, 500)}`,
+            payloadHash: "",
+            cost: 0,
+            taskId: bridge.taskId,
+            stepId: bridge.stepId,
+            envelopeId: bridge.id,
+            atMs: (this.options.clock ?? Date.now)(),
+          },
+        ]),
+      );
+    } catch (error) {
+      this.logger.warn({ err: error, bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId }, "auditing a foreign cancel failed");
     }
   }
 }

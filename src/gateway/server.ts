@@ -34,6 +34,7 @@ import { resolveGatewayOptions, type ExtraRoute, type GatewayOptions } from "./o
 import { createMetricsInterceptor } from "./request-metrics.js";
 import { WatchHub } from "./watch-hub.js";
 import { ADMIN_SERVICES, registerServices } from "./routes.js";
+import { foreignTransportsFor } from "../foreign/register-check.js";
 
 /** The parts of a runtime the gateway uses. */
 export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "engine" | "publisher" | "tasks"> &
@@ -80,6 +81,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       cipher,
       ingestEndpoints,
       publicUrl: runtime.config.gateway.publicUrl,
+      foreignTransports: runtime.a2a?.transports ?? foreignTransportsFor(runtime.config.foreign),
       tasks,
       bus: runtime.bus,
       redis: runtime.redis,

@@ -91,6 +91,21 @@ export interface StartA2AAgentOptions {
   finalMetadata?: Record<string, unknown>;
   /** How long `reordered-pushes` / `chunked-out-of-order` hold back the push they reorder. Default 300 ms. */
   holdMs?: number;
+  // --- Interop options (input modes, security, output parts) ---
+  /** The card's `defaultInputModes`. Default `["application/json", "text/plain"]`. */
+  inputModes?: string[];
+  /** Per-skill `inputModes`, by skill id. */
+  skillInputModes?: Record<string, string[]>;
+  /** Security schemes and requirements the card declares (in the card's own dialect's shape); not enforced. */
+  security?: LabSecurity;
+  /** The artifact's parts instead of the one data part (e.g. several text parts). */
+  outputParts?: (input: unknown) => Part[];
+}
+
+export interface LabSecurity {
+  schemes: Record<string, "bearer" | "apiKey" | "oauth2" | "mtls">;
+  /** Alternatives, each naming the schemes it needs. */
+  require: string[][];
 }
 
 export interface ReceivedMessage {
@@ -165,9 +180,10 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
       version: "1.0.0",
       supportedInterfaces: [{ url: rpcUrl, protocolBinding: "JSONRPC", protocolVersion: options.dialect, tenant: "" }],
       capabilities: { streaming: false, pushNotifications: push },
-      defaultInputModes: ["application/json", "text/plain"],
+      defaultInputModes: options.inputModes ?? ["application/json", "text/plain"],
       defaultOutputModes: ["application/json"],
-      skills: skills.map((id) => ({ id, name: id, description: `skill ${id}`, tags: ["test"] })),
+      skills: skills.map((id) => ({ id, name: id, description: `skill ${id}`, tags: ["test"], inputModes: options.skillInputModes?.[id] ?? [] })),
+      ...v1Security(options.security),
     });
   // DefaultRequestHandler reads capabilities from the object it was given, so updates mutate that object.
   const liveCard = card();
@@ -183,7 +199,7 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
     behaviour === "reordered-pushes" ? "reordered" : behaviour === "chunked-out-of-order" ? "chunks" : undefined,
     options.holdMs ?? 300,
   );
-  const executor = new TestExecutor({ name, behaviour, delayAt, output: options.output, received, finalMetadata: options.finalMetadata });
+  const executor = new TestExecutor({ name, behaviour, delayAt, output: options.output, outputParts: options.outputParts, received, finalMetadata: options.finalMetadata });
   const requestHandler = new DefaultRequestHandler(liveCard, new InMemoryTaskStore(), executor, undefined, pushStore, sender);
   // Record GetTask / CancelTask as served (both dialects reach the same handler methods).
   const getTask = requestHandler.getTask.bind(requestHandler);
@@ -219,7 +235,7 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
       );
     } else {
       app.get("/.well-known/agent-card.json", (_req, res) => {
-        res.json(v03Card({ name, description: liveCard.description, url: rpcUrl, push, skills }));
+        res.json({ ...v03Card({ name, description: liveCard.description, url: rpcUrl, push, skills }), ...v03Interop(options) });
       });
     }
     app.use("/a2a/jsonrpc", jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
@@ -278,6 +294,7 @@ interface ExecutorOptions {
   behaviour: AgentBehaviour;
   delayAt: (i: number) => number;
   output: ((input: unknown) => unknown) | undefined;
+  outputParts: ((input: unknown) => Part[]) | undefined;
   received: ReceivedMessage[];
   finalMetadata: Record<string, unknown> | undefined;
 }
@@ -360,7 +377,7 @@ class TestExecutor implements AgentExecutor {
             artifactId: "result",
             name: "result",
             description: "",
-            parts: [dataPart(data)],
+            parts: this.options.outputParts ? this.options.outputParts(parts[0]) : [dataPart(data)],
             metadata: undefined,
             extensions: [],
           },
@@ -435,6 +452,38 @@ function v03Card(card: { name: string; description: string; url: string; push: b
     defaultOutputModes: ["application/json"],
     skills: card.skills.map((id) => ({ id, name: id, description: `skill ${id}`, tags: ["test"] })),
   };
+}
+
+const V1_SCHEMES = {
+  bearer: { httpAuthSecurityScheme: { scheme: "Bearer" } },
+  apiKey: { apiKeySecurityScheme: { location: "header", name: "X-API-Key" } },
+  oauth2: { oauth2SecurityScheme: { flows: { clientCredentials: { tokenUrl: "https://auth.example.com/token", scopes: {} } } } },
+  mtls: { mtlsSecurityScheme: {} },
+} as const;
+const V03_SCHEMES = {
+  bearer: { type: "http", scheme: "bearer" },
+  apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+  oauth2: { type: "oauth2", flows: { clientCredentials: { tokenUrl: "https://auth.example.com/token", scopes: {} } } },
+  mtls: { type: "mutualTLS" },
+} as const;
+
+function v1Security(security: LabSecurity | undefined): Record<string, unknown> {
+  if (!security) return {};
+  return {
+    securitySchemes: Object.fromEntries(Object.entries(security.schemes).map(([name, kind]) => [name, V1_SCHEMES[kind]])),
+    securityRequirements: security.require.map((alt) => ({ schemes: Object.fromEntries(alt.map((name) => [name, { list: [] }])) })),
+  };
+}
+
+/** The interop options as a pure v0.3 card spells them. */
+function v03Interop(options: StartA2AAgentOptions): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (options.inputModes) out.defaultInputModes = options.inputModes;
+  if (options.security) {
+    out.securitySchemes = Object.fromEntries(Object.entries(options.security.schemes).map(([name, kind]) => [name, V03_SCHEMES[kind]]));
+    out.security = options.security.require.map((alt) => Object.fromEntries(alt.map((name) => [name, []])));
+  }
+  return out;
 }
 
 function partValue(part: Part): unknown {

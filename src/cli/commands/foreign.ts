@@ -10,10 +10,12 @@ import {
   FOREIGN_PROTOCOLS,
   listForeignAgents,
   registerForeignAgent,
+  type ForeignAgentInput,
   type ForeignAgentRecord,
   type ForeignDelivery,
   type ForeignProtocol,
 } from "../../foreign/registry.js";
+import { checkForeignRegistration, foreignTransportsFor } from "../../foreign/register-check.js";
 import { requireTenantRecord } from "../../tenancy/tenants.js";
 import { requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
@@ -126,23 +128,28 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
         // The program's global `--url` (the gateway of remote commands) takes the flag wherever it is written.
         const baseUrl = options.url ?? register.optsWithGlobals<{ url?: string }>().url;
         if (!baseUrl) throw new SwitchyardError(ErrorCode.InvalidArgument, "--url must name the agent's base URL", { details: { path: "--url" } });
+        const input: ForeignAgentInput = {
+          agentKey: key,
+          baseUrl,
+          allowHost: options.allow ?? hostOf(baseUrl),
+          skills: options.skill ?? [],
+          ...(options.clearance !== undefined ? { clearanceCeiling: options.clearance } : {}),
+          ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
+          ...(options.cost !== undefined ? { costEstimate: options.cost } : {}),
+          ...(options.credentialRef !== undefined ? { credentialRef: options.credentialRef } : {}),
+          ...(options.idempotent ? { idempotent: true } : {}),
+          ...(options.tool !== undefined ? { tool: options.tool } : {}),
+          ...(options.delivery !== undefined ? { delivery: options.delivery } : {}),
+          ...(options.send !== undefined ? { sendFields: options.send } : {}),
+          ...(options.costPerSecond !== undefined ? { costPerSecond: options.costPerSecond } : {}),
+        };
         const agent = await ctx.withPool(async (pool) => {
           await requireTenantRecord(pool, orgId);
-          return registerForeignAgent(pool, orgId, {
-            agentKey: key,
-            baseUrl,
-            allowHost: options.allow ?? hostOf(baseUrl),
-            skills: options.skill ?? [],
-            ...(options.clearance !== undefined ? { clearanceCeiling: options.clearance } : {}),
-            ...(options.protocol !== undefined ? { protocol: options.protocol } : {}),
-            ...(options.cost !== undefined ? { costEstimate: options.cost } : {}),
-            ...(options.credentialRef !== undefined ? { credentialRef: options.credentialRef } : {}),
-            ...(options.idempotent ? { idempotent: true } : {}),
-            ...(options.tool !== undefined ? { tool: options.tool } : {}),
-            ...(options.delivery !== undefined ? { delivery: options.delivery } : {}),
-            ...(options.send !== undefined ? { sendFields: options.send } : {}),
-            ...(options.costPerSecond !== undefined ? { costPerSecond: options.costPerSecond } : {}),
-          });
+          // The agent is reached from THIS process, through the same guarded channel the coordinators use.
+          const check = await checkForeignRegistration({ transports: foreignTransportsFor(ctx.config.foreign), orgId, input });
+          for (const warning of check.warnings) ctx.note(`warning: foreign:${key}: ${warning}`);
+          if (check.outcome === "checked" && check.summary) ctx.note(`checked foreign:${key}: ${check.summary}, results by ${check.delivery}`);
+          return registerForeignAgent(pool, orgId, input);
         });
         if (options.json) return ctx.printJson(foreignAgentJson(agent));
         ctx.print(`registered foreign:${agent.agentKey} for tenant ${orgId}: ${agent.baseUrl} (allow ${agent.allowHost}, protocol ${agent.protocol}, clearance ≤ ${agent.clearanceCeiling})`);

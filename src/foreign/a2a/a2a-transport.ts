@@ -1,7 +1,8 @@
 /**
  * The A2A adapter of the ForeignTransport port (../transport.ts): the Agent Card through the agent's channel (its
  * guarded fetch and card cache), then SendMessage / GetTask / CancelTask through the A2A client, in the dialect the
- * registry prefers and the card offers.
+ * registry prefers and the card offers. `describe` (at registration) also checks the card's security requirements
+ * against the registration's credential.
  */
 import type { AgentChannels } from "../agent-channels.js";
 import type { BridgeRecord } from "../bridge-store.js";
@@ -10,6 +11,9 @@ import type { ForeignAgentRecord } from "../registry.js";
 import { failedBeforeSending } from "../send-reach.js";
 import type { AgentDescription, ForeignTransport, TransportSendRequest, TransportSendResult } from "../transport.js";
 import type { ProtocolPreference } from "./agent-card.js";
+import { modesFor, skillOf } from "./message-parts.js";
+import { checkCardSecurity, type CardSecurity } from "./card-security.js";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
 
 export class A2ATransport implements ForeignTransport {
   readonly kind = "a2a" as const;
@@ -26,6 +30,7 @@ export class A2ATransport implements ForeignTransport {
       forceRefresh: true,
       ...(signal ? { signal } : {}),
     });
+    requireSecurityMet(agent, card.security, card.cardUrl);
     const delivery = deliveryFor(agent, card);
     const notes = delivery === "poll" && agent.delivery !== "poll" ? ["the Agent Card offers no push notifications: results are polled with GetTask"] : [];
     return { summary: `${card.name || agent.agentKey} (A2A ${card.protocol})`, delivery, notes };
@@ -49,7 +54,15 @@ export class A2ATransport implements ForeignTransport {
       .send({
         card,
         protocol: card.protocol,
-        message: { taskId: bridge.taskId, stepId: bridge.stepId, orgId: bridge.orgId, clearanceFloor: bridge.clearance, input: bridge.request, messageId: bridge.id },
+        message: {
+          taskId: bridge.taskId,
+          stepId: bridge.stepId,
+          orgId: bridge.orgId,
+          clearanceFloor: bridge.clearance,
+          input: bridge.request,
+          inputModes: modesFor(card, skillOf(bridge.request, agent.skills, card.skills)),
+          messageId: bridge.id,
+        },
         ...(push ? { push } : {}),
         ...(request.signal ? { signal: request.signal } : {}),
       })
@@ -100,6 +113,19 @@ export class A2ATransport implements ForeignTransport {
 /** Push when the registry allows it and the card offers it; poll when the registry says so or the card cannot push. */
 function deliveryFor(agent: Pick<ForeignAgentRecord, "delivery">, card: { pushNotifications: boolean }): "push" | "poll" {
   return agent.delivery === "poll" || !card.pushNotifications ? "poll" : "push";
+}
+
+/**
+ * FAILED_PRECONDITION `CARD_SECURITY_UNSATISFIED` when the card requires security the registration cannot present
+ * (no `credential_ref`, or only schemes we cannot speak such as mutual TLS); see card-security.ts for what counts.
+ */
+function requireSecurityMet(agent: ForeignAgentRecord, security: CardSecurity, cardUrl: string): void {
+  const verdict = checkCardSecurity(security, agent.credentialRef !== null);
+  if (verdict.satisfied) return;
+  const why = verdict.unmeetable ?? "register the agent with --credential-ref (credential_ref) naming the credential to send";
+  throw new SwitchyardError(ErrorCode.FailedPrecondition, `foreign agent "${agent.agentKey}": the Agent Card requires security (${verdict.required.join(", ")}): ${why}`, {
+    details: { reason: "CARD_SECURITY_UNSATISFIED", orgId: agent.orgId, agentKey: agent.agentKey, cardUrl, schemes: verdict.required },
+  });
 }
 
 function preferenceOf(agent: Pick<ForeignAgentRecord, "protocol">): ProtocolPreference {

@@ -158,12 +158,39 @@ export function mergeArtifacts(collected: readonly ForeignArtifact[], incoming: 
 }
 
 /**
- * The step output for a finished foreign task: the single part's value when the agent produced exactly one artifact
- * with one part (the common case, e.g. one data part), otherwise `{ artifacts: [{ artifactId, name?, parts }] }`.
+ * The step output for a finished foreign task. Each artifact's parts become its values: its text parts joined with
+ * newlines into ONE string (at the place of the first; an agent streaming text in chunks or lines yields the whole
+ * text), data parts kept as their values, file parts as `{ file: {…} }` descriptors. Then:
+ * - exactly one artifact with exactly one value → that value (the common case: one data part → the object; one or
+ *   more text parts → the string);
+ * - otherwise → `{ artifacts: [{ artifactId, name?, parts: [values…] }] }` (also for no artifact at all).
+ * Parts are stored normalised (normalizePart), where a text part is a JSON string: a data part whose value is a
+ * bare string (v1.0 allows it; v0.3 wraps it) is therefore joined like text.
  */
 export function foreignOutput(artifacts: readonly ForeignArtifact[]): unknown {
-  if (artifacts.length === 1 && artifacts[0]!.parts.length === 1) return artifacts[0]!.parts[0];
-  return { artifacts: artifacts.map(({ append: _append, chunked: _chunked, ...artifact }) => artifact) };
+  const shaped = artifacts.map(({ append: _append, chunked: _chunked, ...artifact }) => ({ ...artifact, parts: artifactValues(artifact.parts) }));
+  if (shaped.length === 1 && shaped[0]!.parts.length === 1) return shaped[0]!.parts[0];
+  return { artifacts: shaped };
+}
+
+/**
+ * An artifact's values: its text parts concatenated, as they were sent, into one string where the first one was
+ * (a streamed text arrives as appended chunks that carry their own spacing, so no separator is invented); everything
+ * else in order.
+ */
+export function artifactValues(parts: readonly unknown[]): unknown[] {
+  const texts = parts.filter((part): part is string => typeof part === "string");
+  if (texts.length <= 1) return [...parts];
+  const out: unknown[] = [];
+  let placed = false;
+  for (const part of parts) {
+    if (typeof part !== "string") out.push(part);
+    else if (!placed) {
+      out.push(texts.join(""));
+      placed = true;
+    }
+  }
+  return out;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * Reading an Agent Card (untrusted JSON) into the few facts dispatch needs: skills, push support and the JSON-RPC
- * endpoint for each A2A dialect the agent speaks.
+ * Reading an Agent Card (untrusted JSON) into the few facts dispatch needs: skills, push support, the JSON-RPC
+ * endpoint for each A2A dialect the agent speaks, the input modes (card defaults and per skill; message-parts.ts
+ * picks the part kind from them) and the security requirements (card-security.ts).
  *
  * How the dialects are decided (JSON-RPC binding only; gRPC and HTTP+JSON interfaces are ignored):
  * - v1.0 cards list `supportedInterfaces[]`, each with `protocolBinding`, `url` and `protocolVersion`. An entry
@@ -18,6 +19,7 @@
  */
 import { isJsonObject, malformed, type JsonObject } from "./untrusted-json.js";
 import type { A2ADialect } from "./task-state.js";
+import { readCardSecurity, type CardSecurity } from "./card-security.js";
 
 export interface AgentEndpoint {
   url: string;
@@ -31,12 +33,19 @@ export interface ParsedAgentCard {
   pushNotifications: boolean;
   /** JSON-RPC endpoints by dialect; empty when the agent speaks neither dialect over JSON-RPC. */
   endpoints: Partial<Record<A2ADialect, AgentEndpoint>>;
+  /** `defaultInputModes` (media types); empty when absent. */
+  defaultInputModes: string[];
+  /** Each skill's own `inputModes`, only for skills that list some (they override the defaults). */
+  skillInputModes: Record<string, string[]>;
+  security: CardSecurity;
 }
 
 const MAX_SKILLS = 500;
 const MAX_SKILL_ID_CHARS = 200;
 const MAX_INTERFACES = 50;
 const MAX_NAME_CHARS = 500;
+const MAX_MODES = 50;
+const MAX_MODE_CHARS = 200;
 
 /** Throws INVALID_ARGUMENT (reason INVALID_CARD, with `details.path`) when the card is not a usable Agent Card. */
 export function parseAgentCard(raw: unknown, cardUrl: string): ParsedAgentCard {
@@ -46,7 +55,35 @@ export function parseAgentCard(raw: unknown, cardUrl: string): ParsedAgentCard {
   const endpoints: Partial<Record<A2ADialect, AgentEndpoint>> = {};
   readSupportedInterfaces(raw, cardUrl, endpoints);
   readV03Endpoints(raw, cardUrl, endpoints);
-  return { name, skills: readSkills(raw.skills), pushNotifications: readPush(raw.capabilities), endpoints };
+  return {
+    name,
+    skills: readSkills(raw.skills),
+    pushNotifications: readPush(raw.capabilities),
+    endpoints,
+    defaultInputModes: readModes(raw.defaultInputModes),
+    skillInputModes: readSkillModes(raw.skills),
+    security: readCardSecurity(raw),
+  };
+}
+
+/** Media types; lenient (modes only choose the part kind): non-strings and oversize entries are dropped. */
+function readModes(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return value
+    .slice(0, MAX_MODES)
+    .filter((mode): mode is string => typeof mode === "string" && mode !== "" && mode.length <= MAX_MODE_CHARS)
+    .map((mode) => mode.trim().toLowerCase());
+}
+
+function readSkillModes(value: unknown): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  if (!Array.isArray(value)) return out;
+  for (const skill of value) {
+    if (!isJsonObject(skill) || typeof skill.id !== "string") continue;
+    const modes = readModes(skill.inputModes);
+    if (modes.length > 0 && out[skill.id] === undefined) out[skill.id] = modes;
+  }
+  return out;
 }
 
 function invalid(message: string, path: string) {

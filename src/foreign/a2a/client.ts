@@ -22,6 +22,7 @@ import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { messageText, normalizeArtifact, normalizeArtifacts, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
 import type { AgentEndpoint } from "./card-parse.js";
 import { callFailure, mapCallError } from "./client-errors.js";
+import { messageParts } from "./message-parts.js";
 import { foreignTaskState, type A2ADialect, type ForeignTaskState } from "./task-state.js";
 import { isJsonObject, requireId } from "./untrusted-json.js";
 import type { ForeignUsage } from "../bridge-transition.js";
@@ -49,8 +50,10 @@ export interface ForeignStepMessage {
   orgId: string;
   /** The hop's clearance floor, so the agent knows how sensitive the input is. */
   clearanceFloor: number;
-  /** The step input, sent as the message's data part (non-objects are wrapped as `{ value }`). */
+  /** The step input: a data part (non-objects wrapped as `{ value }`), a text part, or both, by `inputModes`. */
   input: unknown;
+  /** The input modes that apply to this hop (message-parts.ts `modesFor`); absent or empty: a data part. */
+  inputModes?: readonly string[];
   /** Defaults to a random UUID. */
   messageId?: string;
 }
@@ -191,13 +194,12 @@ async function sdkClient(endpoint: AgentEndpoint, protocol: A2ADialect, name: st
 }
 
 function sendMessageRequest(message: ForeignStepMessage, push: PushTarget | undefined): SendMessageRequest {
-  const data = isJsonObject(message.input) ? message.input : { value: message.input ?? null };
   const sdkMessage: Message = {
     messageId: message.messageId ?? randomUUID(),
     contextId: "",
     taskId: "",
     role: Role.ROLE_USER,
-    parts: [{ content: { $case: "data", value: data }, metadata: undefined, filename: "", mediaType: "application/json" }],
+    parts: messageParts(message.input, message.inputModes ?? []),
     metadata: {
       [SWITCHYARD_METADATA_KEY]: {
         taskId: message.taskId,

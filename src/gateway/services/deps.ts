@@ -6,6 +6,7 @@ import type { Redis } from "ioredis";
 import type { Bus } from "../../bus/bus.js";
 import type { TaskService } from "../../coordinator/tasks.js";
 import type { EndpointCache } from "../../ingest/endpoint-cache.js";
+import type { ForeignTransports } from "../../foreign/transport.js";
 import type { Logger } from "../../logger.js";
 import type { Pool } from "../../store/db.js";
 import type { SecretCipher } from "../../vault/secret-cipher.js";
@@ -30,6 +31,9 @@ export interface ServiceDeps {
   cipher?: SecretCipher;
   /** Where providers reach the gateway (config.gateway.publicUrl): ingest URLs are built from it. */
   publicUrl: string;
+  /** Reaches foreign agents at registration (ForeignAgentService.Register checks the card); the runtime's own when
+   * it runs FOREIGN, else built from the configuration. */
+  foreignTransports?: ForeignTransports;
   /** The ingest route's endpoint cache: rotations and disables through the API forget their entry at once. */
   ingestEndpoints?: EndpointCache;
 }

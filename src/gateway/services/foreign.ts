@@ -4,6 +4,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { disableForeignAgent, getForeignAgent, listForeignAgents, registerForeignAgent, updateForeignAgent } from "../../foreign/registry.js";
+import { checkForeignRegistration } from "../../foreign/register-check.js";
 import { ForeignAgentService } from "../../gen/switchyard/api/v1/foreign_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
 import { tenantCall } from "../auth.js";
@@ -33,8 +34,12 @@ export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof Forei
     async register(req, ctx) {
       const { orgId } = tenantCall(ctx);
       const input = foreignAgentInputFromProto(req.agent);
+      // Reached before the transaction: a slow agent must not hold a connection (refusals throw FAILED_PRECONDITION).
+      const check = deps.foreignTransports
+        ? await checkForeignRegistration({ transports: deps.foreignTransports, orgId, input, logger: deps.logger, signal: ctx.signal })
+        : { warnings: ["the agent was not checked: this gateway cannot reach foreign agents"] };
       const agent = await underAgent(() => scoped(orgId, (client) => registerForeignAgent(client, orgId, input)));
-      return { agent: foreignAgentToProto(agent) };
+      return { agent: foreignAgentToProto(agent), warnings: check.warnings };
     },
     async get(req, ctx) {
       const { orgId } = tenantCall(ctx);

@@ -59,6 +59,9 @@ describe("parseAgentCard", () => {
       skills: ["summarize"],
       pushNotifications: true,
       endpoints: { "1.0": { url: "https://agent.example.com/rpc", tenant: "t1" } },
+      defaultInputModes: [],
+      skillInputModes: {},
+      security: { schemes: {}, requirements: [] },
     });
   });
 

@@ -69,7 +69,8 @@ steps:
     expect(output).toMatchObject({ status: "ok" });
 
     expect(helper.received).toHaveLength(1);
-    expect(helper.received[0]!.parts).toEqual([{ city: "Oslo" }]);
+    // The data part, then its text rendering (the lab agent accepts both): neither carries more.
+    expect(helper.received[0]!.parts).toEqual([{ city: "Oslo" }, JSON.stringify({ city: "Oslo" }, null, 2)]);
     expect(JSON.stringify(helper.received[0])).not.toMatch(/123-45-6789|private|ssn|note/);
 
     const expected = sha256('{"city":"Oslo"}');
@@ -92,7 +93,8 @@ steps:
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "lookup", input: { city: "Bergen", ssn: "987", card: { pan: "4111" } } });
     const task = await rt.finished(ORG, taskId);
     expect(task.status).toBe("completed");
-    expect(helper.received[0]!.parts).toEqual([{ task: { city: "Bergen" } }]);
+    // The data part, then its text rendering (the lab agent accepts both): neither carries more.
+    expect(helper.received[0]!.parts).toEqual([{ task: { city: "Bergen" } }, JSON.stringify({ task: { city: "Bergen" } }, null, 2)]);
     const expected = sha256('{"task":{"city":"Bergen"}}');
     expect((await listBridges(rt.pool, ORG, taskId))[0]).toMatchObject({ sentHash: expected });
     expect((await egressRow(taskId, "b")).payloadHash).toBe(expected);
@@ -102,7 +104,10 @@ steps:
     const helper = await agent();
     await rt.register(ORG, { agentKey: "helper", baseUrl: helper.baseUrl });
     const { taskId } = await delegateOnce({ zeta: 1, city: "Oslo", ssn: "123" });
-    expect(helper.received[0]!.parts).toEqual([{ zeta: 1, city: "Oslo", ssn: "123" }]);
+    // The data part, then its text rendering (the lab agent accepts both): neither carries more.
+    const [data, text] = helper.received[0]!.parts as [unknown, string];
+    expect(data).toEqual({ zeta: 1, city: "Oslo", ssn: "123" });
+    expect(JSON.parse(text)).toEqual({ zeta: 1, city: "Oslo", ssn: "123" });
     const expected = sha256('{"city":"Oslo","ssn":"123","zeta":1}');
     expect((await listBridges(rt.pool, ORG, taskId))[0]).toMatchObject({ sentHash: expected });
     expect((await egressRow(taskId, "ask.d1")).payloadHash).toBe(expected);

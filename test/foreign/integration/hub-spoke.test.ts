@@ -86,7 +86,9 @@ steps:
       expect(helper.received).toHaveLength(1);
       const received = helper.received[0]!;
       expect(received.a2aVersion).toBe(dialect === "1.0" ? "1.0" : "0.3");
-      expect(received.parts).toEqual([{ task: { topic: "tides" }, steps: { a: { prepared: { topic: "tides" } } } }]);
+      // The lab card accepts JSON and text: the data part first, then its text rendering (message-parts.ts).
+      const sentInput = { task: { topic: "tides" }, steps: { a: { prepared: { topic: "tides" } } } };
+      expect(received.parts).toEqual([sentInput, JSON.stringify(sentInput, null, 2)]);
       expect(received.metadata).toMatchObject({ switchyard: { taskId, stepId: "b", tenant: ORG } });
       const [bridge] = await listBridges(rt.pool, ORG, taskId);
       expect(received.pushConfig?.url).toMatch(new RegExp(`^${rt.publicUrl}/api/v1/a2a/callback/${bridge!.id}\\?t=`));
@@ -131,7 +133,7 @@ steps:
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "hung" });
     const task = await rt.finished(ORG, taskId);
     expect(task).toMatchObject({ status: "failed", error: { code: "TIMEOUT" } });
-    const audit = await listAudit(rt.pool, ORG, { taskId });
+    const audit = (await listAudit(rt.pool, ORG, { taskId })).filter((a) => a.action !== "foreign_cancel");
     expect(audit.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:allow", "timeout:failed"]);
     const bridge = await waitFor(async () => {
       const [b] = await listBridges(rt.pool, ORG, taskId);
@@ -140,7 +142,11 @@ steps:
     expect(bridge.resolvedAt).not.toBeNull();
     // CancelTask reached the agent: it reports the task canceled (a late push that changes nothing).
     await waitFor(async () => helper.pushes.some((p) => JSON.stringify(p.body).includes("CANCELED")), { what: "the agent to cancel" });
-    expect((await listAudit(rt.pool, ORG, { taskId })).length).toBe(2);
+    const rows = await waitFor(async () => {
+      const all = await listAudit(rt.pool, ORG, { taskId });
+      return all.length === 3 ? all : undefined;
+    }, { what: "the CancelTask to be audited" });
+    expect(rows.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:allow", "timeout:failed", "foreign_cancel:sent"]);
     expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
   });
 
@@ -215,7 +221,7 @@ steps:
     expect(task.status).toBe("completed");
     expect(task.steps.find((s) => s.id === "ask")!.output).toEqual({ status: "ok", answer: { answer: 42, asked: { question: "meaning" } }, state: { asked: true } });
     expect(task.steps.find((s) => s.id === "ask.d1")).toMatchObject({ kind: "delegation", destination: "foreign:helper", status: "completed" });
-    expect(helper.received[0]!.parts).toEqual([{ question: "meaning" }]);
+    expect(helper.received[0]!.parts).toEqual([{ question: "meaning" }, JSON.stringify({ question: "meaning" }, null, 2)]);
     const audit = await listAudit(rt.pool, ORG, { taskId });
     expect(audit.map((a) => `${a.action}:${a.stepId}:${a.verdict}`)).toEqual([
       "dispatch:ask:allow", "query:ask:accepted", "a2a_egress:ask.d1:allow", "result:ask.d1:accepted", "reply:ask:allow", "result:ask:accepted",
