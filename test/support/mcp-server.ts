@@ -6,7 +6,7 @@
  * - `echo`: answers `{ echo: <arguments> }` as structuredContent (and as text), with `_meta.usage` when `usage` is set.
  * - `fails`: `isError: true` with a text message.
  * - `slow`: sleeps `ms` (argument `ms` or `task.ms` — a workflow step's input is `{ task, steps }` — default `slowMs`), sending a progress notification every `progressEveryMs` when
- *   the client asked for progress; answers text `slept <ms>`.
+ *   the client asked for progress (unless `progress: false`); answers text `slept <ms>`.
  * - `count`: counts its calls (per `key` argument), sleeping `ms` first; answers the count as text.
  *
  * `calls` records every tool call (name and arguments) as it starts.
@@ -24,6 +24,8 @@ export interface StartMcpServerOptions {
   slowMs?: number;
   /** Interval of `slow`'s progress notifications (ms). Default 100. */
   progressEveryMs?: number;
+  /** Whether `slow` sends progress notifications at all. Default true. */
+  progress?: boolean;
   /** `_meta` of `echo`'s result. */
   echoMeta?: Record<string, unknown>;
 }
@@ -82,7 +84,7 @@ export async function startMcpServer(options: StartMcpServerOptions = {}): Promi
       const started = Date.now();
       while (Date.now() - started < ms && !extra.signal.aborted) {
         await sleep(Math.min(every, ms - (Date.now() - started)), extra.signal);
-        if (token !== undefined && !extra.signal.aborted) {
+        if (token !== undefined && options.progress !== false && !extra.signal.aborted) {
           await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: Date.now() - started, total: ms } }).catch(() => undefined);
         }
       }

@@ -6,8 +6,11 @@
  * - `send` connects (initialize: no work yet, so a failure there is `not-sent` and the step may re-send), then records
  *   the call as started (`request.started`, the bridge leaves `pending_send`) BEFORE calling: a sender that crashes
  *   mid-call never calls again — the step's timeout decides, and decide.ts re-sends only to an idempotent agent.
- *   The call's timeout is the time left to the step attempt's due time (`maxTotalTimeout` the same); progress
- *   notifications reset the SDK's timeout and tell the sender the call is alive (`request.progress`).
+ *   The call answers as an SSE stream read as it arrives (the channel's `fetchFor`), so the call may go quiet for at
+ *   most `totalTimeoutMs`: each progress notification resets that (and tells the sender the call is alive,
+ *   `request.progress`), and nothing outlives the step attempt's due time by more than `DEADLINE_GRACE_MS`
+ *   (`maxTotalTimeout`): the step's own timeout decides at its due time (TIMEOUT), and the call is abandoned just
+ *   after, its late failure finding the attempt already over.
  * - the answer maps to a terminal observation (tool-result.ts) that resolves the bridge at once; delivery `call`.
  * - `poll` has nothing to ask (no task id to look up): undefined. `cancel` sends nothing: MCP's
  *   `notifications/cancelled` only concerns an in-flight request of the same session, and that request is aborted
@@ -25,6 +28,9 @@ import type { ForeignAgentRecord } from "../registry.js";
 import type { AgentDescription, ForeignTransport, TransportSendRequest, TransportSendResult } from "../transport.js";
 import { connectMcp, failure, mcpError } from "./mcp-client.js";
 import { observationOf } from "./tool-result.js";
+
+/** How long past the step's due time a call is still awaited, so the step's timeout, not the call's, decides. */
+export const DEADLINE_GRACE_MS = 1_000;
 
 export interface McpTransportOptions {
   /** connectTimeoutMs / totalTimeoutMs bound initialize and tools/list. */
@@ -70,24 +76,25 @@ export class McpTransport implements ForeignTransport {
     if (timeLeft() <= 0) throw failure("MCP_TIMEOUT", ErrorCode.Timeout, `the step attempt is past its due time; tool ${tool} is not called`, false);
     const channel = this.channels.get(agent);
     // One guarded fetch for the whole session, its total deadline the step's: the call's answer comes when the tool is done.
-    const fetch = channel.fetchFor(timeLeft());
+    const fetch = channel.fetchFor(timeLeft() + DEADLINE_GRACE_MS);
     const initTimeout = Math.min(this.options.foreign.totalTimeoutMs, timeLeft());
     // Initialize does no work at the server: failing here leaves reach.mayHaveReached false (not-sent).
     const session = await connectMcp({ url: agent.baseUrl, fetch, timeoutMs: initTimeout, ...(request.signal ? { signal: request.signal } : {}) });
     try {
       await request.started(foreignTaskId);
       request.reach.mayHaveReached = true;
-      const callTimeout = Math.max(1, timeLeft());
+      const total = Math.max(1, timeLeft() + DEADLINE_GRACE_MS);
+      const quiet = Math.min(this.options.foreign.totalTimeoutMs, total);
       const result = await session.client
         .callTool({ name: tool, arguments: argumentsOf(bridge.request) }, undefined, {
-          timeout: callTimeout,
-          maxTotalTimeout: callTimeout,
+          timeout: quiet,
+          maxTotalTimeout: total,
           resetTimeoutOnProgress: true,
           onprogress: () => request.progress?.(),
           ...(request.signal ? { signal: request.signal } : {}),
         })
         .catch((error: unknown) => {
-          throw mcpError(error, { what: `tools/call ${tool}`, url: agent.baseUrl, timeoutMs: callTimeout, signal: request.signal });
+          throw mcpError(error, { what: `tools/call ${tool}`, url: agent.baseUrl, timeoutMs: quiet, signal: request.signal });
         });
       return { foreignTaskId, dialect: "mcp", delivery: "call", observation: observationOf(foreignTaskId, result) };
     } finally {

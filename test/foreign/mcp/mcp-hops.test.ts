@@ -63,6 +63,47 @@ describe("FOREIGN over MCP", () => {
     await rt.register(ORG, { agentKey: "tools", baseUrl: url, protocol: "mcp", tool, skills: [], ...extra });
   }
 
+  describe("with a short quiet timeout (egress total 1 s)", () => {
+    beforeEach(async () => {
+      rt = await createForeignRuntime({ totalTimeoutMs: 1_000 });
+      rt.startCoordinator();
+    });
+
+    const LONG = `
+name: long
+steps:
+  - { id: b, to: "foreign:tools", timeout: 20s }
+`;
+
+    it("keeps a call alive past the quiet timeout while the tool sends progress, up to the step deadline", async () => {
+      server = await startMcpServer({ progressEveryMs: 200 });
+      await registerTool("slow");
+      const transport = rt.a2a!.transports.for({ protocol: "mcp" });
+      const send = transport.send.bind(transport);
+      // When each progress notification reached us: they must arrive while the tool runs, not with its answer.
+      const seen: number[] = [];
+      transport.send = (request: TransportSendRequest) => send({ ...request, progress: () => seen.push(Date.now()) });
+      await rt.submit(ORG, LONG);
+      const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "long", input: { ms: 3000 } });
+      const task = await rt.finished(ORG, taskId, 10_000);
+      expect(task.status).toBe("completed");
+      expect(task.steps[0]).toMatchObject({ attempts: 1, output: "slept 3000" });
+      expect(seen.length).toBeGreaterThanOrEqual(10);
+      expect(seen.at(-1)! - seen[0]!).toBeGreaterThan(2_000);
+    }, 30_000);
+
+    it("gives up on a call that goes quiet for the quiet timeout: the step fails closed, the tool is not called again", async () => {
+      server = await startMcpServer({ progress: false });
+      await registerTool("slow");
+      await rt.submit(ORG, LONG);
+      const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "long", input: { ms: 3000 } });
+      const task = await rt.finished(ORG, taskId);
+      expect(task).toMatchObject({ status: "failed", error: { code: "FOREIGN_FAILED" } });
+      expect(task.error!.message).toMatch(/no answer within 1000 ms/);
+      expect(server.callsOf("slow")).toBe(1);
+    });
+  });
+
   describe("with one coordinator", () => {
     beforeEach(async () => {
       rt = await createForeignRuntime({ breakerVolume: 2, breakerErrorPercent: 50, breakerResetMs: 60_000 });
@@ -148,26 +189,6 @@ steps:
       await new Promise((r) => setTimeout(r, 1_000));
       expect(server.callsOf("count")).toBe(1);
     });
-
-    it("keeps a long call alive past the per-request egress timeout, up to the step deadline, with progress", async () => {
-      // totalTimeoutMs (5 s in these tests) bounds initialize; the call itself lives until the step's due time.
-      server = await startMcpServer({ progressEveryMs: 100 });
-      await registerTool("slow");
-      const transport = rt.a2a!.transports.for({ protocol: "mcp" });
-      const send = transport.send.bind(transport);
-      let progress = 0;
-      transport.send = (request: TransportSendRequest) => send({ ...request, progress: () => progress++ });
-      await rt.submit(ORG, `
-name: long
-steps:
-  - { id: b, to: "foreign:tools", timeout: 20s }
-`);
-      const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "long", input: { ms: 6000 } });
-      const task = await rt.finished(ORG, taskId, 15_000);
-      expect(task.status).toBe("completed");
-      expect(task.steps[0]!.output).toBe("slept 6000");
-      expect(progress).toBeGreaterThanOrEqual(10);
-    }, 30_000);
 
     it("reports a server that is down as not sent (FOREIGN_SEND_FAILED) and opens the breaker after the threshold", async () => {
       const probe = createServer();
