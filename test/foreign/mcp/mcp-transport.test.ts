@@ -14,7 +14,40 @@ import { observationOf, usageOf } from "../../../src/foreign/mcp/tool-result.js"
 import type { ForeignAgentRecord } from "../../../src/foreign/registry.js";
 import type { TransportSendRequest } from "../../../src/foreign/transport.js";
 import { failedBeforeSending } from "../../../src/foreign/send-reach.js";
+import { createServer as createHttpServer } from "node:http";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startMcpServer, type RunningMcpServer } from "../../support/mcp-server.js";
+
+/** A low-level MCP server whose tools/list answers one tool per page (cursor = the next index). */
+async function startPagingServer(names: string[]): Promise<{ url: string; pages: number; close(): Promise<void> }> {
+  const state = { pages: 0 };
+  const http = createHttpServer((req, res) => {
+    if (req.method !== "POST") return void res.writeHead(405).end();
+    const server = new Server({ name: "pager", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+      state.pages++;
+      const i = Number(request.params?.cursor ?? 0);
+      return { tools: [{ name: names[i]!, inputSchema: { type: "object" as const } }], ...(i + 1 < names.length ? { nextCursor: String(i + 1) } : {}) };
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on("close", () => void transport.close());
+    void server.connect(transport).then(() => transport.handleRequest(req, res));
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const port = (http.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    get pages() {
+      return state.pages;
+    },
+    close: async () => {
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
 
 const foreign = { ...defaultConfig.foreign, allowedNetworks: ["127.0.0.0/8"], connectTimeoutMs: 2_000, totalTimeoutMs: 3_000 };
 
@@ -65,6 +98,16 @@ describe("McpTransport", () => {
   it("describes a server that lists the registered tool: its name and the tool, delivery call", async () => {
     server = await startMcpServer({ name: "tool-box" });
     await expect(transport.describe(agentAt(server.url, "count"))).resolves.toEqual({ summary: "tool-box (MCP) tool count", delivery: "call", notes: [] });
+  });
+
+  it("follows tools/list pages to find the tool", async () => {
+    const pager = await startPagingServer(["a", "b", "c", "deep"]);
+    try {
+      await expect(transport.describe(agentAt(pager.url, "deep"))).resolves.toMatchObject({ summary: "pager (MCP) tool deep" });
+      expect(pager.pages).toBe(4);
+    } finally {
+      await pager.close();
+    }
   });
 
   it("refuses a registration whose tool the server does not list: FAILED_PRECONDITION MCP_TOOL_MISSING", async () => {
