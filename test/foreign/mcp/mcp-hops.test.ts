@@ -233,11 +233,16 @@ steps:
       } finally {
         other.close();
       }
+      // The sweep closes the timed-out hop's bridge; the "restarted" sender's late failure then changes nothing.
+      const bridge = await waitFor(async () => {
+        const [b] = await listBridges(rt.pool, ORG, taskId);
+        return b?.status === "timed_out" ? b : undefined;
+      }, { what: "the bridge to be closed" });
+      expect(bridge.foreignTaskId).toBe(`mcp:${bridge.id}`);
       crash.release();
       await new Promise((r) => setTimeout(r, 300));
       expect(server.callsOf("count")).toBe(1);
-      const [bridge] = await listBridges(rt.pool, ORG, taskId);
-      expect(bridge).toMatchObject({ foreignTaskId: `mcp:${bridge!.id}`, status: "timed_out" });
+      expect((await listBridges(rt.pool, ORG, taskId))[0]).toMatchObject({ status: "timed_out" });
     });
 
     it("re-sends after a mid-call death only to an agent registered idempotent", async () => {
