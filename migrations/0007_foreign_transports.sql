@@ -9,7 +9,8 @@ ALTER TABLE foreign_agents ADD COLUMN tool text;
 -- How an A2A agent's result reaches us: 'auto' (push when the card offers it, else polling), 'push' or 'poll'
 -- (forced, e.g. for agents that cannot reach our callback URL through a firewall).
 ALTER TABLE foreign_agents ADD COLUMN delivery text NOT NULL DEFAULT 'auto' CHECK (delivery IN ('auto', 'push', 'poll'));
--- The step-input fields that may leave the perimeter (top-level keys); NULL means the whole input, as before.
+-- The step-input fields that may leave the perimeter (top-level keys or dotted paths such as task.city); NULL means
+-- the whole input, as before.
 ALTER TABLE foreign_agents ADD COLUMN send_fields text[];
 -- Cost units per second of a hop's elapsed time, added to cost_estimate when the agent reports no usage.
 ALTER TABLE foreign_agents ADD COLUMN cost_per_second double precision NOT NULL DEFAULT 0 CHECK (cost_per_second >= 0);

@@ -77,7 +77,7 @@ function onResult(draft: Draft, event: EventOf<"result">): string | undefined {
     destination: "coordinator",
     verdict: event.ok ? "accepted" : "failed",
     rule: "builtin:result",
-    reason: event.ok ? "step attempt completed" : `${event.error?.code ?? "ERROR"}: ${event.error?.message ?? ""}`,
+    reason: resultReason(event, cost),
     payloadHash: event.payloadHash,
     cost,
     stepId: step.stepId,
@@ -95,6 +95,12 @@ function onResult(draft: Draft, event: EventOf<"result">): string | undefined {
   }
   finishStep(draft, step.stepId, { ok: false, output: null, error: failedError(draft, step, error, undelivered) });
   return undefined;
+}
+
+/** A FOREIGN result names how its cost was reached, so the audit trail says whether the agent or the registry priced it. */
+function resultReason(event: EventOf<"result">, cost: number): string {
+  const base = event.ok ? "step attempt completed" : `${event.error?.code ?? "ERROR"}: ${event.error?.message ?? ""}`;
+  return event.pricedBy ? `${base} (cost ${cost} priced by ${event.pricedBy})` : base;
 }
 
 function onQuery(draft: Draft, event: EventOf<"query">): string | undefined {

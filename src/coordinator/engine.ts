@@ -174,6 +174,7 @@ export class Engine {
       for (const effect of decision.effects) {
         if (effect.type === "foreign_dispatch") {
           const outcome = await this.foreign.dispatch(client, effect.envelope);
+          if (outcome.accepted && outcome.sentHash) hashWhatWasSent(effects, effect.envelope.id, outcome.sentHash);
           if (!outcome.accepted) {
             // Same path a failed foreign agent takes: a non-retryable error RESULT for this attempt.
             queue.unshift({
@@ -345,6 +346,21 @@ export class Engine {
     if (!metrics) return;
     const seconds = Math.max(0, (this.clock() - createdAtMs) / 1000);
     for (const effect of effects) if (effect.type === "hop") metrics.hopLatency.observe({ action: effect.hop.facts.action }, seconds);
+  }
+}
+
+/**
+ * A foreign hop's audit row hashes exactly what leaves the perimeter (the input after the registration's field
+ * list), not the hop's whole payload. That row (same envelope id) was decided just before the dispatch effect, so
+ * it is already in `effects`, not yet persisted; it is replaced, never mutated (decisions may be shared).
+ */
+function hashWhatWasSent(effects: Effect[], envelopeId: string, sentHash: string): void {
+  for (let i = effects.length - 1; i >= 0; i--) {
+    const effect = effects[i]!;
+    if (effect.type === "audit" && effect.entry.envelopeId === envelopeId) {
+      effects[i] = { type: "audit", entry: { ...effect.entry, payloadHash: sentHash } };
+      return;
+    }
   }
 }
 

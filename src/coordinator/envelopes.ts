@@ -120,6 +120,8 @@ export function envelopeToEvent(envelope: Envelope, sender: EventSender): Inboun
           payloadHash: sha256Hex(envelope.payload?.data ?? new Uint8Array()),
           // Only the gateway's foreign path writes such ids, and only its MAC proves a gateway sender.
           ...(!ok && sender.kind === "gateway" && isNotSentResultId(envelope.id) ? { undelivered: true } : {}),
+          // Same trust: only the gateway prices foreign hops. Bounded so a bad value cannot bloat the audit reason.
+          ...(sender.kind === "gateway" && envelope.usage?.pricedBy ? { pricedBy: envelope.usage.pricedBy.slice(0, 40) } : {}),
         },
       };
     }

@@ -5,7 +5,11 @@
 import type { Queryable } from "../store/db.js";
 import type { EnvelopeSpec, StepError } from "./model.js";
 
-export type ForeignDispatchOutcome = { accepted: true } | { accepted: false; error: StepError };
+/**
+ * `sentHash`: sha256 hex of the canonical JSON of exactly what will leave (the input after the registration's field
+ * list); the engine puts it in the hop's audit row as its payload hash, in place of the hash of the hop's payload.
+ */
+export type ForeignDispatchOutcome = { accepted: true; sentHash?: string } | { accepted: false; error: StepError };
 
 export interface ForeignDispatcher {
   /** Called inside the hop's transaction, after the audit row; must not send anything before commit. */

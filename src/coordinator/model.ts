@@ -125,6 +125,8 @@ export type CoordinatorEvent =
        * even to an agent not registered idempotent. Set only for a result the gateway's foreign path authenticated.
        */
       undelivered?: boolean;
+      /** How a FOREIGN result's cost was reached (`reported_usage` | `estimate_plus_elapsed`); the audit reason says it. */
+      pricedBy?: string;
     })
   | (EventBase & {
       type: "query";

@@ -7,6 +7,8 @@ import type { OutboxRow } from "../coordinator/outbox.js";
 import type { Queryable } from "../store/db.js";
 import type { OutboxEnvelope } from "./foreign-result.js";
 import type { ForeignArtifact } from "./a2a/artifacts.js";
+import type { ForeignUsage } from "./bridge-transition.js";
+import type { PricedBy } from "./pricing.js";
 
 export type BridgeStatus =
   | "pending_send"
@@ -42,10 +44,19 @@ export interface BridgeRecord {
   createdAt: Date;
   updatedAt: Date;
   resolvedAt: Date | null;
+  /** When the send started (the sender writes it); a metered hop's elapsed time runs from here. */
+  sentAt: Date | null;
+  /** sha256 hex of the canonical JSON of `request`, exactly what may leave (send-fields.ts). */
+  sentHash: string | null;
+  /** The latest usage the agent reported (pricing.ts); null when none. */
+  usage: ForeignUsage | null;
+  /** How the resolved hop was priced; null while open, or when nothing was charged (a failed send). */
+  pricedBy: PricedBy | null;
 }
 
 export const BRIDGE_COLUMNS = `id, org_id, task_id, step_id, attempt, agent_key, dialect, foreign_task_id, status, notification_token_hash,
-  token_kid, request, clearance, artifacts, last_state, deadline_ms, created_at, updated_at, resolved_at`;
+  token_kid, request, clearance, artifacts, last_state, deadline_ms, created_at, updated_at, resolved_at,
+  sent_at, sent_hash, usage, priced_by`;
 
 /** The same columns qualified with the alias `b`, for queries that join or update `a2a_bridge b`. */
 export const BRIDGE_COLUMNS_OF_B = BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ");
@@ -71,6 +82,10 @@ export function toBridge(row: Record<string, unknown>): BridgeRecord {
     createdAt: row.created_at as Date,
     updatedAt: row.updated_at as Date,
     resolvedAt: (row.resolved_at as Date | null) ?? null,
+    sentAt: (row.sent_at as Date | null) ?? null,
+    sentHash: (row.sent_hash as string | null) ?? null,
+    usage: (row.usage as ForeignUsage | null) ?? null,
+    pricedBy: (row.priced_by as PricedBy | null) ?? null,
   };
 }
 
@@ -85,15 +100,17 @@ export interface NewBridge {
   notificationTokenHash: string;
   tokenKid: string;
   request: unknown;
+  /** sha256 hex of the canonical JSON of `request` (send-fields.ts). */
+  sentHash: string;
   clearance: number;
 }
 
 /** Idempotent by id (the hop's envelope id): a replayed hop finds its bridge. */
 export async function insertBridge(db: Queryable, bridge: NewBridge): Promise<void> {
   await db.query(
-    `INSERT INTO a2a_bridge (id, org_id, task_id, step_id, attempt, agent_key, dialect, status, notification_token_hash, token_kid, request, clearance)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending_send', $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
-    [bridge.id, bridge.orgId, bridge.taskId, bridge.stepId, bridge.attempt, bridge.agentKey, bridge.dialect, bridge.notificationTokenHash, bridge.tokenKid, JSON.stringify(bridge.request ?? null), bridge.clearance],
+    `INSERT INTO a2a_bridge (id, org_id, task_id, step_id, attempt, agent_key, dialect, status, notification_token_hash, token_kid, request, clearance, sent_hash)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending_send', $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
+    [bridge.id, bridge.orgId, bridge.taskId, bridge.stepId, bridge.attempt, bridge.agentKey, bridge.dialect, bridge.notificationTokenHash, bridge.tokenKid, JSON.stringify(bridge.request ?? null), bridge.clearance, bridge.sentHash],
   );
 }
 
@@ -138,11 +155,11 @@ export async function writeBridges(db: Queryable, writes: readonly BridgeWrite[]
   const results = writes.flatMap((w) => w.results.map((r) => ({ bridgeId: w.bridge.id, ...r })));
   const { rows } = await db.query<{ bridge_id: string | null; outbox_id: number | null; envelope_id: string | null }>(
     `WITH u AS (
-       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::bool[])
-         AS u(id, version, status, artifacts, last_state, foreign_task_id, resolved)
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[], $7::bool[], $13::jsonb[], $14::text[])
+         AS u(id, version, status, artifacts, last_state, foreign_task_id, resolved, usage, priced_by)
      ), changed AS (
        UPDATE a2a_bridge b SET status = u.status, artifacts = u.artifacts, last_state = u.last_state,
-         foreign_task_id = u.foreign_task_id, updated_at = now(),
+         foreign_task_id = u.foreign_task_id, usage = u.usage, priced_by = u.priced_by, updated_at = now(),
          resolved_at = CASE WHEN u.resolved THEN now() ELSE b.resolved_at END,
          claimed_until = CASE WHEN u.resolved THEN NULL ELSE b.claimed_until END
        FROM u WHERE b.id = u.id AND (u.version IS NULL OR b.xmin = u.version::xid)
@@ -169,6 +186,8 @@ export async function writeBridges(db: Queryable, writes: readonly BridgeWrite[]
       results.map((r) => r.stream),
       results.map((r) => r.envelopeId),
       results.map((r) => Buffer.from(r.bytes.buffer, r.bytes.byteOffset, r.bytes.byteLength)),
+      writes.map((w) => (w.bridge.usage ? JSON.stringify(w.bridge.usage) : null)),
+      writes.map((w) => w.bridge.pricedBy),
     ],
   );
   const byEnvelope = new Map(results.map((r) => [r.envelopeId, r]));

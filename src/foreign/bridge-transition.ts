@@ -16,6 +16,7 @@ import { foreignOutput, mergeArtifacts, type ForeignArtifact } from "./a2a/artif
 import { isInterruptedForeignState, isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
 import { isOpen, type BridgeRecord, type BridgeStatus } from "./bridge-store.js";
 import { foreignResultEnvelope, outputTooLarge, type OutboxEnvelope } from "./foreign-result.js";
+import { priceHop, type HopRates } from "./pricing.js";
 
 /** What a push or a poll says about the foreign task. */
 export interface ForeignObservation {
@@ -63,7 +64,8 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
   if (bridge.foreignTaskId !== null && bridge.foreignTaskId !== observation.foreignTaskId) return { outcome: "mismatch", bridge };
   const artifacts = mergeArtifacts(bridge.artifacts, observation.artifacts);
   const state = observation.state;
-  const base = { ...bridge, artifacts, foreignTaskId: bridge.foreignTaskId ?? observation.foreignTaskId };
+  // A Task's metadata is cumulative, so the latest report wins (an observation without usage keeps the last one).
+  const base = { ...bridge, artifacts, foreignTaskId: bridge.foreignTaskId ?? observation.foreignTaskId, usage: observation.usage ?? bridge.usage };
   if (isTerminalForeignState(state) || isInterruptedForeignState(state)) {
     return { outcome: "resumed", bridge: { ...base, status: resolvedStatus(state!), lastState: state! }, end: { state: state!, message: observation.message } };
   }
@@ -84,14 +86,27 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
 
 // Deep equality ignores key order: a bridge read back from jsonb has its artifact keys reordered.
 function sameBridgeState(a: BridgeRecord, b: BridgeRecord): boolean {
-  return a.status === b.status && a.lastState === b.lastState && a.foreignTaskId === b.foreignTaskId && isDeepStrictEqual(a.artifacts, b.artifacts);
+  return a.status === b.status && a.lastState === b.lastState && a.foreignTaskId === b.foreignTaskId && isDeepStrictEqual(a.artifacts, b.artifacts) && isDeepStrictEqual(a.usage, b.usage);
 }
 
-/** The RESULT that resumes the step of a bridge resolved as `end`; `cost` is the registry's per-call estimate. */
-export function resultFor(bridge: BridgeRecord, end: Resolution, cost: number, signer: EnvelopeSigner, maxPayloadBytes: number, nowMs: number): OutboxEnvelope {
+/** A resolved bridge's RESULT, and the bridge with how it was priced (to write with it). */
+export interface PricedResult {
+  bridge: BridgeRecord;
+  result: OutboxEnvelope;
+}
+
+/**
+ * The RESULT that resumes the step of a bridge resolved as `end` at `nowMs`, priced by pricing.ts from the usage the
+ * agent reported or the registry's `rates` and the elapsed time since the send started (since the hop, when a push
+ * beat the sender's record of the send).
+ */
+export function resultFor(bridge: BridgeRecord, end: Resolution, rates: HopRates, signer: EnvelopeSigner, maxPayloadBytes: number, nowMs: number): PricedResult {
   const ok = end.state === "completed" && !end.error;
   const error = ok ? null : (end.error ?? stepErrorFor(bridge.agentKey, end.state, end.message));
-  return foreignResultEnvelope(bridge, "final", { ok, output: ok ? foreignOutput(bridge.artifacts) : null, error, cost }, signer, maxPayloadBytes, nowMs);
+  const started = bridge.sentAt ?? bridge.createdAt;
+  const { cost, pricedBy } = priceHop(rates, bridge.usage ?? undefined, started ? nowMs - started.getTime() : 0);
+  const result = foreignResultEnvelope(bridge, "final", { ok, output: ok ? foreignOutput(bridge.artifacts) : null, error, cost, pricedBy }, signer, maxPayloadBytes, nowMs);
+  return { bridge: { ...bridge, pricedBy }, result };
 }
 
 function resolvedStatus(state: ForeignTaskState): BridgeStatus {

@@ -3,7 +3,7 @@
  * a handful of statements per batch instead of per push — on this kind of machine every round trip costs far more
  * than the work in it (PERFORMANCE.md):
  *
- * 1. `find`: the bridge, the tenant link key its URL token must verify with and the agent's per-call cost, one read
+ * 1. `find`: the bridge, the tenant link key its URL token must verify with and the agent's pricing rates, one read
  *    per batch. The row's version (`xmin`) comes along.
  * 2. `apply`: verified observations, applied optimistically in ONE statement per batch — each bridge's new state is
  *    computed from the row `find` read (bridge-transition.ts) and written only if the row is still that version
@@ -21,14 +21,15 @@ import { MicroBatcher } from "../store/micro-batcher.js";
 import { BRIDGE_COLUMNS_OF_B, isBridgeId, toBridge, writeBridges, type BridgeRecord } from "./bridge-store.js";
 import { observe, resultFor, type ForeignObservation, type ObservationOutcome } from "./bridge-transition.js";
 import type { OutboxEnvelope } from "./foreign-result.js";
-import { applyObservations, type BridgeResumeDeps } from "./resume.js";
+import type { HopRates } from "./pricing.js";
+import { applyObservations, ratesOf, type BridgeResumeDeps } from "./resume.js";
 
 export interface CallbackTarget {
   bridge: BridgeRecord;
   /** The tenant's link key the bridge's tokens are signed with; undefined when the tenant no longer has it. */
   key: Pick<LinkKey, "kid" | "secret" | "retiredAt"> | undefined;
-  /** The agent's per-call cost estimate (0 when the agent was deleted meanwhile). */
-  cost: number;
+  /** The agent's pricing rates (0 when the agent was deleted meanwhile). */
+  rates: HopRates;
   /** The row version `find` read (`xmin`): the optimistic write applies only to that version. */
   version: string;
 }
@@ -75,7 +76,7 @@ export class CallbackIntake {
   private async lookupBatch(ids: string[]): Promise<Array<CallbackTarget | undefined>> {
     const { rows } = await this.options.pool.query(
       `SELECT ${BRIDGE_COLUMNS_OF_B}, b.xmin::text AS version, k.kid AS key_kid, k.secret AS key_secret, k.retired_at AS key_retired_at,
-              coalesce(a.cost_estimate, 0) AS cost
+              coalesce(a.cost_estimate, 0) AS cost, coalesce(a.cost_per_second, 0) AS cost_per_second
        FROM a2a_bridge b
        LEFT JOIN link_keys k ON k.org_id = b.org_id AND k.kid = b.token_kid
        LEFT JOIN foreign_agents a ON a.org_id = b.org_id AND a.agent_key = b.agent_key
@@ -85,7 +86,7 @@ export class CallbackIntake {
     const found = new Map<string, CallbackTarget>();
     for (const row of rows) {
       const key = row.key_kid ? { kid: row.key_kid as string, secret: row.key_secret as Buffer, retiredAt: row.key_retired_at ? (row.key_retired_at as Date).toISOString() : null } : undefined;
-      found.set(row.id as string, { bridge: toBridge(row), key, cost: Number(row.cost), version: row.version as string });
+      found.set(row.id as string, { bridge: toBridge(row), key, rates: ratesOf(row), version: row.version as string });
     }
     return ids.map((id) => found.get(id));
   }
@@ -96,10 +97,10 @@ export class CallbackIntake {
     const outcomes: Array<ObservationOutcome | undefined> = items.map(() => undefined);
     // Each bridge's observations in order, from the version `find` read; a bridge read at two versions (its pushes
     // were looked up in different batches around a change) goes to the locking path whole.
-    const perBridge = new Map<string, { version: string; start: BridgeRecord; bridge: BridgeRecord; cost: number; indexes: number[]; results: OutboxEnvelope[]; stale: boolean }>();
+    const perBridge = new Map<string, { version: string; start: BridgeRecord; bridge: BridgeRecord; rates: HopRates; indexes: number[]; results: OutboxEnvelope[]; stale: boolean }>();
     items.forEach(({ target }, index) => {
       const entry = perBridge.get(target.bridge.id);
-      if (!entry) perBridge.set(target.bridge.id, { version: target.version, start: target.bridge, bridge: target.bridge, cost: target.cost, indexes: [index], results: [], stale: false });
+      if (!entry) perBridge.set(target.bridge.id, { version: target.version, start: target.bridge, bridge: target.bridge, rates: target.rates, indexes: [index], results: [], stale: false });
       else {
         entry.indexes.push(index);
         if (entry.version !== target.version) entry.stale = true;
@@ -110,7 +111,11 @@ export class CallbackIntake {
       for (const index of entry.indexes) {
         const step = observe(entry.bridge, items[index]!.observation, this.options.maxPayloadBytes);
         entry.bridge = step.bridge;
-        if (step.end) entry.results.push(resultFor(step.bridge, step.end, entry.cost, this.options.signer, this.options.maxPayloadBytes, now));
+        if (step.end) {
+          const priced = resultFor(step.bridge, step.end, entry.rates, this.options.signer, this.options.maxPayloadBytes, now);
+          entry.bridge = priced.bridge;
+          entry.results.push(priced.result);
+        }
         outcomes[index] = step.outcome;
       }
     }

@@ -93,6 +93,7 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
         ...(parsed.state !== undefined ? { state: parsed.state } : {}),
         artifacts: parsed.artifacts,
         ...(parsed.message !== undefined ? { message: parsed.message } : {}),
+        ...(parsed.usage ? { usage: parsed.usage } : {}),
       });
     } catch (error) {
       // Another bridge of the tenant already owns that foreign task id: the body lies about its task.

@@ -1,7 +1,8 @@
 /**
  * The A2A adapter of the ForeignDispatcher port. It runs INSIDE the hop's transaction, after the governor allowed the
  * hop and its audit row was written, and sends nothing: it checks the registry (agent registered and enabled, the
- * hop's clearance floor within the agent's ceiling) and writes the `a2a_bridge` row (status `pending_send`). The
+ * hop's clearance floor within the agent's ceiling), restricts the input to the fields the agent may receive
+ * (send-fields.ts) and writes the `a2a_bridge` row (status `pending_send`) with the hash of exactly that. The
  * post-commit sender (sender.ts) opens the foreign task, so no byte leaves before the audit row is committed — and
  * a rolled-back hop leaves no bridge behind.
  */
@@ -13,6 +14,7 @@ import type { Queryable } from "../store/db.js";
 import { insertBridge } from "./bridge-store.js";
 import { notificationSecret, sha256Hex } from "./callback-token.js";
 import { findForeignAgent } from "./registry.js";
+import { INPUT_NOT_SENDABLE, sendableInput, sentHash } from "./send-fields.js";
 
 export const FOREIGN_PREFIX = "foreign:";
 
@@ -46,13 +48,22 @@ export function createA2ADispatcher(options: A2ADispatcherOptions = {}): Foreign
           },
         };
       }
-      const key = await ensureLinkKey(client, envelope.orgId);
       let input: unknown = null;
       try {
         input = (JSON.parse(envelope.payloadJson) as { input?: unknown }).input ?? null;
       } catch {
         // The hop's own payload: always JSON. Sent as null rather than failing a governed hop on our own bug.
       }
+      // Only the registered fields leave (send-fields.ts); the bridge's request is all a transport ever sends.
+      const sendable = sendableInput(input, agent.sendFields);
+      if (!sendable.ok) {
+        return {
+          accepted: false,
+          error: { code: INPUT_NOT_SENDABLE, message: `foreign agent ${agentKey} may receive only some input fields: ${sendable.reason}`, retryable: false },
+        };
+      }
+      const hash = sentHash(sendable.request);
+      const key = await ensureLinkKey(client, envelope.orgId);
       await insertBridge(client, {
         id: envelope.id,
         orgId: envelope.orgId,
@@ -63,11 +74,12 @@ export function createA2ADispatcher(options: A2ADispatcherOptions = {}): Foreign
         dialect: agent.protocol,
         notificationTokenHash: sha256Hex(notificationSecret(key, envelope.id)),
         tokenKid: key.kid,
-        request: input,
+        request: sendable.request,
+        sentHash: hash,
         clearance: envelope.clearanceFloor,
       });
       options.onBridge?.();
-      return { accepted: true };
+      return { accepted: true, sentHash: hash };
     },
   };
 }

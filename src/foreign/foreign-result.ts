@@ -11,14 +11,17 @@ import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { StepError } from "../coordinator/model.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import type { BridgeRecord } from "./bridge-store.js";
+import type { PricedBy } from "./pricing.js";
 
 export interface ForeignOutcome {
   ok: boolean;
   /** The step output when ok (already normalised from the agent's artifacts). */
   output: unknown;
   error: StepError | null;
-  /** Cost units accrued for the call (the registry's per-call estimate). */
+  /** Cost units accrued for the call (pricing.ts). */
   cost: number;
+  /** How `cost` was reached; absent when nothing was charged (a failed send). Carried as `Usage.priced_by`. */
+  pricedBy?: PricedBy;
 }
 
 export interface OutboxEnvelope {
@@ -72,7 +75,7 @@ export function foreignResultEnvelope(
         status: result.ok ? ResultStatus.OK : ResultStatus.ERROR,
         ...(result.ok ? { payload: jsonPayload(result.output) } : {}),
         ...(result.error ? { error: { code: result.error.code, message: result.error.message, retryable: result.error.retryable ?? false } } : {}),
-        usage: { cost: result.cost },
+        usage: { cost: result.cost, ...(result.pricedBy ? { pricedBy: result.pricedBy } : {}) },
         createdAtMs: BigInt(nowMs),
       }),
     );

@@ -45,7 +45,7 @@ export interface ForeignAgentRecord {
   tool: string | null;
   /** A2A only: push or poll (`auto`: push when the card offers it). */
   delivery: ForeignDelivery;
-  /** Top-level step-input fields that may leave the perimeter; null: the whole input. */
+  /** Step-input fields that may leave the perimeter (top-level keys or dotted paths, send-fields.ts); null: the whole input. */
   sendFields: string[] | null;
   /** Cost units per second of elapsed time, added to `costEstimate` when the agent reports no usage. */
   costPerSecond: number;
@@ -70,7 +70,7 @@ export interface ForeignAgentInput {
   tool?: string | null;
   /** Default `auto`; A2A only. */
   delivery?: ForeignDelivery;
-  /** Default null (everything); otherwise 1 to 100 distinct top-level field names. */
+  /** Default null (everything); otherwise 1 to 100 distinct field names (top-level keys or dotted paths). */
   sendFields?: readonly string[] | null;
   /** Default 0. */
   costPerSecond?: number;

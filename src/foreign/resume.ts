@@ -16,6 +16,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import { BRIDGE_COLUMNS_OF_B, findBridge, isBridgeId, toBridge, writeBridges, type BridgeRecord } from "./bridge-store.js";
 import { observe, resultFor, type ForeignObservation, type ObservationOutcome } from "./bridge-transition.js";
 import { foreignResultEnvelope, type OutboxEnvelope } from "./foreign-result.js";
+import type { HopRates } from "./pricing.js";
 
 export type { ForeignObservation, ObservationOutcome } from "./bridge-transition.js";
 
@@ -45,7 +46,7 @@ export async function applyObservation(deps: BridgeResumeDeps, bridgeId: string,
 interface Working {
   start: BridgeRecord;
   bridge: BridgeRecord;
-  cost: number;
+  rates: HopRates;
   results: OutboxEnvelope[];
 }
 
@@ -63,7 +64,11 @@ export async function applyObservations(deps: BridgeResumeDeps, requests: readon
       if (!working) return "unknown";
       const step = observe(working.bridge, observation, deps.maxPayloadBytes);
       working.bridge = step.bridge;
-      if (step.end) working.results.push(resultFor(step.bridge, step.end, working.cost, deps.signer, deps.maxPayloadBytes, now));
+      if (step.end) {
+        const priced = resultFor(step.bridge, step.end, working.rates, deps.signer, deps.maxPayloadBytes, now);
+        working.bridge = priced.bridge;
+        working.results.push(priced.result);
+      }
       return step.outcome;
     });
     const changed = [...bridges.values()].filter((w) => w.bridge !== w.start);
@@ -93,13 +98,13 @@ export async function failSend(deps: BridgeResumeDeps, bridgeId: string, error: 
   return outbox !== undefined;
 }
 
-/** Locks the bridges in id order (two batches on overlapping bridges queue instead of deadlocking), with each agent's cost. */
+/** Locks the bridges in id order (two batches on overlapping bridges queue instead of deadlocking), with each agent's rates. */
 async function lockBridges(client: PoolClient, ids: readonly string[]): Promise<Map<string, Working>> {
   const wanted = [...new Set(ids.filter(isBridgeId))].sort();
   if (wanted.length === 0) return new Map();
-  // The registry's per-call estimate is the best actual we have for an answered call.
+  // The registry's rates price a hop whose agent reports no cost (pricing.ts).
   const { rows } = await client.query(
-    `SELECT ${BRIDGE_COLUMNS_OF_B}, coalesce(a.cost_estimate, 0) AS cost
+    `SELECT ${BRIDGE_COLUMNS_OF_B}, coalesce(a.cost_estimate, 0) AS cost, coalesce(a.cost_per_second, 0) AS cost_per_second
      FROM a2a_bridge b LEFT JOIN foreign_agents a ON a.org_id = b.org_id AND a.agent_key = b.agent_key
      WHERE b.id = ANY($1::uuid[]) ORDER BY b.id FOR UPDATE OF b`,
     [wanted],
@@ -107,9 +112,14 @@ async function lockBridges(client: PoolClient, ids: readonly string[]): Promise<
   return new Map(
     rows.map((row) => {
       const bridge = toBridge(row);
-      return [bridge.id, { start: bridge, bridge, cost: Number(row.cost), results: [] }];
+      return [bridge.id, { start: bridge, bridge, rates: ratesOf(row), results: [] }];
     }),
   );
+}
+
+/** The pricing columns a lookup joined from `foreign_agents` (`cost`, `cost_per_second`). */
+export function ratesOf(row: Record<string, unknown>): HopRates {
+  return { costEstimate: Number(row.cost), costPerSecond: Number(row.cost_per_second) };
 }
 
 async function publish(deps: BridgeResumeDeps, rows: readonly OutboxRow[]): Promise<void> {

@@ -38,7 +38,7 @@ const subs = {
   destination: opt(endpoint),
   replyTo: opt(fc.record({ taskId: text, stepId: text, attempt: uint32 }, some)),
   payload: opt(fc.record({ data, contentType: text }, some)),
-  usage: opt(fc.record({ cost, inputTokens: uint64, outputTokens: uint64, durationMs: uint64 }, some)),
+  usage: opt(fc.record({ cost, inputTokens: uint64, outputTokens: uint64, durationMs: uint64, pricedBy: text }, some)),
   error: opt(fc.record({ code: text, message: text, retryable: fc.boolean() }, some)),
   trace: opt(fc.record({ traceparent: text, tracestate: text }, some)),
   auth: opt(fc.record({ keyId: text, sender: text, mac: fc.uint8Array({ maxLength: 40 }) }, some)),

@@ -66,6 +66,11 @@ export interface StartA2AAgentOptions {
    * v0.3-only agent (e.g. one built on an older SDK) publishes it.
    */
   supersetCard?: boolean;
+  /**
+   * Metadata of the final `completed` status (on the status update event and on its status message, which the Task
+   * snapshot and GetTask carry too), e.g. `{ usage: { cost: 0.42 } }` for metered-cost tests.
+   */
+  finalMetadata?: Record<string, unknown>;
 }
 
 export interface ReceivedMessage {
@@ -147,7 +152,7 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
 
   const pushStore = new InMemoryPushNotificationStore();
   const sender = recordingSender(options.dialect, behaviour === "no-push", pushStore, pushes);
-  const executor = new TestExecutor({ name, behaviour, delayAt, output: options.output, received });
+  const executor = new TestExecutor({ name, behaviour, delayAt, output: options.output, received, finalMetadata: options.finalMetadata });
   const requestHandler = new DefaultRequestHandler(liveCard, new InMemoryTaskStore(), executor, undefined, pushStore, sender);
 
   const app = express();
@@ -231,6 +236,7 @@ interface ExecutorOptions {
   delayAt: (i: number) => number;
   output: ((input: unknown) => unknown) | undefined;
   received: ReceivedMessage[];
+  finalMetadata: Record<string, unknown> | undefined;
 }
 
 class TestExecutor implements AgentExecutor {
@@ -309,7 +315,8 @@ class TestExecutor implements AgentExecutor {
       );
       await pause(2);
       if (cancelled) return;
-      this.status(ctx, bus, TaskState.TASK_STATE_COMPLETED);
+      const finalMetadata = this.options.finalMetadata;
+      this.status(ctx, bus, TaskState.TASK_STATE_COMPLETED, finalMetadata ? "done" : undefined, finalMetadata);
     } finally {
       this.cancels.delete(ctx.taskId);
       if (!cancelled) bus.finished();
@@ -333,7 +340,7 @@ class TestExecutor implements AgentExecutor {
     for (const cancel of this.cancels.values()) cancel();
   }
 
-  private status(ctx: RequestContext, bus: ExecutionEventBus, state: TaskState, text?: string): void {
+  private status(ctx: RequestContext, bus: ExecutionEventBus, state: TaskState, text?: string, metadata?: Record<string, unknown>): void {
     const message: Message | undefined =
       text === undefined
         ? undefined
@@ -343,7 +350,7 @@ class TestExecutor implements AgentExecutor {
             taskId: ctx.taskId,
             role: Role.ROLE_AGENT,
             parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" }],
-            metadata: undefined,
+            metadata,
             extensions: [],
             referenceTaskIds: [],
           };
@@ -352,7 +359,7 @@ class TestExecutor implements AgentExecutor {
         taskId: ctx.taskId,
         contextId: ctx.contextId,
         status: { state, message, timestamp: new Date().toISOString() },
-        metadata: undefined,
+        metadata,
       }),
     );
   }

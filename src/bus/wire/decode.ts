@@ -189,6 +189,7 @@ function usageField(r: Reader, m: Usage): boolean {
     case 2: m.inputTokens = r.want(VARINT, m).uint64(false); return true;
     case 3: m.outputTokens = r.want(VARINT, m).uint64(false); return true;
     case 4: m.durationMs = r.want(VARINT, m).uint64(false); return true;
+    case 5: m.pricedBy = r.want(LEN, m).string(); return true;
     default: return false;
   }
 }

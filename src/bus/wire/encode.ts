@@ -83,7 +83,7 @@ function subSize(e: AnyMessage, key: string, typeName: string): number {
     case ENDPOINT: return enm(1, x.kind) + str(1, x.id) + u;
     case PAYLOAD: return bytes(1, x.data) + str(1, x.contentType) + u;
     case REPLY_TO: return str(1, x.taskId) + str(1, x.stepId) + u32(1, x.attempt) + u;
-    case USAGE: return dbl(1, x.cost) + u64(1, x.inputTokens) + u64(1, x.outputTokens) + u64(1, x.durationMs) + u;
+    case USAGE: return dbl(1, x.cost) + u64(1, x.inputTokens) + u64(1, x.outputTokens) + u64(1, x.durationMs) + str(1, x.pricedBy) + u;
     case ERROR_INFO: return str(1, x.code) + str(1, x.message) + bool(1, x.retryable) + u;
     case BUS_AUTH: return str(1, x.keyId) + str(1, x.sender) + bytes(1, x.mac) + u;
     default: return str(1, x.traceparent) + str(1, x.tracestate) + u;
@@ -182,6 +182,7 @@ class Writer {
           this.pos += 8;
         }
         this.int64(16, x.inputTokens as bigint); this.int64(24, x.outputTokens as bigint); this.int64(32, x.durationMs as bigint);
+        this.string(42, x.pricedBy as string);
         break;
       case ERROR_INFO:
         this.string(10, x.code as string); this.string(18, x.message as string); this.uint32(24, x.retryable ? 1 : 0);

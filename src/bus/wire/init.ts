@@ -30,7 +30,7 @@ export const zeroEnvelope = (): Envelope => ({
 export const zeroEndpoint = (): Endpoint => ({ $typeName: ENDPOINT, kind: 0, id: "" });
 export const zeroPayload = (): Payload => ({ $typeName: PAYLOAD, data: new Uint8Array(0), contentType: "" });
 export const zeroReplyTo = (): ReplyTo => ({ $typeName: REPLY_TO, taskId: "", stepId: "", attempt: 0 });
-export const zeroUsage = (): Usage => ({ $typeName: USAGE, cost: 0, inputTokens: 0n, outputTokens: 0n, durationMs: 0n });
+export const zeroUsage = (): Usage => ({ $typeName: USAGE, cost: 0, inputTokens: 0n, outputTokens: 0n, durationMs: 0n, pricedBy: "" });
 export const zeroError = (): ErrorInfo => ({ $typeName: ERROR_INFO, code: "", message: "", retryable: false });
 export const zeroTrace = (): TraceContext => ({ $typeName: TRACE, traceparent: "", tracestate: "" });
 export const zeroBusAuth = (): BusAuth => ({ $typeName: BUS_AUTH, keyId: "", sender: "", mac: new Uint8Array(0) });
@@ -60,7 +60,7 @@ const SUBS: ReadonlyArray<readonly [string, string, () => unknown, readonly stri
   ["destination", ENDPOINT, zeroEndpoint, ["kind", "id"]],
   ["replyTo", REPLY_TO, zeroReplyTo, ["taskId", "stepId", "attempt"]],
   ["payload", PAYLOAD, zeroPayload, ["data", "contentType"]],
-  ["usage", USAGE, zeroUsage, ["cost", "inputTokens", "outputTokens", "durationMs"]],
+  ["usage", USAGE, zeroUsage, ["cost", "inputTokens", "outputTokens", "durationMs", "pricedBy"]],
   ["error", ERROR_INFO, zeroError, ["code", "message", "retryable"]],
   ["trace", TRACE, zeroTrace, ["traceparent", "tracestate"]],
   ["auth", BUS_AUTH, zeroBusAuth, ["keyId", "sender", "mac"]],

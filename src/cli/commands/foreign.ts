@@ -114,7 +114,7 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
     .option("--protocol <version>", "A2A dialect: auto (prefer 1.0), 1.0 or 0.3; or mcp: call --tool over MCP (Streamable HTTP at --url)", protocolOption)
     .option("--tool <name>", "the MCP tool to call (protocol mcp only)")
     .option("--delivery <mode>", "A2A results by push or poll: auto (push when the card offers it), push or poll (e.g. behind a firewall)", deliveryOption)
-    .option("--send <field>", "a top-level input field that may leave the perimeter (repeatable; default: the whole input)", collect)
+    .option("--send <field>", "an input field that may leave the perimeter: a top-level key or a dotted path such as task.city (repeatable; default: the whole input)", collect)
     .option("--cost <units>", "cost per call: the estimate charged when the agent reports no usage", nonNegative)
     .option("--cost-per-second <units>", "cost per second of elapsed time, added to --cost when the agent reports no usage", nonNegative)
     .option("--credential-ref <name>", "NAME of the credential in the secret store (never the secret)")

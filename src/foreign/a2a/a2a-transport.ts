@@ -55,7 +55,12 @@ export class A2ATransport implements ForeignTransport {
         throw error;
       });
     reach.mayHaveReached = true;
-    return { foreignTaskId: sent.foreignTaskId, dialect: card.protocol, delivery: "push", observation: { foreignTaskId: sent.foreignTaskId, state: sent.state, artifacts: [] } };
+    return {
+      foreignTaskId: sent.foreignTaskId,
+      dialect: card.protocol,
+      delivery: "push",
+      observation: { foreignTaskId: sent.foreignTaskId, state: sent.state, artifacts: [], ...(sent.usage ? { usage: sent.usage } : {}) },
+    };
   }
 
   async poll(agent: ForeignAgentRecord, bridge: BridgeRecord, signal?: AbortSignal): Promise<ForeignObservation | undefined> {
@@ -69,6 +74,7 @@ export class A2ATransport implements ForeignTransport {
       // GetTask answers with the whole task: its artifacts are complete.
       artifacts: snapshot.artifacts,
       ...(snapshot.message !== undefined ? { message: snapshot.message } : {}),
+      ...(snapshot.usage ? { usage: snapshot.usage } : {}),
     };
   }
 

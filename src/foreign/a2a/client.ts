@@ -24,6 +24,8 @@ import type { AgentEndpoint } from "./card-parse.js";
 import { callFailure, mapCallError } from "./client-errors.js";
 import { foreignTaskState, type A2ADialect, type ForeignTaskState } from "./task-state.js";
 import { isJsonObject, requireId } from "./untrusted-json.js";
+import type { ForeignUsage } from "../bridge-transition.js";
+import { firstUsage } from "../pricing.js";
 
 export interface A2AClientOptions {
   /** The guarded fetch. Tests may pass `globalThis.fetch`; production never should. */
@@ -77,6 +79,8 @@ export interface A2ASendResult {
   foreignTaskId: string;
   state: ForeignTaskState;
   contextId?: string;
+  /** Usage the answering Task reported (pricing.ts). */
+  usage?: ForeignUsage;
 }
 
 export interface A2ATaskRequest {
@@ -92,6 +96,8 @@ export interface ForeignTaskSnapshot {
   artifacts: ForeignArtifact[];
   /** Text of the status message, capped (e.g. why the task failed). */
   message?: string;
+  /** Usage reported in the Task's `metadata` or its status message's (pricing.ts). */
+  usage?: ForeignUsage;
 }
 
 export interface A2AClient {
@@ -137,7 +143,12 @@ export function createA2AClient(options: A2AClientOptions): A2AClient {
         throw callFailure("A2A_NO_TASK", ErrorCode.FailedPrecondition, "the agent answered with a message instead of opening a task; a FOREIGN hop needs a task to track", false);
       }
       const snapshot = readTask(result, options.artifactLimits);
-      return snapshot.contextId ? { foreignTaskId: snapshot.foreignTaskId, state: snapshot.state, contextId: snapshot.contextId } : { foreignTaskId: snapshot.foreignTaskId, state: snapshot.state };
+      return {
+        foreignTaskId: snapshot.foreignTaskId,
+        state: snapshot.state,
+        ...(snapshot.contextId ? { contextId: snapshot.contextId } : {}),
+        ...(snapshot.usage ? { usage: snapshot.usage } : {}),
+      };
     },
 
     async getTask({ card, protocol, foreignTaskId, signal }) {
@@ -226,12 +237,14 @@ function readTask(task: Task, limits: ArtifactLimits | undefined): ReadTask {
     const artifacts = normalizeArtifacts(json.artifacts, "1.0", "$.artifacts", limits);
     const message = messageText(status.message, "1.0");
     const contextId = typeof json.contextId === "string" && json.contextId !== "" ? json.contextId : undefined;
+    const usage = firstUsage(json.metadata, isJsonObject(status.message) ? status.message.metadata : undefined);
     return {
       foreignTaskId,
       state: foreignTaskState(status.state),
       artifacts,
       ...(message !== undefined ? { message } : {}),
       ...(contextId !== undefined ? { contextId } : {}),
+      ...(usage ? { usage } : {}),
     };
   } catch (error) {
     const why = error instanceof SwitchyardError ? `${error.message} (${String(error.details.reason)})` : String(error);

@@ -19,6 +19,8 @@ import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { messageText, normalizeArtifact, normalizeArtifacts, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
 import { isTerminalForeignState, parseForeignTaskState, WIRE_STATE_NAMES, type A2ADialect, type ForeignTaskState } from "./task-state.js";
 import { isJsonObject, malformed, optionalString, parseUntrustedJson, requireId, type JsonObject } from "./untrusted-json.js";
+import type { ForeignUsage } from "../bridge-transition.js";
+import { firstUsage } from "../pricing.js";
 
 export type PushKind = "task" | "statusUpdate" | "artifactUpdate" | "message";
 
@@ -38,6 +40,8 @@ export interface ParsedPushNotification {
   artifacts: ForeignArtifact[];
   /** Text of the status message (or of the message, for `kind: "message"`), capped. */
   message?: string;
+  /** Usage reported in the event's `metadata` or its status message's (pricing.ts); absent when none is usable. */
+  usage?: ForeignUsage;
 }
 
 export interface PushParseOptions extends ArtifactLimits {
@@ -64,7 +68,21 @@ export function parsePushNotification(contentType: string | undefined, rawBody: 
   if (rawBody.length === 0) throw malformed("EMPTY_BODY", "push notification body is empty");
   const body = parseUntrustedJson(rawBody, "push notification body");
   if (!isJsonObject(body)) throw malformed("INVALID_SHAPE", "push notification body must be a JSON object", "$");
-  return "kind" in body ? parseV03(body, options) : parseV1(body, options);
+  const parsed = "kind" in body ? parseV03(body, options) : parseV1(body, options);
+  const event = "kind" in body ? body : body[parsed.kind];
+  return withUsage(parsed, event);
+}
+
+/**
+ * Usage travels in the event's own `metadata` (a Task's, a status update's, a message's) or in its status message's
+ * metadata; the event's wins. Artifact metadata is not read: it describes one (possibly partial) artifact.
+ */
+function withUsage(parsed: ParsedPushNotification, event: unknown): ParsedPushNotification {
+  if (!isJsonObject(event)) return parsed;
+  const status = isJsonObject(event.status) ? event.status : undefined;
+  const statusMessage = status && isJsonObject(status.message) ? status.message : undefined;
+  const usage = firstUsage(event.metadata, statusMessage?.metadata);
+  return usage ? { ...parsed, usage } : parsed;
 }
 
 function checkMediaType(contentType: string | undefined): void {

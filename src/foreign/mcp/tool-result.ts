@@ -7,11 +7,13 @@
  *   (inline base64 dropped, its size kept); a resource link → `{ resource: { uri, name?, mediaType? } }`; an embedded
  *   resource → `{ resource: { uri, mediaType?, text? | bytes? } }`. Resources are never fetched.
  *   A single part is then the step's output as is (artifacts.ts `foreignOutput`).
- * - usage from `_meta.usage` (or `_meta` itself): `cost`, `inputTokens`/`input_tokens`, `outputTokens`/`output_tokens`
- *   (also `prompt_tokens`/`completion_tokens`); non-negative finite numbers only, anything else ignored.
+ * - usage from `_meta` as pricing.ts reads any agent's metadata (`_meta.usage` and its aliases, `cost`,
+ *   `inputTokens`/`input_tokens`/…), or from `_meta` itself when it carries the figures directly; implausible or
+ *   malformed figures are ignored, never an error.
  */
 import type { ForeignArtifact } from "../a2a/artifacts.js";
 import type { ForeignObservation, ForeignUsage } from "../bridge-transition.js";
+import { usageFrom } from "../pricing.js";
 
 /** The fields of a CallToolResult we read (the SDK's schema has already validated the shape). */
 export interface ToolResultLike {
@@ -60,17 +62,7 @@ function partOf(item: unknown): unknown {
 }
 
 export function usageOf(meta: unknown): ForeignUsage | undefined {
-  const m = asObject(meta);
-  if (!m) return undefined;
-  const u = asObject(m.usage) ?? m;
-  const usage: ForeignUsage = {};
-  const cost = num(u.cost);
-  const input = num(u.inputTokens) ?? num(u.input_tokens) ?? num(u.prompt_tokens);
-  const output = num(u.outputTokens) ?? num(u.output_tokens) ?? num(u.completion_tokens);
-  if (cost !== undefined) usage.cost = cost;
-  if (input !== undefined) usage.inputTokens = input;
-  if (output !== undefined) usage.outputTokens = output;
-  return Object.keys(usage).length > 0 ? usage : undefined;
+  return usageFrom(meta) ?? usageFrom({ usage: meta });
 }
 
 function asObject(v: unknown): Record<string, unknown> | undefined {
@@ -79,10 +71,6 @@ function asObject(v: unknown): Record<string, unknown> | undefined {
 
 function str(v: unknown): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
-}
-
-function num(v: unknown): number | undefined {
-  return typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
 }
 
 function base64Length(v: unknown): number | undefined {

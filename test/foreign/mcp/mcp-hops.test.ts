@@ -110,8 +110,8 @@ steps:
       rt.startCoordinator();
     });
 
-    it("runs role → MCP tool → role: the tool's structured result is the step's output, audited, priced", async () => {
-      server = await startMcpServer({ name: "tool-box" });
+    it("runs role → MCP tool → role: the tool's structured result is the step's output, audited, priced by its reported usage", async () => {
+      server = await startMcpServer({ name: "tool-box", echoMeta: { usage: { cost: 0.75, input_tokens: 10, output_tokens: 4 } } });
       await registerTool("echo", { costEstimate: 3 });
       workers = new Workers(rt as never);
       const seenByC: unknown[] = [];
@@ -132,13 +132,13 @@ steps:
       expect(task.status).toBe("completed");
       const sent = { task: { topic: "tides" }, steps: { a: { prepared: { topic: "tides" } } } };
       expect(server.calls).toEqual([{ tool: "echo", args: sent }]);
-      expect(task.steps.find((s) => s.id === "b")).toMatchObject({ status: "completed", attempts: 1, cost: 3, output: { echo: sent } });
+      expect(task.steps.find((s) => s.id === "b")).toMatchObject({ status: "completed", attempts: 1, cost: 0.75, output: { echo: sent } });
       expect(seenByC).toEqual([{ task: { topic: "tides" }, steps: { b: { echo: sent } } }]);
 
       const [bridge] = await listBridges(rt.pool, ORG, taskId);
       expect(bridge).toMatchObject({ status: "completed", dialect: "mcp", foreignTaskId: `mcp:${bridge!.id}`, lastState: "completed" });
-      const { rows } = await rt.pool.query("SELECT delivery, sent_at FROM a2a_bridge WHERE id = $1", [bridge!.id]);
-      expect(rows[0]).toMatchObject({ delivery: "call", sent_at: expect.any(Date) });
+      const { rows } = await rt.pool.query("SELECT delivery, sent_at, usage, priced_by FROM a2a_bridge WHERE id = $1", [bridge!.id]);
+      expect(rows[0]).toMatchObject({ delivery: "call", sent_at: expect.any(Date), priced_by: "reported_usage", usage: { cost: 0.75, inputTokens: 10, outputTokens: 4 } });
 
       const audit = await listAudit(rt.pool, ORG, { taskId });
       expect(audit.map((a) => `${a.action}:${a.stepId}:${a.verdict}:${a.actor}`)).toEqual([

@@ -112,7 +112,8 @@ export type ForeignAgent = Message<"switchyard.api.v1.ForeignAgent"> & {
   delivery: ForeignDelivery;
 
   /**
-   * Top-level step-input fields that may leave the perimeter; empty means the whole input.
+   * Step-input fields that may leave the perimeter (top-level keys or dotted paths such as `task.city`); empty means
+   * the whole input.
    *
    * @generated from field: repeated string send_fields = 15;
    */
