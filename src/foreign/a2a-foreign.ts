@@ -1,5 +1,5 @@
 /**
- * FOREIGN over A2A, assembled: the post-commit sender, the reconciliation sweep and the callback route's
+ * FOREIGN (A2A agents and MCP tools), assembled: the post-commit sender, the reconciliation sweep and the callback route's
  * dependencies, sharing one set of per-agent channels (guarded fetch, card cache, client) and one breaker
  * registry. The runtime builds it; coordinators run `jobs`, the gateway mounts the route.
  */
@@ -22,6 +22,7 @@ import { ForeignSweep } from "./sweep.js";
 import { ForeignPoller } from "./poller.js";
 import { ForeignTransports } from "./transport.js";
 import { A2ATransport } from "./a2a/a2a-transport.js";
+import { McpTransport } from "./mcp/mcp-transport.js";
 
 /** A periodic job a coordinator runs beside its own loops. */
 export interface BackgroundJob {
@@ -80,7 +81,10 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
       options.metrics?.foreignBreakerState.set({ tenant, agent }, state === "closed" ? 0 : state === "half_open" ? 1 : 2),
   });
   const channels = new AgentChannels({ foreign: config.foreign, signal: abort.signal });
-  const transports = new ForeignTransports([new A2ATransport(channels)]);
+  const transports = new ForeignTransports([
+    new A2ATransport(channels),
+    new McpTransport(channels, { foreign: config.foreign, ...(options.clock ? { clock: options.clock } : {}) }),
+  ]);
   const deps = {
     pool: options.pool,
     ...(options.publisher ? { publisher: options.publisher } : {}),

@@ -13,6 +13,13 @@ import { createEnvSecretStore, withCredential, type SecretStore } from "./secret
 
 export interface AgentChannel {
   fetch: typeof globalThis.fetch;
+  /**
+   * For a call that lasts as long as the work (an MCP tool call): the same guard (allowlist, addresses, credential,
+   * size cap) with the total deadline the caller needs — the step's due time, which may be long after
+   * `totalTimeoutMs` — and `text/event-stream` answers streamed as they arrive, so progress notifications are seen
+   * while the tool runs. Built per call (cheap: no sockets are pooled).
+   */
+  fetchFor(totalTimeoutMs: number): typeof globalThis.fetch;
   cards: AgentCardCache;
   client: A2AClient;
 }
@@ -43,21 +50,25 @@ export class AgentChannels {
       return existing;
     }
     const f = this.options.foreign;
-    const guarded =
+    const guardedFor = (totalTimeoutMs: number, streamEventStreams: boolean) =>
       this.options.makeFetch?.(agent.allowHost) ??
       createGuardedFetch({
         allowHosts: [agent.allowHost],
         allowedNetworks: f.allowedNetworks,
         connectTimeoutMs: f.connectTimeoutMs,
-        totalTimeoutMs: f.totalTimeoutMs,
+        totalTimeoutMs: Math.max(1, Math.ceil(totalTimeoutMs)),
         maxResponseBytes: f.maxResponseBytes,
+        streamEventStreams,
         ...(this.options.signal ? { signal: this.options.signal } : {}),
       });
     // Resolved per channel, so a missing secret fails this agent's calls closed and nothing else.
     const secrets = this.options.secrets ?? createEnvSecretStore(f.secrets);
-    const fetchImpl = agent.credentialRef ? withCredential(guarded, secrets.resolve(agent.orgId, agent.credentialRef)) : guarded;
+    const credential = agent.credentialRef ? secrets.resolve(agent.orgId, agent.credentialRef) : undefined;
+    const withSecret = (guarded: typeof globalThis.fetch) => (credential === undefined ? guarded : withCredential(guarded, credential));
+    const fetchImpl = withSecret(guardedFor(f.totalTimeoutMs, false));
     const channel: AgentChannel = {
       fetch: fetchImpl,
+      fetchFor: (totalTimeoutMs) => withSecret(guardedFor(totalTimeoutMs, true)),
       cards: new AgentCardCache({ fetch: fetchImpl, ttlMs: f.cardTtlMs, timeoutMs: f.totalTimeoutMs }),
       client: createA2AClient({ fetch: fetchImpl, timeoutMs: f.totalTimeoutMs }),
     };

@@ -8,6 +8,7 @@ import { secondsOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit } from "../context.js";
 import { runDemo } from "../demo/run-demo.js";
+import { runMcpDemo } from "../demo/run-mcp-demo.js";
 import { runOriginDemo } from "../demo/run-origin-demo.js";
 import { ExitCode } from "../output.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
@@ -34,10 +35,14 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
    * `demo origin` runs the origin-reply loop instead (src/cli/demo/run-origin-demo.ts): a signed GitHub webhook →
    * task → the worker's ctx.reply → a local stand-in forge receives the comment with the tenant's token → the
    * comment's own webhook starts nothing. Exit 0 only when all of it happened and the chain verifies.
+   *
+   * `demo mcp` runs role → MCP tool → role (src/cli/demo/run-mcp-demo.ts): the example MCP server
+   * (examples/mcp/text-stats.ts) registered as `--protocol mcp --tool text_stats`, examples/workflows/mcp-demo.yaml.
+   * Exit 0 only when the task completed, the tool was called exactly once and the chain verifies.
    */
   program
     .command("demo")
-    .argument("[scenario]", "workflow (default) or origin (an origin reply: webhook in, comment out)", "workflow")
+    .argument("[scenario]", "workflow (default), origin (an origin reply: webhook in, comment out) or mcp (role → MCP tool → role)", "workflow")
     .description("run a governed workflow end to end in this process (start here)")
     .option("--tenant <tenant>", "tenant to run the demo as", "demo")
     .option("--topic <text>", "what the research is about", "governed agent coordination")
@@ -45,8 +50,8 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
     .option("--verbose", "log the coordinator and workers at the configured level (stderr)")
     .action(
       run(async (ctx, scenario: string, options: DemoCommandOptions) => {
-        if (scenario !== "workflow" && scenario !== "origin") {
-          throw new SwitchyardError(ErrorCode.InvalidArgument, `unknown demo ${JSON.stringify(scenario)}: choose workflow (the default) or origin`);
+        if (scenario !== "workflow" && scenario !== "origin" && scenario !== "mcp") {
+          throw new SwitchyardError(ErrorCode.InvalidArgument, `unknown demo ${JSON.stringify(scenario)}: choose workflow (the default), origin or mcp`);
         }
         const logger = createLogger({
           level: options.verbose ? ctx.config.logLevel : "warn",
@@ -55,6 +60,11 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
         });
         const stop = ctx.shutdownSignal((signal) => ctx.note(`received ${signal}: stopping the demo`));
         try {
+          if (scenario === "mcp") {
+            const mcp = await runMcpDemo({ config: ctx.config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
+            if (!mcp.ok) throw new CommandExit(ExitCode.Failed);
+            return;
+          }
           if (scenario === "origin") {
             const origin = await runOriginDemo({ config: ctx.config, print: (line) => ctx.print(line), logger, tenant: options.tenant, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!origin.ok) throw new CommandExit(ExitCode.Failed);

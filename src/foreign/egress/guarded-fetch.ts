@@ -9,9 +9,12 @@
  *
  * After: redirects are refused, not followed; 429/502/503/504 become transient errors (unless turned off), other
  * statuses come back as an ordinary Response. The body is read in full under `maxResponseBytes` and the total
- * deadline, so streaming (SSE) responses are not supported through the guard; FOREIGN uses push notifications.
+ * deadline — unless `streamEventStreams` is set: then a 2xx `text/event-stream` answer is handed on as it arrives
+ * (MCP's Streamable HTTP answers a tool call as an SSE stream, with progress notifications on the way), the size cap
+ * and the total deadline still covering the whole body. A2A uses push notifications and reads every answer whole.
  */
 import { lookup } from "node:dns/promises";
+import { Readable } from "node:stream";
 import type { OutgoingHttpHeaders } from "node:http";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { checkAddress, type AddressVerdict } from "./address-policy.js";
@@ -50,6 +53,8 @@ export interface GuardedFetchOptions {
    * @defaultValue true
    */
   transientStatusAsError?: boolean;
+  /** Stream 2xx `text/event-stream` response bodies instead of reading them whole (see the module comment). @defaultValue false */
+  streamEventStreams?: boolean;
 }
 
 export const defaultEgressResolver: EgressResolver = async (hostname) => {
@@ -88,6 +93,8 @@ export function createGuardedFetch(options: GuardedFetchOptions): typeof fetch {
       signals: [request.signal, options.signal],
       target: url.host,
     });
+    // A streamed body keeps the deadline (and its size cap) until the body ends; anything else releases it on return.
+    let streamed = false;
     try {
       if (deadline.signal.aborted) throw deadline.signal.reason;
       const body = request.body === null ? undefined : await raceSignal(readBody(request, url), deadline.signal);
@@ -103,10 +110,17 @@ export function createGuardedFetch(options: GuardedFetchOptions): typeof fetch {
         signal: deadline.signal,
         onConnected: deadline.connected,
         ...(options.ca === undefined ? {} : { ca: options.ca }),
+        ...(options.streamEventStreams ? { stream: isEventStream, onStreamEnd: () => deadline.dispose() } : {}),
       });
-      return toResponse(url, raw, request.method, transientStatusAsError);
+      streamed = raw.body instanceof Readable;
+      try {
+        return toResponse(url, raw, request.method, transientStatusAsError);
+      } catch (error) {
+        if (raw.body instanceof Readable) raw.body.destroy();
+        throw error;
+      }
     } finally {
-      deadline.dispose();
+      if (!streamed) deadline.dispose();
     }
   };
   return guardedFetch as typeof fetch;
@@ -208,6 +222,11 @@ function outgoingHeaders(headers: Headers): OutgoingHttpHeaders {
   return out;
 }
 
+function isEventStream(res: { headers: Record<string, string | string[] | undefined> }): boolean {
+  const type = res.headers["content-type"];
+  return typeof type === "string" && type.split(";")[0]!.trim().toLowerCase() === "text/event-stream";
+}
+
 function toResponse(url: URL, raw: PinnedResponse, method: string, transientStatusAsError: boolean): Response {
   const header = (name: string) => raw.headers.find(([n]) => n.toLowerCase() === name)?.[1];
   if (raw.status >= 300 && raw.status < 400 && raw.status !== 304) {
@@ -239,7 +258,8 @@ function toResponse(url: URL, raw: PinnedResponse, method: string, transientStat
   const nullBody = NULL_BODY_STATUSES.has(raw.status) || method === "HEAD";
   let response: Response;
   try {
-    response = new Response(nullBody ? null : raw.body, { status: raw.status, statusText: raw.statusText, headers });
+    const body = nullBody ? null : raw.body instanceof Readable ? (Readable.toWeb(raw.body) as ReadableStream<Uint8Array>) : raw.body;
+    response = new Response(body, { status: raw.status, statusText: raw.statusText, headers });
   } catch (error) {
     throw egressError(ErrorCode.Unavailable, `egress to ${url.host}: unusable response (status ${raw.status})`, { reason: EgressReason.InvalidResponse, transient: false, status: raw.status }, error);
   }

@@ -4,13 +4,15 @@
  * certificate check), so name-based virtual hosting and TLS work as usual.
  *
  * The response body is read completely, up to `maxResponseBytes` (decoded size when the server compressed it), so
- * that the size cap and the total deadline cover the whole exchange and every failure surfaces from one promise.
+ * that the size cap and the total deadline cover the whole exchange and every failure surfaces from one promise —
+ * unless the caller asks for a 2xx response to be streamed (`stream`): its body is then handed on as it arrives, the
+ * size cap and the signal (the total deadline) still applied to every chunk until it ends.
  */
 import { request as httpRequest, type ClientRequest, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
 import type { LookupFunction, Socket } from "node:net";
 import type { Readable } from "node:stream";
-import { pipeline } from "node:stream";
+import { pipeline, Transform } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { isIpLiteral, type IpAddress } from "./cidr.js";
@@ -30,6 +32,10 @@ export interface PinnedRequest {
   onConnected: () => void;
   /** Trust anchors for https, replacing the default store (tests, private CAs). */
   ca?: string | Buffer | Array<string | Buffer>;
+  /** Whether to stream this (2xx) response's body instead of reading it whole. @defaultValue never */
+  stream?: (res: IncomingMessage) => boolean;
+  /** A streamed body ended, failed or was abandoned: the caller's deadline may be released. */
+  onStreamEnd?: () => void;
 }
 
 export interface PinnedResponse {
@@ -37,7 +43,8 @@ export interface PinnedResponse {
   statusText: string;
   /** Raw header pairs in arrival order (repeated headers stay repeated). */
   headers: Array<[string, string]>;
-  body: Buffer;
+  /** The whole body, or (when streamed) the body as it arrives. */
+  body: Buffer | Readable;
 }
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
@@ -82,7 +89,11 @@ export function sendPinned(req: PinnedRequest): Promise<PinnedResponse> {
       if (req.signal.aborted) return fail(req.signal.reason);
       fail(connectionError(target, error));
     });
-    outgoing.once("response", (res) => readResponse(res, req.maxResponseBytes, target).then(succeed, fail));
+    outgoing.once("response", (res) => {
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300 && req.stream?.(res)) return succeed(streamResponse(res, req, target));
+      readResponse(res, req.maxResponseBytes, target).then(succeed, fail);
+    });
 
     if (req.signal.aborted) return onAbort();
     req.signal.addEventListener("abort", onAbort, { once: true });
@@ -115,6 +126,59 @@ function pinnedLookup(pinned: IpAddress): LookupFunction {
     if (options?.all) (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address: pinned.address, family: pinned.family }]);
     else callback(null, pinned.address, pinned.family);
   };
+}
+
+/** A 2xx body handed on as it arrives, under the size cap and the request's signal until it ends. */
+function streamResponse(res: IncomingMessage, req: PinnedRequest, target: string): PinnedResponse {
+  const encoding = String(res.headers["content-encoding"] ?? "").trim().toLowerCase();
+  const makeDecoder = DECODERS[encoding];
+  let total = 0;
+  const capped = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      total += chunk.length;
+      if (total > req.maxResponseBytes) {
+        callback(
+          egressError(ErrorCode.PayloadTooLarge, `egress to ${target}: response body exceeds ${req.maxResponseBytes} bytes`, {
+            reason: EgressReason.ResponseTooLarge,
+            transient: false,
+            maxResponseBytes: req.maxResponseBytes,
+            receivedBytes: total,
+          }),
+        );
+        return;
+      }
+      callback(null, chunk);
+    },
+  });
+  const onAbort = () => capped.destroy(req.signal.reason as Error);
+  req.signal.addEventListener("abort", onAbort, { once: true });
+  let ended = false;
+  const done = () => {
+    if (ended) return;
+    ended = true;
+    req.signal.removeEventListener("abort", onAbort);
+    req.onStreamEnd?.();
+  };
+  const stages: NodeJS.ReadWriteStream[] = makeDecoder ? [makeDecoder(), capped] : [capped];
+  // A reset mid-body surfaces to the reader as the stream's error; the caller's deadline is released either way.
+  (pipeline as unknown as (...streams: unknown[]) => void)(res, ...stages, (error: NodeJS.ErrnoException | null) => {
+    if (error && !capped.destroyed) capped.destroy(error instanceof SwitchyardError ? error : connectionError(target, error));
+    done();
+  });
+  capped.once("close", done);
+  return { status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", headers: responseHeaders(res, makeDecoder !== undefined), body: capped };
+}
+
+function responseHeaders(res: IncomingMessage, decoded: boolean): Array<[string, string]> {
+  const headers: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+    const name = res.rawHeaders[i]!;
+    const lower = name.toLowerCase();
+    // The body handed on is decoded, so its encoding and length headers would describe the wrong bytes.
+    if (decoded && (lower === "content-encoding" || lower === "content-length")) continue;
+    headers.push([name, res.rawHeaders[i + 1]!]);
+  }
+  return headers;
 }
 
 async function readResponse(res: IncomingMessage, maxBytes: number, target: string): Promise<PinnedResponse> {
@@ -154,15 +218,7 @@ async function readResponse(res: IncomingMessage, maxBytes: number, target: stri
     if (error instanceof SwitchyardError) throw error;
     throw connectionError(target, error as NodeJS.ErrnoException);
   }
-  const headers: Array<[string, string]> = [];
-  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
-    const name = res.rawHeaders[i]!;
-    const lower = name.toLowerCase();
-    // The body handed on is decoded, so its encoding and length headers would describe the wrong bytes.
-    if (makeDecoder && (lower === "content-encoding" || lower === "content-length")) continue;
-    headers.push([name, res.rawHeaders[i + 1]!]);
-  }
-  return { status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", headers, body: Buffer.concat(chunks, total) };
+  return { status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", headers: responseHeaders(res, makeDecoder !== undefined), body: Buffer.concat(chunks, total) };
 }
 
 function connectionError(target: string, error: NodeJS.ErrnoException): SwitchyardError {
