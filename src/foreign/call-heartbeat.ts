@@ -11,8 +11,10 @@
  * moves the bridge's `deadline_ms` on — then published at once with the sender's publisher (the outbox relay
  * publishes what a crash left). Heartbeats are not deduplicated by the coordinator; ids are `mcp:<bridge>:hb:<n>`.
  *
- * Throttled: at most one per `minIntervalMs` (1 s) per call, and none once the call has ended. The first progress
- * beats at once; a beat while the previous one is still being written is dropped (the next progress carries it).
+ * Throttled: at most one per second per call — or per half the step's timeout when that is shorter, since with a
+ * step timeout under 2 s a heartbeat a second could let the due time pass between two of them, and progress would
+ * no longer keep the step alive — and none once the call has ended. The first progress beats at once; a beat while
+ * the previous one is still being written is dropped (the next progress carries it).
  */
 import { COORDINATOR_STREAM } from "../bus/bus.js";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, createEnvelope, jsonPayload } from "../bus/codec.js";
@@ -26,6 +28,11 @@ import type { OutboxEnvelope } from "./foreign-result.js";
 /** At most one heartbeat per call per this long: progress may come every few ms, the step only needs to know. */
 export const HEARTBEAT_MIN_INTERVAL_MS = 1_000;
 
+/** The throttle for a step timeout: a second, or half the timeout when that is shorter (see the module comment). */
+export function heartbeatIntervalMs(stepTimeoutMs: number, maxIntervalMs = HEARTBEAT_MIN_INTERVAL_MS): number {
+  return Math.max(1, Math.min(maxIntervalMs, Math.floor(stepTimeoutMs / 2)));
+}
+
 export interface CallHeartbeatDeps {
   pool: Pool;
   /** Publishes the written heartbeat now; without it the outbox relay does (within its stale interval). */
@@ -34,7 +41,7 @@ export interface CallHeartbeatDeps {
   signer: EnvelopeSigner;
   logger?: Logger;
   clock?: () => number;
-  /** @defaultValue HEARTBEAT_MIN_INTERVAL_MS */
+  /** The throttle's upper bound (see `heartbeatIntervalMs`). @defaultValue HEARTBEAT_MIN_INTERVAL_MS */
   minIntervalMs?: number;
 }
 
@@ -72,6 +79,7 @@ export class CallHeartbeat {
   private sent = 0;
   private writing: Promise<void> | undefined;
   private stopped = false;
+  private readonly intervalMs: number;
 
   constructor(
     private readonly deps: CallHeartbeatDeps,
@@ -81,6 +89,7 @@ export class CallHeartbeat {
   ) {
     this.clock = deps.clock ?? Date.now;
     this.logger = deps.logger ?? silentLogger;
+    this.intervalMs = heartbeatIntervalMs(stepTimeoutMs, deps.minIntervalMs);
   }
 
   /** How many heartbeats were written (published or left to the relay). */
@@ -91,7 +100,7 @@ export class CallHeartbeat {
   /** A sign of life: writes a heartbeat unless one went out within the interval, one is being written, or the call ended. */
   beat(): void {
     const now = this.clock();
-    if (this.stopped || this.writing || now - this.lastAtMs < (this.deps.minIntervalMs ?? HEARTBEAT_MIN_INTERVAL_MS)) return;
+    if (this.stopped || this.writing || now - this.lastAtMs < this.intervalMs) return;
     this.lastAtMs = now;
     this.writing = this.write(now)
       .catch((error: unknown) => {

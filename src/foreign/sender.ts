@@ -243,7 +243,9 @@ export class ForeignSender {
   private async recordSent(bridge: BridgeRecord, sent: TransportSendResult, deadlineMs: number): Promise<void> {
     const firstPoll = sent.delivery === "poll" ? this.options.foreign.pollBaseMs : null;
     const { rows } = await this.options.pool.query<{ foreign_task_id: string | null }>(
-      `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, deadline_ms = $4, claimed_until = NULL, updated_at = now(),
+      `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, claimed_until = NULL, updated_at = now(),
+         -- A call's progress may have moved the deadline on (call-heartbeat.ts): never back.
+         deadline_ms = GREATEST(deadline_ms, $4),
          status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END,
          -- A completed push that raced the answer (waiting for its GetTask confirmation) keeps its state.
          last_state = CASE WHEN status = 'pending_send' AND last_state IS DISTINCT FROM 'completed' THEN $5 ELSE last_state END,
