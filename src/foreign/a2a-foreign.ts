@@ -80,7 +80,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     onStateChange: (tenant, agent, state) =>
       options.metrics?.foreignBreakerState.set({ tenant, agent }, state === "closed" ? 0 : state === "half_open" ? 1 : 2),
   });
-  const channels = new AgentChannels({ foreign: config.foreign, signal: abort.signal });
+  const channels = new AgentChannels({ foreign: config.foreign, signal: abort.signal, ...(options.logger ? { logger: options.logger } : {}) });
   const transports = new ForeignTransports([
     new A2ATransport(channels),
     new McpTransport(channels, { foreign: config.foreign, ...(options.clock ? { clock: options.clock } : {}) }),
