@@ -37,15 +37,21 @@ name: slow
 steps:
   - { id: b, to: "foreign:tools", timeout: 20s }
 `);
-    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "slow", input: { ms: 2_000 } });
-    // Moves from no bridge to pending_send to dispatched, then quiet: a stall (nothing changes for 5 s) fails.
-    await waitForProgress({ what: "a quiet MCP bridge", progress: () => bridgeOf(taskId), done: (b) => b?.quiet === true, stallMs: 5_000 });
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "slow", input: { ms: 4_000 } });
+    // Moves from no bridge to pending_send to dispatched (the call started), then quiet: a stall (nothing changes
+    // for 10 s) fails. A quiet `pending_send` row (a slow sender under load) is not what is asked for.
+    await waitForProgress({
+      what: "a quiet MCP bridge in flight",
+      progress: () => bridgeOf(taskId),
+      done: (b) => b?.status !== "pending_send" && b?.quiet === true,
+      stallMs: 10_000,
+    });
     expect(await bridgeOf(taskId)).toMatchObject({ status: "dispatched", delivery: "call" });
     const report = await rt.a2a!.sweep.run();
     expect(report).toEqual({ timedOut: 0, polled: 0, resumed: 0 });
     const task = await rt.finished(ORG, taskId);
     expect(task.status).toBe("completed");
-    expect(task.steps[0]!.output).toBe("slept 2000");
+    expect(task.steps[0]!.output).toBe("slept 4000");
     expect(server.callsOf("slow")).toBe(1);
   });
 
