@@ -1,7 +1,10 @@
 /**
- * FOREIGN (A2A agents and MCP tools), assembled: the post-commit sender, the reconciliation sweep and the callback route's
- * dependencies, sharing one set of per-agent channels (guarded fetch, card cache, client) and one breaker
- * registry. The runtime builds it; coordinators run `jobs`, the gateway mounts the route.
+ * FOREIGN (A2A agents and MCP tools), assembled: the two transports (A2ATransport, McpTransport) picked per agent
+ * by `ForeignTransports`, and around them the transport-blind post-commit sender, the poller (GetTask for polled A2A
+ * bridges and pushed ones whose end must be confirmed), the reconciliation sweep and the callback route's
+ * dependencies (A2A pushes) — all sharing one set of per-agent channels (guarded fetch, A2A card cache and client)
+ * and one breaker registry. The runtime builds it; coordinators run `jobs`, the gateway mounts the route. (The file
+ * keeps its historical name: FOREIGN began as A2A only.)
  */
 import type { BusAuth } from "../bus/auth/bus-auth.js";
 import { GATEWAY_SENDER } from "../bus/auth/bus-keys.js";
@@ -80,7 +83,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     onStateChange: (tenant, agent, state) =>
       options.metrics?.foreignBreakerState.set({ tenant, agent }, state === "closed" ? 0 : state === "half_open" ? 1 : 2),
   });
-  const channels = new AgentChannels({ foreign: config.foreign, signal: abort.signal });
+  const channels = new AgentChannels({ foreign: config.foreign, signal: abort.signal, ...(options.logger ? { logger: options.logger } : {}) });
   const transports = new ForeignTransports([
     new A2ATransport(channels),
     new McpTransport(channels, { foreign: config.foreign, ...(options.clock ? { clock: options.clock } : {}) }),

@@ -5,6 +5,7 @@
  * A changed registry entry (another allow_host) gets a fresh channel; old ones are dropped least-recently-used.
  */
 import type { ForeignConfig } from "../config.js";
+import type { Logger } from "../logger.js";
 import { AgentCardCache } from "./a2a/agent-card.js";
 import { createA2AClient, type A2AClient } from "./a2a/client.js";
 import { createGuardedFetch } from "./egress/index.js";
@@ -33,6 +34,8 @@ export interface AgentChannelsOptions {
   maxChannels?: number;
   /** Resolves `credential_ref`s. @defaultValue the environment adapter over `foreign.secrets` */
   secrets?: SecretStore;
+  /** Where each agent's client logs (e.g. that the agent answers with `"id": null`). */
+  logger?: Logger;
   /** Replaces the guarded fetch factory (tests of the guard itself never need this; kept for benchmarks). */
   makeFetch?: (allowHost: string) => typeof globalThis.fetch;
 }
@@ -72,7 +75,11 @@ export class AgentChannels {
       fetch: fetchImpl,
       fetchFor: (totalTimeoutMs, until) => withSecret(guardedFor(totalTimeoutMs, true, until)),
       cards: new AgentCardCache({ fetch: fetchImpl, ttlMs: f.cardTtlMs, timeoutMs: f.totalTimeoutMs }),
-      client: createA2AClient({ fetch: fetchImpl, timeoutMs: f.totalTimeoutMs }),
+      client: createA2AClient({
+        fetch: fetchImpl,
+        timeoutMs: f.totalTimeoutMs,
+        ...(this.options.logger ? { logger: this.options.logger.child({ component: "a2a-client", orgId: agent.orgId, agent: agent.agentKey }) } : {}),
+      }),
     };
     this.channels.set(key, channel);
     while (this.channels.size > (this.options.maxChannels ?? 1000)) this.channels.delete(this.channels.keys().next().value!);

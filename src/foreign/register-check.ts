@@ -7,12 +7,14 @@
  * - `CARD_MISSING_SKILL`: a `--skill` is not on the card;
  * - `CARD_NO_PROTOCOL`: no JSON-RPC interface in a dialect we speak that `--protocol` allows;
  * - `CARD_NO_PUSH`: `--delivery push` but the card offers no push notifications;
- * - `CARD_INVALID`: something answers at the card URL, but not an Agent Card.
+ * - `CARD_INVALID`: something answers at the card URL, but not an Agent Card;
+ * - `MCP_TOOL_MISSING` (protocol `mcp`): the MCP server answered initialize and tools/list, and `--tool` is not listed.
  *
  * Not refused, registered with a warning instead (so an agent may be registered before it is deployed; every send
- * still checks the card and fails the hop closed): the card cannot be fetched at all (`CARD_UNREACHABLE`: down, DNS,
- * timeout, non-2xx, or the egress guard of THIS process refusing the host), the credential cannot be resolved in
- * this process (it may live only in the coordinators' environment), or the protocol has no `describe` here yet.
+ * still checks the card — or, for MCP, the call itself fails the hop): the agent cannot be reached at all
+ * (`CARD_UNREACHABLE`: down, DNS, timeout, non-2xx, or the egress guard of THIS process refusing the host; for MCP any
+ * other `MCP_` failure of initialize/tools/list), the credential cannot be resolved in this process (it may live only
+ * in the coordinators' environment), or the protocol has no `describe` here.
  * An input with problems of its own is not checked: storing it reports every problem (INVALID_ARGUMENT).
  */
 import type { ForeignConfig } from "../config.js";
@@ -20,11 +22,12 @@ import { SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { foreignAgentProblems, type ForeignAgentInput, type ForeignAgentRecord } from "./registry.js";
 import { A2ATransport } from "./a2a/a2a-transport.js";
+import { McpTransport } from "./mcp/mcp-transport.js";
 import { AgentChannels } from "./agent-channels.js";
 import { ForeignTransports, type Delivery } from "./transport.js";
 
 /** Refusals: the agent answered, and cannot serve this registration. */
-const REFUSED_REASONS = new Set(["CARD_SECURITY_UNSATISFIED", "CARD_MISSING_SKILL", "CARD_NO_PROTOCOL", "CARD_NO_PUSH", "CARD_INVALID"]);
+const REFUSED_REASONS = new Set(["CARD_SECURITY_UNSATISFIED", "CARD_MISSING_SKILL", "CARD_NO_PROTOCOL", "CARD_NO_PUSH", "CARD_INVALID", "MCP_TOOL_MISSING"]);
 
 export interface RegistrationCheck {
   /** `checked`: the agent was reached and serves the registration; otherwise why it was not checked. */
@@ -68,6 +71,9 @@ export async function checkForeignRegistration(options: RegistrationCheckOptions
     if (reason === "CREDENTIAL_UNRESOLVED") {
       return { outcome: "not_checkable", warnings: [`the agent was not checked: ${why}; every send checks its card`] };
     }
+    if (transport.kind === "mcp") {
+      return { outcome: "unreachable", warnings: [`the MCP server could not be reached, so its tools were not checked (registered anyway; every call reaches it anew): ${why}`] };
+    }
     return { outcome: "unreachable", warnings: [`the agent's card could not be fetched, so nothing was checked (registered anyway; every send checks the card): ${why}`] };
   }
 }
@@ -77,7 +83,8 @@ export async function checkForeignRegistration(options: RegistrationCheckOptions
  * process that has none of its own (the CLI, a gateway without FOREIGN).
  */
 export function foreignTransportsFor(foreign: ForeignConfig): ForeignTransports {
-  return new ForeignTransports([new A2ATransport(new AgentChannels({ foreign }))]);
+  const channels = new AgentChannels({ foreign });
+  return new ForeignTransports([new A2ATransport(channels), new McpTransport(channels, { foreign })]);
 }
 
 /** The registry record the input will become (registry defaults), for describe. */

@@ -1,20 +1,24 @@
 /**
- * The post-commit half of a foreign hop: opens the A2A task for each `pending_send` bridge.
+ * The post-commit half of a foreign hop: sends each `pending_send` bridge through its agent's transport
+ * (transport.ts: A2A or MCP, picked by the registry's protocol). The sender itself is transport-blind: it claims,
+ * retries, breaks, records and resumes; what "sending" means — and what must be checked first — is the transport's.
  *
  * A bridge is claimed with `FOR UPDATE SKIP LOCKED` and a lease (`claimed_until`), so several coordinators share the
  * work and a crashed sender's bridge is picked up again after the lease. The send itself runs OUTSIDE any
  * transaction, so a push that races the response is never blocked on our row lock: it finds the bridge by id and
  * records the foreign task id itself; the send's answer must then agree.
  *
- * Before sending: the step attempt must still be in flight (a cancelled or timed-out hop sends nothing); the Agent
- * Card is resolved through the agent's guarded fetch and must list the required skills and push support. The send
- * runs inside `withRetries` and the per-(tenant, agent) circuit breaker. Any failure — card, egress refusal,
- * exhausted retries, open breaker — fails the attempt closed with a RESULT to the coordinator (resume.ts): `a2a:<bridge>:not-sent`
- * when no request can have reached the agent (the step's retries may then re-send it), `a2a:<bridge>:send-failed`
- * otherwise (never re-sent to an agent not registered idempotent).
- *
- * Skills: the card must list every skill the registry expects of the agent, plus the `skill` named by a step input
- * object (e.g. a delegation payload `{ skill: "translate", … }`), when there is one.
+ * Before sending, the step attempt must still be in flight (a cancelled or timed-out hop sends nothing). Then
+ * `transport.send` runs inside `withRetries` and the per-(tenant, agent) circuit breaker. The A2A transport resolves
+ * the Agent Card through the agent's guarded fetch and checks it there (a2a/a2a-transport.ts: the registry's skills
+ * and a step input's `skill`, push only when the registration forces `--delivery push` — otherwise a card without
+ * push is polled); the MCP transport connects and calls the tool, marking the call started first (`started`), so a
+ * call that is the work is never made twice. A successful send is recorded (`recordSent`: foreign id, dialect,
+ * delivery, first poll time when polled) and its answer applied like a push when it says something (terminal,
+ * interrupted, or artifacts). Any failure — card, egress refusal, exhausted retries, open breaker — fails the
+ * attempt closed with a RESULT to the coordinator (resume.ts): `a2a:<bridge>:not-sent` when no request can have
+ * reached the agent (the step's retries may then re-send it), `a2a:<bridge>:send-failed` otherwise (never re-sent to
+ * an agent not registered idempotent); a failure after an MCP call started becomes a `failed` observation.
  */
 import { defaultConfig, type ForeignConfig } from "../config.js";
 import type { DependencyHealth } from "../dependency-health.js";

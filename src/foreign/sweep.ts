@@ -4,9 +4,12 @@
  * 1. Bridges whose step attempt has moved on — the engine's step timeout fired (audited `timeout`, then retried or
  *    failed closed), or the task was cancelled — are marked `timed_out`, and `CancelTask` is sent to the agent
  *    best-effort (its answer changes nothing here); each cancel tried is audited `foreign_cancel` (sent / failed).
- * 2. Pushed bridges still open (`dispatched` / `working`) with no news for `sweepAfterMs` are polled with GetTask /
- *    `tasks/get` through the agent's guarded channel and breaker; what the agent answers is applied exactly like a
- *    push (resume.ts), so a terminal state resumes the step once however it was learnt.
+ *    This covers every transport: a timed-out MCP hop's bridge (delivery `call`) is closed here too (MCP's cancel
+ *    sends nothing, so nothing is audited for it).
+ * 2. Pushed A2A bridges still open (`dispatched` / `working`) with no news for `sweepAfterMs` are polled with
+ *    GetTask / `tasks/get` through the agent's guarded channel and breaker; what the agent answers is applied exactly
+ *    like a push (resume.ts), so a terminal state resumes the step once however it was learnt. Polled bridges are
+ *    the poller's (poller.ts), and an MCP bridge (delivery `call`) has nothing to poll: its answer is the call's own.
  * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so several coordinators may sweep at once.
  */
 import type { ForeignConfig } from "../config.js";
@@ -84,13 +87,14 @@ export class ForeignSweep {
     });
   }
 
-  /** Open bridges with no news for `sweepAfterMs`; touching `updated_at` keeps the next pass from polling them again at once. */
+  /** Open pushed (or not yet known) bridges with no news for `sweepAfterMs`; touching `updated_at` keeps the next pass from polling them again at once. */
   private async claimQuiet(): Promise<BridgeRecord[]> {
     const { rows } = await this.options.pool.query(
       `WITH picked AS (
          SELECT id FROM a2a_bridge WHERE status IN ('dispatched', 'working') AND foreign_task_id IS NOT NULL
            -- The poller owns polled bridges and those with a GetTask due: the sweep would only ask twice.
-           AND delivery IS DISTINCT FROM 'poll' AND next_poll_at IS NULL
+           -- A 'call' bridge (MCP) is answered by its call alone: there is no task to look up.
+           AND (delivery IS NULL OR delivery NOT IN ('poll', 'call')) AND next_poll_at IS NULL
            AND updated_at < now() - make_interval(secs => $2::double precision / 1000)
            AND ${tenantSqlClause("org_id", 3)}
          ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)

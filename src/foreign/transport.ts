@@ -9,7 +9,8 @@
  * - `describe` at `foreign register`: reach the agent and check it can serve the registration (A2A: the Agent Card,
  *   its skills and security requirements; MCP: the tool is listed);
  * - `send`: open the foreign work for one claimed bridge and say how its result will come back;
- * - `poll`: the foreign task's state now (A2A GetTask), for polled bridges and the sweep;
+ * - `poll`: the foreign task's state now (A2A GetTask), for the poller and the sweep (MCP: nothing to ask — the sweep
+ *   never claims a `call` bridge);
  * - `cancel`: best effort, for a hop whose step attempt timed out or was cancelled.
  *
  * Adapters: a2a/a2a-transport.ts and mcp/mcp-transport.ts; `ForeignTransports` picks one by the registry's protocol.

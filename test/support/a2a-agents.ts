@@ -36,6 +36,9 @@ import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/serve
 import { createLegacyAwarePushNotificationSender, V03PushNotificationSerializer } from "@a2a-js/sdk/compat/v0_3/server";
 import { legacyAgentCardRouter } from "@a2a-js/sdk/compat/v0_3/server/express";
 import { completeBeforeAnswering, dataPart, holdingBack, publishChunks, replyWithMessage } from "./a2a-agent-results.js";
+import { v03Card, v03Interop, v1Security, type CardInteropOptions } from "./a2a-agent-cards.js";
+
+export type { CardInteropOptions, LabSecurity } from "./a2a-agent-cards.js";
 
 export type AgentDialect = "1.0" | "0.3";
 
@@ -66,7 +69,8 @@ export type AgentBehaviour =
   | "reordered-pushes"
   | "chunked-out-of-order";
 
-export interface StartA2AAgentOptions {
+/** The card options (input modes, security) are in a2a-agent-cards.ts. */
+export interface StartA2AAgentOptions extends CardInteropOptions {
   dialect: AgentDialect;
   /** Skill ids the card advertises. Default `["echo"]`. */
   skills?: string[];
@@ -91,21 +95,8 @@ export interface StartA2AAgentOptions {
   finalMetadata?: Record<string, unknown>;
   /** How long `reordered-pushes` / `chunked-out-of-order` hold back the push they reorder. Default 300 ms. */
   holdMs?: number;
-  // --- Interop options (input modes, security, output parts) ---
-  /** The card's `defaultInputModes`. Default `["application/json", "text/plain"]`. */
-  inputModes?: string[];
-  /** Per-skill `inputModes`, by skill id. */
-  skillInputModes?: Record<string, string[]>;
-  /** Security schemes and requirements the card declares (in the card's own dialect's shape); not enforced. */
-  security?: LabSecurity;
   /** The artifact's parts instead of the one data part (e.g. several text parts). */
   outputParts?: (input: unknown) => Part[];
-}
-
-export interface LabSecurity {
-  schemes: Record<string, "bearer" | "apiKey" | "oauth2" | "mtls">;
-  /** Alternatives, each naming the schemes it needs. */
-  require: string[][];
 }
 
 export interface ReceivedMessage {
@@ -436,54 +427,6 @@ class TestExecutor implements AgentExecutor {
       }),
     );
   }
-}
-
-/** A v0.3 Agent Card as the v0.3 specification shapes it (card-level protocolVersion, url, preferredTransport). */
-function v03Card(card: { name: string; description: string; url: string; push: boolean; skills: string[] }): Record<string, unknown> {
-  return {
-    protocolVersion: "0.3.0",
-    name: card.name,
-    description: card.description,
-    url: card.url,
-    preferredTransport: "JSONRPC",
-    version: "1.0.0",
-    capabilities: { streaming: false, pushNotifications: card.push },
-    defaultInputModes: ["application/json", "text/plain"],
-    defaultOutputModes: ["application/json"],
-    skills: card.skills.map((id) => ({ id, name: id, description: `skill ${id}`, tags: ["test"] })),
-  };
-}
-
-const V1_SCHEMES = {
-  bearer: { httpAuthSecurityScheme: { scheme: "Bearer" } },
-  apiKey: { apiKeySecurityScheme: { location: "header", name: "X-API-Key" } },
-  oauth2: { oauth2SecurityScheme: { flows: { clientCredentials: { tokenUrl: "https://auth.example.com/token", scopes: {} } } } },
-  mtls: { mtlsSecurityScheme: {} },
-} as const;
-const V03_SCHEMES = {
-  bearer: { type: "http", scheme: "bearer" },
-  apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
-  oauth2: { type: "oauth2", flows: { clientCredentials: { tokenUrl: "https://auth.example.com/token", scopes: {} } } },
-  mtls: { type: "mutualTLS" },
-} as const;
-
-function v1Security(security: LabSecurity | undefined): Record<string, unknown> {
-  if (!security) return {};
-  return {
-    securitySchemes: Object.fromEntries(Object.entries(security.schemes).map(([name, kind]) => [name, V1_SCHEMES[kind]])),
-    securityRequirements: security.require.map((alt) => ({ schemes: Object.fromEntries(alt.map((name) => [name, { list: [] }])) })),
-  };
-}
-
-/** The interop options as a pure v0.3 card spells them. */
-function v03Interop(options: StartA2AAgentOptions): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  if (options.inputModes) out.defaultInputModes = options.inputModes;
-  if (options.security) {
-    out.securitySchemes = Object.fromEntries(Object.entries(options.security.schemes).map(([name, kind]) => [name, V03_SCHEMES[kind]]));
-    out.security = options.security.require.map((alt) => Object.fromEntries(alt.map((name) => [name, []])));
-  }
-  return out;
 }
 
 function partValue(part: Part): unknown {

@@ -97,7 +97,7 @@ interface RegisterOptions {
 }
 
 export function registerForeignCommands(program: Command, run: ActionRunner): void {
-  const foreign = program.command("foreign").description("register, list and disable the tenant's foreign (A2A) agents");
+  const foreign = program.command("foreign").description("register, list and disable the tenant's foreign agents (A2A and MCP)");
 
   /**
    * `foreign register KEY --tenant T --url BASE [--skill ID]… [--allow HOST] [--clearance N] [--protocol auto|1.0|0.3|mcp]

@@ -14,6 +14,8 @@
  *
  * Every call has a timeout (on top of the caller's signal) and maps failures to SwitchyardErrors with
  * `details.reason` and `details.retryable` (client-errors.ts). Answers are treated as untrusted like push bodies.
+ * A JSON success answer whose id is null (independent servers do this) is handed to the SDK with our request's id
+ * (null-id-answer.ts says why that is safe and what is never rewritten).
  */
 import { randomUUID } from "node:crypto";
 import { AgentCard, Message, Role, Task, type SendMessageRequest } from "@a2a-js/sdk";
@@ -25,6 +27,8 @@ import { callFailure, mapCallError } from "./client-errors.js";
 import { messageParts } from "./message-parts.js";
 import { foreignTaskState, type A2ADialect, type ForeignTaskState } from "./task-state.js";
 import { isJsonObject, requireId } from "./untrusted-json.js";
+import { jsonRpcRequestId, withRequestId } from "./null-id-answer.js";
+import type { Logger } from "../../logger.js";
 import type { ForeignUsage } from "../bridge-transition.js";
 import { firstUsage } from "../pricing.js";
 
@@ -35,6 +39,8 @@ export interface A2AClientOptions {
   timeoutMs?: number;
   /** Bounds on artifacts read from GetTask / CancelTask answers. */
   artifactLimits?: ArtifactLimits;
+  /** Told (once per client, at debug) that the agent answers successes with `"id": null` (null-id-answer.ts). */
+  logger?: Logger;
 }
 
 /** The part of a card a call needs (a ResolvedAgentCard fits). */
@@ -128,6 +134,8 @@ export const SWITCHYARD_METADATA_KEY = "switchyard";
 
 export function createA2AClient(options: A2AClientOptions): A2AClient {
   const timeoutMs = options.timeoutMs ?? 10_000;
+  /** Success answers that came with `"id": null` (counted; logged once). */
+  let nullIdAnswers = 0;
 
   async function call<T>(method: string, card: A2ATarget, protocol: A2ADialect, signal: AbortSignal | undefined, run: (client: Client, opts: RequestOptions) => Promise<T>): Promise<T> {
     const endpoint = card.endpoints[protocol];
@@ -138,8 +146,14 @@ export function createA2AClient(options: A2AClientOptions): A2AClient {
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const observed: { status?: number } = {};
     const observingFetch: typeof globalThis.fetch = async (input, init) => {
-      const response = await options.fetch(input, init);
-      observed.status = response.status;
+      const answer = await options.fetch(input, init);
+      observed.status = answer.status;
+      // A success answer with `"id": null` to our one request is still ours (null-id-answer.ts).
+      const { response, rewritten } = await withRequestId(answer, jsonRpcRequestId(init?.body));
+      if (rewritten) {
+        nullIdAnswers += 1;
+        if (nullIdAnswers === 1) options.logger?.debug({ method, endpoint: endpoint.url }, "foreign agent answers JSON-RPC successes with id null; accepted as the answer to our request");
+      }
       return response;
     };
     try {

@@ -4,15 +4,14 @@
  * hosted on Node). What it is: a v0.3 card served only at the legacy `/.well-known/agent.json`, no push, input
  * modes `text/plain` + `application/json` but a task handler that reads ONLY text parts, synchronous `message/send`
  * answering with the finished task (one artifact, one text part) — and every successful answer carries
- * `"id": null` instead of the request's id.
+ * `"id": null` instead of the request's id, which our client accepts as the answer to its one request
+ * (src/foreign/a2a/null-id-answer.ts).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentCardCache } from "../../../src/foreign/a2a/agent-card.js";
 import { foreignOutput } from "../../../src/foreign/a2a/artifacts.js";
 import { createA2AClient } from "../../../src/foreign/a2a/client.js";
 import { modesFor, skillOf } from "../../../src/foreign/a2a/message-parts.js";
-import { failedBeforeSending } from "../../../src/foreign/send-reach.js";
-import { ErrorCode, SwitchyardError } from "../../../src/errors.js";
 import { createCliEnvironment, type CliEnvironment } from "../../cli/helpers.js";
 import { startPushReceiver, type PushReceiver } from "../a2a/http-fixtures.js";
 import { createForeignRuntime, type ForeignTestRuntime } from "../integration/support.js";
@@ -56,24 +55,21 @@ describe("@reactive-agents/a2a 0.9.0 through our A2A client", () => {
     expect(card.cardUrl).toBe(`${a.baseUrl}/.well-known/agent.json`);
   });
 
-  it("as published: the work reaches it (its executor gets our text rendering), but its `id: null` answer is refused, non-retryable and counted as reached", async () => {
+  it("as published: its `id: null` success answer is accepted as ours — the finished task comes back, its text artifact is the step output", async () => {
     const a = await agent();
-    const { sent } = await send(a);
-    const error = await sent.then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(SwitchyardError);
-    expect((error as SwitchyardError).code).toBe(ErrorCode.Unavailable);
-    expect((error as SwitchyardError).details).toMatchObject({ reason: "A2A_BAD_RESPONSE", retryable: false, method: "message/send" });
-    expect((error as SwitchyardError).message).toMatch(/ID mismatch/);
-    // It did the work once: the step must fail closed, never re-send (exactly-once toward a non-idempotent agent).
-    expect(failedBeforeSending(error)).toBe(false);
+    const { card, client, sent } = await send(a);
+    const result = await sent;
+    // Synchronous: message/send answers with the finished task and its artifact (the whole result, at once).
+    expect(result).toMatchObject({ answer: "task", state: "completed", artifacts: [{ name: "response", parts: [`echo: ${INPUT_TEXT}`] }] });
+    expect(foreignOutput(result.artifacts)).toBe(`echo: ${INPUT_TEXT}`);
+    // Its executor got our text rendering, once.
     expect(a.inputs).toEqual([INPUT_TEXT]);
-    expect(a.calls).toEqual(["message/send"]);
+    const snapshot = await client.getTask({ card, protocol: card.protocol, foreignTaskId: result.foreignTaskId });
+    expect(snapshot).toMatchObject({ foreignTaskId: result.foreignTaskId, state: "completed" });
+    expect(a.calls).toEqual(["message/send", "tasks/get"]);
   });
 
-  it("with that one field fixed: the finished task comes back, and its text artifact is the step output", async () => {
+  it("with that one field fixed (as the spec asks): the same", async () => {
     const a = await agent({ echoRequestId: true });
     const { card, client, sent } = await send(a);
     const result = await sent;
@@ -115,37 +111,24 @@ describe("a workflow step to @reactive-agents/a2a 0.9.0", () => {
     await rt.cleanup();
   });
 
-  it("as published: the step fails closed, the agent did the work at most once", async () => {
+  // The row's end-to-end proof: the UNMODIFIED server (v0.3 card at the legacy path, no push → polled, text-only,
+  // `id: null` answers) serves a workflow step.
+  it("as published: the step completes with the agent's text as its output; the work was done once", async () => {
     const a = await agent();
     await rt.register(ORG, { agentKey: "reactive", baseUrl: a.baseUrl });
     await rt.submit(ORG, `
 name: interop
 steps:
-  - { id: b, to: "foreign:reactive", timeout: 5s, retries: 2, backoff: 10ms }
+  - { id: b, to: "foreign:reactive", timeout: 10s }
 `);
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "interop", input: INPUT.task });
-    const task = await rt.finished(ORG, taskId);
-    // Today the A2A transport requires push (CARD_NO_PUSH, nothing sent); with poll delivery it sends once and the
-    // `id: null` answer fails the step closed (A2A_BAD_RESPONSE, reached, not re-sent). Either way: failed, once.
-    expect(task).toMatchObject({ status: "failed", error: { code: "FOREIGN_SEND_FAILED", retryable: false } });
-    expect(a.inputs.length).toBeLessThanOrEqual(1);
-    expect(a.calls.filter((m) => m === "message/send").length).toBeLessThanOrEqual(1);
-  });
-
-  // Needs A2A poll delivery (issue 10, another part: the transport still asks every card for push, and the
-  // SendMessage answer's artifacts are not yet applied). Un-skip when it lands: this is the row's end-to-end proof.
-  it.skip("with the id fixed: the step completes with the agent's text as its output", async () => {
-    const a = await agent({ echoRequestId: true });
-    await rt.register(ORG, { agentKey: "reactive-fixed", baseUrl: a.baseUrl });
-    await rt.submit(ORG, `
-name: interop-fixed
-steps:
-  - { id: b, to: "foreign:reactive-fixed", timeout: 10s }
-`);
-    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "interop-fixed", input: INPUT.task });
     const task = await rt.finished(ORG, taskId);
     expect(task.status).toBe("completed");
     expect(task.steps[0]!.output).toBe(`echo: ${INPUT_TEXT}`);
     expect(a.inputs).toEqual([INPUT_TEXT]);
+    expect(a.calls.filter((m) => m === "message/send")).toHaveLength(1);
+    // No push config was asked of an agent without push: the bridge was polled (or resolved by the answer itself).
+    const bridge = await rt.pool.query<{ delivery: string; status: string }>("SELECT delivery, status FROM a2a_bridge WHERE task_id = $1", [taskId]);
+    expect(bridge.rows).toEqual([{ delivery: "poll", status: "completed" }]);
   });
 });
