@@ -14,7 +14,10 @@ export function refuseSender(state: TaskState, event: CoordinatorEvent): string 
       if (event.sender.kind === "gateway") return "the gateway sent a QUERY: only a worker delegates";
       return refuseOnStep(state, event.originStepId, event.sender, "QUERY");
     case "heartbeat":
-      if (event.sender.kind === "gateway") return "the gateway sent a heartbeat: only a worker sends them";
+      // A worker for its own queue's step; the gateway for a FOREIGN step of the agent it speaks for (an MCP tool's
+      // progress, src/foreign/call-heartbeat.ts) — the same rule as a RESULT. A heartbeat for an attempt no longer
+      // in flight is not refused but ignored (decide.ts onHeartbeat): a call outliving its attempt is a race, not
+      // a forgery.
       return refuseOnStep(state, event.stepId, event.sender, "heartbeat");
     case "reply_request":
       // A worker replies only for a step dispatched to its own queue; the tenant (API) for the task as a whole.

@@ -103,6 +103,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     breakers,
     foreign: config.foreign,
     publicUrl: config.gateway.publicUrl,
+    defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
     ...(options.egress ? { egress: options.egress } : {}),
     ...(options.flags ? { flags: options.flags } : {}),
     ...(options.clock ? { clock: options.clock } : {}),

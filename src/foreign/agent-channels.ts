@@ -18,9 +18,10 @@ export interface AgentChannel {
    * For a call that lasts as long as the work (an MCP tool call): the same guard (allowlist, addresses, credential,
    * size cap) with the total deadline the caller needs — the step's due time, which may be long after
    * `totalTimeoutMs` — and `text/event-stream` answers streamed as they arrive, so progress notifications are seen
-   * while the tool runs. Built per call (cheap: no sockets are pooled).
+   * while the tool runs. Built per call (cheap: no sockets are pooled). `until`, when given, is read again when the
+   * total deadline comes and may push it later (an MCP call whose tool reports progress; egress/call-deadline.ts).
    */
-  fetchFor(totalTimeoutMs: number): typeof globalThis.fetch;
+  fetchFor(totalTimeoutMs: number, until?: () => number): typeof globalThis.fetch;
   cards: AgentCardCache;
   client: A2AClient;
 }
@@ -53,7 +54,7 @@ export class AgentChannels {
       return existing;
     }
     const f = this.options.foreign;
-    const guardedFor = (totalTimeoutMs: number, streamEventStreams: boolean) =>
+    const guardedFor = (totalTimeoutMs: number, streamEventStreams: boolean, totalUntil?: () => number) =>
       this.options.makeFetch?.(agent.allowHost) ??
       createGuardedFetch({
         allowHosts: [agent.allowHost],
@@ -62,6 +63,7 @@ export class AgentChannels {
         totalTimeoutMs: Math.max(1, Math.ceil(totalTimeoutMs)),
         maxResponseBytes: f.maxResponseBytes,
         streamEventStreams,
+        ...(totalUntil ? { totalUntil } : {}),
         ...(this.options.signal ? { signal: this.options.signal } : {}),
       });
     // Resolved per channel, so a missing secret fails this agent's calls closed and nothing else.
@@ -71,7 +73,7 @@ export class AgentChannels {
     const fetchImpl = withSecret(guardedFor(f.totalTimeoutMs, false));
     const channel: AgentChannel = {
       fetch: fetchImpl,
-      fetchFor: (totalTimeoutMs) => withSecret(guardedFor(totalTimeoutMs, true)),
+      fetchFor: (totalTimeoutMs, until) => withSecret(guardedFor(totalTimeoutMs, true, until)),
       cards: new AgentCardCache({ fetch: fetchImpl, ttlMs: f.cardTtlMs, timeoutMs: f.totalTimeoutMs }),
       client: createA2AClient({
         fetch: fetchImpl,

@@ -20,7 +20,7 @@
  * reached the agent (the step's retries may then re-send it), `a2a:<bridge>:send-failed` otherwise (never re-sent to
  * an agent not registered idempotent); a failure after an MCP call started becomes a `failed` observation.
  */
-import type { ForeignConfig } from "../config.js";
+import { defaultConfig, type ForeignConfig } from "../config.js";
 import type { DependencyHealth } from "../dependency-health.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -30,6 +30,7 @@ import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store
 import { notificationSecret, signCallbackToken } from "./callback-token.js";
 import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { applyObservation, failSend, type BridgeResumeDeps } from "./resume.js";
+import { CallHeartbeat } from "./call-heartbeat.js";
 import type { PushTarget } from "./a2a/client.js";
 import { isInterruptedForeignState, isTerminalForeignState } from "./a2a/task-state.js";
 import type { ForeignObservation } from "./bridge-transition.js";
@@ -64,6 +65,11 @@ export interface ForeignSenderOptions extends BridgeResumeDeps {
   clock?: () => number;
   /** Where a kicked run that fails because Postgres or Redis is down is recorded (logged once per outage). */
   health?: DependencyHealth;
+  /**
+   * The coordinator's step timeout for steps whose workflow names none (SWITCHYARD_STEP_TIMEOUT_MS): how far an MCP
+   * tool's progress moves the step's due time, as in decide.ts. @defaultValue the configuration's default
+   */
+  defaultStepTimeoutMs?: number;
 }
 
 interface SendProgress {
@@ -78,6 +84,8 @@ interface Claimed {
   stepStatus: string | null;
   stepAttempt: number | null;
   dueAtMs: number | null;
+  /** The step's own timeout from its workflow definition (null: the coordinator's default applies). */
+  stepTimeoutMs: number | null;
 }
 
 export class ForeignSender {
@@ -156,7 +164,12 @@ export class ForeignSender {
        RETURNING ${BRIDGE_COLUMNS_OF_B},
          (SELECT s.status FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_status,
          (SELECT s.attempt FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_attempt,
-         (SELECT s.due_at_ms FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS due_at_ms`,
+         (SELECT s.due_at_ms FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS due_at_ms,
+         -- The step's timeout as the coordinator reads it (hops.ts stepTimeoutMs): the workflow step of that id.
+         (SELECT (d->>'timeoutMs')::double precision FROM tasks t
+            JOIN workflows w ON w.org_id = t.org_id AND w.name = t.workflow_name AND w.version = t.workflow_version
+            CROSS JOIN LATERAL jsonb_array_elements(w.definition->'steps') d
+          WHERE t.id = b.task_id AND d->>'id' = b.step_id LIMIT 1) AS step_timeout_ms`,
       [this.options.batchSize ?? 20, leaseMs, tenants.only, tenants.except],
     );
     return rows.map((row) => ({
@@ -164,6 +177,7 @@ export class ForeignSender {
       stepStatus: (row.step_status as string | null) ?? null,
       stepAttempt: (row.step_attempt as number | null) ?? null,
       dueAtMs: row.due_at_ms === null ? null : Number(row.due_at_ms),
+      stepTimeoutMs: row.step_timeout_ms === null ? null : Number(row.step_timeout_ms),
     }));
   }
 
@@ -202,7 +216,11 @@ export class ForeignSender {
         throw new SwitchyardError(ErrorCode.ForeignUnavailable, `agent ${bridge.agentKey} is not ${agent ? "enabled" : "registered"} for tenant ${bridge.orgId}`);
       }
       const deadlineMs = claimed.dueAtMs ?? this.clock() + this.options.foreign.totalTimeoutMs;
-      const sent = await this.send(agent, bridge, deadlineMs, reach);
+      // A call's progress heartbeats its step (call-heartbeat.ts), only while the call runs.
+      const stepTimeoutMs = claimed.stepTimeoutMs ?? this.options.defaultStepTimeoutMs ?? defaultConfig.coordinator.defaultStepTimeoutMs;
+      const heartbeat = new CallHeartbeat({ ...this.options, logger: log }, bridge, stepTimeoutMs);
+      const sent = await this.send(agent, bridge, deadlineMs, reach, { stepTimeoutMs, progress: () => heartbeat.beat() }).finally(() => heartbeat.stop());
+      if (heartbeat.count > 0) log.debug({ heartbeats: heartbeat.count }, "the call's progress heartbeated its step");
       await this.recordSent(bridge, sent, deadlineMs);
       log.info({ foreignTaskId: sent.foreignTaskId, dialect: sent.dialect, delivery: sent.delivery }, "foreign task opened");
       if (sent.observation && tellsMore(sent.observation)) {
@@ -229,7 +247,9 @@ export class ForeignSender {
   private async recordSent(bridge: BridgeRecord, sent: TransportSendResult, deadlineMs: number): Promise<void> {
     const firstPoll = sent.delivery === "poll" ? this.options.foreign.pollBaseMs : null;
     const { rows } = await this.options.pool.query<{ foreign_task_id: string | null }>(
-      `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, deadline_ms = $4, claimed_until = NULL, updated_at = now(),
+      `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, claimed_until = NULL, updated_at = now(),
+         -- A call's progress may have moved the deadline on (call-heartbeat.ts): never back.
+         deadline_ms = GREATEST(deadline_ms, $4),
          status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END,
          -- A completed push that raced the answer (waiting for its GetTask confirmation) keeps its state.
          last_state = CASE WHEN status = 'pending_send' AND last_state IS DISTINCT FROM 'completed' THEN $5 ELSE last_state END,
@@ -267,7 +287,13 @@ export class ForeignSender {
     };
   }
 
-  private async send(agent: ForeignAgentRecord, bridge: BridgeRecord, deadlineMs: number, reach: SendProgress): Promise<TransportSendResult> {
+  private async send(
+    agent: ForeignAgentRecord,
+    bridge: BridgeRecord,
+    deadlineMs: number,
+    reach: SendProgress,
+    during: { stepTimeoutMs: number; progress(): void },
+  ): Promise<TransportSendResult> {
     const transport = this.options.transports.for(agent);
     const f = this.options.foreign;
     let push: Promise<PushTarget> | undefined;
@@ -278,6 +304,8 @@ export class ForeignSender {
             agent,
             bridge,
             deadlineMs,
+            stepTimeoutMs: during.stepTimeoutMs,
+            progress: during.progress,
             reach,
             push: () => (push ??= this.pushTarget(this.options.pool, bridge, deadlineMs)),
             started: async (foreignTaskId) => {

@@ -38,8 +38,13 @@ export interface AgentDescription {
 export interface TransportSendRequest {
   agent: ForeignAgentRecord;
   bridge: BridgeRecord;
-  /** The step attempt's due time (ms since epoch): nothing may wait past it. */
+  /** The step attempt's due time (ms since epoch): nothing may wait past it unless `progress` moved it. */
   deadlineMs: number;
+  /**
+   * The step's timeout (ms): how far a sign of life moves the due time — to now + this, as a worker's heartbeat
+   * does (decide.ts onHeartbeat). Undefined: `deadlineMs` is final.
+   */
+  stepTimeoutMs?: number;
   /** Our callback URL and the per-bridge secret, made on first use (only transports that take pushes ask). */
   push(): Promise<PushTarget>;
   /**
@@ -53,7 +58,11 @@ export interface TransportSendRequest {
    * timeout then decides, re-sending only to an agent registered idempotent. Resolves once the row is written.
    */
   started(foreignTaskId: string): Promise<void>;
-  /** A sign of life during a long call (MCP progress): the sender extends its claim. */
+  /**
+   * A sign of life during a call that IS the work (MCP progress): the sender tells the coordinator (a heartbeat for
+   * the step attempt, throttled; call-heartbeat.ts), which moves the step's due time to now + `stepTimeoutMs`; the
+   * transport moves its own bound the same way. Cheap and never throws: call it on every notification.
+   */
   progress?(): void;
   signal?: AbortSignal;
 }

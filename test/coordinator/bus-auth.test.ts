@@ -159,6 +159,48 @@ describe("the coordinator refuses a forged inbox envelope", () => {
     expect(await snapshot(taskId)).toEqual(before);
   });
 
+  it("a FOREIGN step is kept alive only by the gateway for its agent: not by a worker, and the gateway not for a role step or another agent's", async () => {
+    const ext = await rt.tasks.start({ orgId: ACME, workflow: "ext" });
+    const one = await rt.tasks.start({ orgId: ACME, workflow: "one" });
+    await waitFor(async () => (await rt.tasks.get(ACME, ext.taskId)).steps[0]?.status === "dispatched" || undefined, { what: "the foreign step in flight" });
+    const before = { ext: await snapshot(ext.taskId), one: await snapshot(one.taskId) };
+    await new Promise((r) => setTimeout(r, 20)); // a heartbeat applied now would move the due time
+    const heartbeat = (taskId: string, stepId: string, agent?: string, attempt = 1) =>
+      createEnvelope({
+        id: crypto.randomUUID(),
+        orgId: ACME,
+        taskId,
+        stepId,
+        attempt,
+        kind: EnvelopeKind.CONTROL,
+        ...(agent ? { source: { kind: EndpointKind.FOREIGN, id: agent } } : {}),
+        payload: jsonPayload({ type: "heartbeat" }),
+      });
+    await publishSigned(rt, "role:writer", [heartbeat(ext.taskId, "f")]);
+    await publishSigned(rt, GATEWAY_SENDER, [heartbeat(one.taskId, "a", "checker")]);
+    await publishSigned(rt, GATEWAY_SENDER, [heartbeat(ext.taskId, "f", "nobody")]);
+    // The step's own agent, but an attempt that is not in flight: ignored, not refused (a call outliving its attempt).
+    await publishSigned(rt, GATEWAY_SENDER, [heartbeat(ext.taskId, "f", "checker", 2)]);
+    const letters = await deadLetters(3);
+    await inboxSettled();
+    expect(letters.map((l) => l.reason).sort()).toEqual([
+      expect.stringMatching(/^REFUSED: heartbeat from role:writer for step f, a FOREIGN step \(foreign:checker\)/),
+      expect.stringMatching(/^REFUSED: heartbeat from the gateway \(for foreign:checker\) for step a, whose destination is role:writer/),
+      expect.stringMatching(/^REFUSED: heartbeat from the gateway \(for foreign:nobody\) for step f, whose destination is foreign:checker/),
+    ]);
+    expect(await refusals("wrong_sender")).toBe(3);
+    expect(await snapshot(ext.taskId)).toEqual(before.ext);
+    expect(await snapshot(one.taskId)).toEqual(before.one);
+
+    // The gateway for the step's own agent and attempt moves its due time (unaudited, like a worker's heartbeat).
+    await publishSigned(rt, GATEWAY_SENDER, [heartbeat(ext.taskId, "f", "checker")]);
+    const dueOf = async () => Number((await snapshot(ext.taskId)).steps[0]!.due_at_ms);
+    const was = Number(before.ext.steps[0]!.due_at_ms);
+    await waitFor(async () => (await dueOf()) > was || undefined, { what: "the gateway's heartbeat to move the due time" });
+    expect((await snapshot(ext.taskId)).audit).toEqual(before.ext.audit);
+    expect((await rt.bus.listDeadLetters(COORDINATOR_STREAM)).length).toBe(3);
+  });
+
   it("an envelope without a MAC, with a MAC that does not verify, or under an unknown key, changes nothing", async () => {
     const { taskId } = await rt.tasks.start({ orgId: ACME, workflow: "one" });
     const before = await snapshot(taskId);

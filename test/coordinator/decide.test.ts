@@ -352,6 +352,29 @@ describe("decide", () => {
       expect(audits(ok.effects)[0]).toMatchObject({ action: "result", actor: "foreign:checker" });
     });
 
+    it("a FOREIGN step's heartbeat (an MCP tool's progress) is accepted only from the gateway for that agent, for the current attempt", () => {
+      const w = chain(stepDef("f", "foreign:checker", { timeoutMs: 1_000 }), stepDef("r", "role:one"));
+      const s = run(initialState({ ...w, steps: w.steps.map((d) => ({ ...d, needs: [] })) }), [{ type: "task_started", eventId: "s" }]).state;
+      const due = s.steps.get("f")!.dueAtMs;
+      const beat = (stepId: string, sender: EventSender, attempt = 1) => decide(s, { type: "heartbeat", eventId: "h", stepId, attempt, sender }, context(700, "h"));
+      // A worker cannot keep a FOREIGN step alive; the gateway cannot for a role step, nor for another agent's step.
+      expect(beat("f", { kind: "queue", endpoint: "role:one" }).refused).toMatch(/^heartbeat from role:one for step f, a FOREIGN step \(foreign:checker\)/);
+      expect(beat("r", { kind: "gateway", agent: "checker" }).refused).toMatch(/heartbeat from the gateway \(for foreign:checker\) for step r, whose destination is role:one/);
+      expect(beat("f", { kind: "gateway", agent: "nobody" }).refused).toMatch(/destination is foreign:checker/);
+      // The gateway for the step's own agent, an old attempt: not applied.
+      const stale = beat("f", { kind: "gateway", agent: "checker" }, 0);
+      expect(stale.refused).toBeUndefined();
+      expect(stale.ignored).toBe("not in flight");
+      expect(stale.state.steps.get("f")!.dueAtMs).toBe(due);
+      // And for the current attempt: the due time moves to now + the step's timeout, nothing audited.
+      const ok = beat("f", { kind: "gateway", agent: "checker" });
+      expect(ok.refused).toBeUndefined();
+      expect(ok.ignored).toBeUndefined();
+      expect(ok.state.steps.get("f")!.dueAtMs).toBe(700 + 1_000);
+      expect(due).not.toBe(700 + 1_000);
+      expect(audits(ok.effects)).toEqual([]);
+    });
+
     it("refuses a QUERY or heartbeat from another queue than the origin's, and a RESULT for a step the task lacks", () => {
       const s = started();
       const q = decide(s, { type: "query", eventId: "q", originStepId: "a", originAttempt: 1, sender: worker("b"), destination: "role:helper", correlationId: "c", depth: 0, turn: 0, cost: 0, query: null, state: null }, context(10, "q"));

@@ -6,7 +6,7 @@
  * - `echo`: answers `{ echo: <arguments> }` as structuredContent (and as text), with `_meta.usage` when `usage` is set.
  * - `fails`: `isError: true` with a text message.
  * - `slow`: sleeps `ms` (argument `ms` or `task.ms` — a workflow step's input is `{ task, steps }` — default `slowMs`), sending a progress notification every `progressEveryMs` when
- *   the client asked for progress (unless `progress: false`); answers text `slept <ms>`.
+ *   the client asked for progress (unless `progress: false`; only during the first `progressForMs` if set); answers text `slept <ms>`.
  * - `count`: counts its calls (per `key` argument), sleeping `ms` first; answers the count as text.
  *
  * `calls` records every tool call (name and arguments) as it starts.
@@ -26,6 +26,8 @@ export interface StartMcpServerOptions {
   progressEveryMs?: number;
   /** Whether `slow` sends progress notifications at all. Default true. */
   progress?: boolean;
+  /** `slow` sends progress only during its first this many ms, then sleeps on silently. Default: all along. */
+  progressForMs?: number;
   /** `_meta` of `echo`'s result. */
   echoMeta?: Record<string, unknown>;
 }
@@ -51,11 +53,16 @@ function msOf(args: Record<string, unknown>): number | undefined {
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
+    // The listener goes with the sleep: `slow` sleeps many times on one request's signal.
+    const onAbort = () => {
       clearTimeout(timer);
       resolve();
-    });
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 
 export async function startMcpServer(options: StartMcpServerOptions = {}): Promise<RunningMcpServer> {
@@ -84,7 +91,8 @@ export async function startMcpServer(options: StartMcpServerOptions = {}): Promi
       const started = Date.now();
       while (Date.now() - started < ms && !extra.signal.aborted) {
         await sleep(Math.min(every, ms - (Date.now() - started)), extra.signal);
-        if (token !== undefined && options.progress !== false && !extra.signal.aborted) {
+        const reporting = options.progress !== false && Date.now() - started < (options.progressForMs ?? Number.POSITIVE_INFINITY);
+        if (token !== undefined && reporting && !extra.signal.aborted) {
           await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: Date.now() - started, total: ms } }).catch(() => undefined);
         }
       }

@@ -106,7 +106,7 @@ export class BusAuth {
     // Authenticated. The identity decides what the envelope may claim to be.
     const foreign = envelope.source?.kind === EndpointKind.FOREIGN;
     if (auth.sender === GATEWAY_SENDER) {
-      if (!foreign || !envelope.source?.id) return refuse("source_mismatch", "the gateway publishes only FOREIGN results");
+      if (!foreign || !envelope.source?.id) return refuse("source_mismatch", "the gateway publishes only as a FOREIGN agent (its RESULTs and heartbeats)");
       return { ok: true, sender: { kind: "gateway", agent: envelope.source.id } };
     }
     if (foreign) return refuse("source_mismatch", `${auth.sender} claims a FOREIGN source: foreign results come only through the callback route or the sweep`);

@@ -18,6 +18,12 @@ export interface CallDeadline {
 export interface CallDeadlineOptions {
   connectTimeoutMs: number;
   totalTimeoutMs: number;
+  /**
+   * When the whole call must have ended (ms since epoch), read again each time the total deadline comes: a caller
+   * may push it later while the call runs (an MCP tool reporting progress extends its step's due time). The call
+   * then ends at the latest value seen, never before `totalTimeoutMs`. @defaultValue `totalTimeoutMs` is final
+   */
+  totalUntil?: () => number;
   /** Caller signals (the request's, the guard's lifetime); undefined entries are ignored. */
   signals: ReadonlyArray<AbortSignal | undefined>;
   /** Named in messages. */
@@ -40,17 +46,23 @@ export function startCallDeadline(options: CallDeadlineOptions): CallDeadline {
       ),
     options.connectTimeoutMs,
   );
-  const totalTimer = setTimeout(
-    () =>
+  const startedAt = Date.now();
+  let totalTimer: ReturnType<typeof setTimeout>;
+  const armTotal = (ms: number): void => {
+    totalTimer = setTimeout(() => {
+      const left = options.totalUntil ? options.totalUntil() - Date.now() : 0;
+      if (left > 0) return armTotal(left);
+      const tookMs = options.totalUntil ? Date.now() - startedAt : options.totalTimeoutMs;
       abort(
-        egressError(ErrorCode.Timeout, `egress to ${options.target}: no complete response within ${options.totalTimeoutMs}ms`, {
+        egressError(ErrorCode.Timeout, `egress to ${options.target}: no complete response within ${tookMs}ms`, {
           reason: EgressReason.TotalTimeout,
           transient: true,
-          timeoutMs: options.totalTimeoutMs,
+          timeoutMs: tookMs,
         }),
-      ),
-    options.totalTimeoutMs,
-  );
+      );
+    }, ms);
+  };
+  armTotal(options.totalTimeoutMs);
   const listeners: Array<() => void> = [];
   for (const signal of options.signals) {
     if (signal === undefined) continue;

@@ -39,6 +39,8 @@ export interface GuardedFetchOptions {
   connectTimeoutMs: number;
   /** The whole call, response body included, must finish within this (ms). */
   totalTimeoutMs: number;
+  /** A later end the caller may still move while a call runs (ms since epoch; see call-deadline.ts). @defaultValue none */
+  totalUntil?: () => number;
   /** Largest response body accepted (bytes, decoded). */
   maxResponseBytes: number;
   /** @defaultValue every address of `dns.promises.lookup(host, { all: true })` */
@@ -90,6 +92,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): typeof fetch {
     const deadline = startCallDeadline({
       connectTimeoutMs: options.connectTimeoutMs,
       totalTimeoutMs: options.totalTimeoutMs,
+      ...(options.totalUntil ? { totalUntil: options.totalUntil } : {}),
       signals: [request.signal, options.signal],
       target: url.host,
     });

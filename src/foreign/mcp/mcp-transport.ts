@@ -7,10 +7,12 @@
  *   the call as started (`request.started`, the bridge leaves `pending_send`) BEFORE calling: a sender that crashes
  *   mid-call never calls again — the step's timeout decides, and decide.ts re-sends only to an idempotent agent.
  *   The call answers as an SSE stream read as it arrives (the channel's `fetchFor`), so the call may go quiet for at
- *   most `totalTimeoutMs`: each progress notification resets that (and tells the sender the call is alive,
- *   `request.progress`), and nothing outlives the step attempt's due time by more than `DEADLINE_GRACE_MS`
- *   (`maxTotalTimeout`): the step's own timeout decides at its due time (TIMEOUT), and the call is abandoned just
- *   after, its late failure finding the attempt already over.
+ *   most `totalTimeoutMs`: each progress notification resets that. Its hard bound is the step attempt's due time
+ *   plus `DEADLINE_GRACE_MS`, and each progress notification moves it to now + the step's timeout + the grace while
+ *   the sender (`request.progress`) heartbeats the step, whose due time the coordinator moves the same way. So a tool
+ *   that keeps reporting progress runs as long as it needs; one that stops (or never reports) meets the step's own
+ *   timeout at the last due time (TIMEOUT), and the call is abandoned just after, its late failure finding the
+ *   attempt already over.
  * - the answer maps to a terminal observation (tool-result.ts) that resolves the bridge at once; delivery `call`.
  * - `poll` has nothing to ask (no task id to look up): undefined. `cancel` sends nothing: MCP's
  *   `notifications/cancelled` only concerns an in-flight request of the same session, and that request is aborted
@@ -75,28 +77,46 @@ export class McpTransport implements ForeignTransport {
     const timeLeft = () => request.deadlineMs - this.clock();
     if (timeLeft() <= 0) throw failure("MCP_TIMEOUT", ErrorCode.Timeout, `the step attempt is past its due time; tool ${tool} is not called`, false);
     const channel = this.channels.get(agent);
-    // One guarded fetch for the whole session, its total deadline the step's: the call's answer comes when the tool is done.
-    const fetch = channel.fetchFor(timeLeft() + DEADLINE_GRACE_MS);
+    // The call's hard bound: the step's due time plus the grace, moved on by each progress notification.
+    const bound = new CallBound(request.deadlineMs + DEADLINE_GRACE_MS, this.clock);
+    // One guarded fetch for the whole session, its total deadline the same bound: the call's answer comes when the
+    // tool is done.
+    const fetch = channel.fetchFor(bound.leftMs(), () => bound.untilMs);
     const initTimeout = Math.min(this.options.foreign.totalTimeoutMs, timeLeft());
     // Initialize does no work at the server: failing here leaves reach.mayHaveReached false (not-sent).
     const session = await connectMcp({ url: agent.baseUrl, fetch, timeoutMs: initTimeout, ...(request.signal ? { signal: request.signal } : {}) });
     try {
       await request.started(foreignTaskId);
       request.reach.mayHaveReached = true;
-      const total = Math.max(1, timeLeft() + DEADLINE_GRACE_MS);
-      const quiet = Math.min(this.options.foreign.totalTimeoutMs, total);
-      const result = await session.client
-        .callTool({ name: tool, arguments: argumentsOf(bridge.request) }, undefined, {
-          timeout: quiet,
-          maxTotalTimeout: total,
-          resetTimeoutOnProgress: true,
-          onprogress: () => request.progress?.(),
-          ...(request.signal ? { signal: request.signal } : {}),
-        })
-        .catch((error: unknown) => {
-          throw mcpError(error, { what: `tools/call ${tool}`, url: agent.baseUrl, timeoutMs: quiet, signal: request.signal });
-        });
-      return { foreignTaskId, dialect: "mcp", delivery: "call", observation: observationOf(foreignTaskId, result) };
+      const quiet = Math.max(1, Math.min(this.options.foreign.totalTimeoutMs, bound.leftMs()));
+      const what = `tools/call ${tool}`;
+      const limit = bound.start(request.signal, () =>
+        failure("MCP_TIMEOUT", ErrorCode.Timeout, `MCP ${what} at ${agent.baseUrl}: no answer by the step attempt's due time (+${DEADLINE_GRACE_MS} ms)`, true, {
+          what,
+          endpoint: agent.baseUrl,
+        }),
+      );
+      try {
+        const result = await session.client
+          .callTool({ name: tool, arguments: argumentsOf(bridge.request) }, undefined, {
+            timeout: quiet,
+            resetTimeoutOnProgress: true,
+            onprogress: () => {
+              // As the coordinator does on the heartbeat this causes: the step may now run a whole timeout more.
+              if (request.stepTimeoutMs !== undefined) bound.extendTo(this.clock() + request.stepTimeoutMs + DEADLINE_GRACE_MS);
+              request.progress?.();
+            },
+            signal: limit,
+          })
+          .catch((error: unknown) => {
+            // The SDK wraps an abort's reason as a RequestTimeout McpError: our bound's own error says what passed.
+            if (limit.aborted && !request.signal?.aborted) throw limit.reason;
+            throw mcpError(error, { what, url: agent.baseUrl, timeoutMs: quiet, signal: request.signal });
+          });
+        return { foreignTaskId, dialect: "mcp", delivery: "call", observation: observationOf(foreignTaskId, result) };
+      } finally {
+        bound.stop();
+      }
     } finally {
       await session.close();
     }
@@ -122,4 +142,47 @@ function toolOf(agent: ForeignAgentRecord): string {
 export function argumentsOf(request: unknown): Record<string, unknown> {
   if (request !== null && typeof request === "object" && !Array.isArray(request)) return request as Record<string, unknown>;
   return { value: request };
+}
+
+/**
+ * A call's hard bound that may move later (never earlier): `start` answers a signal that aborts with `reason()` once
+ * the bound passes, or with the caller's own signal. The timer is re-armed when it fires early because the bound
+ * moved, so a progress notification costs an assignment, not a timer.
+ */
+class CallBound {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private unlisten: (() => void) | undefined;
+
+  constructor(
+    public untilMs: number,
+    private readonly clock: () => number,
+  ) {}
+
+  leftMs(): number {
+    return this.untilMs - this.clock();
+  }
+
+  extendTo(untilMs: number): void {
+    this.untilMs = Math.max(this.untilMs, untilMs);
+  }
+
+  start(caller: AbortSignal | undefined, reason: () => Error): AbortSignal {
+    const controller = new AbortController();
+    const arm = (): void => {
+      this.timer = setTimeout(() => (this.leftMs() > 0 ? arm() : controller.abort(reason())), Math.max(1, this.leftMs()));
+    };
+    arm();
+    if (caller) {
+      const onAbort = () => controller.abort(caller.reason);
+      if (caller.aborted) onAbort();
+      else caller.addEventListener("abort", onAbort, { once: true });
+      this.unlisten = () => caller.removeEventListener("abort", onAbort);
+    }
+    return controller.signal;
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.unlisten?.();
+  }
 }

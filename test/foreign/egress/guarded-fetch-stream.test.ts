@@ -23,7 +23,7 @@ async function sseServer(gapMs: number, second = "data: two\n\n"): Promise<TestS
   return s;
 }
 
-function guard(port: number, options: { totalTimeoutMs?: number; maxResponseBytes?: number; stream?: boolean } = {}) {
+function guard(port: number, options: { totalTimeoutMs?: number; maxResponseBytes?: number; stream?: boolean; totalUntil?: () => number } = {}) {
   return createGuardedFetch({
     allowHosts: [`127.0.0.1:${port}`],
     allowedNetworks: ["127.0.0.0/8"],
@@ -31,6 +31,7 @@ function guard(port: number, options: { totalTimeoutMs?: number; maxResponseByte
     totalTimeoutMs: options.totalTimeoutMs ?? 3_000,
     maxResponseBytes: options.maxResponseBytes ?? 64 * 1024,
     streamEventStreams: options.stream ?? true,
+    ...(options.totalUntil ? { totalUntil: options.totalUntil } : {}),
   });
 }
 
@@ -70,6 +71,26 @@ describe("guarded fetch: streamed event streams", () => {
     const response = await guard(s.port, { totalTimeoutMs: 400 })(`http://127.0.0.1:${s.port}/`);
     const error = await readAll(response).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "TIMEOUT", details: { reason: "EGRESS_TOTAL_TIMEOUT" } });
+  });
+
+  it("lets the caller move the total deadline later while the body streams (MCP progress), and keeps the last one", async () => {
+    const s = await sseServer(900);
+    const started = Date.now();
+    let until = started + 400;
+    // Moved on at 300 ms to 1.5 s: the body (ending at ~900 ms) arrives whole.
+    setTimeout(() => (until = started + 1_500), 300);
+    const response = await guard(s.port, { totalTimeoutMs: 400, totalUntil: () => until })(`http://127.0.0.1:${s.port}/`);
+    expect((await readAll(response)).map((c) => c.text).join("")).toBe("data: one\n\ndata: two\n\n");
+    // Moved on once to 700 ms only: the body ending at 2 s is cut there, not at 400 ms and not at its end.
+    const slow = await sseServer(2_000);
+    const t0 = Date.now();
+    let later = t0 + 400;
+    setTimeout(() => (later = t0 + 700), 200);
+    const cut = await guard(slow.port, { totalTimeoutMs: 400, totalUntil: () => later })(`http://127.0.0.1:${slow.port}/`);
+    const error = await readAll(cut).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "TIMEOUT", details: { reason: "EGRESS_TOTAL_TIMEOUT" } });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(650);
+    expect(Date.now() - t0).toBeLessThan(1_500);
   });
 
   it("keeps the size cap over a streamed body", async () => {

@@ -169,6 +169,27 @@ describe("McpTransport", () => {
     expect(failedBeforeSending(error)).toBe(true);
   });
 
+  it("moves its hard bound on with each progress when it knows the step's timeout; without it, the due time (+1 s) is final", async () => {
+    server = await startMcpServer({ progressEveryMs: 100 });
+    const agent = agentAt(server.url, "slow");
+    // Due in 400 ms, a 400 ms step timeout: a 2 s tool lives on its progress and answers.
+    let beats = 0;
+    const extended = { ...sendRequest(agent, { ms: 2_000 }, []), deadlineMs: Date.now() + 400, stepTimeoutMs: 400, progress: () => void beats++ };
+    const sent = await transport.send(extended);
+    expect(sent.observation).toMatchObject({ state: "completed", artifacts: [{ parts: ["slept 2000"] }] });
+    expect(beats).toBeGreaterThanOrEqual(10);
+    // The same call without the step's timeout: abandoned at the due time plus the grace, MCP_TIMEOUT, after it started.
+    const started = Date.now();
+    const fixed = { ...sendRequest(agent, { ms: 3_000 }, []), deadlineMs: Date.now() + 400 };
+    const error = await transport.send(fixed).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SwitchyardError);
+    expect(error).toMatchObject({ code: "TIMEOUT", details: { reason: "MCP_TIMEOUT" } });
+    expect((error as Error).message).toMatch(/no answer by the step attempt's due time \(\+1000 ms\)/);
+    expect(fixed.reach.mayHaveReached).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_300);
+    expect(Date.now() - started).toBeLessThan(2_500);
+  });
+
   it("answers poll with nothing and sends no cancel", async () => {
     await expect(transport.poll()).resolves.toBeUndefined();
     await expect(transport.cancel()).resolves.toBe(false);
