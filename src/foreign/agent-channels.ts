@@ -22,6 +22,11 @@ export interface AgentChannel {
   fetchFor(totalTimeoutMs: number): typeof globalThis.fetch;
   cards: AgentCardCache;
   client: A2AClient;
+  /**
+   * The A2A client for SendMessage: a blocking agent holds its answer while it works, so the call may last until
+   * the step's due time (`deadlineMs`), never less than `totalTimeoutMs`. Built per call, like `fetchFor`.
+   */
+  sendClient(deadlineMs: number): A2AClient;
 }
 
 export interface AgentChannelsOptions {
@@ -71,6 +76,10 @@ export class AgentChannels {
       fetchFor: (totalTimeoutMs) => withSecret(guardedFor(totalTimeoutMs, true)),
       cards: new AgentCardCache({ fetch: fetchImpl, ttlMs: f.cardTtlMs, timeoutMs: f.totalTimeoutMs }),
       client: createA2AClient({ fetch: fetchImpl, timeoutMs: f.totalTimeoutMs }),
+      sendClient: (deadlineMs) => {
+        const ms = Math.max(f.totalTimeoutMs, Math.ceil(deadlineMs - Date.now()));
+        return ms === f.totalTimeoutMs ? channel.client : createA2AClient({ fetch: withSecret(guardedFor(ms, false)), timeoutMs: ms });
+      },
     };
     this.channels.set(key, channel);
     while (this.channels.size > (this.options.maxChannels ?? 1000)) this.channels.delete(this.channels.keys().next().value!);
