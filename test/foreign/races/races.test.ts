@@ -11,6 +11,8 @@ import { listAudit } from "../../../src/governance/audit-log.js";
 import { listBridges } from "../../../src/foreign/bridge-store.js";
 import { applyObservation } from "../../../src/foreign/resume.js";
 import { ForeignSender } from "../../../src/foreign/sender.js";
+import { ForeignPoller } from "../../../src/foreign/poller.js";
+import { BreakerRegistry } from "../../../src/foreign/egress/index.js";
 import { ForeignTransports, type ForeignTransport } from "../../../src/foreign/transport.js";
 import { startA2AAgent, type AgentBehaviour, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitFor } from "../../support/runtime.js";
@@ -144,6 +146,29 @@ describe("foreign races", () => {
     expect(bridge!.polls).toBeGreaterThanOrEqual(3);
     // No cancel for a task that had already ended.
     expect((await listAudit(r.pool, ORG, { taskId })).filter((a) => a.action === "foreign_cancel")).toHaveLength(0);
+  });
+
+  it("(3) a poll the open breaker refused is no confirmation try, and never resolves an empty success", async () => {
+    const r = await setUp("no-push", "30s");
+    const { taskId } = await r.tasks.start({ orgId: ORG, workflow: "one" });
+    const [bridge] = await listBridges(r.pool, ORG, taskId);
+    // Staged: the agent said `completed` (no artifact collected) and a GetTask is due.
+    await r.pool.query(
+      "UPDATE a2a_bridge SET status = 'dispatched', foreign_task_id = 'ft-1', last_state = 'completed', delivery = 'push', next_poll_at = now(), polls = 0 WHERE id = $1",
+      [bridge!.id],
+    );
+    const breakers = new BreakerRegistry({ volumeThreshold: 1, resetTimeout: 60_000 });
+    await breakers.run(ORG, "helper", () => Promise.reject(new Error("down"))).catch(() => {});
+    expect(breakers.state(ORG, "helper")).toBe("open");
+    const poller = new ForeignPoller({ ...resumeDeps(r), transports: r.a2a!.transports, breakers, foreign: r.config.foreign });
+    for (let i = 0; i < 5; i++) {
+      expect(await poller.run()).toBe(1);
+      await r.pool.query("UPDATE a2a_bridge SET next_poll_at = now() WHERE id = $1 AND next_poll_at IS NOT NULL", [bridge!.id]);
+    }
+    const [after] = await listBridges(r.pool, ORG, taskId);
+    expect(after).toMatchObject({ status: "dispatched", lastState: "completed", polls: 0 });
+    expect(agent!.calls).toEqual([]);
+    breakers.shutdown();
   });
 
   it("(9) a cancelled task's CancelTask is audited with rule builtin:cancel", async () => {
