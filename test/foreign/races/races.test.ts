@@ -11,7 +11,7 @@ import { listAudit } from "../../../src/governance/audit-log.js";
 import { listBridges } from "../../../src/foreign/bridge-store.js";
 import { applyObservation } from "../../../src/foreign/resume.js";
 import { ForeignSender } from "../../../src/foreign/sender.js";
-import { ForeignPoller } from "../../../src/foreign/poller.js";
+import { ForeignPoller, PER_AGENT_CLAIM } from "../../../src/foreign/poller.js";
 import { BreakerRegistry } from "../../../src/foreign/egress/index.js";
 import { ForeignTransports, type ForeignTransport } from "../../../src/foreign/transport.js";
 import { startA2AAgent, type AgentBehaviour, type RunningA2AAgent } from "../../support/a2a-agents.js";
@@ -169,6 +169,19 @@ describe("foreign races", () => {
     expect(after).toMatchObject({ status: "dispatched", lastState: "completed", polls: 0 });
     expect(agent!.calls).toEqual([]);
     breakers.shutdown();
+  });
+
+  it("(8) one claim polls at most PER_AGENT_CLAIM due bridges of one (tenant, agent)", async () => {
+    const r = await setUp("no-push", "30s");
+    const starts = await Promise.all(Array.from({ length: PER_AGENT_CLAIM + 3 }, () => r.tasks.start({ orgId: ORG, workflow: "one" })));
+    await r.pool.query(
+      "UPDATE a2a_bridge SET status = 'dispatched', foreign_task_id = 'ft-' || id, last_state = 'working', delivery = 'poll', next_poll_at = now() WHERE task_id = ANY($1::uuid[])",
+      [starts.map((s) => s.taskId)],
+    );
+    const poller = new ForeignPoller({ ...resumeDeps(r), transports: r.a2a!.transports, breakers: new BreakerRegistry(), foreign: r.config.foreign });
+    expect(await poller.run()).toBe(PER_AGENT_CLAIM);
+    const { rows } = await r.pool.query("SELECT count(*)::int AS n FROM a2a_bridge WHERE polls = 1");
+    expect(rows[0].n).toBe(PER_AGENT_CLAIM);
   });
 
   it("(9) a cancelled task's CancelTask is audited with rule builtin:cancel", async () => {
