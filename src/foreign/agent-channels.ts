@@ -24,6 +24,11 @@ export interface AgentChannel {
   fetchFor(totalTimeoutMs: number, until?: () => number): typeof globalThis.fetch;
   cards: AgentCardCache;
   client: A2AClient;
+  /**
+   * The A2A client for SendMessage: a blocking agent holds its answer while it works, so the call may last until
+   * the step's due time (`deadlineMs`), never less than `totalTimeoutMs`. Built per call, like `fetchFor`.
+   */
+  sendClient(deadlineMs: number): A2AClient;
 }
 
 export interface AgentChannelsOptions {
@@ -80,6 +85,16 @@ export class AgentChannels {
         timeoutMs: f.totalTimeoutMs,
         ...(this.options.logger ? { logger: this.options.logger.child({ component: "a2a-client", orgId: agent.orgId, agent: agent.agentKey }) } : {}),
       }),
+      sendClient: (deadlineMs) => {
+        const ms = Math.max(f.totalTimeoutMs, Math.ceil(deadlineMs - Date.now()));
+        return ms === f.totalTimeoutMs
+          ? channel.client
+          : createA2AClient({
+              fetch: withSecret(guardedFor(ms, false)),
+              timeoutMs: ms,
+              ...(this.options.logger ? { logger: this.options.logger.child({ component: "a2a-client", orgId: agent.orgId, agent: agent.agentKey }) } : {}),
+            });
+      },
     };
     this.channels.set(key, channel);
     while (this.channels.size > (this.options.maxChannels ?? 1000)) this.channels.delete(this.channels.keys().next().value!);

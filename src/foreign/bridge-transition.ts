@@ -10,11 +10,12 @@
  * reads); a push about another foreign task than the bridge's is a mismatch.
  *
  * No success before its artifacts are known. An observation that is `complete` (a whole Task: the SendMessage
- * answer, GetTask, a Task-snapshot push) carries the task's artifact list, which replaces what pushes collected. A
- * `completed` status push is not: pushes may arrive in any order, so when no artifact was collected yet, or one was
- * assembled from appended chunks (whose pushes may have crossed), the bridge stays open with `last_state`
+ * answer, GetTask, a Task-snapshot push) carries the task's artifact list; when it is also TERMINAL it replaces what
+ * pushes collected (a non-terminal snapshot may be older than the pushes that crossed it, so it merges). A
+ * `completed` status push is not whole: pushes may arrive in any order, so the bridge stays open with `last_state`
  * `completed` and a GetTask due now (`pollNow`); the poller (poller.ts) resolves it from the whole task, or from
- * what was collected when the agent cannot answer. Other ends (failed, canceled, …) carry no output and resolve at
+ * what was collected when the agent cannot answer and something was collected. Any observation of a
+ * `pending_send` bridge makes it `dispatched`: it names the foreign task, so the agent has it. Other ends (failed, canceled, …) carry no output and resolve at
  * once. Artifacts pushed after the bridge resolved are not dropped: new ones are kept in `lateArtifacts` (outcome
  * `late`) for the operator, never merged into the RESULT already written.
  */
@@ -80,11 +81,18 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
   if (bridge.foreignTaskId !== null && bridge.foreignTaskId !== observation.foreignTaskId) return { outcome: "mismatch", bridge };
   // A whole task's list replaces what pushes collected (it has the chunks in their order); an empty one keeps them
   // (an agent that keeps no artifacts in its task, or our own "resolve with what was collected").
-  const artifacts = observation.complete && observation.artifacts.length > 0 ? mergeArtifacts([], observation.artifacts) : mergeArtifacts(bridge.artifacts, observation.artifacts);
+  // Only a TERMINAL whole task is the final list: a non-terminal snapshot (a SendMessage answer, a v0.3 Task push)
+  // may land after newer artifact pushes, and replacing would drop them — so it merges like any update.
   const state = observation.state;
+  const replaces = observation.complete === true && isTerminalForeignState(state) && observation.artifacts.length > 0;
+  const artifacts = replaces ? mergeArtifacts([], observation.artifacts) : mergeArtifacts(bridge.artifacts, observation.artifacts);
+  // Any observation names the foreign task, so the agent has it: a `pending_send` bridge becomes `dispatched` (the
+  // poller, the sweep and the step-moved-on close then see it; the sender claims only bridges without a foreign id),
+  // whether or not the sender lives to record its send.
+  const status0: BridgeStatus = bridge.status === "pending_send" ? "dispatched" : bridge.status;
   // A Task's metadata is cumulative, so the latest report wins (an observation without usage keeps the last one).
-  const base = { ...bridge, artifacts, foreignTaskId: bridge.foreignTaskId ?? observation.foreignTaskId, usage: observation.usage ?? bridge.usage };
-  if (state === "completed" && !observation.complete && mustConfirm(base, artifacts)) {
+  const base = { ...bridge, status: status0, artifacts, foreignTaskId: bridge.foreignTaskId ?? observation.foreignTaskId, usage: observation.usage ?? bridge.usage };
+  if (state === "completed" && !observation.complete && mustConfirm(base)) {
     const next = { ...base, lastState: state };
     if (sameBridgeState(bridge, next)) return { outcome: "unchanged", bridge };
     return { outcome: "updated", bridge: next, pollNow: true };
@@ -101,7 +109,7 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
       end: { state: "failed", error: outputTooLarge(bridge.agentKey, maxPayloadBytes) },
     };
   }
-  const status: BridgeStatus = state === "working" || bridge.status === "working" ? "working" : bridge.status === "pending_send" ? "pending_send" : "dispatched";
+  const status: BridgeStatus = state === "working" || bridge.status === "working" ? "working" : "dispatched";
   // A bridge waiting to confirm its end keeps that end as its last state, so it can still resolve with it.
   const lastState = isTerminalForeignState(bridge.lastState as ForeignTaskState) ? bridge.lastState : (state ?? bridge.lastState);
   const next = { ...base, status, lastState };
@@ -110,10 +118,10 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
 }
 
 /** Whether a `completed` status push must be confirmed with GetTask before the bridge resolves; see the module comment. */
-function mustConfirm(bridge: BridgeRecord, artifacts: readonly ForeignArtifact[]): boolean {
-  // Nothing to ask: a Message answer has no task, and a call (MCP) is its own answer.
-  if (bridge.delivery === "call" || (bridge.foreignTaskId ?? "").startsWith("message:")) return false;
-  return artifacts.length === 0 || artifacts.some((a) => a.chunked === true);
+function mustConfirm(bridge: BridgeRecord): boolean {
+  // Nothing to ask: a Message answer has no task, and a call (MCP) is its own answer. Anything else is asked every
+  // time: pushes cross, so a status push may land between two artifact pushes and what was collected may be partial.
+  return bridge.delivery !== "call" && !(bridge.foreignTaskId ?? "").startsWith("message:");
 }
 
 /** A push to a resolved bridge: artifacts it did not have are kept apart (`lateArtifacts`); nothing else changes. */

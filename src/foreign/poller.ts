@@ -7,8 +7,12 @@
  *   first GetTask due `pollBaseMs` after the send, and each poll that leaves the task open schedules the next with
  *   backoff, `pollBaseMs * 2^polls` capped at `pollMaxMs`, and never later than the step attempt's deadline;
  * - pushed ones whose `completed` push came without the artifacts known for sure (bridge-transition.ts): a GetTask
- *   is due at once. When that GetTask cannot be answered (the agent keeps no tasks, errors, its breaker is open)
- *   `CONFIRM_TRIES` times, the bridge resolves with what the pushes collected — a finished task never strands.
+ *   is due at once. When that GetTask cannot be answered (the agent keeps no tasks, errors) `CONFIRM_TRIES` times
+ *   — a call the open breaker refused is no try — the bridge resolves with what the pushes collected, if they
+ *   collected anything. With nothing collected it is never resolved as an empty success: it is asked again (with
+ *   backoff) until the step's deadline, and the step then times out like any hop that did not answer.
+ *
+ * Each claim takes at most `PER_AGENT_CLAIM` due bridges of one (tenant, agent), so polling is bounded per agent.
  *
  * What a poll learns is applied like a push (resume.ts `applyObservation`), so a bridge resolves once however it was
  * learnt; resolving clears `next_poll_at`. Bridges are claimed with `FOR UPDATE SKIP LOCKED` and the claim moves
@@ -22,7 +26,8 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
 import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
-import type { BreakerRegistry } from "./egress/index.js";
+import { EgressReason, type BreakerRegistry } from "./egress/index.js";
+import { SwitchyardError } from "../errors.js";
 import { findForeignAgent } from "./registry.js";
 import { applyObservation, type BridgeResumeDeps } from "./resume.js";
 import type { ForeignTransports } from "./transport.js";
@@ -30,12 +35,17 @@ import type { ForeignTransports } from "./transport.js";
 /** Failed GetTasks after which a bridge whose task reported its end resolves with what was collected. */
 export const CONFIRM_TRIES = 3;
 
+/** Due bridges of one (tenant, agent) polled per claim at most. */
+export const PER_AGENT_CLAIM = 8;
+
 export interface ForeignPollerOptions extends BridgeResumeDeps {
   transports: ForeignTransports;
   breakers: BreakerRegistry;
   foreign: ForeignConfig;
   /** Bridges claimed per run. @defaultValue 50 */
   batchSize?: number;
+  /** Bridges of one (tenant, agent) claimed per claim. @defaultValue PER_AGENT_CLAIM */
+  perAgent?: number;
   flags?: CoordinatorFlags;
   metrics?: Pick<Metrics, "a2aPolls" | "a2aLateArtifacts">;
 }
@@ -77,13 +87,19 @@ export class ForeignPoller {
     const leaseMs = 2 * this.options.foreign.totalTimeoutMs + 1_000;
     const { rows } = await this.options.pool.query(
       `WITH picked AS (
-         SELECT id FROM a2a_bridge
-         WHERE next_poll_at IS NOT NULL AND status IN ('dispatched', 'working') AND next_poll_at <= now() AND foreign_task_id IS NOT NULL
-           AND ${tenantSqlClause("org_id", 3)}
-         ORDER BY next_poll_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+         SELECT id FROM a2a_bridge WHERE id IN (
+           -- At most PER_AGENT_CLAIM due bridges of one (tenant, agent) per claim: one busy agent neither takes the
+           -- whole batch nor gets a burst of GetTasks (its breaker and the backoff bound the rest).
+           SELECT id FROM (
+             SELECT id, next_poll_at, row_number() OVER (PARTITION BY org_id, agent_key ORDER BY next_poll_at, id) AS nth
+             FROM a2a_bridge
+             WHERE next_poll_at IS NOT NULL AND status IN ('dispatched', 'working') AND next_poll_at <= now() AND foreign_task_id IS NOT NULL
+               AND ${tenantSqlClause("org_id", 3)}) due
+           WHERE nth <= $5 ORDER BY next_poll_at LIMIT $1)
+         ORDER BY next_poll_at FOR UPDATE SKIP LOCKED)
        UPDATE a2a_bridge b SET next_poll_at = now() + make_interval(secs => $2::double precision / 1000), polls = b.polls + 1
        FROM picked WHERE b.id = picked.id RETURNING ${BRIDGE_COLUMNS_OF_B}`,
-      [this.options.batchSize ?? 50, leaseMs, tenants.only, tenants.except],
+      [this.options.batchSize ?? 50, leaseMs, tenants.only, tenants.except, this.options.perAgent ?? PER_AGENT_CLAIM],
     );
     return rows.map(toBridge);
   }
@@ -104,19 +120,36 @@ export class ForeignPoller {
         if (outcome === "resumed") log.info({ state: observation.state, polls: bridge.polls }, "foreign task resolved by polling");
         return "resolved";
       }
-      if (ended !== undefined && bridge.polls >= CONFIRM_TRIES && (await this.giveUp(bridge, ended, log, `the agent still reports ${observation.state ?? "no state"}`))) return "gave_up";
+      if (this.mayGiveUp(bridge, ended) && (await this.giveUp(bridge, ended!, log, `the agent still reports ${observation.state ?? "no state"}`))) return "gave_up";
       await this.reschedule(bridge);
       return "pending";
     } catch (error) {
-      if (ended !== undefined && bridge.polls >= CONFIRM_TRIES) {
-        if (await this.giveUp(bridge, ended, log, error)) return "gave_up";
+      // A call the open breaker refused never reached the agent: it is no try at confirming (the claim counted it).
+      const refused = isBreakerOpen(error);
+      if (refused) await this.uncount(bridge).catch((e: unknown) => log.warn({ err: e }, "uncounting a refused poll failed"));
+      if (!refused && this.mayGiveUp(bridge, ended)) {
+        if (await this.giveUp(bridge, ended!, log, error)) return "gave_up";
       } else {
         // Left open and asked again later; the step's own deadline bounds how long.
-        log.warn({ err: error, polls: bridge.polls }, "polling a foreign task failed");
+        log.warn({ err: error, polls: bridge.polls, breakerOpen: refused }, "polling a foreign task failed");
       }
-      await this.reschedule(bridge).catch((e: unknown) => log.warn({ err: e }, "rescheduling a foreign poll failed; the claim's lease expires instead"));
+      await this.reschedule(bridge, refused ? bridge.polls - 1 : bridge.polls).catch((e: unknown) => log.warn({ err: e }, "rescheduling a foreign poll failed; the claim's lease expires instead"));
       return "failed";
     }
+  }
+
+  /**
+   * Whether a bridge whose task reported its end may resolve without the confirmation: after CONFIRM_TRIES tries,
+   * and only with artifacts collected. With none, resolving would be a success with empty output (what the agent
+   * made is unknown), so it keeps being asked until the step's deadline, when the step times out instead.
+   */
+  private mayGiveUp(bridge: BridgeRecord, ended: ForeignTaskState | undefined): boolean {
+    return ended !== undefined && bridge.polls >= CONFIRM_TRIES && bridge.artifacts.length > 0;
+  }
+
+  /** Takes back the claim's count of a poll that was never made. */
+  private async uncount(bridge: BridgeRecord): Promise<void> {
+    await this.options.pool.query("UPDATE a2a_bridge SET polls = GREATEST(polls - 1, 0) WHERE id = $1 AND polls > 0", [bridge.id]);
   }
 
   /** The agent told us the task ended but cannot show it: resolve with what its pushes brought, never strand. */
@@ -135,14 +168,19 @@ export class ForeignPoller {
    * The next poll, if the bridge is still open and nobody re-scheduled it meanwhile (a push asking for a GetTask now
    * wins): backoff by the polls made, never past the step attempt's deadline while it lies ahead.
    */
-  private async reschedule(bridge: BridgeRecord): Promise<void> {
+  private async reschedule(bridge: BridgeRecord, polls = bridge.polls): Promise<void> {
     await this.options.pool.query(
       `UPDATE a2a_bridge SET next_poll_at = CASE
            WHEN deadline_ms IS NOT NULL AND deadline_ms > extract(epoch FROM now()) * 1000
              THEN LEAST(now() + make_interval(secs => $2::double precision / 1000), to_timestamp(deadline_ms / 1000.0))
            ELSE now() + make_interval(secs => $2::double precision / 1000) END
        WHERE id = $1 AND status IN ('dispatched', 'working') AND next_poll_at > now()`,
-      [bridge.id, this.backoffMs(bridge.polls)],
+      [bridge.id, this.backoffMs(Math.max(0, polls))],
     );
   }
+}
+
+/** Whether the breaker refused the call (nothing was sent). */
+function isBreakerOpen(error: unknown): boolean {
+  return error instanceof SwitchyardError && error.details.reason === EgressReason.BreakerOpen;
 }

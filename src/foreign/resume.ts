@@ -46,6 +46,14 @@ export async function applyObservation(deps: BridgeResumeDeps, bridgeId: string,
   return (await applyObservations(deps, [{ bridgeId, observation }]))[0]!;
 }
 
+export interface ApplyOptions {
+  /**
+   * Runs first in the same transaction (the sender records its send here, so the send and its answer are written
+   * together or not at all); what it throws rolls everything back.
+   */
+  first?: (client: PoolClient) => Promise<void>;
+}
+
 /** A locked bridge as the batch changes it: `start` is the row as read, `results` the RESULTs it produced. */
 interface Working {
   start: BridgeRecord;
@@ -62,9 +70,10 @@ interface Working {
  * Throws (nothing applied) on a database error — e.g. a push claiming a foreign task id another bridge of the
  * tenant owns (unique violation 23505): the batcher then re-runs the items one by one.
  */
-export async function applyObservations(deps: BridgeResumeDeps, requests: readonly ObservationRequest[]): Promise<ObservationOutcome[]> {
+export async function applyObservations(deps: BridgeResumeDeps, requests: readonly ObservationRequest[], options: ApplyOptions = {}): Promise<ObservationOutcome[]> {
   const now = (deps.clock ?? Date.now)();
   const { outcomes, outbox, late } = await withTransactionRetry(deps.pool, async (client) => {
+    if (options.first) await options.first(client);
     const bridges = await lockBridges(client, requests.map((r) => r.bridgeId));
     const outcomes = requests.map(({ bridgeId, observation }): ObservationOutcome => {
       const working = bridges.get(bridgeId);
@@ -117,13 +126,25 @@ export async function failSend(deps: BridgeResumeDeps, bridgeId: string, error: 
   const outbox = await withTransactionRetry(deps.pool, async (client) => {
     const bridge = await findBridge(client, bridgeId, true);
     // A push that raced the failure may have resolved it, or the sweep closed it: then there is nothing to fail.
-    if (!bridge || bridge.status !== "pending_send") return undefined;
+    if (!bridge || !isOpen(bridge.status)) return undefined;
+    if (bridge.foreignTaskId !== null) {
+      // The agent has the task (a push named it before our send's answer failed, e.g. a blocking agent's answer
+      // timed out): the task may well finish, so the poller asks it rather than failing the step it may complete.
+      await client.query(
+        `UPDATE a2a_bridge SET status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END, next_poll_at = now(),
+           claimed_until = NULL, updated_at = now() WHERE id = $1`,
+        [bridgeId],
+      );
+      (deps.logger ?? silentLogger).warn({ bridgeId, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, foreignTaskId: bridge.foreignTaskId, code: error.code }, "foreign send failed after the agent named its task; handed to the poller");
+      return [];
+    }
+    if (bridge.status !== "pending_send") return undefined;
     // Nothing was sent, so nothing is charged.
     const result = foreignResultEnvelope(bridge, reached ? "send-failed" : "not-sent", { ok: false, output: null, error, cost: 0 }, deps.signer, deps.maxPayloadBytes, now);
     return (await writeBridges(client, [{ bridge: { ...bridge, status: "send_failed", lastState: error.code }, version: null, results: [result] }])).outbox;
   });
   if (outbox) await publish(deps, outbox);
-  return outbox !== undefined;
+  return outbox !== undefined && outbox.length > 0;
 }
 
 /** Locks the bridges in id order (two batches on overlapping bridges queue instead of deadlocking), with each agent's rates. */

@@ -1,7 +1,8 @@
 /**
  * Whether a failed send can have reached the agent. Only a send that failed before any byte of a request was written
  * is reported `not-sent`, which lets the step's retries re-send it; anything else (a timeout, a reset, an answer)
- * may have reached the agent and is never repeated at an agent not registered idempotent.
+ * may have reached the agent. Such a send is not re-tried within the send (sender.ts `isTransient`) nor re-sent by
+ * the step's retries, unless the agent is registered idempotent — then both may repeat it.
  */
 import { SwitchyardError } from "../errors.js";
 import { EgressReason } from "./egress/index.js";

@@ -29,7 +29,7 @@ import { getLinkKey } from "../approvals/link-keys.js";
 import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
 import { notificationSecret, signCallbackToken } from "./callback-token.js";
 import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
-import { applyObservation, failSend, type BridgeResumeDeps } from "./resume.js";
+import { applyObservation, applyObservations, failSend, type BridgeResumeDeps } from "./resume.js";
 import { CallHeartbeat } from "./call-heartbeat.js";
 import type { PushTarget } from "./a2a/client.js";
 import { isInterruptedForeignState, isTerminalForeignState } from "./a2a/task-state.js";
@@ -159,7 +159,10 @@ export class ForeignSender {
            AND (claimed_until IS NULL OR claimed_until < now())
            AND ${tenantSqlClause("org_id", 3)}
          ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       UPDATE a2a_bridge b SET claimed_until = now() + make_interval(secs => $2::double precision / 1000)
+       -- A SendMessage may last until the step is due (a blocking agent answers when done), so the claim holds at
+       -- least that long: another sender must not re-send while this one waits.
+       UPDATE a2a_bridge b SET claimed_until = GREATEST(now() + make_interval(secs => $2::double precision / 1000),
+           (SELECT to_timestamp((s.due_at_ms + $2::double precision) / 1000.0) FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id))
        FROM picked WHERE b.id = picked.id
        RETURNING ${BRIDGE_COLUMNS_OF_B},
          (SELECT s.status FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_status,
@@ -221,13 +224,8 @@ export class ForeignSender {
       const heartbeat = new CallHeartbeat({ ...this.options, logger: log }, bridge, stepTimeoutMs);
       const sent = await this.send(agent, bridge, deadlineMs, reach, { stepTimeoutMs, progress: () => heartbeat.beat() }).finally(() => heartbeat.stop());
       if (heartbeat.count > 0) log.debug({ heartbeats: heartbeat.count }, "the call's progress heartbeated its step");
-      await this.recordSent(bridge, sent, deadlineMs);
+      await this.recordAnswer(bridge, sent, deadlineMs, log);
       log.info({ foreignTaskId: sent.foreignTaskId, dialect: sent.dialect, delivery: sent.delivery }, "foreign task opened");
-      if (sent.observation && tellsMore(sent.observation)) {
-        // The answer is the first observation of the task: a terminal one resumes the step now, exactly once, like
-        // a push would.
-        await applyObservation(this.options, bridge.id, sent.observation);
-      }
     } catch (error) {
       if (reach.startedAs !== undefined) {
         // The call was under way (the bridge left pending_send): its failure is what the agent did with the task.
@@ -243,10 +241,32 @@ export class ForeignSender {
     return true;
   }
 
+  /**
+   * Records the send and applies its answer (the first observation of the task: a terminal one resumes the step
+   * now, exactly once, like a push would) in ONE transaction, so a send is never recorded without its answer — a
+   * Message answer or an MCP result exists nowhere else. A failed write is tried once more (the answer is in hand);
+   * if that fails too the error reaches sendOne's catch with the bridge as it was (still `pending_send`).
+   */
+  private async recordAnswer(bridge: BridgeRecord, sent: TransportSendResult, deadlineMs: number, log: Logger): Promise<void> {
+    const observation = sent.observation && tellsMore(sent.observation) ? sent.observation : undefined;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (!observation) return await this.recordSent(this.options.pool, bridge, sent, deadlineMs);
+        await applyObservations(this.options, [{ bridgeId: bridge.id, observation }], { first: (client) => this.recordSent(client, bridge, sent, deadlineMs) });
+        return;
+      } catch (error) {
+        // A task mismatch is the agent's contradiction, not a failed write: trying again would only repeat it.
+        if (attempt >= 2 || SwitchyardError.from(error).details.reason === "A2A_TASK_MISMATCH") throw error;
+        log.warn({ err: error }, "recording a foreign send's answer failed; trying once more");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  }
+
   /** Records that the send succeeded: the foreign task id (agreeing with one a racing push may have set) and delivery. */
-  private async recordSent(bridge: BridgeRecord, sent: TransportSendResult, deadlineMs: number): Promise<void> {
+  private async recordSent(db: Queryable, bridge: BridgeRecord, sent: TransportSendResult, deadlineMs: number): Promise<void> {
     const firstPoll = sent.delivery === "poll" ? this.options.foreign.pollBaseMs : null;
-    const { rows } = await this.options.pool.query<{ foreign_task_id: string | null }>(
+    const { rows } = await db.query<{ foreign_task_id: string | null }>(
       `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, claimed_until = NULL, updated_at = now(),
          -- A call's progress may have moved the deadline on (call-heartbeat.ts): never back.
          deadline_ms = GREATEST(deadline_ms, $4),
@@ -318,8 +338,10 @@ export class ForeignSender {
         attempts: f.retries,
         baseDelayMs: f.retryBaseMs,
         maxDelayMs: Math.max(f.retryBaseMs, 5_000),
-        // A call that is the work is never made twice once it started (crash or not), unless the agent is idempotent.
-        isTransient: (error) => isRetryable(error) && reach.startedAs === undefined,
+        // Never a second request that may duplicate work: a call that is the work once it started (crash or not),
+        // and a SendMessage that may have reached the agent (a timeout, a reset — a blocking agent holds its answer
+        // while it works) unless the agent is registered idempotent. A failure before any byte left is re-tried.
+        isTransient: (error) => isRetryable(error) && reach.startedAs === undefined && (!reach.mayHaveReached || agent.idempotent),
       },
     );
   }

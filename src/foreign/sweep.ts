@@ -21,6 +21,7 @@ import { appendAudit } from "../governance/audit-log.js";
 import { withTransactionRetry } from "../store/db.js";
 import { applyObservation, type BridgeResumeDeps } from "./resume.js";
 import { findForeignAgent } from "./registry.js";
+import { isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
 import type { ForeignTransports } from "./transport.js";
 
 export interface ForeignSweepOptions extends BridgeResumeDeps {
@@ -31,6 +32,12 @@ export interface ForeignSweepOptions extends BridgeResumeDeps {
   batchSize?: number;
   /** As for the sender: nothing with the bus off; a tenant whose coordinator is off is left alone. @defaultValue all on */
   flags?: CoordinatorFlags;
+}
+
+/** A bridge the sweep closed because its step attempt moved on, and whether that was a cancellation. */
+interface MovedOn {
+  bridge: BridgeRecord;
+  cancelled: boolean;
 }
 
 export interface SweepReport {
@@ -51,7 +58,9 @@ export class ForeignSweep {
     if (this.options.flags && !this.options.flags.busEnabled()) return report;
     const stale = await this.closeMovedOn();
     report.timedOut = stale.length;
-    await Promise.all(stale.filter((b) => b.foreignTaskId !== null).map((b) => this.cancelQuietly(b)));
+    // Nothing to cancel for a task that had already ended (e.g. its `completed` was waiting for a GetTask
+    // confirmation), nor for one that never got a foreign id.
+    await Promise.all(stale.filter((m) => m.bridge.foreignTaskId !== null && !isTerminalForeignState(m.bridge.lastState as ForeignTaskState)).map((m) => this.cancelQuietly(m.bridge, m.cancelled)));
     for (const bridge of await this.claimQuiet()) {
       report.polled++;
       if (await this.poll(bridge)) report.resumed++;
@@ -65,17 +74,25 @@ export class ForeignSweep {
     return [only, except];
   }
 
-  /** Marks open bridges whose step attempt is no longer in flight as timed out; returns them. */
-  private async closeMovedOn(): Promise<BridgeRecord[]> {
+  /**
+   * Marks open bridges whose step attempt is no longer in flight as timed out; returns them, each with whether it
+   * moved on because the step or its task was cancelled (else its attempt timed out or was superseded). A
+   * `pending_send` bridge that already has a foreign task id (a push named it before the send was recorded) is the
+   * agent's too, so it is closed (and cancelled) like a dispatched one; one without is the sender's to close unsent.
+   */
+  private async closeMovedOn(): Promise<MovedOn[]> {
     return withTransactionRetry(this.options.pool, async (client) => {
       const { rows } = await client.query(
-        `SELECT ${BRIDGE_COLUMNS_OF_B} FROM a2a_bridge b JOIN steps s ON s.task_id = b.task_id AND s.step_id = b.step_id
-         WHERE b.status IN ('dispatched', 'working') AND (s.attempt <> b.attempt OR s.status <> 'dispatched')
+        `SELECT ${BRIDGE_COLUMNS_OF_B}, (s.status = 'cancelled' OR t.status = 'cancelled') AS cancelled
+         FROM a2a_bridge b JOIN steps s ON s.task_id = b.task_id AND s.step_id = b.step_id JOIN tasks t ON t.id = b.task_id
+         WHERE (b.status IN ('dispatched', 'working') OR (b.status = 'pending_send' AND b.foreign_task_id IS NOT NULL))
+           AND (s.attempt <> b.attempt OR s.status <> 'dispatched')
            AND ${tenantSqlClause("b.org_id", 2)}
          ORDER BY b.updated_at LIMIT $1 FOR UPDATE OF b SKIP LOCKED`,
         [this.options.batchSize ?? 100, ...this.tenants()],
       );
-      const bridges = rows.map(toBridge);
+      const moved = rows.map((row): MovedOn => ({ bridge: toBridge(row), cancelled: row.cancelled === true }));
+      const bridges = moved.map((m) => m.bridge);
       if (bridges.length > 0) {
         await client.query(
           `UPDATE a2a_bridge SET status = 'timed_out', resolved_at = now(), updated_at = now(), next_poll_at = NULL WHERE id = ANY($1::uuid[])`,
@@ -83,7 +100,7 @@ export class ForeignSweep {
         );
         for (const b of bridges) this.logger.info({ bridgeId: b.id, orgId: b.orgId, taskId: b.taskId, stepId: b.stepId }, "foreign hop timed out: bridge closed");
       }
-      return bridges;
+      return moved;
     });
   }
 
@@ -121,7 +138,7 @@ export class ForeignSweep {
     }
   }
 
-  private async cancelQuietly(bridge: BridgeRecord): Promise<void> {
+  private async cancelQuietly(bridge: BridgeRecord, cancelled: boolean): Promise<void> {
     let sent = false;
     let failure: string | undefined;
     try {
@@ -133,14 +150,14 @@ export class ForeignSweep {
       this.logger.info({ err: error, bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId }, "cancelling a timed-out foreign hop failed (best effort)");
     }
     // Only a cancel we tried to send is audited (a transport with nothing to cancel sends nothing).
-    if (sent || failure !== undefined) await this.auditCancel(bridge, failure);
+    if (sent || failure !== undefined) await this.auditCancel(bridge, cancelled, failure);
   }
 
   /**
    * One `foreign_cancel` row on the tenant's chain, in a transaction of its own: the bridge was closed (and the
    * step's `timeout` row written) before the request left, so this records only what we asked of the agent.
    */
-  private async auditCancel(bridge: BridgeRecord, failure: string | undefined): Promise<void> {
+  private async auditCancel(bridge: BridgeRecord, cancelled: boolean, failure: string | undefined): Promise<void> {
     try {
       await withTransactionRetry(this.options.pool, (client) =>
         appendAudit(client, [
@@ -150,7 +167,10 @@ export class ForeignSweep {
             actor: "coordinator",
             destination: `foreign:${bridge.agentKey}`,
             verdict: failure === undefined ? "sent" : "failed",
-            rule: "builtin:timeout",
+            // Why we asked: the task (or step) was cancelled, or the attempt timed out. The row follows the call
+            // (it records what we asked of the agent, after the bridge was closed), so it is written once the
+            // call's outcome is known.
+            rule: cancelled ? "builtin:cancel" : "builtin:timeout",
             reason: failure === undefined ? `CancelTask sent for foreign task ${bridge.foreignTaskId}` : `CancelTask for foreign task ${bridge.foreignTaskId} failed: ${failure.slice(0, 500)}`,
             payloadHash: "",
             cost: 0,

@@ -50,7 +50,9 @@ export class A2ATransport implements ForeignTransport {
     const delivery = deliveryFor(agent, card);
     // A polled hop sends no push config at all: an agent that cannot push (or reach us) is never asked to.
     const push = delivery === "push" ? await request.push() : undefined;
-    const sent = await channel.client
+    // The step's remaining time, not the per-call timeout: a blocking agent answers when its work is done.
+    const sent = await channel
+      .sendClient(request.deadlineMs)
       .send({
         card,
         protocol: card.protocol,

@@ -108,7 +108,8 @@ function readPush(value: unknown): boolean {
   if (!isJsonObject(value)) throw invalid("capabilities must be an object", "$.capabilities");
   const push = value.pushNotifications;
   if (push !== undefined && push !== null && typeof push !== "boolean") throw invalid("capabilities.pushNotifications must be a boolean", "$.capabilities.pushNotifications");
-  // Only an explicit true counts: push support is a precondition we fail closed on.
+  // Only an explicit true counts: a card that does not say it can push is polled (a2a-transport.ts deliveryFor),
+  // and refused only when the registry forces push delivery.
   return push === true;
 }
 

@@ -20,7 +20,6 @@ export type A2ACallFailure =
   | "A2A_TASK_NOT_FOUND"
   | "A2A_NOT_CANCELABLE"
   | "A2A_BAD_RESPONSE"
-  | "A2A_NO_TASK"
   | "CARD_NO_PROTOCOL";
 
 /** JSON-RPC codes (A2A §5.4) that mean "the agent failed on its side", worth another try. */

@@ -92,8 +92,10 @@ export interface A2ASendRequest {
  */
 export interface A2ASendResult {
   answer: "task" | "message";
-  /** The task id; for a Message its `taskId`, or `message:<messageId>` when it names no task. */
+  /** The task id; for a Message its `taskId`, or `message:<our messageId>` (the bridge id) when it names no task. */
   foreignTaskId: string;
+  /** For a Message answer: the agent's own message id (for logs; not unique across agents). */
+  agentMessageId?: string;
   state: ForeignTaskState;
   contextId?: string;
   /** Usage the answering Task reported (pricing.ts). */
@@ -169,7 +171,7 @@ export function createA2AClient(options: A2AClientOptions): A2AClient {
       const request = sendMessageRequest(message, push);
       const result = await call(protocol === "1.0" ? "SendMessage" : "message/send", card, protocol, signal, (client, opts) => client.sendMessage(request, opts));
       // The SDK answers v1.0 types for both dialects (its v0.3 layer translates `kind: "message"` / `"task"`).
-      if (!("status" in result) || !("id" in result)) return readMessageAnswer(result, options.artifactLimits);
+      if (!("status" in result) || !("id" in result)) return readMessageAnswer(result, request.message?.messageId ?? randomUUID(), options.artifactLimits);
       return { answer: "task", ...readTask(result, options.artifactLimits) };
     },
 
@@ -272,7 +274,7 @@ function readTask(task: Task, limits: ArtifactLimits | undefined): ReadTask {
  * A Message answer: the agent did the work without a task (A2A allows it for quick replies). It is the whole result:
  * its parts become one artifact `message`, and the hop is done (`completed`).
  */
-function readMessageAnswer(result: Message, limits: ArtifactLimits | undefined): A2ASendResult {
+function readMessageAnswer(result: Message, ourMessageId: string, limits: ArtifactLimits | undefined): A2ASendResult {
   try {
     const json = Message.toJSON(result) as Record<string, unknown>;
     const messageId = requireId(json.messageId, "$.messageId", "MISSING_MESSAGE_ID", "message id");
@@ -282,8 +284,11 @@ function readMessageAnswer(result: Message, limits: ArtifactLimits | undefined):
     const usage = firstUsage(json.metadata);
     return {
       answer: "message",
-      // A stable id per message, so a replayed answer finds its bridge; never mistaken for a task id at GetTask.
-      foreignTaskId: taskId ?? `message:${messageId}`,
+      // Named by OUR message id (the bridge id, the transport sends it): agents may reuse their own message ids, and
+      // two bridges of a tenant must never claim the same stand-in (UNIQUE(org_id, foreign_task_id)). Never
+      // mistaken for a task id at GetTask. The agent's id is kept as `agentMessageId`.
+      foreignTaskId: taskId ?? `message:${ourMessageId}`,
+      agentMessageId: messageId,
       state: "completed",
       artifacts: [artifact],
       ...(contextId !== undefined ? { contextId } : {}),

@@ -309,11 +309,13 @@ describe("client plumbing", () => {
     expect(error.details).toMatchObject({ reason: "A2A_RPC_ERROR", rpcCode: -32603, retryable: true });
   });
 
-  it("reads a Message answer as the completed result: its parts are the artifact `message`, its id the message's task or message id", async () => {
+  it("reads a Message answer as the completed result: its parts are the artifact `message`, its id the message's task or OUR message id", async () => {
     const bare = await against(rpcResult({ message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "hi" }, { data: { n: 1 } }] } }));
-    expect(await bare.client.send({ card: bare.target, protocol: "1.0", message: stepMessage, push: pushTo })).toEqual({
+    // The stand-in id is ours (the bridge id we send as messageId): agents may reuse their own message ids.
+    expect(await bare.client.send({ card: bare.target, protocol: "1.0", message: { ...stepMessage, messageId: "bridge-1" }, push: pushTo })).toEqual({
       answer: "message",
-      foreignTaskId: "message:m",
+      foreignTaskId: "message:bridge-1",
+      agentMessageId: "m",
       state: "completed",
       artifacts: [{ artifactId: "message", parts: ["hi", { n: 1 }] }],
     });

@@ -26,6 +26,8 @@ steps:
 
 const completed = (id: string) => ({ statusUpdate: { taskId: id, contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" } } });
 const working = (id: string) => ({ statusUpdate: { taskId: id, contextId: "ctx", status: { state: "TASK_STATE_WORKING" } } });
+/** A whole terminal Task push: resolves at once (a bare `completed` status push waits for a confirming GetTask). */
+const completedTask = (id: string, value: unknown) => ({ task: { id, contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ artifactId: "result", parts: [{ data: value }] }] } });
 const artifact = (id: string, value: unknown, append = false) => ({ artifactUpdate: { taskId: id, contextId: "ctx", append, artifact: { artifactId: "result", parts: [{ data: value }] } } });
 
 describe("A2A callback intake", () => {
@@ -66,7 +68,7 @@ describe("A2A callback intake", () => {
         hops.flatMap((h, i) => [
           postPush(h.url, working(h.foreignTaskId), h.header),
           postPush(h.url, artifact(h.foreignTaskId, { n: i }), h.header),
-          ...Array.from({ length: 3 }, () => postPush(h.url, completed(h.foreignTaskId), h.header)),
+          ...Array.from({ length: 3 }, () => postPush(h.url, completedTask(h.foreignTaskId, { n: i }), h.header)),
         ]),
       );
       expect(answers.every((a) => a.status === 200)).toBe(true);
@@ -97,7 +99,8 @@ describe("A2A callback intake", () => {
       // The sweep (say) learns of progress meanwhile: the row moves to a new version.
       const deps = { pool: rt.pool, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes, signer: rt.busAuth.signer(GATEWAY_SENDER) };
       expect(await applyObservation(deps, h.bridge.id, { foreignTaskId: h.foreignTaskId, state: "working", artifacts: [{ artifactId: "a", parts: [1] }] })).toBe("updated");
-      expect(await intake.apply(stale, { foreignTaskId: h.foreignTaskId, state: "completed", artifacts: [] })).toBe("resumed");
+      // A whole terminal task with no artifacts keeps what was collected (it replaces only with a list of its own).
+      expect(await intake.apply(stale, { foreignTaskId: h.foreignTaskId, state: "completed", artifacts: [], complete: true })).toBe("resumed");
       expect((await rt.metrics.a2aCallbackConflicts.get()).values[0]?.value).toBe(1);
       const done = await rt.finished(ORG, h.taskId);
       // The artifact recorded by the other writer is kept: the push was applied to the fresh row, not the stale one.
@@ -144,9 +147,9 @@ describe("A2A callback intake", () => {
     const h = await opened();
     await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "test" });
     await rt.flags.refresh();
-    // The artifact first: a `completed` status push with no artifact collected would wait for a confirming GetTask.
+    // A whole terminal Task: a bare `completed` status push would wait for a confirming GetTask.
     expect((await postPush(h.url, artifact(h.foreignTaskId, { ok: 1 }), h.header)).status).toBe(200);
-    expect((await postPush(h.url, completed(h.foreignTaskId), h.header)).text).toContain("resumed");
+    expect((await postPush(h.url, completedTask(h.foreignTaskId, { ok: 1 }), h.header)).text).toContain("resumed");
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect((await rt.tasks.get(ORG, h.taskId)).status).toBe("running");
     await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "test over" });

@@ -114,8 +114,9 @@ steps:
     const [working] = await listBridges(rt.pool, ORG, a.taskId);
     expect(working).toMatchObject({ status: "working", lastState: "working", artifacts: [{ artifactId: "result", parts: [{ part: 1 }] }] });
 
-    // The final status arrives five times at once (v1.0 statusUpdate: the artifacts come from the bridge).
-    const final = { statusUpdate: { taskId: id, contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" } } };
+    // The final Task arrives five times at once (a whole terminal task resolves at once; a `completed` status push
+    // alone would wait for its GetTask confirmation).
+    const final = { task: { id, contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" }, artifacts: [artifact({ part: 1 })] } };
     const answers = await Promise.all(Array.from({ length: 5 }, () => postPush(a.url, final, header)));
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect(answers.filter((r) => r.text.includes("resumed"))).toHaveLength(1);
