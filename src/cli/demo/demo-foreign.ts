@@ -64,6 +64,11 @@ export async function registerDemoAgent(db: Queryable, tenant: string, baseUrl: 
     costEstimate: 0.5,
     enabled: true,
   };
+  return registerOrUpdate(db, tenant, wanted);
+}
+
+/** Registers `wanted`, or replaces what an earlier demo run registered under its key (every field of `wanted`). */
+export async function registerOrUpdate(db: Queryable, tenant: string, wanted: ForeignAgentInput): Promise<DemoAgentRegistration> {
   try {
     return { agent: await registerForeignAgent(db, tenant, wanted), outcome: "registered" };
   } catch (error) {

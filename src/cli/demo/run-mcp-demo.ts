@@ -11,9 +11,8 @@
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import type { Config } from "../../config.js";
-import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { listBridges } from "../../foreign/bridge-store.js";
-import { registerForeignAgent, updateForeignAgent, type ForeignAgentInput, type ForeignAgentRecord } from "../../foreign/registry.js";
+import type { ForeignAgentInput, ForeignAgentRecord } from "../../foreign/registry.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain } from "../../governance/audit-verify.js";
 import type { Logger } from "../../logger.js";
@@ -24,7 +23,7 @@ import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/defini
 import { describeVerification, formatNumber } from "../output.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
-import { LOOPBACK_NETWORK } from "./demo-foreign.js";
+import { LOOPBACK_NETWORK, registerOrUpdate } from "./demo-foreign.js";
 import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
 import { indent, prepareDemoDatabase } from "./narration.js";
@@ -128,11 +127,5 @@ async function registerTool(db: Queryable, tenant: string, url: string, tool: st
     costEstimate: 0.2,
     enabled: true,
   };
-  try {
-    return { agent: await registerForeignAgent(db, tenant, wanted), outcome: "registered" };
-  } catch (error) {
-    if (!(error instanceof SwitchyardError) || error.code !== ErrorCode.AlreadyExists) throw error;
-    const { agentKey, ...patch } = wanted;
-    return { agent: await updateForeignAgent(db, tenant, agentKey, patch), outcome: "updated" };
-  }
+  return registerOrUpdate(db, tenant, wanted);
 }
