@@ -141,9 +141,13 @@ describe("foreign races", () => {
     const task = await r.finished(ORG, taskId);
     expect(task.status).toBe("failed");
     expect(task.steps[0]!.error?.code).toBe("TIMEOUT");
-    const [bridge] = await listBridges(r.pool, ORG, taskId);
-    expect(bridge!.status).toBe("timed_out");
-    expect(bridge!.polls).toBeGreaterThanOrEqual(3);
+    // The sweep closes the bridge on its next pass after the step timed out (never as a success meanwhile).
+    const bridge = await waitFor(async () => {
+      const [b] = await listBridges(r.pool, ORG, taskId);
+      expect(b!.status === "completed").toBe(false);
+      return b?.status === "timed_out" ? b : undefined;
+    }, { what: "the sweep closing the timed-out bridge" });
+    expect(bridge.polls).toBeGreaterThanOrEqual(3);
     // No cancel for a task that had already ended.
     expect((await listAudit(r.pool, ORG, { taskId })).filter((a) => a.action === "foreign_cancel")).toHaveLength(0);
   });
