@@ -10,12 +10,10 @@
  */
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import type { Config } from "../../config.js";
 import { listBridges } from "../../foreign/bridge-store.js";
 import type { ForeignAgentInput, ForeignAgentRecord } from "../../foreign/registry.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain } from "../../governance/audit-verify.js";
-import type { Logger } from "../../logger.js";
 import type { Queryable } from "../../store/db.js";
 import { submitWorkflow } from "../../store/workflow-store.js";
 import { createTenant, getTenant } from "../../tenancy/tenants.js";
@@ -24,6 +22,7 @@ import { describeVerification, formatNumber } from "../output.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
 import { LOOPBACK_NETWORK, registerOrUpdate } from "./demo-foreign.js";
+import { DEMO_ACTOR, type DemoOptions } from "./run-demo.js";
 import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
 import { indent, prepareDemoDatabase } from "./narration.js";
@@ -31,20 +30,8 @@ import { indent, prepareDemoDatabase } from "./narration.js";
 export const MCP_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/mcp-demo.yaml", import.meta.url));
 export const MCP_DEMO_AGENT_KEY = "text-stats";
 const ROLES = ["writer", "publisher"] as const;
-const ACTOR = "demo";
-
-export interface McpDemoOptions {
-  config: Config;
-  print(line: string): void;
-  logger: Logger;
-  /** @defaultValue "demo" */
-  tenant?: string;
-  /** @defaultValue "governed agent coordination" */
-  topic?: string;
-  /** @defaultValue 60 000 */
-  timeoutMs?: number;
-  signal?: AbortSignal;
-}
+/** The same options as the main demo: config, narration, logger, tenant, topic, time bound, signal. */
+export type McpDemoOptions = DemoOptions;
 
 export async function runMcpDemo(options: McpDemoOptions): Promise<{ ok: boolean; taskId?: string }> {
   const tenant = options.tenant ?? "demo";
@@ -66,7 +53,7 @@ export async function runMcpDemo(options: McpDemoOptions): Promise<{ ok: boolean
       const { pool, flags, tasks } = stack.runtime;
       say(`   the egress guard admits ${LOOPBACK_NETWORK} for this run (SWITCHYARD_EGRESS_ALLOWED_NETWORKS)`);
       if (!(await getTenant(pool, tenant))) await createTenant(pool, { orgId: tenant, name: tenant });
-      say(`   ${await switchOnDemoFlags({ pool, flags, tenant, roles: ROLES, delegatingRoles: [], egress: true, actor: ACTOR })}`);
+      say(`   ${await switchOnDemoFlags({ pool, flags, tenant, roles: ROLES, delegatingRoles: [], egress: true, actor: DEMO_ACTOR })}`);
 
       const { agent, outcome } = await registerTool(pool, tenant, server.url, TEXT_STATS_TOOL);
       say(`4. ${outcome === "registered" ? "Registered" : "Updated the registration of"} foreign agent "${agent.agentKey}" for tenant "${tenant}": MCP tool ${agent.tool}, egress allowed to ${agent.allowHost} only`);

@@ -77,24 +77,7 @@ export async function createForeignRuntime(
     prefix,
     publicUrl,
     startCoordinator() {
-      const coordinator = new Coordinator({
-        pool: rt.pool,
-        bus: rt.bus,
-        engine: rt.engine,
-        publisher: rt.publisher,
-        verifier: rt.busAuth.verifier(),
-        consumer: `test-${coordinators.length}`,
-        batchSize: config.coordinator.batchSize,
-        blockMs: config.bus.blockMs,
-        reclaimIdleMs: config.bus.reclaimIdleMs,
-        sweepIntervalMs: config.coordinator.sweepIntervalMs,
-        trimMaxLen: config.bus.trimMaxLen,
-        metrics: rt.metrics,
-        logger: rt.logger,
-        flags: rt.flags,
-        checkpoints: false,
-        background: rt.foreignJobs,
-      });
+      const coordinator = coordinatorOf(rt, `test-${coordinators.length}`);
       coordinators.push(coordinator);
       void coordinator.start();
       return coordinator;
@@ -118,6 +101,29 @@ export async function createForeignRuntime(
       await db.drop();
     },
   };
+}
+
+/** A coordinator over `runtime` (its pool, bus, engine and FOREIGN jobs), as a coordinator process builds one; not started. */
+export function coordinatorOf(runtime: Runtime, consumer: string): Coordinator {
+  const config = runtime.config;
+  return new Coordinator({
+    pool: runtime.pool,
+    bus: runtime.bus,
+    engine: runtime.engine,
+    publisher: runtime.publisher,
+    verifier: runtime.busAuth.verifier(),
+    consumer,
+    batchSize: config.coordinator.batchSize,
+    blockMs: config.bus.blockMs,
+    reclaimIdleMs: config.bus.reclaimIdleMs,
+    sweepIntervalMs: config.coordinator.sweepIntervalMs,
+    trimMaxLen: config.bus.trimMaxLen,
+    metrics: runtime.metrics,
+    logger: runtime.logger,
+    flags: runtime.flags,
+    checkpoints: false,
+    background: runtime.foreignJobs,
+  });
 }
 
 /** Posts a push body to a callback URL as an agent would. */

@@ -4,14 +4,14 @@
  * workflow; every step resumes exactly once, every agent is asked once per step, and the chain verifies.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { Coordinator } from "../../../src/coordinator/coordinator.js";
+import type { Coordinator } from "../../../src/coordinator/coordinator.js";
 import { listAudit } from "../../../src/governance/audit-log.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
 import { listBridges } from "../../../src/foreign/bridge-store.js";
 import { createRuntime, type Runtime } from "../../../src/runtime.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitForTasks } from "../../support/wait.js";
-import { createForeignRuntime, type ForeignTestRuntime } from "../integration/support.js";
+import { coordinatorOf, createForeignRuntime, type ForeignTestRuntime } from "../integration/support.js";
 
 const ORG = "acme";
 const TASKS = 12;
@@ -45,25 +45,7 @@ steps:
 `);
     // A second process: its own runtime (pool, bus connections, sender, poller, sweep) on the same database and bus.
     second = await createRuntime(rt.config);
-    const other = second;
-    secondCoordinator = new Coordinator({
-      pool: other.pool,
-      bus: other.bus,
-      engine: other.engine,
-      publisher: other.publisher,
-      verifier: other.busAuth.verifier(),
-      consumer: "second",
-      batchSize: other.config.coordinator.batchSize,
-      blockMs: other.config.bus.blockMs,
-      reclaimIdleMs: other.config.bus.reclaimIdleMs,
-      sweepIntervalMs: other.config.coordinator.sweepIntervalMs,
-      trimMaxLen: other.config.bus.trimMaxLen,
-      metrics: other.metrics,
-      logger: other.logger,
-      flags: other.flags,
-      checkpoints: false,
-      background: other.foreignJobs,
-    });
+    secondCoordinator = coordinatorOf(second, "second");
     void secondCoordinator.start();
     rt.startCoordinator();
 
