@@ -22,7 +22,8 @@ import {
   type Loose,
 } from "./shared.js";
 
-// Object literals in the key order protobuf-es gives a zero message (implicit-presence fields only).
+// Object literals in the key order protobuf-es gives a zero message (implicit-presence fields only; `turn`,
+// explicit presence, is absent until set).
 export const zeroEnvelope = (): Envelope => ({
   $typeName: ENVELOPE, id: "", orgId: "", taskId: "", stepId: "", kind: 0, attempt: 0, clearanceFloor: 0,
   correlationId: "", delegationDepth: 0, status: 0, sourceStepId: "", resultRef: "", createdAtMs: 0n,
@@ -77,5 +78,7 @@ export function initEnvelope(init?: EnvelopeInit): Envelope {
     const v = i[key];
     if (v != null) (m as unknown as Loose)[key] = sub(v, typeName, zero, keys);
   }
+  // The one explicit-presence scalar (`optional uint32 turn = 22`): set even when 0, after the sub-messages.
+  if (i.turn != null) (m as unknown as Loose).turn = i.turn;
   return m;
 }
