@@ -48,6 +48,7 @@ const envelopeInit: fc.Arbitrary<Init> = fc
     {
       id: text, orgId: text, taskId: text, stepId: text, kind: enumValue, attempt: uint32, clearanceFloor: uint32,
       correlationId: text, delegationDepth: uint32, status: enumValue, sourceStepId: text, resultRef: text, createdAtMs: int64,
+      turn: opt(uint32),
       ...subs,
     },
     some,
@@ -169,7 +170,7 @@ describe("envelope wire codec: equivalence with protobuf-es", () => {
   it("keeps unknown fields (top level and in sub-messages) and writes them back like protobuf-es", () => {
     const withUnknowns = fc.tuple(
       envelopeInit,
-      fc.array(unknownField(22), { maxLength: 4 }),
+      fc.array(unknownField(23), { maxLength: 4 }),
       fc.array(unknownField(3), { maxLength: 3 }),
       fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 3 }),
     );
@@ -276,7 +277,7 @@ describe("envelope wire codec: chosen cases", () => {
     const overrun = Uint8Array.from([0x32, 1, 0x12, 2, 0x61, 0x62]); // source of length 1 holding a 4-byte field
     expect(fromBinary(EnvelopeSchema, overrun).source?.id).toBe("ab");
     expect(() => envelopeFromBinary(overrun)).toThrow(/runs past its length/);
-    const longVarint = Uint8Array.from([0xb0, 0x01, ...Array(11).fill(0x80), 0]); // unknown field 22
+    const longVarint = Uint8Array.from([0xb8, 0x01, ...Array(11).fill(0x80), 0]); // unknown field 23 (22 is turn)
     expect(fromBinary(EnvelopeSchema, longVarint).$unknown).toHaveLength(1);
     expect(() => envelopeFromBinary(longVarint)).toThrow(/invalid varint/);
   });
