@@ -115,7 +115,8 @@ export function createDelegationMarkers(work: Work, deps: DelegationMarkersDeps)
 
     delegateAll(requests, options = {}) {
       assertFirstMarker("delegateAll");
-      if (!Array.isArray(requests) || requests.length === 0) {
+      if (!Array.isArray(requests)) throw invalid("ctx.delegateAll() takes a list of sub-queries [{ to, payload, correlationId? }, …]");
+      if (requests.length === 0) {
         throw invalid("ctx.delegateAll() needs at least one sub-query; to keep waiting without asking more, return ctx.awaitMore(state)");
       }
       const seen = new Set<string>();

@@ -128,7 +128,12 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, redelivered = false):
       return send(resultErrorEnvelope(envelope, deps.source, errorInfoOf(error), usage, undefined, deps.now()), "failed");
     }
     // Only a redelivery can be a turn that already stood down; the first delivery never pays the question.
-    if (redelivered && !(await isCurrentTurn(work))) return skipStale();
+    if (redelivered) {
+      const current = await isCurrentTurn(work);
+      // Abandoned while asking (shutdown): acknowledge nothing, run nothing; the entry is reclaimed and asked again.
+      if (abandoned) return "abandoned";
+      if (!current) return skipStale();
+    }
 
     const markers = createDelegationMarkers(work, { stream: deps.stream, ...(deps.routed ? { routed: deps.routed } : {}) });
     const ctx: HandlerContext = {
