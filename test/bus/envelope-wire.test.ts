@@ -278,7 +278,7 @@ describe("envelope wire codec: chosen cases", () => {
     const overrun = Uint8Array.from([0x32, 1, 0x12, 2, 0x61, 0x62]); // source of length 1 holding a 4-byte field
     expect(fromBinary(EnvelopeSchema, overrun).source?.id).toBe("ab");
     expect(() => envelopeFromBinary(overrun)).toThrow(/runs past its length/);
-    const longVarint = Uint8Array.from([0xb8, 0x01, ...Array(11).fill(0x80), 0]); // unknown field 23
+    const longVarint = Uint8Array.from([0xb8, 0x01, ...Array(11).fill(0x80), 0]); // unknown field 23 (22 is turn)
     expect(fromBinary(EnvelopeSchema, longVarint).$unknown).toHaveLength(1);
     expect(() => envelopeFromBinary(longVarint)).toThrow(/invalid varint/);
   });

@@ -42,9 +42,8 @@ function str(t: number, v: unknown): number {
 }
 const u32 = (t: number, v: unknown): number =>
   v === 0 ? 0 : typeof v === "number" && Number.isInteger(v) && v > 0 && v <= 0xffffffff ? t + varintSize(v) : NaN;
-/** An explicit-presence uint32 (`optional`): written whenever set, 0 included. */
-const optU32 = (t: number, v: unknown): number =>
-  v === undefined ? 0 : typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 0xffffffff ? t + varintSize(v) : NaN;
+/** An `optional uint32` (explicit presence): written whenever set, 0 included. */
+const optU32 = (t: number, v: unknown): number => (v === undefined ? 0 : v === 0 ? t + 1 : u32(t, v));
 const enm = (t: number, v: unknown): number =>
   v === 0 ? 0 : typeof v === "number" && Number.isInteger(v) && v >= -0x80000000 && v <= 0x7fffffff ? t + (v < 0 ? 10 : varintSize(v)) : NaN;
 const dbl = (t: number, v: unknown): number => (v === 0 ? 0 : typeof v === "number" ? t + 8 : NaN);

@@ -56,6 +56,9 @@ function sub<T>(v: unknown, typeName: string, zero: () => T, keys: readonly stri
 
 const ENVELOPE_SCALARS = ["id", "orgId", "taskId", "stepId", "kind", "attempt", "clearanceFloor", "correlationId",
   "delegationDepth", "status", "sourceStepId", "resultRef", "createdAtMs"] as const;
+// `optional` scalars (explicit presence): absent from the zero message and, like the sub-messages, set in field
+// order after them when the init gives them — the key order create() produces. Field 22: `turn`.
+const ENVELOPE_OPTIONAL_SCALARS = ["turn"] as const;
 const SUBS: ReadonlyArray<readonly [string, string, () => unknown, readonly string[]]> = [
   ["source", ENDPOINT, zeroEndpoint, ["kind", "id"]],
   ["destination", ENDPOINT, zeroEndpoint, ["kind", "id"]],
@@ -78,7 +81,6 @@ export function initEnvelope(init?: EnvelopeInit): Envelope {
     const v = i[key];
     if (v != null) (m as unknown as Loose)[key] = sub(v, typeName, zero, keys);
   }
-  // The one explicit-presence scalar (`optional uint32 turn = 22`): set even when 0, after the sub-messages.
-  if (i.turn != null) (m as unknown as Loose).turn = i.turn;
+  assign(m as unknown as Loose, i, ENVELOPE_OPTIONAL_SCALARS);
   return m;
 }
