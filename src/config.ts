@@ -34,6 +34,10 @@ export interface CoordinatorConfig {
   outboxStaleMs: number;
   /** An approval not decided within this long expires: denied, the step fails closed (ms). */
   approvalTtlMs: number;
+  /** Fan-out delegation: sub-queries a step may have outstanding at once. */
+  maxOutstandingSubQueries: number;
+  /** Fan-out delegation: sub-queries one attempt of a step may ask in all. */
+  maxSubQueriesPerAttempt: number;
 }
 
 export interface HarnessConfig {
@@ -213,6 +217,8 @@ export const defaultConfig: Config = {
     sweepIntervalMs: 1_000,
     outboxStaleMs: 2_000,
     approvalTtlMs: 24 * 60 * 60 * 1000,
+    maxOutstandingSubQueries: 16,
+    maxSubQueriesPerAttempt: 64,
   },
   harness: {
     shutdownGraceMs: 10_000,
@@ -348,6 +354,8 @@ export function loadConfig(env: Env = process.env): Config {
       sweepIntervalMs: int(env, "SWITCHYARD_SWEEP_INTERVAL_MS", d.coordinator.sweepIntervalMs, 10),
       outboxStaleMs: int(env, "SWITCHYARD_OUTBOX_STALE_MS", d.coordinator.outboxStaleMs, 0),
       approvalTtlMs: int(env, "SWITCHYARD_APPROVAL_TTL_MS", d.coordinator.approvalTtlMs, 1),
+      maxOutstandingSubQueries: int(env, "SWITCHYARD_DELEGATION_MAX_OUTSTANDING", d.coordinator.maxOutstandingSubQueries, 1),
+      maxSubQueriesPerAttempt: int(env, "SWITCHYARD_DELEGATION_MAX_PER_ATTEMPT", d.coordinator.maxSubQueriesPerAttempt, 1),
     },
     harness: {
       shutdownGraceMs: int(env, "SWITCHYARD_SHUTDOWN_GRACE_MS", d.harness.shutdownGraceMs, 0),

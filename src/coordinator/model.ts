@@ -49,12 +49,40 @@ export interface DelegationInfo {
   payload: unknown;
 }
 
-/** Present on a step whose turn stood down on a delegation. */
-export interface Checkpoint {
-  state: unknown;
+/** A sub-query the origin's attempt asked and has not yet been handed the REPLY of. */
+export interface AwaitedReply {
   delegateStepId: string;
   correlationId: string;
 }
+
+/**
+ * Present on a step whose turn stood down on a delegation (issue 14: fan-out), from the first QUERY of an attempt
+ * until the step finishes or the attempt ends. While a turn runs (`dispatched`) it holds what that turn does not
+ * see yet; while the step is `waiting` or parked on a REPLY's approval, also the state to hand back.
+ */
+export interface Checkpoint {
+  /** The state the last stand-down returned; handed to the next resumed turn. */
+  state: unknown;
+  /** Sub-queries whose REPLY the handler has not been handed yet, in the order they were asked. */
+  awaiting: AwaitedReply[];
+  /**
+   * Delegate step ids (each also in `awaiting`) whose result the coordinator has applied but not yet handed to the
+   * handler, in the order it received them: the next REPLYs, first in first out. A REPLY is sent only while no turn
+   * of the step runs, so the head goes out when the running turn stands down (or at once when the step waits).
+   */
+  arrived: string[];
+}
+
+/** Bounds of fan-out delegation (config.coordinator; SWITCHYARD_DELEGATION_MAX_*). */
+export interface DelegationLimits {
+  /** Sub-queries a step may have outstanding at once. */
+  maxOutstanding: number;
+  /** Sub-queries one attempt of a step may ask in all. */
+  maxPerAttempt: number;
+}
+
+/** Kept equal to config.ts's defaults. */
+export const DEFAULT_DELEGATION_LIMITS: DelegationLimits = { maxOutstanding: 16, maxPerAttempt: 64 };
 
 export interface StepRecord {
   taskId: string;
@@ -79,8 +107,14 @@ export interface StepRecord {
   approvalId: string | null;
   delegation: DelegationInfo | null;
   checkpoint: Checkpoint | null;
-  /** How many delegations this step has made (names the next delegation step). */
+  /** How many sub-queries this step has asked over all its attempts (names the next delegation step `.dN`). */
   delegations: number;
+  /**
+   * Turns of this step that stood down (a QUERY accepted: a delegation or `awaitMore`), over all its attempts. The
+   * WORK or REPLY that starts a turn carries it, and the turn's QUERY or RESULT echoes it: an outcome of any other
+   * turn is stale (a redelivered entry re-run after its turn already stood down).
+   */
+  turns: number;
 }
 
 export interface TaskState {
@@ -114,6 +148,8 @@ export type CoordinatorEvent =
       stepId: string;
       attempt: number;
       sender: EventSender;
+      /** The turn the RESULT answers (envelope field `turn`); undefined from a sender that does not say (older harness, gateway). */
+      turn?: number;
       ok: boolean;
       output: unknown;
       error: StepError | null;
@@ -133,15 +169,14 @@ export type CoordinatorEvent =
       originStepId: string;
       originAttempt: number;
       sender: EventSender;
-      destination: string;
-      correlationId: string;
+      /** The sub-queries, in the order the handler listed them; none for `awaitMore` (keep waiting). */
+      queries: ReadonlyArray<{ destination: string; correlationId: string; query: unknown }>;
       /** What the worker wrote; informational only: the delegation's depth comes from the origin step's record. */
       depth: number;
-      /** The origin turn that asked: its step's delegation count when the turn began (echoed from WORK/REPLY). */
+      /** The origin turn that stood down: its step's `turns` when the turn began (echoed from WORK/REPLY). */
       turn: number;
-      /** Cost the origin's turn spent before it delegated. */
+      /** Cost the origin's turn spent before it stood down. */
       cost: number;
-      query: unknown;
       state: unknown;
     })
   | (EventBase & { type: "approval_decided"; approvalId: string; approve: boolean; actor: string; reason: string })
@@ -241,6 +276,8 @@ export interface DecideContext {
   tenant: TenantFacts;
   /** Bounds of origin replies (config.origin). @defaultValue DEFAULT_REPLY_LIMITS */
   replyLimits?: ReplyLimits;
+  /** Fan-out bounds. @defaultValue DEFAULT_DELEGATION_LIMITS */
+  delegationLimits?: DelegationLimits;
   /** I/O facts the shell gathered for a `reply_request` or a reply's `approval_decided` before deciding. */
   reply?: ReplyEventFacts;
 }

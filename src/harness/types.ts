@@ -3,7 +3,7 @@
  *
  * ## The resume signature (delegation)
  *
- * A handler delegates by RETURNING the marker `ctx.delegate(...)` gives it:
+ * A handler delegates by RETURNING the marker `ctx.delegate(...)` or `ctx.delegateAll(...)` gives it:
  *
  * ```ts
  * const handler: Handler = async (work, ctx) => {
@@ -20,14 +20,27 @@
  * ```
  *
  * When a handler returns a `Delegation`, the harness emits a QUERY to the coordinator (carrying `reply_to` = this
- * step and attempt, the correlation id and the work's delegation depth, and the checkpoint `state`), acknowledges
- * the incoming entry and keeps nothing resident: no promise, no memory, no slot waits for the answer. When the
- * delegate finishes (ok or error) the coordinator sends a REPLY and the SAME handler runs again — possibly in a
- * different process — with `work.input` = the original input and `work.resume = { state, reply }`. The resumed
- * turn returns the step's final output, throws, or delegates again.
+ * step and attempt, the turn it answers, each sub-query with its correlation id, and the checkpoint `state`),
+ * acknowledges the incoming entry and keeps nothing resident: no promise, no memory, no slot waits for the answer.
+ * When a delegate finishes (ok or error) the coordinator sends a REPLY and the SAME handler runs again — possibly in
+ * a different process — with `work.input` = the original input and `work.resume = { state, reply, outstanding }`.
  *
- * Only one delegation may be outstanding per turn: returning a Delegation after calling `delegate()` twice in the
- * same turn fails the turn with INVALID_ARGUMENT. `state` must be JSON; anything not in it is gone on resume.
+ * ## Fan-out (the orchestrator pattern)
+ *
+ * `ctx.delegateAll([{ to, payload, correlationId? }, …], { state })` asks several destinations in one turn; each
+ * sub-query is its own governed hop. Every REPLY (ok or error) wakes the handler once, one at a time, in the order
+ * the coordinator received them — never two turns of one step at once, whichever processes run them — and each
+ * resumed turn sees the `state` the previous turn returned and `outstanding`: the correlation ids still awaited.
+ * A resumed turn returns one of:
+ * - a final output: the step completes; replies still outstanding are recorded as orphans when they arrive;
+ * - `ctx.awaitMore(state)`: keep waiting for the outstanding replies with a new checkpoint;
+ * - `ctx.delegate(...)` / `ctx.delegateAll(...)`: ask more (also keeps waiting for the outstanding ones);
+ * - or it throws (the attempt fails; replies to it become orphans).
+ *
+ * One marker per turn: creating two (two `delegate` calls, or `delegate` and `awaitMore`) fails the turn with
+ * INVALID_ARGUMENT — collect the sub-queries into one `delegateAll`. The coordinator caps sub-queries outstanding
+ * per step (default 16) and asked per step attempt (default 64); a turn over either fails the step with
+ * DELEGATION_LIMIT. `state` must be JSON; anything not in it is gone on resume.
  */
 import type { Logger } from "../logger.js";
 import type { Destination } from "../domain.js";
@@ -51,6 +64,18 @@ export interface Reply {
   depth: number;
 }
 
+/** What a resumed turn is handed: its checkpoint, the one REPLY that woke it, and what is still awaited. */
+export interface Resume {
+  /** The `state` the previous turn of this step attempt returned with its delegation (or `awaitMore`). */
+  state: unknown;
+  reply: Reply;
+  /**
+   * Correlation ids of this attempt's sub-queries whose REPLY this handler has not seen yet (not counting `reply`),
+   * in the order they were asked. Empty: this is the last reply the step is waiting for.
+   */
+  outstanding: string[];
+}
+
 /** One unit of work: a step attempt, either fresh (WORK) or resumed after a delegation (REPLY). */
 export interface Work {
   orgId: string;
@@ -71,7 +96,7 @@ export interface Work {
    */
   input: unknown;
   /** Set when this turn resumes one that delegated. */
-  resume?: { state: unknown; reply: Reply };
+  resume?: Resume;
   /**
    * Where `ctx.reply` posts (the conversation the task came from): kind and display only, never a credential;
    * null when the task has no reply address (then `ctx.reply` answers `refused` / `no_reply_address`).
@@ -98,14 +123,37 @@ export interface DelegateOptions {
   state?: unknown;
 }
 
-const DELEGATION_BRAND: unique symbol = Symbol.for("switchyard.harness.delegation");
+/** One sub-query of `ctx.delegateAll`. */
+export interface SubQueryRequest {
+  /** `role:NAME`, `team:NAME` or `foreign:KEY`. */
+  to: string;
+  payload: unknown;
+  /** Matches the REPLY to this sub-query; unique among the step's outstanding ones. Generated when omitted. */
+  correlationId?: string;
+}
 
-/** The marker a handler returns to delegate; create it with `ctx.delegate()`, never by hand. */
-export interface Delegation {
-  readonly [DELEGATION_BRAND]: true;
+export interface DelegateAllOptions {
+  /** The checkpoint handed back on resume as `work.resume.state`. Must be JSON. */
+  state?: unknown;
+}
+
+/** One sub-query as the harness sends it. */
+export interface SubQuery {
   readonly destination: Destination;
   readonly payload: unknown;
   readonly correlationId: string;
+}
+
+const DELEGATION_BRAND: unique symbol = Symbol.for("switchyard.harness.delegation");
+
+/**
+ * The marker a handler returns to stand its turn down: with sub-queries (`ctx.delegate`, `ctx.delegateAll`) or
+ * with none (`ctx.awaitMore`). Create it through the context, never by hand.
+ */
+export interface Delegation {
+  readonly [DELEGATION_BRAND]: true;
+  /** Empty for `awaitMore`. */
+  readonly queries: readonly SubQuery[];
   readonly state: unknown;
 }
 
@@ -128,6 +176,17 @@ export interface HandlerContext {
   usage(usage: UsageReport): void;
   /** Builds the delegation marker; RETURN it to delegate (see the module comment). Throws on a bad destination. */
   delegate(destination: string, payload: unknown, options?: DelegateOptions): Delegation;
+  /**
+   * Builds a fan-out marker: RETURN it to ask every destination in `queries` at once (see "Fan-out" above). Throws
+   * INVALID_ARGUMENT on an empty list, a bad destination, or a correlation id repeated (in the list, or among
+   * `work.resume.outstanding`).
+   */
+  delegateAll(queries: readonly SubQueryRequest[], options?: DelegateAllOptions): Delegation;
+  /**
+   * Builds the marker that keeps waiting: RETURN it from a resumed turn to take the next outstanding REPLY with a
+   * new checkpoint `state`. Throws INVALID_ARGUMENT when nothing is outstanding (return the final output instead).
+   */
+  awaitMore(state?: unknown): Delegation;
   /** Reads a stored step result (e.g. `work.resume.reply.resultRef`) through this tenant's scope. */
   readResult(ref: string): Promise<unknown>;
   /**
