@@ -45,6 +45,12 @@ export function formatDestination(d: Destination): string {
   return `${d.kind}:${d.id}`;
 }
 
+/**
+ * Longest correlation id a delegating handler may choose: the coordinator keeps one per awaited reply and echoes it
+ * on every REPLY, so the harness refuses longer ones and the coordinator refuses them on the wire.
+ */
+export const MAX_CORRELATION_ID_CHARS = 200;
+
 const DESTINATION_RE = /^(role|team|foreign):([A-Za-z0-9][A-Za-z0-9_.-]{0,127})$/;
 
 /** Parses `role:NAME` etc.; returns undefined when the text is not a destination. */

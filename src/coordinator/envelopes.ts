@@ -3,7 +3,7 @@
  * Inbound envelopes are untrusted: anything that does not fit is refused with MALFORMED_ENVELOPE.
  */
 import { hash as oneShotHash } from "node:crypto";
-import { parseDestination } from "../domain.js";
+import { MAX_CORRELATION_ID_CHARS, parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import {
   COORDINATOR_ENDPOINT,
@@ -178,9 +178,6 @@ export function envelopeToEvent(envelope: Envelope, sender: EventSender): Inboun
       throw malformed(envelope, `the coordinator does not accept ${EnvelopeKind[envelope.kind] ?? envelope.kind} envelopes`);
   }
 }
-
-/** Correlation ids longer than this are refused: they are stored per awaited reply and echoed in every REPLY. */
-export const MAX_CORRELATION_ID_CHARS = 200;
 
 type SubQueries = Extract<CoordinatorEvent, { type: "query" }>["queries"];
 

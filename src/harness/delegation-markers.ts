@@ -10,7 +10,7 @@
  *   whatever the handler did not return.
  */
 import { randomUUID } from "node:crypto";
-import { parseDestination } from "../domain.js";
+import { MAX_CORRELATION_ID_CHARS, parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import {
   createDelegation,
@@ -22,9 +22,6 @@ import {
   type SubQueryRequest,
   type Work,
 } from "./types.js";
-
-/** Longest correlation id a handler may choose; the coordinator stores it and echoes it on the REPLY. */
-export const MAX_CORRELATION_ID_CHARS = 200;
 
 export interface DelegationMarkersDeps {
   /** The queue the turn runs on (`role:NAME`), named in the BUS_ROUTED refusal. */

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, jsonPayload, type EnvelopeInit } from "../../src/bus/codec.js";
-import { envelopeToEvent, MAX_CORRELATION_ID_CHARS } from "../../src/coordinator/envelopes.js";
+import { envelopeToEvent } from "../../src/coordinator/envelopes.js";
+import { MAX_CORRELATION_ID_CHARS } from "../../src/domain.js";
 import type { EventSender } from "../../src/coordinator/model.js";
 import { ErrorCode } from "../../src/errors.js";
 
