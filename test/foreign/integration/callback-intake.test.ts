@@ -18,10 +18,12 @@ import { waitFor } from "../../support/runtime.js";
 import { createForeignRuntime, postPush, type ForeignTestRuntime } from "./support.js";
 
 const ORG = "acme";
+// A generous timeout: on a loaded box opening 24 hops can outlast the runtime's 5 s default, and a timed-out hop
+// answers its pushes as late instead of resumed — a slow machine, not a bug in the intake.
 const ONE_STEP = `
 name: one
 steps:
-  - { id: b, to: "foreign:helper" }
+  - { id: b, to: "foreign:helper", timeout: 120s }
 `;
 
 const completed = (id: string) => ({ statusUpdate: { taskId: id, contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" } } });
