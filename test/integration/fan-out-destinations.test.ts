@@ -11,7 +11,7 @@ import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
 import { createForeignRuntime, type ForeignTestRuntime } from "../foreign/integration/support.js";
-import { ORG, auditOf, expectSerial, expectStateCarried, inStartOrder, recordTurns, resultOrder, rowsOf, submit, type TurnRecord } from "./fan-out-support.js";
+import { ORG, auditOf, expectSerial, expectStateCarried, inStartOrder, recordTurns, resultOrder, rowsOf, submit, type TurnRecord, delegationSteps } from "./fan-out-support.js";
 
 /** Asks every destination in `to` at once; reads each answer as it comes; finishes with all of them. */
 function askAll(to: Record<string, string>): Handler {
@@ -61,7 +61,7 @@ describe("fan-out to a foreign agent and a role", () => {
       abroad: { answer: 42, asked: { question: "abroad" } },
       home: { local: { question: "home" } },
     });
-    expect(task.steps.filter((s) => s.kind === "delegation").map((s) => `${s.id}:${s.destination}:${s.status}`)).toEqual([
+    expect(delegationSteps(task.steps).map((s) => `${s.id}:${s.destination}:${s.status}`)).toEqual([
       "orch.d1:foreign:helper:completed",
       "orch.d2:role:local:completed",
     ]);
@@ -109,7 +109,7 @@ describe("fan-out to a team and a role", () => {
       team: { ops: { question: "team" }, queue: "team:ops" },
       role: { solo: { question: "role" } },
     });
-    expect(task.steps.filter((s) => s.kind === "delegation").map((s) => `${s.id}:${s.destination}:${s.status}`)).toEqual([
+    expect(delegationSteps(task.steps).map((s) => `${s.id}:${s.destination}:${s.status}`)).toEqual([
       "orch.d1:team:ops:completed",
       "orch.d2:role:solo:completed",
     ]);

@@ -10,7 +10,7 @@ import type { Config } from "../../src/config.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
-import { ORG, auditOf, counterTotal, rowsOf, submit } from "./fan-out-support.js";
+import { ORG, auditOf, counterTotal, rowsOf, submit, delegationSteps } from "./fan-out-support.js";
 
 let rt: TestRuntime;
 let workers: Workers;
@@ -147,7 +147,7 @@ describe("fan-out caps set lower through the coordinator config", () => {
     expect(task.error!.message).toMatch(/\b4\b/);
     expect(task.error!.message).toContain("SWITCHYARD_DELEGATION_MAX_PER_ATTEMPT");
     expect(task.steps.find((s) => s.id === "orch")).toMatchObject({ attempts: 1, error: { retryable: false } });
-    expect(task.steps.filter((s) => s.kind === "delegation").map((s) => `${s.id}:${s.status}`)).toEqual(["orch.d1:completed", "orch.d2:completed", "orch.d3:completed"]);
+    expect(delegationSteps(task.steps).map((s) => `${s.id}:${s.status}`)).toEqual(["orch.d1:completed", "orch.d2:completed", "orch.d3:completed"]);
     const audit = await auditOf(rt.pool, taskId);
     expect(rowsOf(audit, "reply")).toEqual(["orch:allow", "orch:allow", "orch:allow"]);
     expect(audit.filter((a) => a.action === "query" && a.verdict === "denied").map((a) => a.rule)).toEqual(["builtin:delegation-limit"]);
@@ -164,6 +164,6 @@ describe("fan-out caps set lower through the coordinator config", () => {
     expect(task.error).toMatchObject({ code: "DELEGATION_LIMIT" });
     expect(task.error!.message).toMatch(/\b3\b/);
     expect(task.error!.message).toContain("SWITCHYARD_DELEGATION_MAX_OUTSTANDING");
-    expect(task.steps.filter((s) => s.kind === "delegation").map((s) => s.id)).toEqual(["orch.d1", "orch.d2"]);
+    expect(delegationSteps(task.steps).map((s) => s.id)).toEqual(["orch.d1", "orch.d2"]);
   });
 });

@@ -11,7 +11,7 @@ import type { Handler } from "../../src/harness/index.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
-import { ORG, Gates, auditOf, counterTotal, expectSerial, expectStateCarried, inStartOrder, recordTurns, rowsOf, submit, type TurnRecord } from "./fan-out-support.js";
+import { ORG, Gates, auditOf, counterTotal, expectSerial, expectStateCarried, inStartOrder, recordTurns, rowsOf, submit, type TurnRecord, delegationSteps } from "./fan-out-support.js";
 
 /** Asks `to` once per key; records each reply's correlation id in its state; finishes when nothing is outstanding. */
 function collector(to: string, keys: (attempt: number) => string[], onFirstTurn?: (attempt: number) => void): Handler {
@@ -75,7 +75,7 @@ steps:
     expect(orch.attempts).toBe(2);
     expect((orch.output as { attempt: number; seen: string[] }).attempt).toBe(2);
     expect([...(orch.output as { seen: string[] }).seen].sort()).toEqual(["a2-x", "a2-y"]);
-    expect(task.steps.filter((s) => s.kind === "delegation").map((s) => `${s.id}:${s.status}`)).toEqual([
+    expect(delegationSteps(task.steps).map((s) => `${s.id}:${s.status}`)).toEqual([
       "orch.d1:completed", "orch.d2:completed", "orch.d3:completed", "orch.d4:completed",
     ]);
 

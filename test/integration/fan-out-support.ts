@@ -144,3 +144,9 @@ export async function resultOrder(db: Queryable, taskId: string, audit: readonly
 export async function counterTotal(counter: Counter<string>): Promise<number> {
   return (await counter.get()).values.reduce((sum, v) => sum + v.value, 0);
 }
+
+/** A task's delegation steps in the order they were asked (`.d1`, `.d2`, …); the task view orders them by update. */
+export function delegationSteps<T extends { id: string; kind: string }>(steps: readonly T[]): T[] {
+  const asked = (id: string) => Number(id.slice(id.lastIndexOf(".d") + 2));
+  return steps.filter((s) => s.kind === "delegation").sort((a, b) => asked(a.id) - asked(b.id));
+}

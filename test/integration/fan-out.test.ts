@@ -8,6 +8,8 @@ import { verifyChain } from "../../src/governance/audit-verify.js";
 import type { Handler, Work } from "../../src/harness/index.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
+import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
+import { COORDINATOR_GROUP } from "../../src/coordinator/inbox-intake.js";
 import { Workers } from "../support/workers.js";
 import {
   ORG,
@@ -22,6 +24,7 @@ import {
   rowsOf,
   sleep,
   submit,
+  delegationSteps,
   type TurnRecord,
 } from "./fan-out-support.js";
 
@@ -123,7 +126,7 @@ steps:
         cc: { error: { code: "HANDLER_FAILED", message: expect.stringContaining("c is out of order") } },
       },
     });
-    const delegates = task.steps.filter((s) => s.kind === "delegation").map((s) => [s.id, s.destination, s.status]);
+    const delegates = delegationSteps(task.steps).map((s) => [s.id, s.destination, s.status]);
     expect(delegates).toEqual([
       ["orch.d1", "role:a", "completed"],
       ["orch.d2", "role:b", "completed"],
@@ -201,7 +204,7 @@ steps:
     ]);
     expectSerial(turns);
     expectStateCarried(turns);
-    expect(task.steps.filter((s) => s.kind === "delegation").map((s) => s.id)).toEqual(["orch.d1", "orch.d2", "orch.d3", "orch.d4", "orch.d5"]);
+    expect(delegationSteps(task.steps).map((s) => s.id)).toEqual(["orch.d1", "orch.d2", "orch.d3", "orch.d4", "orch.d5"]);
     const audit = await auditOf(rt.pool, taskId);
     expect(audit.filter((a) => a.action === "query" && a.rule === "builtin:query")).toHaveLength(5);
     expect(rowsOf(audit, "sub_query")).toHaveLength(5);
@@ -209,12 +212,16 @@ steps:
     expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
   });
 
-  it("records replies that arrive after the orchestrator finished as orphans; the delegates' work is still recorded", async () => {
+  /**
+   * An orchestrator satisfied by its first answer (role:fast) while two role:late delegates are still out; they
+   * answer only once `lateMayAnswer` holds. `extraSteps` go into the workflow next to the orchestrator.
+   */
+  async function finishEarly(extraSteps: string, lateMayAnswer: (taskId: string) => Promise<boolean>) {
     await submit(rt.pool, `
 name: early
 steps:
   - { id: orch, to: "role:orch" }
-`);
+${extraSteps}`);
     const turns: TurnRecord[] = [];
     const lateRan: string[] = [];
     workers.start(
@@ -232,26 +239,60 @@ steps:
       }),
     );
     workers.start("fast", () => ({ quick: true }));
-    let taskId = "";
-    workers.start("late", async (work) => {
-      // Answer only once the task has completed, so these replies can only be orphans.
-      await waitFor(async () => (await rt.tasks.get(ORG, taskId)).status === "completed", { what: "the task to complete" });
+    const late = workers.start("late", async (work) => {
+      await waitFor(() => lateMayAnswer(work.taskId), { what: "the late delegates' cue" });
       lateRan.push(JSON.stringify(work.input));
       return { late: work.input };
     });
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "early" });
+    return { taskId, turns, lateRan, late };
+  }
 
-    ({ taskId } = await rt.tasks.start({ orgId: ORG, workflow: "early" }));
+  async function stepStatus(taskId: string, stepId: string): Promise<string | undefined> {
+    const { rows } = await rt.pool.query<{ status: string }>("SELECT status FROM steps WHERE task_id = $1 AND step_id = $2", [taskId, stepId]);
+    return rows[0]?.status;
+  }
+
+  it("orphans the replies still out when the orchestrator's final output completes the task", async () => {
+    // The late delegates answer only after the task completed.
+    const { taskId, turns, lateRan, late } = await finishEarly("", async (id) => (await rt.tasks.get(ORG, id)).status === "completed");
     const task = await waitForTask(rt.tasks, ORG, taskId);
     expect(task.status).toBe("completed");
     expect(task.steps.find((s) => s.id === "orch")!.output).toEqual({ firstAnswer: { quick: true }, stillOut: ["late1", "late2"] });
+    // The core closes the task's open delegations as it completes: cancelled, their replies orphaned at once.
+    expect(delegationSteps(task.steps).map((s) => `${s.id}:${s.status}`)).toEqual(["orch.d1:completed", "orch.d2:cancelled", "orch.d3:cancelled"]);
+    const audit = await auditOf(rt.pool, taskId);
+    const replies = audit.filter((a) => a.action === "reply");
+    expect(replies.map((a) => `${a.stepId}:${a.verdict}`)).toEqual(["orch:allow", "orch.d2:orphaned", "orch.d3:orphaned"]);
+    expect(replies.slice(1).map((a) => a.rule)).toEqual(["builtin:orphan", "builtin:orphan"]);
+    expect(await counterTotal(rt.metrics.orphanReplies)).toBe(2);
 
-    // The late delegates finish after the task did; their steps are still completed with their output.
-    const settled = await waitForTask(rt.tasks, ORG, taskId, {
-      until: (t) => t.steps.every((s) => s.status === "completed" || s.status === "failed"),
-      stallMs: 10_000,
+    // The late work still runs; its results, arriving for an ended task, change nothing and crash nothing.
+    await waitFor(async () => late.stats.completed === 2 || undefined, { what: "the late delegates to answer" });
+    await waitFor(async () => (await rt.bus.stats(COORDINATOR_STREAM, COORDINATOR_GROUP)).pending === 0 || undefined, { what: "the coordinator inbox to drain" });
+    expect(lateRan.sort()).toEqual([JSON.stringify({ n: 1 }), JSON.stringify({ n: 2 })]);
+    const after = await rt.tasks.get(ORG, taskId);
+    expect(after.status).toBe("completed");
+    expect(delegationSteps(after.steps).map((s) => s.status)).toEqual(["completed", "cancelled", "cancelled"]);
+    expect(await auditOf(rt.pool, taskId)).toHaveLength(audit.length);
+    expect(turns).toHaveLength(2);
+    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+  });
+
+  it("records replies that arrive after the orchestrator finished (task still open) as orphans; the delegates' work is recorded", async () => {
+    // A second workflow step keeps the task open until both late delegates have completed.
+    const { taskId, turns, lateRan } = await finishEarly(
+      `  - { id: hold, to: "role:hold" }\n`,
+      async (id) => (await stepStatus(id, "orch")) === "completed",
+    );
+    workers.start("hold", async (work) => {
+      await waitFor(async () => (await stepStatus(work.taskId, "orch.d2")) === "completed" && (await stepStatus(work.taskId, "orch.d3")) === "completed", { what: "the late delegates to complete" });
+      return { held: true };
     });
-    expect(settled.status).toBe("completed");
-    expect(settled.steps.filter((s) => s.kind === "delegation").map((s) => [s.id, s.status, s.output])).toEqual([
+    const task = await waitForTask(rt.tasks, ORG, taskId);
+    expect(task.status).toBe("completed");
+    expect(task.steps.find((s) => s.id === "orch")!.output).toEqual({ firstAnswer: { quick: true }, stillOut: ["late1", "late2"] });
+    expect(delegationSteps(task.steps).map((s) => [s.id, s.status, s.output])).toEqual([
       ["orch.d1", "completed", { quick: true }],
       ["orch.d2", "completed", { late: { n: 1 } }],
       ["orch.d3", "completed", { late: { n: 2 } }],
@@ -263,6 +304,11 @@ steps:
     const replies = audit.filter((a) => a.action === "reply");
     expect(replies.map((a) => `${a.stepId}:${a.verdict}`).sort()).toEqual(["orch.d2:orphaned", "orch.d3:orphaned", "orch:allow"]);
     expect(replies.filter((a) => a.verdict === "orphaned").every((a) => a.rule === "builtin:orphan")).toBe(true);
+    // Each orphan row comes after its delegate's result: recorded when the reply arrived.
+    for (const stepId of ["orch.d2", "orch.d3"]) {
+      const result = audit.find((a) => a.action === "result" && a.stepId === stepId)!;
+      expect(replies.find((a) => a.stepId === stepId)!.seq).toBeGreaterThan(result.seq);
+    }
     expect(await counterTotal(rt.metrics.orphanReplies)).toBe(2);
     expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
   });
