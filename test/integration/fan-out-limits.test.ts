@@ -45,7 +45,9 @@ function askInWaves(first: number, after: number, then: number): Handler {
 
 describe("fan-out and the depth ceiling", () => {
   it("fans out past the ceiling: no REPLY crosses it, the deepest work runs and is recorded, the task finishes", async () => {
-    // Delegation steps time out after 2 s: origins left without a reply give up, and the chain unwinds.
+    // Delegation steps time out after 2 s. Every origin in a chain waits on the one below, and the shallowest stood
+    // down first, so it times out first: `s` hears back (errors, or answers if a deeper one unwound in time), completes,
+    // and the delegations still open are cancelled with the task.
     await setUp({ defaultStepTimeoutMs: 2000 });
     await submit(rt.pool, `
 name: tree
@@ -72,7 +74,7 @@ steps:
     }, { what: "both depth-10 delegates to complete" });
     // ...their replies were held back at the ceiling and counted...
     expect(await waitFor(async () => ((await counterTotal(rt.metrics.delegationDepthExceeded)) >= 2 ? true : undefined))).toBe(true);
-    // ...and the task still finishes: the top step hears back from both branches (answers from below the ceiling).
+    // ...and the task still finishes: the top step hears back from both branches, from below the ceiling.
     const task = await waitForTask(rt.tasks, ORG, taskId);
     expect(task.status).toBe("completed");
     const top = task.steps.find((s) => s.id === "s")!.output as { replies: string[] };
