@@ -4,17 +4,33 @@ import { createHarness, type Handler, type Harness } from "../../src/harness/ind
 import { createStepResultReader } from "../../src/store/step-result-reader.js";
 import type { TestRuntime } from "./runtime.js";
 
+export interface WorkerOptions {
+  concurrency?: number;
+  consumer?: string;
+  flags?: HarnessFlags;
+  replyDeadlineMs?: number;
+}
+
 export class Workers {
   private readonly harnesses: Harness[] = [];
   constructor(private readonly runtime: TestRuntime) {}
 
   /** Starts a harness obeying the runtime's live flags (pass `flags` to override, e.g. with your own switch). */
-  start(role: string, handler: Handler, options: { concurrency?: number; consumer?: string; flags?: HarnessFlags; replyDeadlineMs?: number } = {}): Harness {
+  start(role: string, handler: Handler, options: WorkerOptions = {}): Harness {
+    return this.launch({ role }, `role:${role}`, handler, options);
+  }
+
+  /** Starts a harness consuming the team queue `team:NAME` (and speaking as the team), like `start` does for a role. */
+  startTeam(team: string, handler: Handler, options: WorkerOptions = {}): Harness {
+    return this.launch({ team }, `team:${team}`, handler, options);
+  }
+
+  private launch(queue: { role: string } | { team: string }, identity: string, handler: Handler, options: WorkerOptions): Harness {
     const harness = createHarness({
       bus: this.runtime.bus,
-      role,
+      ...queue,
       handler,
-      signer: this.runtime.busAuth.signer(`role:${role}`),
+      signer: this.runtime.busAuth.signer(identity),
       concurrency: options.concurrency ?? 10,
       consumer: options.consumer,
       maxPayloadBytes: this.runtime.config.bus.maxPayloadBytes,
