@@ -63,6 +63,6 @@ describe("switchyard demo origin", () => {
   it("refuses an unknown scenario with a clear message", async () => {
     const result = await run(["demo", "fireworks"], 30_000);
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toMatch(/unknown demo "fireworks": choose workflow \(the default\), origin or mcp/);
+    expect(result.stderr).toMatch(/unknown demo "fireworks": choose workflow \(the default\), origin, mcp or orchestrator/);
   }, 40_000);
 });
