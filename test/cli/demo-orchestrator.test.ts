@@ -56,7 +56,9 @@ describe("switchyard demo orchestrator", () => {
     // the delegates' results in the order the orchestrator took them, and a REPLY per answer.
     const rows = hopRows(out).map((r) => r.split(/\s+/));
     const of = (action: string) => rows.filter((r) => r[2] === action);
-    expect(of("query").filter((r) => r[1] === "gather"), context).toHaveLength(3);
+    expect(of("query").filter((r) => r[1] === "gather" && r[6] === "builtin:query"), context).toHaveLength(3);
+    // The two turns that kept waiting stood down with ctx.awaitMore, audited too.
+    expect(of("query").filter((r) => r[1] === "gather" && r[6] === "builtin:await_more"), context).toHaveLength(2);
     for (const [id, to] of Object.entries(SPECIALISTS)) {
       const step = asked.get(id)!.step;
       const hop = to.startsWith("foreign:") ? "a2a_egress" : "sub_query";

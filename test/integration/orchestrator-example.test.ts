@@ -75,7 +75,8 @@ steps:
     // The coordinator's records: one `query` row per sub-query, each its own governed hop, the foreign one denied
     // (egress is off for this tenant), and the answers handed over in the order their results were applied.
     const audit = await listAudit(rt.pool, ORG, { taskId });
-    expect(audit.filter((a) => a.action === "query" && a.stepId === "gather")).toHaveLength(3);
+    expect(audit.filter((a) => a.action === "query" && a.stepId === "gather" && a.rule === "builtin:query")).toHaveLength(3);
+    expect(audit.filter((a) => a.action === "query" && a.stepId === "gather" && a.rule === "builtin:await_more")).toHaveLength(2);
     const factCheckStep = byDestination["foreign:fact-checker"]!.id;
     expect(audit.find((a) => a.stepId === factCheckStep && a.action === "a2a_egress")).toMatchObject({ verdict: "deny" });
     for (const role of ["role:analyst", "role:critic"]) {

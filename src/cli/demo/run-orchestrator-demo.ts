@@ -101,7 +101,8 @@ export async function runOrchestratorDemo(options: DemoOptions): Promise<{ ok: b
 function narrateFanOut(task: TaskView, rows: readonly AuditRow[], say: (line: string) => void): boolean {
   const delegates = task.steps.filter((s) => s.kind === "delegation" && s.id.startsWith(`${ORIGIN_STEP}.d`));
   const turns = ((task.steps.find((s) => s.id === ORIGIN_STEP)?.output as { turns?: TurnNote[] } | null)?.turns ?? []) as TurnNote[];
-  const asked = rows.filter((r) => r.action === "query" && r.stepId === ORIGIN_STEP);
+  // A stand-down is audited as `query` rows: one per sub-query asked (builtin:query), one for awaitMore.
+  const asked = rows.filter((r) => r.action === "query" && r.stepId === ORIGIN_STEP && r.rule === "builtin:query");
   const correlationOf = (step: StepView) => turns.find((t) => t.from === step.id)?.took ?? "?";
   say(`6. Fan-out: the orchestrator's first turn returned one ctx.delegateAll with ${delegates.length} sub-queries (audited as \`query\` rows seq ${asked.map((r) => r.seq).join(", ")}):`);
   for (const step of delegates) say(`      "${correlationOf(step)}" → ${step.destination} as step ${step.id}: ${step.status}`);
