@@ -1,7 +1,7 @@
 /**
- * Gathers three views of a topic at once and finishes when every answer is in: an analysis (`role:analyst`), a
- * critique (`role:critic`) and a fact-check by the agent outside the perimeter (`foreign:fact-checker`, the one
- * `npm run demo -- orchestrator` starts and registers).
+ * Gathers three views of a topic at once and finishes when every answer is in: a fact-check by the agent outside
+ * the perimeter (`foreign:fact-checker`, the one `npm run demo -- orchestrator` starts and registers), a critique
+ * (`role:critic`) and an analysis (`role:analyst`).
  *
  * The fan-out pattern (src/harness/types.ts, "Fan-out"): the first turn returns `ctx.delegateAll(...)` and keeps
  * nothing in memory. Each REPLY — ok or error — runs this same handler again, one at a time, in the order the
@@ -44,12 +44,16 @@ function claimsAbout(topic: string): string[] {
   return [`background on ${topic}`, `recent developments in ${topic}`, "the consensus has settled"];
 }
 
+/**
+ * Slowest first (the outside agent answers over A2A, the critic takes its time): the answers then tend to arrive in
+ * the reverse of the order asked, which shows that they are taken as they arrive, not as they were listed.
+ */
 export function questionsAbout(topic: string): SubQueryRequest[] {
   return [
-    { to: "role:analyst", correlationId: "analysis", payload: { topic } },
-    { to: "role:critic", correlationId: "critique", payload: { topic } },
     // `skill` names the A2A skill the agent's card must list; the rest is what the agent checks.
     { to: "foreign:fact-checker", correlationId: "fact-check", payload: { skill: "fact-check", topic, findings: claimsAbout(topic) } },
+    { to: "role:critic", correlationId: "critique", payload: { topic } },
+    { to: "role:analyst", correlationId: "analysis", payload: { topic } },
   ];
 }
 

@@ -67,6 +67,15 @@ describe("switchyard demo orchestrator", () => {
     const received = of("result").filter((r) => r[1]!.startsWith("gather.d")).map((r) => r[1]);
     expect(received, context).toEqual(turns.map((t) => t.from));
     expect(of("reply").filter((r) => r[1] === "gather" && r[4] === "role:orchestrator" && r[5] === "allow"), context).toHaveLength(3);
+    // Serial turns: a REPLY goes to the orchestrator only after its previous turn stood down (a `query` row), and
+    // its last turn's `result` follows the last REPLY.
+    const originTrail = rows.filter((r) => r[1] === "gather" && ["query", "reply", "result"].includes(r[2]!)).map((r) => r[2]);
+    originTrail.forEach((action, i) => {
+      if (action === "reply") expect(originTrail[i - 1], `${originTrail.join(" ")}
+${context}`).toBe("query");
+    });
+    expect(originTrail.at(-1)).toBe("result");
+    expect(out, context).toMatch(/no answer arrived while a turn was running this time|gather\.d\d's answer \(seq \d+\) arrived while a turn was running: it waited in the step's checkpoint/);
     expect(out, context).toContain("(the delegates' `result` audit rows): the order the orchestrator was handed them");
     expect(rows.some((r) => r[1] === "draft" && r[2] === "result" && r[5] === "accepted"), context).toBe(true);
 

@@ -82,7 +82,8 @@ steps:
     for (const role of ["role:analyst", "role:critic"]) {
       expect(audit.find((a) => a.stepId === byDestination[role]!.id && a.action === "sub_query")).toMatchObject({ verdict: "allow" });
     }
-    const received = audit.filter((a) => a.action === "result" && delegates.some((d) => d.id === a.stepId)).map((a) => a.stepId);
+    // A delegate's answer is settled by its `result` row, or by the governor's deny that failed it before it was sent.
+    const received = audit.filter((a) => (a.action === "result" || a.verdict === "deny") && delegates.some((d) => d.id === a.stepId)).map((a) => a.stepId);
     expect(output.turns.map((t) => t.from)).toEqual(received);
     expect(audit.filter((a) => a.action === "reply" && a.stepId === "gather")).toHaveLength(3);
     expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);

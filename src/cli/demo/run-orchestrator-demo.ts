@@ -99,7 +99,9 @@ export async function runOrchestratorDemo(options: DemoOptions): Promise<{ ok: b
  * each turn.
  */
 function narrateFanOut(task: TaskView, rows: readonly AuditRow[], say: (line: string) => void): boolean {
-  const delegates = task.steps.filter((s) => s.kind === "delegation" && s.id.startsWith(`${ORIGIN_STEP}.d`));
+  // In the order asked: the coordinator numbers a turn's sub-queries `.d1`, `.d2`, … in the order the handler listed them.
+  const askedOrder = (step: StepView) => Number(step.id.slice(`${ORIGIN_STEP}.d`.length));
+  const delegates = task.steps.filter((s) => s.kind === "delegation" && s.id.startsWith(`${ORIGIN_STEP}.d`)).sort((a, b) => askedOrder(a) - askedOrder(b));
   const turns = ((task.steps.find((s) => s.id === ORIGIN_STEP)?.output as { turns?: TurnNote[] } | null)?.turns ?? []) as TurnNote[];
   // A stand-down is audited as `query` rows: one per sub-query asked (builtin:query), one for awaitMore.
   const asked = rows.filter((r) => r.action === "query" && r.stepId === ORIGIN_STEP && r.rule === "builtin:query");
@@ -111,11 +113,35 @@ function narrateFanOut(task: TaskView, rows: readonly AuditRow[], say: (line: st
     const next = t.outstanding.length > 0 ? `still awaiting ${t.outstanding.map((c) => `"${c}"`).join(", ")} → ctx.awaitMore` : "nothing outstanding → read every answer with ctx.readResult, finished";
     say(`      turn ${t.turn}: took "${t.took}" (${t.status}, from ${t.from}); ${next}`);
   }
-  // The coordinator records a delegate's result as it applies it; replies are handed over in that order.
-  const received = rows.filter((r) => r.action === "result" && delegates.some((d) => d.id === r.stepId)).map((r) => r.stepId);
+  // The coordinator records a delegate's result as it applies it (or the deny that failed it unsent); replies are
+  // handed over in that order.
+  const received = rows.filter((r) => (r.action === "result" || r.verdict === "deny") && delegates.some((d) => d.id === r.stepId)).map((r) => r.stepId);
   const handed = turns.map((t) => t.from);
   const sameOrder = received.length === delegates.length && received.join() === handed.join();
   say(`   the coordinator received the answers in the order ${received.join(", ")} (the delegates' \`result\` audit rows): ${sameOrder ? "the order the orchestrator was handed them" : `NOT the order it was handed them (${handed.join(", ")})`}`);
+  const queued = arrivedWhileATurnRan(rows, new Set(delegates.map((d) => d.id)));
+  if (queued.length === 0) say("   no answer arrived while a turn was running this time (one that does waits until the turn stands down)");
+  for (const row of queued) {
+    say(`   ${row.stepId}'s answer (seq ${row.seq}) arrived while a turn was running: it waited in the step's checkpoint until that turn stood down — never two turns at once`);
+  }
   const shrinking = turns.every((t, i) => t.outstanding.length === delegates.length - 1 - i);
   return delegates.length > 1 && turns.length === delegates.length && sameOrder && shrinking;
+}
+
+/**
+ * The delegates' answers the coordinator applied while a turn of the orchestrator ran: from the origin's WORK or a
+ * REPLY (`dispatch`, `reply` rows) to its stand-down or final RESULT (`query`, `result` rows).
+ */
+function arrivedWhileATurnRan(rows: readonly AuditRow[], delegateIds: ReadonlySet<string>): AuditRow[] {
+  let running = false;
+  const arrived: AuditRow[] = [];
+  for (const row of rows) {
+    if (row.stepId === ORIGIN_STEP) {
+      if (row.action === "dispatch" || row.action === "reply") running = true;
+      else if (row.action === "query" || row.action === "result") running = false;
+    } else if (running && delegateIds.has(row.stepId) && (row.action === "result" || row.verdict === "deny")) {
+      arrived.push(row);
+    }
+  }
+  return arrived;
 }
