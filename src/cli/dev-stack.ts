@@ -19,7 +19,7 @@ import { createStepResultReader } from "../store/step-result-reader.js";
 import { replyDeadlineMs } from "../replies/reply-limits.js";
 
 /** Roles served by `examples/handlers/<role>.ts`. */
-export const EXAMPLE_ROLES = ["researcher", "analyst", "writer", "publisher", "echo"] as const;
+export const EXAMPLE_ROLES = ["researcher", "analyst", "writer", "publisher", "echo", "orchestrator", "critic"] as const;
 
 export const EXAMPLE_HANDLERS_DIR = fileURLToPath(new URL("../../examples/handlers/", import.meta.url));
 

@@ -3,14 +3,11 @@
  * role → MCP tool → role — the example MCP server registered and described through the egress guard, the tool called
  * exactly once, its structured answer the step's output, the hop audited as a2a_egress and the chain intact.
  */
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { redisUrl } from "../support/env.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
-
-const BIN = fileURLToPath(new URL("../../bin/switchyard.js", import.meta.url));
+import { runDemoProcess } from "./demo-process.js";
 
 let db: TestDatabase;
 let redis: TestRedis;
@@ -23,21 +20,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-function run(args: string[], killAfterMs: number): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const env = { PATH: process.env.PATH ?? "", DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix };
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+function run(args: string[], killAfterMs: number) {
+  return runDemoProcess(args, { DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix }, killAfterMs);
 }
 
 describe("switchyard demo mcp", () => {

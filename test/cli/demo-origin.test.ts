@@ -3,14 +3,11 @@
  * whole loop — signed webhook in, the worker's reply out to the stand-in forge with the tenant's token, the echo
  * recognised — and must never print the token or the webhook secret.
  */
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { redisUrl } from "../support/env.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
-
-const BIN = fileURLToPath(new URL("../../bin/switchyard.js", import.meta.url));
+import { runDemoProcess } from "./demo-process.js";
 
 let db: TestDatabase;
 let redis: TestRedis;
@@ -23,21 +20,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-function run(args: string[], killAfterMs: number): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const env = { PATH: process.env.PATH ?? "", DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix };
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+function run(args: string[], killAfterMs: number) {
+  return runDemoProcess(args, { DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix }, killAfterMs);
 }
 
 describe("switchyard demo origin", () => {
@@ -63,6 +47,6 @@ describe("switchyard demo origin", () => {
   it("refuses an unknown scenario with a clear message", async () => {
     const result = await run(["demo", "fireworks"], 30_000);
     expect(result.code).not.toBe(0);
-    expect(result.stderr).toMatch(/unknown demo "fireworks": choose workflow \(the default\), origin or mcp/);
+    expect(result.stderr).toMatch(/unknown demo "fireworks": choose workflow \(the default\), origin, mcp or orchestrator/);
   }, 40_000);
 });

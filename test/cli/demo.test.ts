@@ -3,14 +3,11 @@
  * would), which must finish with exit 0 and end by itself — no handle left open: not the coordinator's, the
  * workers', the gateway's, nor those of the A2A agent it starts for its foreign hop.
  */
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { redisUrl } from "../support/env.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
-
-const BIN = fileURLToPath(new URL("../../bin/switchyard.js", import.meta.url));
+import { hopRows, runDemoProcess as runProcess } from "./demo-process.js";
 
 let db: TestDatabase;
 let redis: TestRedis;
@@ -23,35 +20,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-function runProcess(args: string[], env: Record<string, string>, killAfterMs: number): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    // A process that does not end by itself is a failure, not a hang of the test run.
-    const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-}
-
 function demoEnv(): Record<string, string> {
   return { DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix };
-}
-
-/** The hop table's rows (trimmed), below its header. */
-function hopRows(out: string): string[] {
-  const lines = out.split("\n");
-  const header = lines.findIndex((l) => /^\s+SEQ\s+STEP\s+ACTION\s+ACTOR\s+DESTINATION\s+VERDICT\s+RULE\s+COST\s+\+MS$/.test(l));
-  expect(header, out).toBeGreaterThan(0);
-  const rows: string[] = [];
-  for (let i = header + 1; i < lines.length && /^\s+\d+\s/.test(lines[i]!); i++) rows.push(lines[i]!.trim());
-  return rows;
 }
 
 describe("switchyard demo", () => {

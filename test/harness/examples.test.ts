@@ -1,6 +1,7 @@
 /**
  * The demo's example handlers behind real harnesses, with the test playing the coordinator's part: it routes the
- * researcher's QUERY to the analyst as WORK, stores the analyst's output, and answers the researcher with a REPLY.
+ * researcher's QUERY to the analyst as WORK, stores the analyst's output, and answers the researcher with a REPLY;
+ * it answers the orchestrator's fan-out one REPLY at a time, in an order of its choosing.
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -9,6 +10,7 @@ import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { formatStepResultRef, type ResultReader } from "../../src/harness/result-reader.js";
 import analyst from "../../examples/handlers/analyst.js";
 import echo from "../../examples/handlers/echo.js";
+import orchestrator from "../../examples/handlers/orchestrator.js";
 import publisher from "../../examples/handlers/publisher.js";
 import researcher from "../../examples/handlers/researcher.js";
 import writer from "../../examples/handlers/writer.js";
@@ -65,6 +67,60 @@ describe("example handlers", () => {
     expect(output.findings.length).toBeGreaterThan(0);
     expect(output.analysis).toEqual(json(analystResult));
     expect(output.analysis.topic).toBe("tides");
+  });
+
+  it("orchestrator asks three specialists in one QUERY, keeps waiting while answers are outstanding, and gathers them", async () => {
+    const taskId = randomUUID();
+    const stored = new Map<string, unknown>();
+    const reader: ResultReader = {
+      async read(_orgId, ref) {
+        if (!stored.has(ref)) throw new SwitchyardError(ErrorCode.NotFound, ref);
+        return stored.get(ref);
+      },
+    };
+    fx.harness({ role: "orchestrator", handler: orchestrator, resultReader: reader }).start();
+    const input = { task: { topic: "tides" }, steps: {} };
+    await fx.publish("role:orchestrator", workEnvelope({ taskId, stepId: "gather", input }));
+
+    const [fanOut] = await fx.sent(1);
+    expect(fanOut).toMatchObject({ kind: EnvelopeKind.QUERY, stepId: "gather", destination: { kind: EndpointKind.COORDINATOR } });
+    const asked = json(fanOut!) as { queries: Array<{ to: string; correlationId: string; query: unknown }>; state: unknown };
+    expect(asked.queries.map((q) => `${q.correlationId} → ${q.to}`)).toEqual(["fact-check → foreign:fact-checker", "critique → role:critic", "analysis → role:analyst"]);
+    expect(asked.queries[0]!.query).toMatchObject({ skill: "fact-check", topic: "tides" });
+
+    // Coordinator: the answers in an order unlike the asking order, one of them failed; each REPLY carries the
+    // state the previous turn stood down with and what is still outstanding.
+    const analysis = { summary: "tides follow the moon" };
+    const critique = { concerns: ["who measured it"] };
+    stored.set(formatStepResultRef({ taskId, stepId: "gather.d3" }), analysis);
+    stored.set(formatStepResultRef({ taskId, stepId: "gather.d2" }), critique);
+    const answers = [
+      { correlationId: "analysis", sourceStepId: "gather.d3", outstanding: ["fact-check", "critique"] },
+      { correlationId: "fact-check", sourceStepId: "gather.d1", outstanding: ["critique"], status: "error" as const, error: { code: "FOREIGN_FAILED", message: "agent said no" } },
+      { correlationId: "critique", sourceStepId: "gather.d2", outstanding: [] },
+    ];
+    let state = asked.state;
+    for (const [i, answer] of answers.entries()) {
+      await fx.publish("role:orchestrator", replyEnvelope({ taskId, stepId: "gather", input, state, turn: i + 1, ...answer }));
+      const sent = (await fx.sent(i + 2))[i + 1]!;
+      expect(sent.turn).toBe(i + 1);
+      if (answer.outstanding.length > 0) {
+        // ctx.awaitMore: a QUERY that asks nothing and carries the new checkpoint.
+        expect(sent).toMatchObject({ kind: EnvelopeKind.QUERY, stepId: "gather" });
+        const waiting = json(sent) as { queries: unknown[]; state: unknown };
+        expect(waiting.queries).toEqual([]);
+        state = waiting.state;
+      } else {
+        expect(sent).toMatchObject({ kind: EnvelopeKind.RESULT, status: ResultStatus.OK, stepId: "gather" });
+        const output = json(sent) as { analysis: unknown; critique: unknown; factCheck: unknown; failed: Record<string, string>; findings: string[]; turns: Array<{ turn: number; took: string; outstanding: string[] }> };
+        expect(output.analysis).toEqual(analysis);
+        expect(output.critique).toEqual(critique);
+        expect(output.factCheck).toBeNull();
+        expect(output.failed).toEqual({ "fact-check": "FOREIGN_FAILED: agent said no" });
+        expect(output.findings).toContain("open concern: who measured it");
+        expect(output.turns.map((t) => [t.turn, t.took, t.outstanding])).toEqual(answers.map((a, n) => [n + 1, a.correlationId, a.outstanding]));
+      }
+    }
   });
 
   it("writer drafts from the research output; publisher publishes; echo echoes", async () => {

@@ -9,6 +9,7 @@ import type { ActionRunner } from "../action.js";
 import { CommandExit } from "../context.js";
 import { runDemo } from "../demo/run-demo.js";
 import { runMcpDemo } from "../demo/run-mcp-demo.js";
+import { runOrchestratorDemo } from "../demo/run-orchestrator-demo.js";
 import { runOriginDemo } from "../demo/run-origin-demo.js";
 import { ExitCode } from "../output.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
@@ -39,10 +40,15 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
    * `demo mcp` runs role → MCP tool → role (src/cli/demo/run-mcp-demo.ts): the example MCP server
    * (examples/mcp/text-stats.ts) registered as `--protocol mcp --tool text_stats`, examples/workflows/mcp-demo.yaml.
    * Exit 0 only when the task completed, the tool was called exactly once and the chain verifies.
+   *
+   * `demo orchestrator` runs fan-out delegation (src/cli/demo/run-orchestrator-demo.ts): the orchestrator
+   * (examples/handlers/orchestrator.ts) asks role:analyst, role:critic and the example A2A agent at once and takes
+   * their answers one turn at a time, examples/workflows/orchestrator-demo.yaml. Exit 0 only when the task
+   * completed, every answer was handed over once in the order the coordinator received it, and the chain verifies.
    */
   program
     .command("demo")
-    .argument("[scenario]", "workflow (default), origin (an origin reply: webhook in, comment out) or mcp (role → MCP tool → role)", "workflow")
+    .argument("[scenario]", "workflow (default), origin (an origin reply: webhook in, comment out), mcp (role → MCP tool → role) or orchestrator (fan-out to three specialists)", "workflow")
     .description("run a governed workflow end to end in this process (start here)")
     .option("--tenant <tenant>", "tenant to run the demo as", "demo")
     .option("--topic <text>", "what the research is about", "governed agent coordination")
@@ -50,8 +56,8 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
     .option("--verbose", "log the coordinator and workers at the configured level (stderr)")
     .action(
       run(async (ctx, scenario: string, options: DemoCommandOptions) => {
-        if (scenario !== "workflow" && scenario !== "origin" && scenario !== "mcp") {
-          throw new SwitchyardError(ErrorCode.InvalidArgument, `unknown demo ${JSON.stringify(scenario)}: choose workflow (the default), origin or mcp`);
+        if (scenario !== "workflow" && scenario !== "origin" && scenario !== "mcp" && scenario !== "orchestrator") {
+          throw new SwitchyardError(ErrorCode.InvalidArgument, `unknown demo ${JSON.stringify(scenario)}: choose workflow (the default), origin, mcp or orchestrator`);
         }
         const logger = createLogger({
           level: options.verbose ? ctx.config.logLevel : "warn",
@@ -63,6 +69,11 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
           if (scenario === "mcp") {
             const mcp = await runMcpDemo({ config: ctx.config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!mcp.ok) throw new CommandExit(ExitCode.Failed);
+            return;
+          }
+          if (scenario === "orchestrator") {
+            const fanOut = await runOrchestratorDemo({ config: ctx.config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
+            if (!fanOut.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
           if (scenario === "origin") {
