@@ -129,8 +129,12 @@ function onApprovalDecided(draft: Draft, event: EventOf<"approval_decided">): st
   });
   draft.effects.push({ type: "close_approval", approvalId: event.approvalId, approved: event.approve, actor: event.actor, reason: event.reason });
   if (!event.approve) {
-    // The held reply is accounted by the denial's own row; only the replies queued behind it become orphans.
-    if (isReply) draft.updateStep(step.stepId, { checkpoint: { ...step.checkpoint!, arrived: step.checkpoint!.arrived.slice(1) } });
+    // The held reply is accounted by the denial's own row; only the replies queued behind it become orphans. The
+    // attempt ends without a RESULT, so its reserved estimate goes back.
+    if (isReply) {
+      draft.releaseEstimate(step.stepId);
+      draft.updateStep(step.stepId, { checkpoint: { ...step.checkpoint!, arrived: step.checkpoint!.arrived.slice(1) } });
+    }
     finishStep(draft, step.stepId, {
       ok: false,
       output: null,
@@ -154,9 +158,7 @@ function onStepDue(draft: Draft, event: EventOf<"step_due">): string | undefined
   }
   if (step.status !== "dispatched" && step.status !== "waiting") return "not in flight";
   // The timed-out attempt's estimate is released; its result, if it ever comes, is stale.
-  const reserved = draft.estimateOf(step);
-  draft.accrue(-reserved);
-  draft.updateStep(step.stepId, { cost: roundCost(step.cost - reserved) });
+  draft.releaseEstimate(step.stepId);
   releaseCheckpoint(draft, step.stepId, `attempt ${step.attempt} of ${step.stepId} timed out`);
   draft.audit({
     action: "timeout",

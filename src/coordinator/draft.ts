@@ -82,10 +82,22 @@ export class Draft {
         this.effects.push({ type: "close_approval", approvalId: step.approvalId, approved: false, actor: "coordinator", reason });
       }
       // In-flight cost estimates are released: the attempt will never be accepted.
-      const reserved = step.status === "dispatched" || step.status === "waiting" ? this.estimateOf(step) : 0;
-      this.accrue(-reserved);
-      this.updateStep(step.stepId, { status: "cancelled", dueAtMs: null, cost: roundCost(step.cost - reserved) });
+      if (this.attemptInFlight(step)) this.releaseEstimate(step.stepId);
+      this.updateStep(step.stepId, { status: "cancelled", dueAtMs: null });
     }
+  }
+
+  /** Whether the step's current attempt holds its reserved estimate: dispatched, waiting, or parked on a REPLY. */
+  attemptInFlight(step: StepRecord): boolean {
+    return step.status === "dispatched" || step.status === "waiting" || (step.status === "parked" && step.checkpoint !== null);
+  }
+
+  /** An attempt ends without a RESULT (timed out, refused, its REPLY denied): its reserved estimate is given back. */
+  releaseEstimate(stepId: string): void {
+    const step = this.steps.get(stepId)!;
+    const reserved = this.estimateOf(step);
+    this.accrue(-reserved);
+    this.updateStep(stepId, { cost: roundCost(step.cost - reserved) });
   }
 
   /**

@@ -272,7 +272,8 @@ export function deliverNextReply(draft: Draft, originStepId: string, approvedBy?
     destination: origin.destination,
     verdict: verdict.verdict,
     rule: verdict.rule,
-    reason: verdict.reason,
+    // The row sits on the origin step: name which answer it carries.
+    reason: `${verdict.reason}; the reply of ${delegateStepId} (correlation id ${info.correlationId})`,
     payloadHash,
     cost: 0,
     stepId: origin.stepId,
@@ -289,7 +290,9 @@ export function deliverNextReply(draft: Draft, originStepId: string, approvedBy?
     return;
   }
   if (verdict.verdict === "deny") {
-    // The denied reply is accounted by its own audit row; the rest of the queue are orphans of the failed step.
+    // The denied reply is accounted by its own audit row; the rest of the queue are orphans of the failed step,
+    // whose attempt ends without a RESULT: its reserved estimate goes back.
+    draft.releaseEstimate(origin.stepId);
     draft.updateStep(origin.stepId, { checkpoint: { ...checkpoint, arrived: checkpoint.arrived.slice(1) } });
     finishStep(draft, origin.stepId, { ok: false, output: null, error: errorFor(verdict) });
     return;

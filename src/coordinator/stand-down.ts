@@ -9,7 +9,7 @@
  */
 import { Draft, roundCost } from "./draft.js";
 import { deliverNextReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js";
-import { DEFAULT_DELEGATION_LIMITS, type AwaitedReply, type Checkpoint, type CoordinatorEvent, type StepError, type StepRecord } from "./model.js";
+import { DEFAULT_DELEGATION_LIMITS, TERMINAL_STEP_STATUSES, type AwaitedReply, type Checkpoint, type CoordinatorEvent, type StepError, type StepRecord } from "./model.js";
 import { actorOf } from "./sender-guard.js";
 
 type QueryEvent = Extract<CoordinatorEvent, { type: "query" }>;
@@ -44,9 +44,7 @@ export function onQuery(draft: Draft, event: QueryEvent): string | undefined {
       envelopeId: event.eventId,
     });
     // The attempt ends without a RESULT: release its in-flight estimate, as a timeout does.
-    const reserved = draft.estimateOf(origin);
-    draft.accrue(-reserved);
-    draft.updateStep(origin.stepId, { cost: roundCost(draft.step(origin.stepId)!.cost - reserved) });
+    draft.releaseEstimate(origin.stepId);
     finishStep(draft, origin.stepId, { ok: false, output: null, error: refusal.error });
     return undefined;
   }
@@ -96,9 +94,16 @@ export function onQuery(draft: Draft, event: QueryEvent): string | undefined {
     checkpoint: { state: event.state ?? null, awaiting, arrived: checkpoint.arrived },
     dueAtMs: draft.ctx.now + stepTimeoutMs(draft, origin),
   });
-  // A sub-query denied at once reports back as an error reply, which joins the queue like any other.
+  // A sub-query denied at once reports back as an error reply, which joins the queue like any other — and may end
+  // the origin (its REPLY denied) or the task: the rest of the fan-out is then not sent. All are added first, so a
+  // failing task cancels those not yet dispatched with everything else that is open.
+  for (const delegate of delegates) draft.addStep(delegate);
   for (const delegate of delegates) {
-    draft.addStep(delegate);
+    if (draft.step(delegate.stepId)!.status !== "pending") continue;
+    if (TERMINAL_STEP_STATUSES.includes(draft.step(origin.stepId)!.status)) {
+      draft.updateStep(delegate.stepId, { status: "cancelled" });
+      continue;
+    }
     dispatchStep(draft, delegate.stepId);
   }
   // Replies that arrived while the turn ran go out now, first come first.

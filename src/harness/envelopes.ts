@@ -12,6 +12,7 @@ import {
   EnvelopeKind,
   ResultStatus,
   createEnvelope,
+  endpointOf,
   jsonPayload,
   readJsonPayload,
   type Envelope,
@@ -225,9 +226,13 @@ export function resultErrorEnvelope(
 
 /**
  * The QUERY payload: each sub-query with its destination as text and its correlation id, the checkpoint, and the
- * turn that stood down. `queries` is empty for `ctx.awaitMore`.
+ * turn that stood down. `queries` is empty for `ctx.awaitMore`. A single sub-query keeps the form coordinators
+ * read before fan-out (`{query, state, turn}`, the destination and correlation id on the envelope), so a plain
+ * `ctx.delegate` works whichever version the coordinators run during an upgrade.
  */
 export function queryPayload(delegation: Delegation, turn: number): unknown {
+  const single = singleQuery(delegation);
+  if (single) return { query: single.payload, state: delegation.state, turn };
   return {
     queries: delegation.queries.map((q) => ({ to: formatDestination(q.destination), correlationId: q.correlationId, query: q.payload })),
     state: delegation.state,
@@ -235,22 +240,30 @@ export function queryPayload(delegation: Delegation, turn: number): unknown {
   };
 }
 
+function singleQuery(delegation: Delegation): Delegation["queries"][number] | undefined {
+  return delegation.queries.length === 1 ? delegation.queries[0] : undefined;
+}
+
 /**
- * The QUERY a turn that stands down emits, addressed to the coordinator (which routes each sub-query as its own
- * hop): reply_to names this step attempt, the depth is the work's own, and the payload (`queryPayload`) carries
- * the sub-queries with the checkpoint so the coordinator can hand the checkpoint back in each REPLY. The turn's
- * usage rides along so cost spent before standing down is accounted.
+ * The QUERY a turn that stands down emits: reply_to names this step attempt, the depth is the work's own, and the
+ * payload (`queryPayload`) carries the sub-queries with the checkpoint so the coordinator can hand the checkpoint
+ * back in each REPLY. Addressed to the coordinator (which routes each sub-query as its own hop), or, for a single
+ * sub-query, to its destination as before fan-out. The turn's usage rides along so cost spent before standing down
+ * is accounted.
  */
 export function queryEnvelope(
   incoming: Envelope,
   source: HarnessSource,
   work: Pick<Work, "depth" | "turn">,
+  delegation: Delegation,
   payload: { data: Uint8Array; contentType: string },
   usage: TurnUsage,
   nowMs: number,
 ): Envelope {
+  const single = singleQuery(delegation);
   return createEnvelope({
     ...outgoing(incoming, source, EnvelopeKind.QUERY, nowMs),
+    ...(single ? { destination: endpointOf(single.destination), correlationId: single.correlationId } : {}),
     clearanceFloor: incoming.clearanceFloor,
     replyTo: { taskId: incoming.taskId, stepId: incoming.stepId, attempt: incoming.attempt },
     delegationDepth: work.depth,

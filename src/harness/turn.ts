@@ -196,7 +196,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, redelivered = false):
       const marker = markers.markerOf(value);
       if (marker) {
         const payload = encodeJsonPayload(queryPayload(marker, work.turn), deps.maxPayloadBytes, "delegation queries and state");
-        outgoing = queryEnvelope(envelope, deps.source, work, payload, usage, deps.now());
+        outgoing = queryEnvelope(envelope, deps.source, work, marker, payload, usage, deps.now());
         outcome = "delegated";
         queries = marker.queries.length;
       } else {

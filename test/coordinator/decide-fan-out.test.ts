@@ -214,4 +214,26 @@ describe("fan-out delegation", () => {
     expect(toStep({ ...row, status: "waiting" }).checkpoint).toEqual({ state: { s: 1 }, awaiting: [{ delegateStepId: "a.d1", correlationId: "c" }], arrived: [] });
     expect(toStep({ ...row, status: "parked" }).checkpoint!.arrived).toEqual(["a.d1"]);
   });
+
+  it("sends no more of a fan-out once a sub-query denied at once has failed the origin, and nothing of it stays due", () => {
+    const govern = (hop: { action: string; destination: { id: string } }) =>
+      (hop.action === "sub_query" && hop.destination.id === "nope") || hop.action === "reply"
+        ? { verdict: "deny" as const, rule: "t:no", reason: "denied" }
+        : { verdict: "allow" as const, rule: "ok", reason: "ok" };
+    const run = new Run({ govern });
+    const d = run.apply(fanOut(0, ["x", "y"], { queries: [{ destination: "role:nope", correlationId: "x", query: {} }, { destination: "role:helper", correlationId: "y", query: {} }] }));
+    expect(run.state.task.status).toBe("failed");
+    expect(sends(d.effects).filter((e) => e.kind === "WORK")).toEqual([]);
+    expect(run.state.steps.get("a.d2")).toMatchObject({ status: "cancelled", dueAtMs: null });
+  });
+
+  it("gives the origin's reserved estimate back when its attempt ends on a denied REPLY", () => {
+    const run = new Run({ govern: (hop) => (hop.action === "reply" ? { verdict: "deny", rule: "t:no", reason: "denied" } : { verdict: "allow", rule: "ok", reason: "ok" }) });
+    run.apply(fanOut(0, ["x"]));
+    run.apply(result("a.d1"));
+    expect(run.origin.status).toBe("failed");
+    // 0.25 spent by the turn, 0.5 by the delegate; the 2 reserved for the attempt is released.
+    expect(run.origin.cost).toBe(0.25);
+    expect(run.state.task.cost).toBe(0.75);
+  });
 });

@@ -42,10 +42,11 @@ describe("delegation", () => {
 
     expect(sent.kind).toBe(EnvelopeKind.QUERY);
     // The coordinator routes each sub-query itself; the envelope no longer names the one delegate.
-    expect(sent.destination).toMatchObject({ kind: EndpointKind.COORDINATOR });
+    // One sub-query keeps the form coordinators read before fan-out: addressed to the delegate, id on the envelope.
+    expect(sent.destination).toMatchObject({ kind: EndpointKind.ROLE, id: "analyst" });
     expect(sent.source).toMatchObject({ kind: EndpointKind.ROLE, id: "writer" });
     expect(sent.replyTo).toMatchObject({ taskId: work.taskId, stepId: work.stepId, attempt: 3 });
-    expect(sent.correlationId).toBe("");
+    expect(sent.correlationId).toBe("ask-1");
     expect(sent.delegationDepth).toBe(2);
     expect(sent.turn).toBe(2);
     expect(sent.orgId).toBe(work.orgId);
@@ -54,11 +55,7 @@ describe("delegation", () => {
     expect(sent.attempt).toBe(3);
     expect(sent.trace?.traceparent).toBe(work.trace?.traceparent);
     // The turn number from the WORK is echoed so the coordinator can spot a redelivered old QUERY.
-    expect(json(sent)).toEqual({
-      queries: [{ to: "role:analyst", correlationId: "ask-1", query: { topic: "tides", focus: "moon" } }],
-      state: { step: 1, seen: ["a"] },
-      turn: 2,
-    });
+    expect(json(sent)).toEqual({ query: { topic: "tides", focus: "moon" }, state: { step: 1, seen: ["a"] }, turn: 2 });
     expect(sent.usage?.cost).toBeCloseTo(0.2);
     const stats = await fx.bus.stats("role:writer", HARNESS_GROUP);
     expect(stats.pending).toBe(0);
@@ -67,9 +64,9 @@ describe("delegation", () => {
   it("generates a correlation id and a null checkpoint when none is given", async () => {
     const sent = await runOne((_w, ctx) => ctx.delegate("team:ops", "status?"), workEnvelope());
     expect(sent.kind).toBe(EnvelopeKind.QUERY);
-    const payload = json(sent) as { queries: Array<{ correlationId: string }> };
-    expect(payload).toEqual({ queries: [{ to: "team:ops", correlationId: expect.any(String), query: "status?" }], state: null, turn: 2 });
-    expect(payload.queries[0]!.correlationId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(json(sent)).toEqual({ query: "status?", state: null, turn: 2 });
+    expect(sent.destination).toMatchObject({ kind: EndpointKind.TEAM, id: "ops" });
+    expect(sent.correlationId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it("fails the turn with INVALID_ARGUMENT when the destination is not valid", async () => {
@@ -169,7 +166,8 @@ describe("delegation", () => {
     expect(sent.delegationDepth).toBe(3);
     expect(sent.turn).toBe(3);
     expect(sent.replyTo).toMatchObject({ taskId: reply.taskId, stepId: "research", attempt: 1 });
-    expect(json(sent)).toEqual({ queries: [{ to: "role:analyst", correlationId: "ask-2", query: { again: true } }], state: { round: 2 }, turn: 3 });
+    expect(sent.correlationId).toBe("ask-2");
+    expect(json(sent)).toEqual({ query: { again: true }, state: { round: 2 }, turn: 3 });
   });
 
   it("a reader scoped by tenant: reading another tenant's reference fails the turn NOT_FOUND", async () => {

@@ -41,11 +41,10 @@ describe("example handlers", () => {
     await fx.publish("role:researcher", research);
 
     const [query] = await fx.sent(1);
-    expect(query).toMatchObject({ kind: EnvelopeKind.QUERY, stepId: "research", destination: { kind: EndpointKind.COORDINATOR } });
-    const { queries, state } = json(query!) as { queries: Array<{ to: string; correlationId: string; query: unknown }>; state: unknown };
-    expect(queries).toHaveLength(1);
-    const [{ to, correlationId, query: question }] = queries as [(typeof queries)[number]];
-    expect(to).toBe("role:analyst");
+    // One sub-query: the form coordinators read before fan-out, addressed to the delegate.
+    expect(query).toMatchObject({ kind: EnvelopeKind.QUERY, stepId: "research", destination: { kind: EndpointKind.ROLE, id: "analyst" } });
+    const { query: question, state } = json(query!) as { query: unknown; state: unknown };
+    const correlationId = query!.correlationId;
     expect(question).toEqual({ topic: "tides" });
 
     // Coordinator: dispatch the sub-query as WORK on a delegation step.
