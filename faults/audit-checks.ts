@@ -8,7 +8,12 @@
  * row after the step completed is a doubled transition. Also checked: a step is dispatched only after the steps it
  * needs were accepted (fan-in), the steps table agrees with its audit rows (final status, attempt counter = number
  * of dispatches), and every completed step has exactly one accepted result.
+ *
+ * Fan-out (the orchestrator workflow): a delegate step's `sub_query` row is its dispatch; an orchestrator's
+ * `query` rows (one per sub-query) must fall within one of its attempts; each delegate's REPLY is delivered at
+ * most once (`reply` allow); and a completed orchestrator's output names every sub-query exactly once.
  */
+import { ORCHESTRATOR_STEP, SUB_QUERIES, type OrchestratorOutput } from "./handler.js";
 import { STEPS } from "./workload.js";
 
 export interface AuditRow {
@@ -28,6 +33,8 @@ export interface StepRow {
   step_id: string;
   status: string;
   attempt: number;
+  /** Read for orchestrator steps only. */
+  output?: unknown;
 }
 
 export interface Violation {
@@ -49,6 +56,8 @@ export interface StepHistory {
   acceptedCount: number;
   timeouts: number;
   failedResults: number;
+  /** `reply` rows delivered (allow) on this step. */
+  replies: number;
   firstDispatchSeq: number | null;
   acceptedSeq: number | null;
 }
@@ -76,13 +85,13 @@ export function checkAuditRows(rows: readonly AuditRow[], steps: readonly StepRo
       continue;
     }
     const key = stepKey(row.org_id, row.task_id, row.step_id);
-    const h = histories.get(key) ?? { org: row.org_id, task: row.task_id, step: row.step_id, dispatches: [], acceptedAttempt: null, acceptedCount: 0, timeouts: 0, failedResults: 0, firstDispatchSeq: null, acceptedSeq: null };
+    const h = histories.get(key) ?? { org: row.org_id, task: row.task_id, step: row.step_id, dispatches: [], acceptedAttempt: null, acceptedCount: 0, timeouts: 0, failedResults: 0, replies: 0, firstDispatchSeq: null, acceptedSeq: null };
     histories.set(key, h);
     const state = inFlight.get(key) ?? 0;
     const seq = Number(row.seq);
     const violation = (kind: string, detail: string) => violations.push({ kind, org: h.org, task: h.task, step: h.step, detail: `seq ${seq}: ${detail}` });
 
-    if (row.action === "dispatch" && row.verdict === "allow") {
+    if ((row.action === "dispatch" || row.action === "sub_query") && row.verdict === "allow") {
       if (state > 0) violation("doubled dispatch", `attempt ${h.dispatches.length + 1} dispatched while attempt ${state} was in flight`);
       if (state < 0) violation("dispatch after completion", `attempt ${h.dispatches.length + 1} dispatched after the step completed`);
       h.dispatches.push(row.envelope_id);
@@ -104,6 +113,12 @@ export function checkAuditRows(rows: readonly AuditRow[], steps: readonly StepRo
       if (state <= 0) violation("doubled timeout", `a timeout of attempt ${named} applied with no attempt in flight (applied twice?)`);
       else if (named !== state) violation("doubled timeout", `a timeout names attempt ${named} while attempt ${state} was in flight`);
       inFlight.set(key, state < 0 ? -1 : 0);
+    } else if (row.action === "query" && row.verdict === "accepted") {
+      if (state <= 0) violation("query outside an attempt", state < 0 ? "a sub-query asked after the step completed" : "a sub-query asked with no attempt in flight");
+    } else if (row.action === "reply" && row.verdict === "allow") {
+      h.replies += 1;
+    } else if (row.action === "reply" && row.verdict === "orphaned") {
+      // a REPLY to an attempt that completed or timed out: recorded, never delivered — fine
     } else {
       unexpected.set(`${row.action}/${row.verdict}`, (unexpected.get(`${row.action}/${row.verdict}`) ?? 0) + 1);
     }
@@ -136,5 +151,12 @@ function checkStepsTable(histories: Map<string, StepHistory>, steps: readonly St
     if (s.attempt !== dispatched) v("attempts vs audit", `steps.attempt is ${s.attempt} but the audit has ${dispatched} dispatch rows`);
     if (s.status === "completed" && h?.acceptedCount !== 1) v("accepted results", `completed with ${h?.acceptedCount ?? 0} accepted result rows (expected exactly 1)`);
     if (s.status !== "completed" && (h?.acceptedCount ?? 0) > 0) v("accepted results", `status ${s.status} but the audit accepted a result`);
+    if ((h?.replies ?? 0) > 1) v("doubled reply", `${h!.replies} REPLYs delivered for it (expected at most 1)`);
+    if (s.step_id === ORCHESTRATOR_STEP && s.status === "completed") {
+      const replies = (s.output as OrchestratorOutput | null)?.replies ?? [];
+      if (JSON.stringify([...replies].sort()) !== JSON.stringify([...SUB_QUERIES].sort())) {
+        v("fan-out replies", `completed having taken replies [${replies.join(", ")}], expected each of [${SUB_QUERIES.join(", ")}] once`);
+      }
+    }
   }
 }
