@@ -30,7 +30,7 @@ export interface Metrics {
   orphanReplies: Counter<never>;
   strandedStepsRepaired: Counter<never>;
   batchSize: Histogram<never>;
-  /** Harness turns by stream and outcome (completed, failed, delegated, unsent, abandoned). */
+  /** Harness turns by stream and outcome (completed, failed, delegated, unsent, stale, abandoned). */
   harnessTurns: Counter<"stream" | "outcome">;
   /** Checkpoint signer runs per tenant: signed, or refused because the chain did not verify. */
   checkpoints: Counter<"outcome">;

@@ -163,6 +163,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     replyLimits: replyLimitsOf(config),
     replySender: replyKicks,
     approvalTtlMs: config.coordinator.approvalTtlMs,
+    delegationLimits: { maxOutstanding: config.coordinator.maxOutstandingSubQueries, maxPerAttempt: config.coordinator.maxSubQueriesPerAttempt },
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
     logger,

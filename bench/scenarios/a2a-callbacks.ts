@@ -114,7 +114,7 @@ async function setUp(ctx: ScenarioContext, runtime: Runtime, count: number, labe
 function pendingStep(taskId: string, orgId: string): StepRecord {
   return {
     taskId, stepId: "ask", orgId, kind: "workflow", status: "pending", destination: `foreign:${AGENT}`, attempt: 0, depth: 0, clearance: 0,
-    dueAtMs: null, cost: 0, output: null, error: null, approvalId: null, delegation: null, checkpoint: null, delegations: 0,
+    dueAtMs: null, cost: 0, output: null, error: null, approvalId: null, delegation: null, checkpoint: null, delegations: 0, turns: 0,
   };
 }
 

@@ -13,7 +13,7 @@ import { performance } from "node:perf_hooks";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { decodeEnvelope, EndpointKind } from "../../src/bus/codec.js";
 import { streamKey } from "../../src/bus/keys.js";
-import { resultOkEnvelope } from "../../src/harness/envelopes.js";
+import { resultOkEnvelope, workFromEnvelope } from "../../src/harness/envelopes.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { perSecond, summarize, type Measurement, type Scenario, type ScenarioContext } from "../support.js";
 import { cpuPerUnit, sampleCpu } from "./probe.js";
@@ -48,7 +48,8 @@ async function prefillResults(system: BenchSystem): Promise<number> {
   const signer = system.runtime.busAuth.signer("role:echo");
   const results = entries.map(([, fields]) => {
     const work = decodeEnvelope(fields[1]!, system.config.bus.maxPayloadBytes);
-    return resultOkEnvelope(work, source, NULL_PAYLOAD, { cost: 0, inputTokens: 0, outputTokens: 0, durationMs: 0 }, Date.now());
+    // Echo the WORK's turn as a harness does, so the coordinator takes the RESULT as this turn's outcome.
+    return resultOkEnvelope(work, source, NULL_PAYLOAD, { cost: 0, inputTokens: 0, outputTokens: 0, durationMs: 0 }, workFromEnvelope(work).turn, Date.now());
   });
   for (let i = 0; i < results.length; i += PREFILL_CHUNK) {
     // Signed as the harness of role:echo would (the coordinator refuses anything else); signing is prefill time.

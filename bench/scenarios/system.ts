@@ -248,6 +248,7 @@ function pendingStep(taskId: string, stepId: string, destination: string, cleara
     delegation: null,
     checkpoint: null,
     delegations: 0,
+    turns: 0,
   };
 }
 

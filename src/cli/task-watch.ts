@@ -77,7 +77,7 @@ export function formatStepLine(step: StepView): string {
   let line = `step ${step.id} (${where}): ${step.status}`;
   if (step.attempts > 0) line += `, attempt ${step.attempts}`;
   if (step.status === "parked" && step.approvalId) line += ` — waiting for approval ${step.approvalId}`;
-  if (step.status === "waiting") line += " — waiting for a delegated sub-query";
+  if (step.status === "waiting") line += " — waiting for delegated sub-queries";
   if (step.status === "completed" && step.cost > 0) line += `, cost ${formatNumber(step.cost)}`;
   if (step.error && (step.status === "failed" || step.status === "retrying")) line += ` — ${step.error.code}: ${step.error.message}`;
   return line;

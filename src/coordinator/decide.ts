@@ -4,8 +4,9 @@
  * guarded by the step's status and attempt, so a duplicated, stale or reordered event changes nothing.
  */
 import { Draft, roundCost } from "./draft.js";
-import { deliverReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js";
-import type { CoordinatorEvent, DecideContext, Decision, StepError, StepRecord, TaskState, TaskStatus } from "./model.js";
+import { deliverNextReply, dispatchStep, finishStep, recordOrphan, releaseCheckpoint, stepTimeoutMs } from "./hops.js";
+import { onQuery } from "./stand-down.js";
+import { TERMINAL_STEP_STATUSES, type CoordinatorEvent, type DecideContext, type Decision, type StepError, type StepRecord, type TaskState, type TaskStatus } from "./model.js";
 import { actorOf, refuseSender } from "./sender-guard.js";
 import { decideReplyApproval, decideReplyRequest, refuseReplyRequest } from "./decide-reply.js";
 
@@ -65,6 +66,8 @@ function onResult(draft: Draft, event: EventOf<"result">): string | undefined {
   const step = draft.step(event.stepId);
   if (!step) return "unknown step";
   if (step.status !== "dispatched" || step.attempt !== event.attempt) return "stale result";
+  // A RESULT of a turn that already stood down: its entry was redelivered and run again after its QUERY was applied.
+  if (event.turn !== undefined && event.turn !== step.turns) return "stale result (an older turn)";
   if (!draft.isTaskOpen()) return "task is not open";
 
   const cost = roundCost(Math.max(0, event.cost));
@@ -90,7 +93,8 @@ function onResult(draft: Draft, event: EventOf<"result">): string | undefined {
   const error = event.error ?? { code: "HANDLER_FAILED", message: "worker reported an error", retryable: true };
   const undelivered = event.undelivered === true;
   if (error.retryable !== false && step.attempt < maxAttempts(draft, step, undelivered)) {
-    draft.updateStep(step.stepId, { status: "retrying", error, checkpoint: null, dueAtMs: draft.ctx.now + backoffMs(draft, step) });
+    releaseCheckpoint(draft, step.stepId, `attempt ${step.attempt} of ${step.stepId} failed and is retried`);
+    draft.updateStep(step.stepId, { status: "retrying", error, dueAtMs: draft.ctx.now + backoffMs(draft, step) });
     return undefined;
   }
   finishStep(draft, step.stepId, { ok: false, output: null, error: failedError(draft, step, error, undelivered) });
@@ -103,76 +107,14 @@ function resultReason(event: EventOf<"result">, cost: number): string {
   return event.pricedBy ? `${base} (cost ${cost} priced by ${event.pricedBy})` : base;
 }
 
-function onQuery(draft: Draft, event: EventOf<"query">): string | undefined {
-  const origin = draft.step(event.originStepId);
-  if (!origin) return "unknown origin step";
-  // The turn guard catches a redelivered QUERY after the origin already resumed from that delegation.
-  if (origin.status !== "dispatched" || origin.attempt !== event.originAttempt || origin.delegations !== event.turn) return "stale query";
-  if (!draft.isTaskOpen()) return "task is not open";
-
-  const delegateStepId = `${origin.stepId}.d${origin.delegations + 1}`;
-  const spent = roundCost(Math.max(0, event.cost));
-  draft.accrue(spent);
-  draft.audit({
-    action: "query",
-    actor: actorOf(event.sender, origin),
-    destination: "coordinator",
-    verdict: "accepted",
-    rule: "builtin:query",
-    reason: `delegation to ${event.destination} as ${delegateStepId}`,
-    payloadHash: draft.ctx.hashPayload(JSON.stringify(event.query ?? null)),
-    cost: spent,
-    stepId: origin.stepId,
-    envelopeId: event.eventId,
-  });
-  // The origin's turn stands down; its in-flight estimate stays reserved until it completes.
-  draft.updateStep(origin.stepId, {
-    status: "waiting",
-    cost: roundCost(origin.cost + spent),
-    delegations: origin.delegations + 1,
-    checkpoint: { state: event.state ?? null, delegateStepId, correlationId: event.correlationId },
-    dueAtMs: draft.ctx.now + stepTimeoutMs(draft, origin),
-  });
-  const delegate: StepRecord = {
-    taskId: draft.task.id,
-    stepId: delegateStepId,
-    orgId: draft.task.orgId,
-    kind: "delegation",
-    status: "pending",
-    destination: event.destination,
-    attempt: 0,
-    // From our own record, never from the envelope: a worker could otherwise claim any depth (and so suppress
-    // the REPLY at the ceiling, or escape it).
-    depth: origin.depth + 1,
-    clearance: origin.clearance,
-    dueAtMs: null,
-    cost: 0,
-    output: null,
-    error: null,
-    approvalId: null,
-    delegation: {
-      originStepId: origin.stepId,
-      originAttempt: origin.attempt,
-      correlationId: event.correlationId,
-      queryDepth: origin.depth,
-      payload: event.query ?? null,
-    },
-    checkpoint: null,
-    delegations: 0,
-  };
-  draft.addStep(delegate);
-  dispatchStep(draft, delegateStepId);
-  return undefined;
-}
-
 function onApprovalDecided(draft: Draft, event: EventOf<"approval_decided">): string | undefined {
   // The shell gathers a parked reply only for an approval no step holds (see src/coordinator/reply-batch.ts).
   if (draft.ctx.reply?.kind === "approval") return decideReplyApproval(draft, event, draft.ctx.reply);
   const step = [...draft.steps.values()].find((s) => s.approvalId === event.approvalId);
   if (!step || step.status !== "parked") return "approval is not pending";
   if (!draft.isTaskOpen()) return "task is not open";
-  // A step parks either before its own dispatch or, holding a checkpoint, before the REPLY to its turn.
-  const isReply = step.checkpoint !== null;
+  // A step parks either before its own dispatch or, holding received replies, before the first of them goes out.
+  const isReply = (step.checkpoint?.arrived.length ?? 0) > 0;
   draft.audit({
     action: "approval",
     actor: event.actor,
@@ -187,6 +129,8 @@ function onApprovalDecided(draft: Draft, event: EventOf<"approval_decided">): st
   });
   draft.effects.push({ type: "close_approval", approvalId: event.approvalId, approved: event.approve, actor: event.actor, reason: event.reason });
   if (!event.approve) {
+    // The held reply is accounted by the denial's own row; only the replies queued behind it become orphans.
+    if (isReply) draft.updateStep(step.stepId, { checkpoint: { ...step.checkpoint!, arrived: step.checkpoint!.arrived.slice(1) } });
     finishStep(draft, step.stepId, {
       ok: false,
       output: null,
@@ -195,7 +139,7 @@ function onApprovalDecided(draft: Draft, event: EventOf<"approval_decided">): st
     return undefined;
   }
   const approvedBy = { approvalId: event.approvalId, actor: event.actor };
-  if (isReply) deliverReply(draft, step.checkpoint!.delegateStepId, approvedBy);
+  if (isReply) deliverNextReply(draft, step.stepId, approvedBy);
   else dispatchStep(draft, step.stepId, approvedBy);
   return undefined;
 }
@@ -212,7 +156,8 @@ function onStepDue(draft: Draft, event: EventOf<"step_due">): string | undefined
   // The timed-out attempt's estimate is released; its result, if it ever comes, is stale.
   const reserved = draft.estimateOf(step);
   draft.accrue(-reserved);
-  draft.updateStep(step.stepId, { cost: roundCost(step.cost - reserved), checkpoint: null });
+  draft.updateStep(step.stepId, { cost: roundCost(step.cost - reserved) });
+  releaseCheckpoint(draft, step.stepId, `attempt ${step.attempt} of ${step.stepId} timed out`);
   draft.audit({
     action: "timeout",
     actor: "coordinator",
@@ -369,4 +314,17 @@ function advance(draft: Draft): void {
   if (status !== draft.task.status) {
     draft.updateTask({ status, finishedAtMs: status === "completed" ? draft.ctx.now : null });
   }
+  if (status === "completed") closeOpenDelegations(draft);
+}
+
+/**
+ * A task completes when its workflow steps have, but sub-queries an orchestrator no longer waited for may still be
+ * out. They are cancelled (no step of an ended task stays due, or the sweep would fire it forever) and their
+ * replies, which can no longer reach anyone, are recorded as orphans now.
+ */
+function closeOpenDelegations(draft: Draft): void {
+  const open = [...draft.steps.values()].filter((s) => !TERMINAL_STEP_STATUSES.includes(s.status));
+  if (open.length === 0) return;
+  for (const step of open) if (step.kind === "delegation") recordOrphan(draft, step.stepId, "the task completed before it replied");
+  draft.cancelOpenSteps("task completed");
 }

@@ -19,7 +19,7 @@ import { ReplyBatch } from "./reply-batch.js";
 import { decide } from "./decide.js";
 import { derivedIdSource, sha256Hex, specToEnvelope } from "./envelopes.js";
 import { unavailableForeignDispatcher, type ForeignDispatcher } from "./foreign-dispatcher.js";
-import type { ApprovalSpec, CoordinatorEvent, DecideContext, Effect, HopRecord, StepRecord, TaskRecord, TaskState } from "./model.js";
+import { DEFAULT_DELEGATION_LIMITS, type ApprovalSpec, type CoordinatorEvent, type DecideContext, type DelegationLimits, type Effect, type HopRecord, type StepRecord, type TaskRecord, type TaskState } from "./model.js";
 import { insertOutbox, type OutboxRow } from "./outbox.js";
 import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
@@ -41,6 +41,8 @@ export interface EngineOptions {
   defaultStepTimeoutMs: number;
   /** @defaultValue 24 hours */
   approvalTtlMs?: number;
+  /** Fan-out bounds (config.coordinator). @defaultValue DEFAULT_DELEGATION_LIMITS */
+  delegationLimits?: DelegationLimits;
   /** Daily cost, daily budget and the egress switch per tenant. @defaultValue no budget, egress off */
   tenantFacts?: TenantFactsSource;
   logger?: Logger;
@@ -212,6 +214,7 @@ export class Engine {
       ...(reply ? { reply } : {}),
       tenant,
       approvalTtlMs: this.options.approvalTtlMs ?? 24 * 60 * 60 * 1000,
+      delegationLimits: this.options.delegationLimits ?? DEFAULT_DELEGATION_LIMITS,
       now: this.clock(),
       govern: (hop: HopFacts): Verdict => evaluate(policy, hop),
       hashPayload: sha256Hex,

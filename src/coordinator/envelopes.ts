@@ -107,6 +107,7 @@ export function envelopeToEvent(envelope: Envelope, sender: EventSender): Inboun
           stepId: envelope.stepId,
           attempt: envelope.attempt,
           sender,
+          ...(envelope.turn !== undefined ? { turn: envelope.turn } : {}),
           ok,
           output: ok ? payload.value : null,
           error: ok
@@ -126,8 +127,6 @@ export function envelopeToEvent(envelope: Envelope, sender: EventSender): Inboun
       };
     }
     case EnvelopeKind.QUERY: {
-      const destination = envelope.destination ? describeEndpoint(envelope.destination) : "";
-      if (!parseDestination(destination)) throw malformed(envelope, `QUERY destination ${destination} is not a role, team or foreign endpoint`);
       const replyTo = envelope.replyTo;
       if (!replyTo || replyTo.taskId !== envelope.taskId || replyTo.stepId !== envelope.stepId) {
         throw malformed(envelope, "QUERY reply_to must name the origin task and step");
@@ -135,7 +134,7 @@ export function envelopeToEvent(envelope: Envelope, sender: EventSender): Inboun
       const spent = envelope.usage?.cost ?? 0;
       if (!Number.isFinite(spent) || spent < 0) throw malformed(envelope, "QUERY usage cost must be a finite number >= 0");
       const payload = payloadJson(envelope).value;
-      if (!isObject(payload)) throw malformed(envelope, "QUERY payload must be an object {query, state, turn}");
+      if (!isObject(payload)) throw malformed(envelope, "QUERY payload must be an object {queries, state, turn}");
       const turn = payload.turn;
       if (typeof turn !== "number" || !Number.isInteger(turn) || turn < 0) {
         throw malformed(envelope, "QUERY payload.turn must echo the turn number of the WORK or REPLY being handled");
@@ -148,12 +147,10 @@ export function envelopeToEvent(envelope: Envelope, sender: EventSender): Inboun
           originStepId: replyTo.stepId,
           originAttempt: replyTo.attempt,
           sender,
-          destination,
-          correlationId: envelope.correlationId || envelope.id,
+          queries: queriesOf(envelope, payload),
           depth: envelope.delegationDepth,
           turn,
           cost: spent,
-          query: payload.query ?? null,
           state: payload.state ?? null,
         },
       };
@@ -180,6 +177,40 @@ export function envelopeToEvent(envelope: Envelope, sender: EventSender): Inboun
     default:
       throw malformed(envelope, `the coordinator does not accept ${EnvelopeKind[envelope.kind] ?? envelope.kind} envelopes`);
   }
+}
+
+/** Correlation ids longer than this are refused: they are stored per awaited reply and echoed in every REPLY. */
+export const MAX_CORRELATION_ID_CHARS = 200;
+
+type SubQueries = Extract<CoordinatorEvent, { type: "query" }>["queries"];
+
+/**
+ * The sub-queries of a QUERY: the fan-out form (`payload.queries`, any number, none = keep waiting) or the older
+ * single form (the envelope's destination and correlation id, `payload.query`).
+ */
+function queriesOf(envelope: Envelope, payload: Record<string, unknown>): SubQueries {
+  if (payload.queries === undefined) {
+    const destination = envelope.destination ? describeEndpoint(envelope.destination) : "";
+    if (!parseDestination(destination)) throw malformed(envelope, `QUERY destination ${destination} is not a role, team or foreign endpoint`);
+    return [{ destination, correlationId: checkedCorrelationId(envelope, envelope.correlationId || envelope.id, "QUERY"), query: payload.query ?? null }];
+  }
+  if (!Array.isArray(payload.queries)) throw malformed(envelope, "QUERY payload.queries must be an array of {to, correlationId, query}");
+  return payload.queries.map((entry: unknown, index) => {
+    const at = `QUERY payload.queries[${index}]`;
+    if (!isObject(entry)) throw malformed(envelope, `${at} must be an object {to, correlationId, query}`);
+    if (typeof entry.to !== "string" || !parseDestination(entry.to)) {
+      throw malformed(envelope, `${at}.to ${JSON.stringify(entry.to)} is not role:NAME, team:NAME or foreign:KEY`);
+    }
+    if (typeof entry.correlationId !== "string") throw malformed(envelope, `${at}.correlationId must be a string`);
+    return { destination: entry.to, correlationId: checkedCorrelationId(envelope, entry.correlationId, at), query: entry.query ?? null };
+  });
+}
+
+function checkedCorrelationId(envelope: Envelope, id: string, at: string): string {
+  if (id === "" || id.length > MAX_CORRELATION_ID_CHARS) {
+    throw malformed(envelope, `${at}: a correlation id must be 1 to ${MAX_CORRELATION_ID_CHARS} characters`);
+  }
+  return id;
 }
 
 export function byteLength(text: string): number {

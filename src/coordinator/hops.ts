@@ -1,5 +1,6 @@
 /**
- * Governed hops out of the coordinator: dispatching a step's work and delivering a delegate's REPLY. Each hop
+ * Governed hops out of the coordinator: dispatching a step's work and delivering a delegate's REPLY (one at a
+ * time, from the origin's queue: see stand-down.ts for how a turn asks). Each hop
  * passes the choke-point in order — payload cap, governor (which clamps clearance and checks budget), audit,
  * cost accrual — and then sends, parks for approval, or fails closed.
  */
@@ -28,7 +29,7 @@ function replyToField(draft: Draft): { replyTo?: { kind: string; display: string
   return view ? { replyTo: view } : {};
 }
 
-function stepTimeoutMs(draft: Draft, step: StepRecord): number {
+export function stepTimeoutMs(draft: Draft, step: StepRecord): number {
   const def = draft.workflow.steps.find((s) => s.id === step.stepId);
   return def?.timeoutMs ?? draft.ctx.defaultStepTimeoutMs;
 }
@@ -38,7 +39,7 @@ function actionFor(step: StepRecord): ActionType {
   return step.kind === "delegation" ? "sub_query" : "dispatch";
 }
 
-function errorFor(verdict: Verdict): StepError {
+export function errorFor(verdict: Verdict): StepError {
   const code =
     verdict.rule === "builtin:clearance" ? "CLEARANCE_DENIED" : verdict.rule === "builtin:budget" || verdict.rule === "builtin:daily-budget" ? "BUDGET_EXCEEDED" : "POLICY_DENIED";
   return { code, message: `${verdict.reason} (rule ${verdict.rule})`, retryable: false };
@@ -76,8 +77,8 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
   const action = actionFor(step);
   const cost = draft.estimateOf(step);
   const envelopeId = draft.ctx.newId();
-  // `turn` is echoed by a QUERY from this turn, so a redelivered old QUERY can be told apart.
-  const payloadJson = JSON.stringify({ input: stepInput(draft, step), turn: step.delegations, ...replyToField(draft) });
+  // `turn` is echoed by the QUERY or RESULT of this turn, so an outcome of an older turn can be told apart.
+  const payloadJson = JSON.stringify({ input: stepInput(draft, step), turn: step.turns, ...replyToField(draft) });
   const payloadHash = draft.ctx.hashPayload(payloadJson);
   const facts = hopFacts(draft, step, action, step.destination, cost);
 
@@ -148,10 +149,11 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
 
 /**
  * A step reached a terminal outcome. Delegation steps report back to their origin; workflow steps that fail
- * fail the task.
+ * fail the task. Replies the step had received but not yet handed to its handler are orphans now.
  */
 export function finishStep(draft: Draft, stepId: string, outcome: { ok: boolean; output: unknown; error: StepError | null }): void {
   const step = draft.step(stepId)!;
+  releaseCheckpoint(draft, stepId, `step ${stepId} ${outcome.ok ? "completed" : "failed"} before its handler took this reply`);
   draft.updateStep(stepId, {
     status: outcome.ok ? "completed" : "failed",
     output: outcome.ok ? outcome.output : null,
@@ -160,19 +162,58 @@ export function finishStep(draft: Draft, stepId: string, outcome: { ok: boolean;
     approvalId: null,
   });
   if (step.kind === "delegation") {
-    deliverReply(draft, stepId);
+    replyArrived(draft, stepId);
   } else if (!outcome.ok) {
     draft.failTask(stepId, outcome.error ?? { code: "INTERNAL", message: "step failed" });
   }
 }
 
 /**
- * Sends the REPLY for a finished delegation to its origin, governed as `reply`. Never throws on an unknown or
- * moved-on origin (seed 000: own it, don't strand it): it logs and counts instead.
+ * The attempt that asked the sub-queries is over (finished, retried or timed out): its checkpoint goes, and the
+ * replies it had received but not yet been handed are recorded as orphans. Replies still to come find no awaiting
+ * origin and are recorded as orphans when they arrive.
  */
-export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: { approvalId: string; actor: string }): void {
-  const delegate = draft.step(delegateStepId)!;
-  const info = delegate.delegation!;
+export function releaseCheckpoint(draft: Draft, stepId: string, why: string): void {
+  const step = draft.step(stepId)!;
+  if (!step.checkpoint) return;
+  for (const delegateStepId of step.checkpoint.arrived) recordOrphan(draft, delegateStepId, why);
+  draft.updateStep(stepId, { checkpoint: null });
+}
+
+export function recordOrphan(draft: Draft, delegateStepId: string, why: string): void {
+  const info = draft.step(delegateStepId)!.delegation!;
+  draft.audit({
+    action: "reply",
+    actor: "coordinator",
+    destination: draft.step(info.originStepId)?.destination ?? "",
+    verdict: "orphaned",
+    rule: "builtin:orphan",
+    reason: `reply to ${info.originStepId} (attempt ${info.originAttempt}, correlation id ${info.correlationId}) dropped: ${why}`,
+    payloadHash: "",
+    cost: 0,
+    stepId: delegateStepId,
+    envelopeId: draft.ctx.newId(),
+  });
+  draft.log("warn", "reply has no waiting origin; recorded as an orphan", { stepId: delegateStepId, originStepId: info.originStepId, why });
+  draft.effects.push({ type: "count", metric: "orphan_reply" });
+}
+
+/**
+ * A delegation step finished: its REPLY joins the origin's queue, in the order results are applied, and goes out
+ * when no turn of the origin runs. Never throws on an unknown or moved-on origin (seed 000: own it, don't strand
+ * it): the reply is recorded as an orphan instead.
+ */
+function replyArrived(draft: Draft, delegateStepId: string): void {
+  const info = draft.step(delegateStepId)!.delegation!;
+  const origin = draft.step(info.originStepId);
+  const checkpoint = origin?.checkpoint;
+  const awaited =
+    origin !== undefined &&
+    checkpoint != null &&
+    origin.attempt === info.originAttempt &&
+    (origin.status === "dispatched" || origin.status === "waiting" || origin.status === "parked") &&
+    checkpoint.awaiting.some((a) => a.delegateStepId === delegateStepId) &&
+    !checkpoint.arrived.includes(delegateStepId);
   if (info.queryDepth >= MAX_DELEGATION_DEPTH) {
     draft.log("error", "delegation depth ceiling reached: no reply delivered", {
       stepId: delegateStepId,
@@ -181,26 +222,46 @@ export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: 
       ceiling: MAX_DELEGATION_DEPTH,
     });
     draft.effects.push({ type: "count", metric: "delegation_depth_exceeded" });
+    // Never delivered: the origin stops awaiting it, so `outstanding` does not promise a reply that cannot come.
+    if (awaited) draft.updateStep(origin.stepId, { checkpoint: { ...checkpoint, awaiting: checkpoint.awaiting.filter((a) => a.delegateStepId !== delegateStepId) } });
     return;
   }
-  const origin = draft.step(info.originStepId);
-  if (
-    !origin ||
-    origin.status !== (approvedBy ? "parked" : "waiting") ||
-    origin.attempt !== info.originAttempt ||
-    origin.checkpoint?.delegateStepId !== delegateStepId
-  ) {
-    draft.log("warn", "reply has no waiting origin; dropped", {
-      stepId: delegateStepId,
-      originStepId: info.originStepId,
-      originStatus: origin?.status ?? "unknown",
-    });
-    draft.effects.push({ type: "count", metric: "orphan_reply" });
+  if (!awaited) {
+    const why = !origin
+      ? "the origin step is unknown"
+      : origin.attempt !== info.originAttempt
+        ? `the origin is at attempt ${origin.attempt}`
+        : `the origin is ${origin.status} and no longer awaits it`;
+    recordOrphan(draft, delegateStepId, why);
     return;
   }
+  draft.updateStep(origin.stepId, { checkpoint: { ...checkpoint, arrived: [...checkpoint.arrived, delegateStepId] } });
+  deliverNextReply(draft, origin.stepId);
+}
+
+/**
+ * Sends the origin the first reply of its queue, governed as `reply`, when no turn of the origin runs (it is
+ * `waiting`; or parked on that reply's approval, with `approvedBy`). The REPLY carries the checkpoint state and the
+ * correlation ids still awaited after it; the origin is `dispatched` until its turn stands down or finishes.
+ */
+export function deliverNextReply(draft: Draft, originStepId: string, approvedBy?: { approvalId: string; actor: string }): void {
+  const origin = draft.step(originStepId)!;
+  const checkpoint = origin.checkpoint;
+  if (!checkpoint || checkpoint.arrived.length === 0 || origin.status !== (approvedBy ? "parked" : "waiting")) return;
+  const delegateStepId = checkpoint.arrived[0]!;
+  const delegate = draft.step(delegateStepId)!;
+  const info = delegate.delegation!;
+  const stillAwaited = checkpoint.awaiting.filter((a) => a.delegateStepId !== delegateStepId);
 
   const envelopeId = draft.ctx.newId();
-  const payloadJson = JSON.stringify({ input: stepInput(draft, origin), state: origin.checkpoint.state, depth: origin.depth, turn: origin.delegations, ...replyToField(draft) });
+  const payloadJson = JSON.stringify({
+    input: stepInput(draft, origin),
+    state: checkpoint.state,
+    depth: origin.depth,
+    turn: origin.turns,
+    outstanding: stillAwaited.map((a) => a.correlationId),
+    ...replyToField(draft),
+  });
   const payloadHash = draft.ctx.hashPayload(payloadJson);
   const facts = hopFacts(draft, origin, "reply", origin.destination, 0);
   const verdict: Verdict = approvedBy ? approvedVerdict(draft.ctx.govern(facts), approvedBy) : draft.ctx.govern(facts);
@@ -218,6 +279,7 @@ export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: 
     envelopeId,
   });
   if (verdict.verdict === "requires_approval") {
+    // Replies that arrive meanwhile queue behind this one: the approval holds the head of the queue.
     const approvalId = draft.ctx.newId();
     draft.updateStep(origin.stepId, { status: "parked", approvalId, dueAtMs: null });
     draft.effects.push({
@@ -227,11 +289,18 @@ export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: 
     return;
   }
   if (verdict.verdict === "deny") {
+    // The denied reply is accounted by its own audit row; the rest of the queue are orphans of the failed step.
+    draft.updateStep(origin.stepId, { checkpoint: { ...checkpoint, arrived: checkpoint.arrived.slice(1) } });
     finishStep(draft, origin.stepId, { ok: false, output: null, error: errorFor(verdict) });
     return;
   }
-  // The checkpoint travels in the REPLY; clearing it keeps a later approval on this step from reading as a reply.
-  draft.updateStep(origin.stepId, { status: "dispatched", approvalId: null, checkpoint: null, dueAtMs: draft.ctx.now + stepTimeoutMs(draft, origin) });
+  // The state travels in the REPLY; the next stand-down brings the next one.
+  draft.updateStep(origin.stepId, {
+    status: "dispatched",
+    approvalId: null,
+    checkpoint: { state: null, awaiting: stillAwaited, arrived: checkpoint.arrived.slice(1) },
+    dueAtMs: draft.ctx.now + stepTimeoutMs(draft, origin),
+  });
   draft.effects.push({
     type: "send",
     envelope: {
@@ -254,8 +323,6 @@ export function deliverReply(draft: Draft, delegateStepId: string, approvedBy?: 
     },
   });
 }
-
-export { stepTimeoutMs };
 
 /** The verdict of a hop a human approved: an approval answers requires_approval, never a deny. */
 export function approvedVerdict(current: Verdict, approvedBy: { approvalId: string; actor: string }): Verdict {

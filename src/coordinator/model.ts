@@ -170,7 +170,7 @@ export type CoordinatorEvent =
       originAttempt: number;
       sender: EventSender;
       /** The sub-queries, in the order the handler listed them; none for `awaitMore` (keep waiting). */
-      queries: Array<{ destination: string; correlationId: string; query: unknown }>;
+      queries: ReadonlyArray<{ destination: string; correlationId: string; query: unknown }>;
       /** What the worker wrote; informational only: the delegation's depth comes from the origin step's record. */
       depth: number;
       /** The origin turn that stood down: its step's `turns` when the turn began (echoed from WORK/REPLY). */

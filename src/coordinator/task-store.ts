@@ -8,7 +8,7 @@
 import type { Queryable } from "../store/db.js";
 import type { StepDefinition } from "../domain.js";
 import { tryAddress } from "../origin/reply-address.js";
-import type { StepRecord, TaskRecord } from "./model.js";
+import type { Checkpoint, StepRecord, TaskRecord } from "./model.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function isUuid(value: string): boolean {
@@ -45,8 +45,23 @@ interface StepRow {
   error: StepRecord["error"];
   approval_id: string | null;
   delegation: StepRecord["delegation"];
-  checkpoint: StepRecord["checkpoint"];
+  checkpoint: StoredCheckpoint | null;
   delegations: number;
+  turns: number;
+}
+
+/** A checkpoint as stored: today's shape, or the single-delegation shape rows written before migration 0008 hold. */
+type StoredCheckpoint = Checkpoint | { state: unknown; delegateStepId: string; correlationId: string };
+
+/**
+ * Reads a stored checkpoint. A single-delegation checkpoint awaited one reply; a step parked with one was parked
+ * on that reply's approval, so the reply had arrived.
+ */
+function checkpointOf(stored: StoredCheckpoint | null, status: StepRecord["status"]): Checkpoint | null {
+  if (stored == null) return null;
+  if ("awaiting" in stored) return stored;
+  const awaited = { delegateStepId: stored.delegateStepId, correlationId: stored.correlationId };
+  return { state: stored.state ?? null, awaiting: [awaited], arrived: status === "parked" ? [stored.delegateStepId] : [] };
 }
 
 function toTask(row: TaskRow): TaskRecord {
@@ -83,8 +98,9 @@ export function toStep(row: StepRow): StepRecord {
     error: row.error,
     approvalId: row.approval_id,
     delegation: row.delegation,
-    checkpoint: row.checkpoint,
+    checkpoint: checkpointOf(row.checkpoint, row.status),
     delegations: row.delegations,
+    turns: row.turns,
   };
 }
 
@@ -108,13 +124,14 @@ export function pendingWorkflowStep(taskId: string, orgId: string, def: StepDefi
     delegation: null,
     checkpoint: null,
     delegations: 0,
+    turns: 0,
   };
 }
 
 const TASK_COLUMNS = `id, org_id, workflow_name, workflow_version, input, status, budget, cost, error,
   (extract(epoch FROM finished_at) * 1000)::bigint AS finished_at_ms, reply_to`;
 export const STEP_COLUMNS = `task_id, step_id, org_id, kind, status, destination, attempt, depth, clearance, due_at_ms,
-  cost, output, error, approval_id, delegation, checkpoint, delegations`;
+  cost, output, error, approval_id, delegation, checkpoint, delegations, turns`;
 
 /**
  * Locks the tasks (skipping unknown ids), then loads them and all their steps.
@@ -229,17 +246,18 @@ export async function saveSteps(client: Queryable, steps: readonly StepRecord[])
     delegation: s.delegation,
     checkpoint: s.checkpoint,
     delegations: s.delegations,
+    turns: s.turns,
   }));
   await client.query(
     `INSERT INTO steps (${STEP_COLUMNS}, updated_at)
      SELECT ${STEP_COLUMNS}, now()
      FROM json_to_recordset($1::json) AS x(task_id uuid, step_id text, org_id text, kind text, status text,
        destination text, attempt integer, depth integer, clearance integer, due_at_ms bigint, cost double precision,
-       output jsonb, error jsonb, approval_id uuid, delegation jsonb, checkpoint jsonb, delegations integer)
+       output jsonb, error jsonb, approval_id uuid, delegation jsonb, checkpoint jsonb, delegations integer, turns integer)
      ON CONFLICT (task_id, step_id) DO UPDATE SET
        status = EXCLUDED.status, attempt = EXCLUDED.attempt, clearance = EXCLUDED.clearance,
        due_at_ms = EXCLUDED.due_at_ms, cost = EXCLUDED.cost, output = EXCLUDED.output, error = EXCLUDED.error,
-       approval_id = EXCLUDED.approval_id, checkpoint = EXCLUDED.checkpoint, delegations = EXCLUDED.delegations,
+       approval_id = EXCLUDED.approval_id, checkpoint = EXCLUDED.checkpoint, delegations = EXCLUDED.delegations, turns = EXCLUDED.turns,
        updated_at = now()`,
     [JSON.stringify(rows)],
   );

@@ -12,12 +12,12 @@ import {
   EnvelopeKind,
   ResultStatus,
   createEnvelope,
-  endpointOf,
   jsonPayload,
   readJsonPayload,
   type Envelope,
   type EnvelopeInit,
 } from "../bus/codec.js";
+import { formatDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { ErrorInfo } from "./error-info.js";
 import type { Delegation, Reply, Work } from "./types.js";
@@ -52,7 +52,7 @@ function payloadObject(envelope: Envelope, what: string): Record<string, unknown
   return payload;
 }
 
-/** The coordinator's turn number, echoed in a QUERY so a redelivered old QUERY is recognised as stale. */
+/** The coordinator's turn number, echoed on the turn's QUERY and RESULT so an outcome of an old turn is recognised as stale. */
 function turnOf(payload: Record<string, unknown>): number {
   const turn = payload.turn;
   return typeof turn === "number" && Number.isInteger(turn) && turn >= 0 ? turn : 0;
@@ -82,7 +82,19 @@ function workFromWork(envelope: Envelope): Work {
   return { ...baseWork(envelope), depth: envelope.delegationDepth, turn: turnOf(payload), input: payload.input ?? null, replyTo: replyToOf(payload) };
 }
 
-/** REPLY payload: `{ "input": <origin input>, "state": <checkpoint>, "depth": <origin work depth>, "turn": <n> }`. */
+/**
+ * Correlation ids the step still awaits after this REPLY. Anything but an array of strings reads as none: the
+ * handler then finishes or asks anew rather than waiting for replies nobody promised.
+ */
+function outstandingOf(payload: Record<string, unknown>): string[] {
+  const ids = payload.outstanding;
+  return Array.isArray(ids) && ids.every((id) => typeof id === "string") ? [...(ids as string[])] : [];
+}
+
+/**
+ * REPLY payload: `{ "input": <origin input>, "state": <checkpoint>, "depth": <origin work depth>, "turn": <n>,
+ * "outstanding": [<correlation id>…] }`.
+ */
 function workFromReply(envelope: Envelope): Work {
   const payload = payloadObject(envelope, "REPLY");
   let status: Reply["status"];
@@ -111,7 +123,7 @@ function workFromReply(envelope: Envelope): Work {
     turn: turnOf(payload),
     input: payload.input ?? null,
     replyTo: replyToOf(payload),
-    resume: { state: payload.state ?? null, reply },
+    resume: { state: payload.state ?? null, reply, outstanding: outstandingOf(payload) },
   };
 }
 
@@ -172,11 +184,17 @@ function outgoing(incoming: Envelope, source: HarnessSource, kind: EnvelopeKind,
   return init;
 }
 
+/** `turn` is the incoming work's turn; undefined when the incoming envelope could not be read (then unchecked). */
+function turnField(turn: number | undefined): Pick<PlainEnvelopeInit, "turn"> {
+  return turn === undefined ? {} : { turn };
+}
+
 export function resultOkEnvelope(
   incoming: Envelope,
   source: HarnessSource,
   payload: { data: Uint8Array; contentType: string },
   usage: TurnUsage,
+  turn: number,
   nowMs: number,
 ): Envelope {
   return createEnvelope({
@@ -184,41 +202,61 @@ export function resultOkEnvelope(
     status: ResultStatus.OK,
     payload,
     usage: usageInit(usage),
+    turn,
   });
 }
 
-export function resultErrorEnvelope(incoming: Envelope, source: HarnessSource, error: ErrorInfo, usage: TurnUsage, nowMs: number): Envelope {
+export function resultErrorEnvelope(
+  incoming: Envelope,
+  source: HarnessSource,
+  error: ErrorInfo,
+  usage: TurnUsage,
+  turn: number | undefined,
+  nowMs: number,
+): Envelope {
   return createEnvelope({
     ...outgoing(incoming, source, EnvelopeKind.RESULT, nowMs),
     status: ResultStatus.ERROR,
     error: { code: error.code, message: error.message, retryable: error.retryable },
     usage: usageInit(usage),
+    ...turnField(turn),
   });
 }
 
 /**
- * The QUERY a delegating turn emits: reply_to names this step attempt, the depth is the work's own, and the
- * payload carries the query with the checkpoint so the coordinator can hand the checkpoint back in the REPLY.
- * The turn's usage rides along so cost spent before delegating is accounted.
+ * The QUERY payload: each sub-query with its destination as text and its correlation id, the checkpoint, and the
+ * turn that stood down. `queries` is empty for `ctx.awaitMore`.
+ */
+export function queryPayload(delegation: Delegation, turn: number): unknown {
+  return {
+    queries: delegation.queries.map((q) => ({ to: formatDestination(q.destination), correlationId: q.correlationId, query: q.payload })),
+    state: delegation.state,
+    turn,
+  };
+}
+
+/**
+ * The QUERY a turn that stands down emits, addressed to the coordinator (which routes each sub-query as its own
+ * hop): reply_to names this step attempt, the depth is the work's own, and the payload (`queryPayload`) carries
+ * the sub-queries with the checkpoint so the coordinator can hand the checkpoint back in each REPLY. The turn's
+ * usage rides along so cost spent before standing down is accounted.
  */
 export function queryEnvelope(
   incoming: Envelope,
   source: HarnessSource,
-  delegation: Delegation,
-  depth: number,
+  work: Pick<Work, "depth" | "turn">,
   payload: { data: Uint8Array; contentType: string },
   usage: TurnUsage,
   nowMs: number,
 ): Envelope {
   return createEnvelope({
     ...outgoing(incoming, source, EnvelopeKind.QUERY, nowMs),
-    destination: endpointOf(delegation.destination),
     clearanceFloor: incoming.clearanceFloor,
     replyTo: { taskId: incoming.taskId, stepId: incoming.stepId, attempt: incoming.attempt },
-    correlationId: delegation.correlationId,
-    delegationDepth: depth,
+    delegationDepth: work.depth,
     payload,
     usage: usageInit(usage),
+    turn: work.turn,
   });
 }
 

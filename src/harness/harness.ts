@@ -1,7 +1,8 @@
 /**
  * The worker harness: consumes a role (or team) stream, runs the handler for each WORK and REPLY with an
- * AbortSignal, and sends the outcome (RESULT, or a QUERY when the handler delegates) to the coordinator.
- * See `types.ts` for the handler surface and the resume signature of delegation.
+ * AbortSignal, and sends the outcome (RESULT, or a QUERY when the handler delegates — to one destination or many —
+ * or keeps waiting) to the coordinator. See `types.ts` for the handler surface, the resume signature of delegation
+ * and fan-out.
  *
  * Lifecycle: `start()` reads until the harness is stopped (`close()` or the `signal` option), then drains:
  * in-flight turns get `shutdownGraceMs` to finish; the rest are abandoned (their signal aborted, their entries
@@ -21,6 +22,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { isHandledKind, type HarnessSource } from "./envelopes.js";
 import type { ResultReader } from "./result-reader.js";
+import type { TurnCheck } from "./turn-check.js";
 import type { HarnessReplies } from "./turn.js";
 import { startTurn, type RunningTurn, type TurnOutcome } from "./turn.js";
 import type { Handler } from "./types.js";
@@ -63,13 +65,20 @@ export interface HarnessOptions {
   resultReader?: ResultReader;
   /** Lets handlers post origin replies (`ctx.reply`); without it that call fails FAILED_PRECONDITION. */
   replies?: HarnessReplies;
+  /**
+   * Asked before running a reclaimed entry: one whose turn already stood down (its outcome published, its worker
+   * killed before the acknowledgement) is acknowledged without running the handler (outcome `stale`). Without it
+   * every reclaimed entry runs, and the coordinator drops the stale outcome.
+   */
+  turnCheck?: TurnCheck;
   /** Longest a read blocks when the stream is empty. @defaultValue 1000 */
   blockMs?: number;
   /** Consumer name within the group; unique per process. @defaultValue `consumerName()` from bus/keys */
   consumer?: string;
   /**
    * Live flags. BUS_ENABLED or HARNESS_ENABLED off for this queue: no new work is read or reclaimed, turns in
-   * flight finish. BUS_ROUTED off for this queue: `ctx.delegate()` fails the turn with BUS_NOT_ROUTED.
+   * flight finish. BUS_ROUTED off for this queue: `ctx.delegate()` and `ctx.delegateAll()` fail the turn with
+   * BUS_NOT_ROUTED (`ctx.awaitMore()` asks nothing new, so it is still allowed).
    * @defaultValue everything on
    */
   flags?: HarnessFlags;
@@ -89,6 +98,8 @@ export interface HarnessStats {
   delegated: number;
   /** Turns whose outcome could not be published; their entries stay pending. */
   unsent: number;
+  /** Reclaimed entries acknowledged without running: their turn had already stood down (see `turnCheck`). */
+  stale: number;
   abandoned: number;
   reclaimed: number;
   deadLettered: number;
@@ -163,7 +174,7 @@ export function createHarness(options: HarnessOptions): Harness {
   const inFlight = new Map<string, RunningTurn>();
   // Dead-letter moves are quick and hold no slot, but a stop still waits for them before the bus is closed.
   const deadLettering = new Set<Promise<void>>();
-  const counters = { completed: 0, failed: 0, delegated: 0, unsent: 0, abandoned: 0, reclaimed: 0, deadLettered: 0 };
+  const counters = { completed: 0, failed: 0, delegated: 0, unsent: 0, stale: 0, abandoned: 0, reclaimed: 0, deadLettered: 0 };
   // Aborted on stop: wakes the read loop out of a blocking read, a back-off sleep or a wait for a free slot.
   const stopController = new AbortController();
   let slotFreed: (() => void) | undefined;
@@ -184,6 +195,7 @@ export function createHarness(options: HarnessOptions): Harness {
     ...(options.replies ? { replies: options.replies } : {}),
     now: () => Date.now(),
     routed: flags ? () => flags.busRouted(queueKind, source.id) : undefined,
+    ...(options.turnCheck ? { turnCheck: options.turnCheck } : {}),
     health,
   };
 
@@ -210,8 +222,8 @@ export function createHarness(options: HarnessOptions): Harness {
     }
   }
 
-  /** Starts turns for the entries; returns how many were new to this harness. */
-  function dispatch(entries: readonly BusEntry[]): number {
+  /** Starts turns for the entries (`redelivered`: they come from a reclaim); returns how many were new to this harness. */
+  function dispatch(entries: readonly BusEntry[], redelivered: boolean): number {
     let started = 0;
     for (const entry of entries) {
       // Our own turn whose touch lapsed can come back from a reclaim; never run the same entry twice at once.
@@ -223,7 +235,7 @@ export function createHarness(options: HarnessOptions): Harness {
         void moving.finally(() => deadLettering.delete(moving));
         continue;
       }
-      const turn = startTurn(entry, turnDeps);
+      const turn = startTurn(entry, turnDeps, redelivered);
       inFlight.set(entry.id, turn);
       void turn.done.then((outcome) => {
         inFlight.delete(entry.id);
@@ -253,7 +265,7 @@ export function createHarness(options: HarnessOptions): Harness {
     try {
       const entries = await bus.reclaim({ stream, group, consumer, minIdleMs: reclaimIdleMs, count: free });
       if (entries.length > 0) {
-        counters.reclaimed += dispatch(entries);
+        counters.reclaimed += dispatch(entries, true);
         options.metrics?.reclaims.inc({ stream }, entries.length);
         logger.info({ count: entries.length, entryIds: entries.map((e) => e.id) }, "reclaimed stalled entries");
       }
@@ -293,7 +305,7 @@ export function createHarness(options: HarnessOptions): Harness {
         failures = 0;
         // Entries a read returns are already ours (pending under this consumer); running them now, within
         // the grace, is faster than leaving them for a reclaim even when a stop arrived meanwhile.
-        dispatch(entries);
+        dispatch(entries, false);
       } catch (error) {
         if (stop.aborted) break;
         failures += 1;

@@ -5,3 +5,5 @@ export { createHarness, HARNESS_GROUP, type Harness, type HarnessOptions, type H
 export { isDelegation, type Delegation, type DelegateAllOptions, type DelegateOptions, type Handler, type HandlerContext, type Reply, type ReplyOptions, type ReplyOutcome, type Resume, type SubQuery, type SubQueryRequest, type UsageReport, type Work } from "./types.js";
 export { formatStepResultRef, parseStepResultRef, type ResultReader, type StepResultRef } from "./result-reader.js";
 export { errorInfoOf, type ErrorInfo } from "./error-info.js";
+export { MAX_CORRELATION_ID_CHARS } from "./delegation-markers.js";
+export type { TurnCheck, TurnRef } from "./turn-check.js";

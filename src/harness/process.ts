@@ -22,6 +22,7 @@ import { LiveFlags } from "../flags/live-flags.js";
 import type { Logger } from "../logger.js";
 import { createPool } from "../store/db.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
+import { createStepTurnCheck } from "../store/step-turn-check.js";
 import { replyDeadlineMs } from "../replies/reply-limits.js";
 import { installProcessGuards } from "../process-guard.js";
 import { createHarness } from "./harness.js";
@@ -170,6 +171,7 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
       shutdownGraceMs: config.harness.shutdownGraceMs,
       blockMs: config.bus.blockMs,
       resultReader: createStepResultReader({ db: pool }),
+      turnCheck: createStepTurnCheck({ db: pool }),
       replies: { db: pool, deadlineMs: replyDeadlineMs(config) },
       ...(flags ? { flags } : {}),
       health,

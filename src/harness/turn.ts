@@ -2,23 +2,25 @@
  * One turn: a handler run for one bus entry (WORK or REPLY), from context to the envelope it produces.
  *
  * Order matters for at-least-once delivery: the outgoing envelope is published FIRST and the incoming entry
- * acknowledged after. A crash in between redelivers the entry and the coordinator drops the duplicate outcome
- * by step state. A turn abandoned at shutdown publishes and acknowledges nothing, so its entry is reclaimed.
+ * acknowledged after. A crash in between redelivers the entry; before running a redelivered entry again the turn
+ * asks the TurnCheck (when there is one) whether its turn is still current, and acknowledges it unrun when not.
+ * Whatever slips through, the coordinator drops as a duplicate outcome by step state. A turn abandoned at shutdown
+ * publishes and acknowledges nothing, so its entry is reclaimed.
  */
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { DependencyHealth } from "../dependency-health.js";
 import { performance } from "node:perf_hooks";
-import { randomUUID } from "node:crypto";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
 import type { Envelope } from "../bus/codec.js";
-import { parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { createDelegationMarkers } from "./delegation-markers.js";
 import { errorInfoOf } from "./error-info.js";
 import {
   encodeJsonPayload,
   heartbeatEnvelope,
   queryEnvelope,
+  queryPayload,
   replyEnvelope,
   resultErrorEnvelope,
   resultOkEnvelope,
@@ -27,20 +29,11 @@ import {
   type TurnUsage,
 } from "./envelopes.js";
 import type { ResultReader } from "./result-reader.js";
+import type { TurnCheck } from "./turn-check.js";
 import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
 import { waitForReplyOutcome } from "../replies/reply-outcome.js";
 import type { Queryable } from "../store/db.js";
-import {
-  createDelegation,
-  isDelegation,
-  type Delegation,
-  type DelegateOptions,
-  type Handler,
-  type HandlerContext,
-  type ReplyOptions,
-  type UsageReport,
-  type Work,
-} from "./types.js";
+import type { Handler, HandlerContext, ReplyOptions, UsageReport, Work } from "./types.js";
 
 export interface HarnessReplies {
   /** Read with `org_id` in every WHERE clause (the tenant boundary), like the result reader. */
@@ -49,7 +42,8 @@ export interface HarnessReplies {
   deadlineMs: number;
 }
 
-export type TurnOutcome = "completed" | "failed" | "delegated" | "abandoned" | "unsent";
+/** `stale`: a redelivered entry whose turn had already stood down, acknowledged without running the handler. */
+export type TurnOutcome = "completed" | "failed" | "delegated" | "abandoned" | "unsent" | "stale";
 
 export interface TurnDeps {
   bus: Bus;
@@ -66,8 +60,10 @@ export interface TurnDeps {
   /** Where `ctx.reply` reads its outcome (the reply row) and how long it waits; without it `ctx.reply` fails. */
   replies?: HarnessReplies;
   now: () => number;
-  /** BUS_ROUTED for this queue; false makes `ctx.delegate()` fail the turn. @defaultValue always routed */
+  /** BUS_ROUTED for this queue; false makes `ctx.delegate()` and `ctx.delegateAll()` fail the turn. @defaultValue always routed */
   routed?: () => boolean;
+  /** Asked before re-running an entry delivered more than once; without it every redelivery runs. */
+  turnCheck?: TurnCheck;
   /** Failures caused by an unreachable Redis/Postgres go here (logged once per outage) instead of one line each. */
   health?: DependencyHealth;
 }
@@ -95,7 +91,11 @@ function nonNegative(value: number | undefined, name: string, integer: boolean):
   return value;
 }
 
-export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
+/**
+ * `redelivered`: the entry came from a reclaim, so Redis has delivered it more than once (the bus port carries no
+ * delivery count; a read of new entries is always the first delivery, a reclaim never is).
+ */
+export function startTurn(entry: BusEntry, deps: TurnDeps, redelivered = false): RunningTurn {
   const envelope = entry.envelope;
   const logger = deps.logger.child({
     orgId: envelope.orgId,
@@ -124,12 +124,18 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
       work = workFromEnvelope(envelope);
     } catch (error) {
       logger.warn({ err: error }, "incoming envelope is unusable; failing the step");
-      return send(resultErrorEnvelope(envelope, deps.source, errorInfoOf(error), usage, deps.now()), "failed");
+      // No turn on this RESULT: we could not read which turn the entry started.
+      return send(resultErrorEnvelope(envelope, deps.source, errorInfoOf(error), usage, undefined, deps.now()), "failed");
+    }
+    // Only a redelivery can be a turn that already stood down; the first delivery never pays the question.
+    if (redelivered) {
+      const current = await isCurrentTurn(work);
+      // Abandoned while asking (shutdown): acknowledge nothing, run nothing; the entry is reclaimed and asked again.
+      if (abandoned) return "abandoned";
+      if (!current) return skipStale();
     }
 
-    const issued = new Set<Delegation>();
-    // Sticky: a handler that catches the refusal still fails the turn, so a switched-off route is never bypassed.
-    let refused: SwitchyardError | undefined;
+    const markers = createDelegationMarkers(work, { stream: deps.stream, ...(deps.routed ? { routed: deps.routed } : {}) });
     const ctx: HandlerContext = {
       signal: controller.signal,
       logger,
@@ -148,29 +154,9 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
         usage.inputTokens += inputTokens;
         usage.outputTokens += outputTokens;
       },
-      delegate(destination: string, payload: unknown, options: DelegateOptions = {}) {
-        const parsed = typeof destination === "string" ? parseDestination(destination) : undefined;
-        if (!parsed) throw invalid(`delegation destination ${JSON.stringify(destination)} is not role:NAME, team:NAME or foreign:KEY`);
-        if (options.correlationId !== undefined && (typeof options.correlationId !== "string" || options.correlationId === "")) {
-          throw invalid("delegation correlationId must be a non-empty string");
-        }
-        if (deps.routed && !deps.routed()) {
-          refused = new SwitchyardError(
-            ErrorCode.BusNotRouted,
-            `delegation from ${deps.stream} to ${destination} is not routed: BUS_ROUTED is off for ${deps.stream} (switchyard flags set BUS_ROUTED on --${deps.stream.replace(":", " ")})`,
-            { details: { source: deps.stream, destination } },
-          );
-          throw refused;
-        }
-        const delegation = createDelegation({
-          destination: parsed,
-          payload: payload ?? null,
-          correlationId: options.correlationId ?? randomUUID(),
-          state: options.state ?? null,
-        });
-        issued.add(delegation);
-        return delegation;
-      },
+      delegate: markers.delegate,
+      delegateAll: markers.delegateAll,
+      awaitMore: markers.awaitMore,
       async reply(text: string, options: ReplyOptions = {}) {
         if (controller.signal.aborted) throw new SwitchyardError(ErrorCode.Cancelled, "the turn was abandoned");
         if (!deps.replies) throw new SwitchyardError(ErrorCode.FailedPrecondition, "this harness has no reply database; pass `replies` to post origin replies");
@@ -202,21 +188,20 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
     const started = performance.now();
     let outgoing: Envelope;
     let outcome: TurnOutcome;
+    // Sub-queries the QUERY asks (0 for awaitMore), logged with the outcome.
+    let queries: number | undefined;
     try {
       const value: unknown = await deps.handler(work, ctx);
       usage.durationMs = performance.now() - started;
-      if (refused) throw refused;
-      if (isDelegation(value)) {
-        if (!issued.has(value)) throw invalid("the handler returned a Delegation this turn's ctx.delegate() did not create");
-        if (issued.size > 1) {
-          throw invalid(`the handler called ctx.delegate() ${issued.size} times; only one delegation may be outstanding per turn`);
-        }
-        const payload = encodeJsonPayload({ query: value.payload, state: value.state, turn: work.turn }, deps.maxPayloadBytes, "delegation query and state");
-        outgoing = queryEnvelope(envelope, deps.source, value, work.depth, payload, usage, deps.now());
+      const marker = markers.markerOf(value);
+      if (marker) {
+        const payload = encodeJsonPayload(queryPayload(marker, work.turn), deps.maxPayloadBytes, "delegation queries and state");
+        outgoing = queryEnvelope(envelope, deps.source, work, payload, usage, deps.now());
         outcome = "delegated";
+        queries = marker.queries.length;
       } else {
         const payload = encodeJsonPayload(value, deps.maxPayloadBytes, "handler output");
-        outgoing = resultOkEnvelope(envelope, deps.source, payload, usage, deps.now());
+        outgoing = resultOkEnvelope(envelope, deps.source, payload, usage, work.turn, deps.now());
         outcome = "completed";
       }
     } catch (error) {
@@ -226,16 +211,40 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
       // The route stays off until an SRE turns it on: retrying the step now cannot help.
       if (info.code === ErrorCode.BusNotRouted) info.retryable = false;
       logger.warn({ err: error, code: info.code, retryable: info.retryable }, "handler failed");
-      outgoing = resultErrorEnvelope(envelope, deps.source, info, usage, deps.now());
+      outgoing = resultErrorEnvelope(envelope, deps.source, info, usage, work.turn, deps.now());
       outcome = "failed";
     } finally {
       clearInterval(touchTimer);
     }
     if (abandoned) return "abandoned";
-    return send(outgoing, outcome, usage);
+    return send(outgoing, outcome, usage, work.turn, queries);
   }
 
-  async function send(outgoing: Envelope, outcome: TurnOutcome, usage?: TurnUsage): Promise<TurnOutcome> {
+  /** Asks the TurnCheck; a check that fails says "current": the coordinator still drops a stale outcome. */
+  async function isCurrentTurn(work: Work): Promise<boolean> {
+    if (!deps.turnCheck) return true;
+    try {
+      return await deps.turnCheck.isCurrent({ orgId: work.orgId, taskId: work.taskId, stepId: work.stepId, attempt: work.attempt, turn: work.turn });
+    } catch (error) {
+      if (deps.health?.absorb(error)) logger.debug({ err: error }, "could not check the turn in an outage; running the entry");
+      else logger.warn({ err: error }, "could not check whether the turn is current; running the entry");
+      return true;
+    }
+  }
+
+  /** Acknowledges a redelivered entry without running it: its turn's outcome is already out. */
+  async function skipStale(): Promise<TurnOutcome> {
+    try {
+      await deps.bus.ack(deps.stream, deps.group, [entry.id]);
+    } catch (error) {
+      // Still pending: it is reclaimed and checked again.
+      if (!deps.health?.absorb(error)) logger.warn({ err: error }, "could not acknowledge a stale entry");
+    }
+    logger.info({ outcome: "stale" }, "stale entry skipped: its turn already stood down");
+    return "stale";
+  }
+
+  async function send(outgoing: Envelope, outcome: TurnOutcome, usage?: TurnUsage, turn?: number, queries?: number): Promise<TurnOutcome> {
     try {
       await publish(outgoing);
     } catch (error) {
@@ -244,8 +253,8 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
       const refused = error instanceof SwitchyardError && (error.code === ErrorCode.PayloadTooLarge || error.code === ErrorCode.MalformedEnvelope);
       if (refused && outcome !== "failed") {
         logger.warn({ err: error }, "the bus refused the outgoing envelope; failing the step");
-        const fallback = resultErrorEnvelope(envelope, deps.source, errorInfoOf(error), usage ?? zeroUsage(), deps.now());
-        return send(fallback, "failed", usage);
+        const fallback = resultErrorEnvelope(envelope, deps.source, errorInfoOf(error), usage ?? zeroUsage(), turn, deps.now());
+        return send(fallback, "failed", usage, turn);
       }
       if (deps.health?.absorb(error)) logger.debug({ err: error }, "could not publish the turn's outcome in an outage; the entry stays pending and will be reclaimed");
       else logger.error({ err: error }, "could not publish the turn's outcome; the entry stays pending and will be reclaimed");
@@ -257,7 +266,10 @@ export function startTurn(entry: BusEntry, deps: TurnDeps): RunningTurn {
       // The outcome is out; a redelivery re-runs the handler and the coordinator drops the duplicate.
       if (!deps.health?.absorb(error)) logger.warn({ err: error }, "could not acknowledge the entry after publishing its outcome");
     }
-    logger.info({ outcome, kind: outcome === "delegated" ? "QUERY" : "RESULT", durationMs: Math.round(usage?.durationMs ?? 0), cost: usage?.cost ?? 0 }, `turn ${outcome}`);
+    logger.info(
+      { outcome, kind: outcome === "delegated" ? "QUERY" : "RESULT", ...(queries !== undefined ? { queries } : {}), durationMs: Math.round(usage?.durationMs ?? 0), cost: usage?.cost ?? 0 },
+      `turn ${outcome}`,
+    );
     return outcome;
   }
 

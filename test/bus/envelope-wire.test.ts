@@ -48,6 +48,7 @@ const envelopeInit: fc.Arbitrary<Init> = fc
     {
       id: text, orgId: text, taskId: text, stepId: text, kind: enumValue, attempt: uint32, clearanceFloor: uint32,
       correlationId: text, delegationDepth: uint32, status: enumValue, sourceStepId: text, resultRef: text, createdAtMs: int64,
+      turn: opt(uint32),
       ...subs,
     },
     some,
@@ -77,7 +78,7 @@ const unknownField = (minNo: number) =>
     .chain(([no, wt]) => (wt === 3
       ? fieldBody(0).map((inner) => [...tagged(no, 3, []), ...tagged(1, 0, inner), ...tagged(no, 4, [])])
       : fieldBody(wt).map((body) => tagged(no, wt, body))));
-/** Any field number 0..25 (21 = auth) with any wire type 0..7 and a plausible body: wrong wire types, groups, bad tags. */
+/** Any field number 0..25 (21 = auth, 22 = turn) with any wire type 0..7 and a plausible body: wrong wire types, groups, bad tags. */
 const garbageField = fc.tuple(fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 7 }))
   .chain(([no, wt]) => fieldBody(wt).map((body) => tagged(no, wt, body)));
 
@@ -169,7 +170,7 @@ describe("envelope wire codec: equivalence with protobuf-es", () => {
   it("keeps unknown fields (top level and in sub-messages) and writes them back like protobuf-es", () => {
     const withUnknowns = fc.tuple(
       envelopeInit,
-      fc.array(unknownField(22), { maxLength: 4 }),
+      fc.array(unknownField(23), { maxLength: 4 }),
       fc.array(unknownField(3), { maxLength: 3 }),
       fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 3 }),
     );
@@ -217,7 +218,7 @@ describe("envelope wire codec: equivalence with protobuf-es", () => {
   it("values of the wrong JS type take toBinary's own path, with its bytes or its error", () => {
     const odd = fc.constantFrom<Record<string, unknown>>(
       { createdAtMs: 1_700_000_000_000 }, { createdAtMs: "-42" }, { createdAtMs: 2n ** 63n }, { attempt: -1 }, { attempt: 1.5 },
-      { kind: 2 ** 31 }, { id: undefined }, { status: undefined }, { source: null }, { usage: { $typeName: "x" } },
+      { kind: 2 ** 31 }, { turn: -1 }, { turn: 1.5 }, { id: undefined }, { status: undefined }, { source: null }, { usage: { $typeName: "x" } },
       { usage: { $typeName: "switchyard.bus.v1.Usage", cost: 0, inputTokens: 5, outputTokens: 0n, durationMs: 0n } },
       { error: { $typeName: "switchyard.bus.v1.ErrorInfo", code: "", message: "", retryable: 1 } },
       { $typeName: "switchyard.bus.v1.Endpoint" },
@@ -244,6 +245,7 @@ describe("envelope wire codec: chosen cases", () => {
     for (const init of [
       { usage: { cost: -0 } }, { usage: { cost: NaN } }, { usage: { cost: -Infinity } }, { kind: -1 as EnvelopeKind }, { createdAtMs: -1n },
       { source: { kind: -(2 ** 31) as EndpointKind } }, { createdAtMs: -(2n ** 63n) }, { usage: { inputTokens: 2n ** 64n - 1n } },
+      { turn: 0 }, { turn: 2 ** 32 - 1 }, { turn: 300, auth: { keyId: "k" } },
     ] as Init[]) {
       expect(toBinaryBoth(initEnvelope(init))).toEqual(bytesOf(init));
     }
@@ -276,7 +278,7 @@ describe("envelope wire codec: chosen cases", () => {
     const overrun = Uint8Array.from([0x32, 1, 0x12, 2, 0x61, 0x62]); // source of length 1 holding a 4-byte field
     expect(fromBinary(EnvelopeSchema, overrun).source?.id).toBe("ab");
     expect(() => envelopeFromBinary(overrun)).toThrow(/runs past its length/);
-    const longVarint = Uint8Array.from([0xb0, 0x01, ...Array(11).fill(0x80), 0]); // unknown field 22
+    const longVarint = Uint8Array.from([0xb8, 0x01, ...Array(11).fill(0x80), 0]); // unknown field 23 (22 is turn)
     expect(fromBinary(EnvelopeSchema, longVarint).$unknown).toHaveLength(1);
     expect(() => envelopeFromBinary(longVarint)).toThrow(/invalid varint/);
   });

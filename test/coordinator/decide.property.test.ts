@@ -25,7 +25,7 @@ function governor(approvals: boolean) {
 
 interface Trace {
   state: TaskState;
-  log: Array<{ event: CoordinatorEvent; ignored?: string; effects: Effect[]; status: string }>;
+  log: Array<{ event: CoordinatorEvent; ignored?: string; effects: Effect[]; status: string; before: TaskState }>;
 }
 
 /** Candidate events the outside world could deliver next, given the state and what was delivered before. */
@@ -37,8 +37,14 @@ function candidates(state: TaskState, delivered: CoordinatorEvent[], now: number
     if (step.status === "dispatched") {
       out.push({ at: now, event: { type: "result", eventId: `ok-${key}`, stepId: step.stepId, attempt: step.attempt, sender, ok: true, output: { step: step.stepId }, error: null, cost: 1.25, payloadHash: "h" } });
       out.push({ at: now, event: { type: "result", eventId: `err-${key}`, stepId: step.stepId, attempt: step.attempt, sender, ok: false, output: null, error: { code: "HANDLER_FAILED", message: "x", retryable: true }, cost: 0.25, payloadHash: "h" } });
-      if (step.kind === "workflow") {
-        out.push({ at: now, event: { type: "query", eventId: `q-${key}-${step.delegations}`, originStepId: step.stepId, originAttempt: step.attempt, sender, destination: "role:helper", correlationId: `c-${key}`, depth: step.depth, turn: step.delegations, cost: 0.125, query: { n: 1 }, state: { s: 1 } } });
+      // A RESULT naming another turn than the step's current one is stale (a redelivered entry run again).
+      out.push({ at: now, event: { type: "result", eventId: `old-${key}-${step.turns}`, stepId: step.stepId, attempt: step.attempt, sender, turn: step.turns + 1, ok: true, output: { stale: true }, error: null, cost: 9, payloadHash: "h" } });
+      if (step.depth < 2) {
+        const ask = (n: number) => ({ destination: "role:helper", correlationId: `c-${key}-${step.turns}-${n}`, query: { n } });
+        const stand = { originStepId: step.stepId, originAttempt: step.attempt, sender, depth: step.depth, turn: step.turns, cost: 0.125 };
+        out.push({ at: now, event: { type: "query", eventId: `q-${key}-${step.turns}`, ...stand, queries: [ask(1)], state: { s: 1 } } });
+        out.push({ at: now, event: { type: "query", eventId: `fan-${key}-${step.turns}`, ...stand, queries: [ask(1), ask(2), ask(3)], state: { s: 3 } } });
+        out.push({ at: now, event: { type: "query", eventId: `more-${key}-${step.turns}`, ...stand, queries: [], state: { s: 0 } } });
       }
     }
     if (step.dueAtMs !== null) out.push({ at: Math.max(now, step.dueAtMs), event: { type: "step_due", eventId: `due-${key}-${step.dueAtMs}`, stepId: step.stepId, attempt: step.attempt } });
@@ -59,16 +65,17 @@ function simulate(choices: number[], approvals: boolean): Trace {
   const delivered: CoordinatorEvent[] = [];
   const first = decide(state, { type: "task_started", eventId: "start" }, context(now, "start", governor(approvals)));
   state = first.state;
-  log.push({ event: { type: "task_started", eventId: "start" }, effects: first.effects, status: state.task.status });
+  log.push({ event: { type: "task_started", eventId: "start" }, effects: first.effects, status: state.task.status, before: initialState(workflow) });
   for (const choice of choices) {
     const options = candidates(state, delivered, now);
     if (options.length === 0) break;
     const pick = options[choice % options.length]!;
     now = pick.at + 1;
+    const before = state;
     const decision = decide(state, pick.event, context(now, pick.event.eventId, governor(approvals)));
     state = decision.state;
     delivered.push(pick.event);
-    log.push({ event: pick.event, ignored: decision.ignored, effects: decision.effects, status: state.task.status });
+    log.push({ event: pick.event, ignored: decision.ignored, effects: decision.effects, status: state.task.status, before });
   }
   return { state, log };
 }
@@ -131,5 +138,32 @@ describe("decide (properties)", () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it("hands an origin its replies one at a time: never while a turn of it runs, each reply once", () => {
+    // Proof the schedules reach the cases: replies sent, and replies that queued behind a running turn.
+    const seen = { replies: 0, queued: 0 };
+    fc.assert(
+      fc.property(schedule, ([choices, approvals]) => {
+        const { log } = simulate(choices, approvals);
+        const delivered = new Set<string>();
+        for (const entry of log) {
+          const replies = entry.effects.flatMap((e) => (e.type === "send" && e.envelope.kind === "REPLY" ? [e.envelope] : []));
+          const origins = replies.map((r) => r.stepId);
+          expect(new Set(origins).size, "two REPLYs to one origin in one decision").toBe(origins.length);
+          for (const reply of replies) {
+            const standsDown = entry.event.type === "query" && entry.event.originStepId === reply.stepId;
+            expect(entry.before.steps.get(reply.stepId)!.status === "dispatched" && !standsDown, `REPLY to ${reply.stepId} while a turn of it runs`).toBe(false);
+            expect(delivered.has(reply.sourceStepId!), `reply of ${reply.sourceStepId} delivered twice`).toBe(false);
+            delivered.add(reply.sourceStepId!);
+            seen.replies++;
+            if (standsDown) seen.queued++;
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(seen.replies).toBeGreaterThan(50);
+    expect(seen.queued).toBeGreaterThan(5);
   });
 });

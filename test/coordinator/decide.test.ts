@@ -259,13 +259,13 @@ describe("decide", () => {
 
   describe("delegation", () => {
     function query(depth = 0, extra: Partial<Extract<CoordinatorEvent, { type: "query" }>> = {}): CoordinatorEvent {
-      return { type: "query", eventId: `q${depth}`, originStepId: "a", originAttempt: 1, sender: worker("a"), destination: "role:helper", correlationId: "corr-1", depth, turn: 0, cost: 0.5, query: { ask: 1 }, state: { turn: 1 }, ...extra };
+      return { type: "query", eventId: `q${depth}`, originStepId: "a", originAttempt: 1, sender: worker("a"), queries: [{ destination: "role:helper", correlationId: "corr-1", query: { ask: 1 } }], depth, turn: 0, cost: 0.5, state: { turn: 1 }, ...extra };
     }
 
     it("governs the QUERY as sub_query, parks the origin and replies with a reference on completion", () => {
       const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
       const q = decide(s, query(), context(10, "q"));
-      expect(q.state.steps.get("a")).toMatchObject({ status: "waiting", checkpoint: { state: { turn: 1 }, delegateStepId: "a.d1" } });
+      expect(q.state.steps.get("a")).toMatchObject({ status: "waiting", checkpoint: { state: { turn: 1 }, awaiting: [{ delegateStepId: "a.d1", correlationId: "corr-1" }], arrived: [] } });
       const work = sends(q.effects)[0]!;
       expect(work).toMatchObject({ kind: "WORK", stepId: "a.d1", destination: "role:helper", delegationDepth: 1, correlationId: "corr-1" });
       expect(JSON.parse(work.payloadJson)).toEqual({ input: { ask: 1 }, turn: 0 });
@@ -274,7 +274,7 @@ describe("decide", () => {
       const r = decide(q.state, result("a.d1", 1), context(20, "rd"));
       const reply = sends(r.effects)[0]!;
       expect(reply).toMatchObject({ kind: "REPLY", stepId: "a", attempt: 1, status: "ok", correlationId: "corr-1", delegationDepth: 1, sourceStepId: "a.d1", resultRef: `step:${s.task.id}/a.d1` });
-      expect(JSON.parse(reply.payloadJson)).toEqual({ input: { task: { topic: "x" }, steps: {} }, state: { turn: 1 }, depth: 0, turn: 1 });
+      expect(JSON.parse(reply.payloadJson)).toEqual({ input: { task: { topic: "x" }, steps: {} }, state: { turn: 1 }, depth: 0, turn: 1, outstanding: [] });
       expect(JSON.stringify(reply)).not.toContain("from"); // the result itself is not in the REPLY
       expect(r.state.steps.get("a")!.status).toBe("dispatched");
       // the origin then finishes normally
@@ -377,7 +377,7 @@ describe("decide", () => {
 
     it("refuses a QUERY or heartbeat from another queue than the origin's, and a RESULT for a step the task lacks", () => {
       const s = started();
-      const q = decide(s, { type: "query", eventId: "q", originStepId: "a", originAttempt: 1, sender: worker("b"), destination: "role:helper", correlationId: "c", depth: 0, turn: 0, cost: 0, query: null, state: null }, context(10, "q"));
+      const q = decide(s, { type: "query", eventId: "q", originStepId: "a", originAttempt: 1, sender: worker("b"), queries: [{ destination: "role:helper", correlationId: "c", query: null }], depth: 0, turn: 0, cost: 0, state: null }, context(10, "q"));
       expect(q.refused).toMatch(/QUERY from role:two for step a/);
       const hb = decide(s, { type: "heartbeat", eventId: "h", stepId: "a", attempt: 1, sender: worker("b") }, context(500, "h"));
       expect(hb.refused).toMatch(/heartbeat from role:two/);
@@ -387,7 +387,7 @@ describe("decide", () => {
 
     it("takes the delegation depth from the origin's record, not from the QUERY", () => {
       const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
-      const forged = { type: "query", eventId: "q8", originStepId: "a", originAttempt: 1, sender: worker("a"), destination: "role:helper", correlationId: "c", depth: MAX_DELEGATION_DEPTH, turn: 0, cost: 0, query: null, state: null } as const;
+      const forged = { type: "query", eventId: "q8", originStepId: "a", originAttempt: 1, sender: worker("a"), queries: [{ destination: "role:helper", correlationId: "c", query: null }], depth: MAX_DELEGATION_DEPTH, turn: 0, cost: 0, state: null } as const;
       const q = decide(s, forged, context(10, "q8"));
       expect(q.state.steps.get("a.d1")).toMatchObject({ depth: 1, delegation: expect.objectContaining({ queryDepth: 0 }) });
       const r = decide(q.state, result("a.d1", 1), context(20, "rd"));

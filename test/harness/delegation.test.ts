@@ -4,7 +4,7 @@ import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { HARNESS_GROUP } from "../../src/harness/harness.js";
 import type { ResultReader } from "../../src/harness/result-reader.js";
 import type { Handler, Work } from "../../src/harness/types.js";
-import { createBusFixture, json, replyEnvelope, waitFor, workEnvelope, type BusFixture } from "./fixtures.js";
+import { createBusFixture, json, replyEnvelope, runOne as runFixture, workEnvelope, type BusFixture } from "./fixtures.js";
 
 let fx: BusFixture;
 beforeEach(async () => {
@@ -28,20 +28,12 @@ function memoryReader(results: Record<string, Record<string, unknown>>): ResultR
   };
 }
 
-async function runOne(handler: Handler, incoming: Envelope, resultReader?: ResultReader): Promise<Envelope> {
-  const harness = fx.harness({ handler, ...(resultReader ? { resultReader } : {}) });
-  const running = harness.start();
-  await fx.publish("role:writer", incoming);
-  const [sent] = await fx.sent(1);
-  await waitFor(async () => (await fx.bus.stats("role:writer", HARNESS_GROUP)).pending === 0, 5_000, "the entry to be acked");
-  await harness.close();
-  await running;
-  expect(sent, "nothing was sent to the coordinator").toBeDefined();
-  return sent!;
+function runOne(handler: Handler, incoming: Envelope, resultReader?: ResultReader): Promise<Envelope> {
+  return runFixture(fx, incoming, { handler, ...(resultReader ? { resultReader } : {}) });
 }
 
 describe("delegation", () => {
-  it("emits a QUERY with reply_to, correlation id, the work's depth and the checkpoint, and acks the WORK", async () => {
+  it("emits a QUERY to the coordinator with reply_to, the sub-query, the work's depth, turn and checkpoint, and acks the WORK", async () => {
     const work = workEnvelope({ depth: 2, attempt: 3, input: { topic: "tides" } });
     const sent = await runOne((w, ctx) => {
       ctx.usage({ cost: 0.2 });
@@ -49,18 +41,24 @@ describe("delegation", () => {
     }, work);
 
     expect(sent.kind).toBe(EnvelopeKind.QUERY);
-    expect(sent.destination).toMatchObject({ kind: EndpointKind.ROLE, id: "analyst" });
+    // The coordinator routes each sub-query itself; the envelope no longer names the one delegate.
+    expect(sent.destination).toMatchObject({ kind: EndpointKind.COORDINATOR });
     expect(sent.source).toMatchObject({ kind: EndpointKind.ROLE, id: "writer" });
     expect(sent.replyTo).toMatchObject({ taskId: work.taskId, stepId: work.stepId, attempt: 3 });
-    expect(sent.correlationId).toBe("ask-1");
+    expect(sent.correlationId).toBe("");
     expect(sent.delegationDepth).toBe(2);
+    expect(sent.turn).toBe(2);
     expect(sent.orgId).toBe(work.orgId);
     expect(sent.taskId).toBe(work.taskId);
     expect(sent.stepId).toBe(work.stepId);
     expect(sent.attempt).toBe(3);
     expect(sent.trace?.traceparent).toBe(work.trace?.traceparent);
     // The turn number from the WORK is echoed so the coordinator can spot a redelivered old QUERY.
-    expect(json(sent)).toEqual({ query: { topic: "tides", focus: "moon" }, state: { step: 1, seen: ["a"] }, turn: 2 });
+    expect(json(sent)).toEqual({
+      queries: [{ to: "role:analyst", correlationId: "ask-1", query: { topic: "tides", focus: "moon" } }],
+      state: { step: 1, seen: ["a"] },
+      turn: 2,
+    });
     expect(sent.usage?.cost).toBeCloseTo(0.2);
     const stats = await fx.bus.stats("role:writer", HARNESS_GROUP);
     expect(stats.pending).toBe(0);
@@ -69,9 +67,9 @@ describe("delegation", () => {
   it("generates a correlation id and a null checkpoint when none is given", async () => {
     const sent = await runOne((_w, ctx) => ctx.delegate("team:ops", "status?"), workEnvelope());
     expect(sent.kind).toBe(EnvelopeKind.QUERY);
-    expect(sent.destination).toMatchObject({ kind: EndpointKind.TEAM, id: "ops" });
-    expect(sent.correlationId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(json(sent)).toEqual({ query: "status?", state: null, turn: 2 });
+    const payload = json(sent) as { queries: Array<{ correlationId: string }> };
+    expect(payload).toEqual({ queries: [{ to: "team:ops", correlationId: expect.any(String), query: "status?" }], state: null, turn: 2 });
+    expect(payload.queries[0]!.correlationId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it("fails the turn with INVALID_ARGUMENT when the destination is not valid", async () => {
@@ -85,10 +83,11 @@ describe("delegation", () => {
     const sent = await runOne((_w, ctx) => {
       ctx.delegate("role:a", 1);
       return ctx.delegate("role:b", 2);
-    }, workEnvelope());
+    }, workEnvelope({ turn: 4 }));
     expect(sent.kind).toBe(EnvelopeKind.RESULT);
     expect(sent.error).toMatchObject({ code: ErrorCode.InvalidArgument, retryable: false });
-    expect(sent.error?.message).toMatch(/only one delegation/);
+    expect(sent.error?.message).toMatch(/ctx\.delegate\(\) called after ctx\.delegate\(\).*one ctx\.delegateAll\(\)/);
+    expect(sent.turn).toBe(4);
   });
 
   it("refuses a checkpoint that makes the QUERY too large", async () => {
@@ -100,6 +99,8 @@ describe("delegation", () => {
     await running;
     expect(sent?.kind).toBe(EnvelopeKind.RESULT);
     expect(sent?.error).toMatchObject({ code: ErrorCode.PayloadTooLarge, retryable: false });
+    expect(sent?.error?.message).toContain("delegation queries and state");
+    expect(sent?.turn).toBe(2);
   });
 
   it("re-invokes the same handler on REPLY with the original input, the checkpoint and the reply", async () => {
@@ -134,6 +135,8 @@ describe("delegation", () => {
       resume: {
         state: { step: 1 },
         reply: { status: "ok", correlationId: "ask-1", sourceStepId: "research.d1", resultRef: `step:${taskId}/research.d1`, depth: 2 },
+        // A REPLY that says nothing about other sub-queries leaves none outstanding.
+        outstanding: [],
       },
     });
     expect(seen[0]!.resume!.reply.error).toBeUndefined();
@@ -141,7 +144,7 @@ describe("delegation", () => {
     expect(sent.kind).toBe(EnvelopeKind.RESULT);
     expect(sent.status).toBe(ResultStatus.OK);
     expect(sent.replyTo).toBeUndefined();
-    expect(sent).toMatchObject({ taskId, stepId: "research", attempt: 2 });
+    expect(sent).toMatchObject({ taskId, stepId: "research", attempt: 2, turn: 3 });
     expect(json(sent)).toEqual({ topic: "tides", analysis: { summary: "moon" }, state: { step: 1 } });
   });
 
@@ -164,8 +167,9 @@ describe("delegation", () => {
     }, reply);
     expect(sent.kind).toBe(EnvelopeKind.QUERY);
     expect(sent.delegationDepth).toBe(3);
+    expect(sent.turn).toBe(3);
     expect(sent.replyTo).toMatchObject({ taskId: reply.taskId, stepId: "research", attempt: 1 });
-    expect(json(sent)).toEqual({ query: { again: true }, state: { round: 2 }, turn: 3 });
+    expect(json(sent)).toEqual({ queries: [{ to: "role:analyst", correlationId: "ask-2", query: { again: true } }], state: { round: 2 }, turn: 3 });
   });
 
   it("a reader scoped by tenant: reading another tenant's reference fails the turn NOT_FOUND", async () => {

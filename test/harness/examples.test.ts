@@ -39,8 +39,11 @@ describe("example handlers", () => {
     await fx.publish("role:researcher", research);
 
     const [query] = await fx.sent(1);
-    expect(query).toMatchObject({ kind: EnvelopeKind.QUERY, stepId: "research", destination: { kind: EndpointKind.ROLE, id: "analyst" } });
-    const { query: question, state } = json(query!) as { query: unknown; state: unknown };
+    expect(query).toMatchObject({ kind: EnvelopeKind.QUERY, stepId: "research", destination: { kind: EndpointKind.COORDINATOR } });
+    const { queries, state } = json(query!) as { queries: Array<{ to: string; correlationId: string; query: unknown }>; state: unknown };
+    expect(queries).toHaveLength(1);
+    const [{ to, correlationId, query: question }] = queries as [(typeof queries)[number]];
+    expect(to).toBe("role:analyst");
     expect(question).toEqual({ topic: "tides" });
 
     // Coordinator: dispatch the sub-query as WORK on a delegation step.
@@ -54,7 +57,7 @@ describe("example handlers", () => {
     // Coordinator: the REPLY to the origin.
     await fx.publish(
       "role:researcher",
-      replyEnvelope({ taskId, stepId: "research", correlationId: query!.correlationId, sourceStepId: delegateStep, input: { task: taskInput, steps: {} }, state }),
+      replyEnvelope({ taskId, stepId: "research", correlationId, sourceStepId: delegateStep, input: { task: taskInput, steps: {} }, state }),
     );
     const final = (await fx.sent(3))[2] as Envelope;
     expect(final).toMatchObject({ kind: EnvelopeKind.RESULT, status: ResultStatus.OK, stepId: "research" });

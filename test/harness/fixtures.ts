@@ -15,7 +15,7 @@ import {
   type Envelope,
 } from "../../src/bus/codec.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
-import { createHarness, type Harness, type HarnessOptions } from "../../src/harness/harness.js";
+import { createHarness, HARNESS_GROUP, type Harness, type HarnessOptions } from "../../src/harness/harness.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
 import { testBusAuth } from "../support/bus-auth.js";
 
@@ -80,6 +80,10 @@ export interface WorkFields {
   attempt?: number;
   depth?: number;
   input?: unknown;
+  /** The coordinator's turn number in the payload. @defaultValue 2 for WORK, 3 for REPLY */
+  turn?: number;
+  /** WORK only: the whole payload JSON instead of `{ input, turn }` (e.g. to send one the harness cannot read). */
+  payload?: unknown;
 }
 
 export function workEnvelope(fields: WorkFields = {}): Envelope {
@@ -94,7 +98,7 @@ export function workEnvelope(fields: WorkFields = {}): Envelope {
     attempt: fields.attempt ?? 1,
     clearanceFloor: 2,
     delegationDepth: fields.depth ?? 0,
-    payload: jsonPayload({ input: fields.input ?? { task: { topic: "tides" }, steps: {} }, turn: 2 }),
+    payload: jsonPayload(fields.payload ?? { input: fields.input ?? { task: { topic: "tides" }, steps: {} }, turn: fields.turn ?? 2 }),
     trace: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "sy=1" },
     createdAtMs: BigInt(Date.now()),
   });
@@ -108,6 +112,8 @@ export interface ReplyFields extends WorkFields {
   state?: unknown;
   originDepth?: number;
   error?: { code: string; message: string };
+  /** Put in the payload as `outstanding` as given (absent when undefined), to test how odd values are read. */
+  outstanding?: unknown;
 }
 
 export function replyEnvelope(fields: ReplyFields = {}): Envelope {
@@ -129,9 +135,32 @@ export function replyEnvelope(fields: ReplyFields = {}): Envelope {
     ...(fields.error ? { error: { code: fields.error.code, message: fields.error.message, retryable: false } } : {}),
     sourceStepId,
     resultRef: fields.resultRef ?? `step:${taskId}/${sourceStepId}`,
-    payload: jsonPayload({ input: fields.input ?? { topic: "tides" }, state: fields.state ?? null, depth: originDepth, turn: 3 }),
+    payload: jsonPayload({
+      input: fields.input ?? { topic: "tides" },
+      state: fields.state ?? null,
+      depth: originDepth,
+      turn: fields.turn ?? 3,
+      ...(fields.outstanding !== undefined ? { outstanding: fields.outstanding } : {}),
+    }),
     createdAtMs: BigInt(Date.now()),
   });
+}
+
+/**
+ * Runs a harness until `incoming` has been handled: returns the one envelope it sent to the coordinator, after the
+ * entry was acknowledged.
+ */
+export async function runOne(fx: BusFixture, incoming: Envelope, options: Partial<HarnessOptions> & Pick<HarnessOptions, "handler">): Promise<Envelope> {
+  const harness = fx.harness(options);
+  const running = harness.start();
+  const before = (await fx.sent(0)).length;
+  await fx.publish("role:writer", incoming);
+  const sent = (await fx.sent(before + 1))[before];
+  await waitFor(async () => (await fx.bus.stats("role:writer", HARNESS_GROUP)).pending === 0, 5_000, "the entry to be acked");
+  await harness.close();
+  await running;
+  if (!sent) throw new Error("nothing was sent to the coordinator");
+  return sent;
 }
 
 export function json(envelope: Envelope): unknown {

@@ -239,6 +239,7 @@ function envelopeField(r: Reader, e: Envelope): boolean {
     case 19: e.trace = readSub(r.want(LEN, e), e.trace ?? zeroTrace(), traceField); return true;
     case 20: e.createdAtMs = r.want(VARINT, e).uint64(true); return true;
     case 21: e.auth = readSub(r.want(LEN, e), e.auth ?? zeroBusAuth(), authField); return true;
+    case 22: e.turn = r.want(VARINT, e).uint32(); return true;
     default: return false;
   }
 }

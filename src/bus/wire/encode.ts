@@ -42,6 +42,8 @@ function str(t: number, v: unknown): number {
 }
 const u32 = (t: number, v: unknown): number =>
   v === 0 ? 0 : typeof v === "number" && Number.isInteger(v) && v > 0 && v <= 0xffffffff ? t + varintSize(v) : NaN;
+/** An `optional uint32` (explicit presence): written whenever set, 0 included. */
+const optU32 = (t: number, v: unknown): number => (v === undefined ? 0 : v === 0 ? t + 1 : u32(t, v));
 const enm = (t: number, v: unknown): number =>
   v === 0 ? 0 : typeof v === "number" && Number.isInteger(v) && v >= -0x80000000 && v <= 0x7fffffff ? t + (v < 0 ? 10 : varintSize(v)) : NaN;
 const dbl = (t: number, v: unknown): number => (v === 0 ? 0 : typeof v === "number" ? t + 8 : NaN);
@@ -206,7 +208,7 @@ export function tryEnvelopeToBinary(e: Envelope): Uint8Array | undefined {
     framed(1, source) + framed(1, destination) + u32(1, x.attempt) + u32(1, x.clearanceFloor) + framed(1, replyTo) +
     str(1, x.correlationId) + u32(1, x.delegationDepth) + framed(1, payload) + framed(1, usage) + enm(1, x.status) +
     framed(2, error) + str(2, x.sourceStepId) + str(2, x.resultRef) + framed(2, trace) +
-    long(2, x.createdAtMs, INT64_MIN, INT64_MAX) + framed(2, auth) + unknownSize(x);
+    long(2, x.createdAtMs, INT64_MIN, INT64_MAX) + framed(2, auth) + optU32(2, x.turn) + unknownSize(x);
   if (Number.isNaN(total)) return undefined;
   // From Node's Buffer pool: `new Uint8Array(n)` above 64 bytes costs ~0.8 µs. Every byte gets written
   // (checked below), and callers get a plain Uint8Array view as from toBinary.
@@ -219,6 +221,7 @@ export function tryEnvelopeToBinary(e: Envelope): Uint8Array | undefined {
   w.message(106, e.payload, payload); w.message(114, e.usage, usage); w.int32(120, e.status);
   w.message(130, e.error, error); w.string(138, e.sourceStepId); w.string(146, e.resultRef); w.message(154, e.trace, trace);
   w.int64(160, e.createdAtMs); w.message(170, e.auth, auth);
+  if (e.turn !== undefined) { w.varint(176); w.varint(e.turn); }
   w.unknown(x);
   if (w.pos !== total) throw new Error(`envelope encoder wrote ${w.pos} of ${total} bytes`);
   return w.buf;

@@ -22,7 +22,8 @@ import {
   type Loose,
 } from "./shared.js";
 
-// Object literals in the key order protobuf-es gives a zero message (implicit-presence fields only).
+// Object literals in the key order protobuf-es gives a zero message (implicit-presence fields only; `turn`,
+// explicit presence, is absent until set).
 export const zeroEnvelope = (): Envelope => ({
   $typeName: ENVELOPE, id: "", orgId: "", taskId: "", stepId: "", kind: 0, attempt: 0, clearanceFloor: 0,
   correlationId: "", delegationDepth: 0, status: 0, sourceStepId: "", resultRef: "", createdAtMs: 0n,
@@ -55,6 +56,9 @@ function sub<T>(v: unknown, typeName: string, zero: () => T, keys: readonly stri
 
 const ENVELOPE_SCALARS = ["id", "orgId", "taskId", "stepId", "kind", "attempt", "clearanceFloor", "correlationId",
   "delegationDepth", "status", "sourceStepId", "resultRef", "createdAtMs"] as const;
+// `optional` scalars (explicit presence): absent from the zero message and, like the sub-messages, set in field
+// order after them when the init gives them — the key order create() produces. Field 22: `turn`.
+const ENVELOPE_OPTIONAL_SCALARS = ["turn"] as const;
 const SUBS: ReadonlyArray<readonly [string, string, () => unknown, readonly string[]]> = [
   ["source", ENDPOINT, zeroEndpoint, ["kind", "id"]],
   ["destination", ENDPOINT, zeroEndpoint, ["kind", "id"]],
@@ -77,5 +81,6 @@ export function initEnvelope(init?: EnvelopeInit): Envelope {
     const v = i[key];
     if (v != null) (m as unknown as Loose)[key] = sub(v, typeName, zero, keys);
   }
+  assign(m as unknown as Loose, i, ENVELOPE_OPTIONAL_SCALARS);
   return m;
 }
