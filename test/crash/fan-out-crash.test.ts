@@ -7,10 +7,11 @@
  * turns of a step overlapping; from the audit table, one result per step, one delivered REPLY per delegate, no
  * doubled cost; no dead letters; the chain verifies; the outbox drains.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { streamKey } from "../../src/bus/keys.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
@@ -18,7 +19,7 @@ import { TEST_BUS_SECRET_ENV } from "../support/bus-auth.js";
 import { FLAGS_ON_ENV } from "../support/env.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
-import { waitForProgress, waitForTasks } from "../support/wait.js";
+import { readTasksState, waitForProgress, waitForTasks } from "../support/wait.js";
 import { checkStepTurns, readTurnLog, stepAttemptKey, turnsByStepAttempt } from "./fan-out/turn-log.js";
 import {
   failingSpecialist,
@@ -61,6 +62,8 @@ describe("fan-out crash test", () => {
   const processes = new Map<string, ManagedProcess>();
   /** When each SIGKILLed process was seen gone, by pid: a turn it finished may legitimately run again after. */
   const deathMsByPid = new Map<number, number>();
+  /** `name pid at-ms` of each kill, for failure messages. */
+  const killLog: string[] = [];
 
   beforeAll(async () => {
     rt = await createTestRuntime();
@@ -125,6 +128,21 @@ steps:
     const context = () => `seed ${seed}\n${[...processes.values()].map((p) => `--- ${p.name} ---\n${p.output().split("\n").slice(-15).join("\n")}`).join("\n")}`;
     const began = Date.now();
     for (const kind of KINDS) for (const name of namesOf(kind)) startProcess(name);
+    // Tasks start once every harness has loaded its handler (and the coordinators made their group): ten processes
+    // booting on a small box can take longer than a step timeout, which would retry steps that were never lost.
+    const harnessPids = () => [...processes.values()].filter((p) => !p.name.startsWith("coordinator")).map((p) => p.child.pid!);
+    await waitForProgress({
+      what: "every process to boot",
+      progress: async () => {
+        const loaded = existsSync(`${logPath}.loaded`) ? readFileSync(`${logPath}.loaded`, "utf8").split("\n").map(Number) : [];
+        const groups = (await rt.redis.xinfo("GROUPS", streamKey(rt.prefix, "coordinator")).catch(() => [])) as unknown[];
+        return { harnesses: harnessPids().filter((pid) => loaded.includes(pid)).length, coordinatorGroup: groups.length };
+      },
+      done: (state) => state.harnesses === harnessPids().length && state.coordinatorGroup > 0,
+      // Booting is CPU-bound (tsx compiling the sources): a minute or more for ten processes on a loaded 2-core box.
+      stallMs: 240_000,
+      describeStuck: (state) => `${JSON.stringify(state)}\n${context()}`,
+    });
 
     let started = 0;
     const startTasks = async (n: number) => {
@@ -132,12 +150,16 @@ steps:
     };
     // The kills start once the fleet is up and the first task went all the way through.
     await startTasks(TASKS_PER_ROUND);
+    // Ten processes starting on a small box take a while; any audit row written is progress.
     await waitForProgress({
       what: "the first task to complete",
-      progress: async () => (await rt.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM tasks WHERE status = 'completed'")).rows[0]!.n,
-      done: (n) => n > 0,
+      progress: async () => ({
+        ...(await readTasksState(rt.pool, ORG)),
+        audit: (await rt.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_log")).rows[0]!.n,
+      }),
+      done: (state) => (state.tasks.completed ?? 0) > 0,
       stallMs: 90_000,
-      describeStuck: context,
+      describeStuck: (state) => `${JSON.stringify(state)}\n${context()}`,
     });
 
     const inFlightAtKill: number[] = [];
@@ -145,7 +167,8 @@ steps:
     for (let round = 0; round < KILL_ROUNDS; round++) {
       // New tasks before each kill, so every kill lands on work in flight.
       await startTasks(TASKS_PER_ROUND);
-      await new Promise((r) => setTimeout(r, 300 + rand() * 700));
+      // Shorter than a task's run (four orchestrator turns around specialists of up to 400 ms): the kill lands mid-task.
+      await new Promise((r) => setTimeout(r, 150 + rand() * 350));
       inFlightAtKill.push(await unfinishedSteps());
       // Each kind in turn, a seeded instance of it; now and then a second process of another kind with it.
       const kind = KINDS[round % KINDS.length]!;
@@ -156,6 +179,7 @@ steps:
         const proc = processes.get(victim)!;
         await kill(proc);
         deathMsByPid.set(proc.child.pid!, nowMs());
+        killLog.push(`${victim} ${proc.child.pid} ${Math.round(nowMs())}`);
         killed.push(victim);
       }
       await new Promise((r) => setTimeout(r, rand() * 500));
@@ -175,8 +199,8 @@ steps:
     );
     const { rows: done } = await rt.pool.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM tasks GROUP BY status");
     expect(done, `${failures.map((f) => `${f.step} failed: ${f.error}`).join("\n")}\n${context()}`).toEqual([{ status: "completed", n: TASKS }]);
-    const { rows: timeouts } = await rt.pool.query("SELECT task_id, step_id, reason FROM audit_log WHERE action = 'timeout'");
-    expect(timeouts, "timeouts (a lost message recovered only by a timeout)").toEqual([]);
+    const { rows: timeouts } = await rt.pool.query<{ task_id: string; step_id: string; reason: string }>("SELECT task_id, step_id, reason FROM audit_log WHERE action = 'timeout'");
+    expect(timeouts, `timeouts (a lost message recovered only by a timeout)\n${await describeTasks(timeouts.map((t) => t.task_id).slice(0, 3))}\nkills: ${killLog.join("; ")}`).toEqual([]);
 
     await checkOutputsAndTurns(seed);
     await checkAudit();
@@ -194,6 +218,21 @@ steps:
     expect(outbox).toBe(0);
     console.info(`fan-out crash test, seed ${seed}: ${TASKS} tasks settled in ${(settledMs / 1000).toFixed(1)} s; killed ${killed.join(", ")}; in flight at each kill ${inFlightAtKill.join(", ")}`);
   });
+
+  /** For a failure message: the audit trail and the side-effect log of some tasks, times relative to the first row. */
+  async function describeTasks(taskIds: readonly string[]): Promise<string> {
+    const lines = readTurnLog(logPath);
+    const out: string[] = [];
+    for (const taskId of taskIds) {
+      const { rows } = await rt.pool.query<{ at_ms: string; step_id: string; action: string; verdict: string; rule: string; reason: string }>(
+        "SELECT at_ms, step_id, action, verdict, rule, reason FROM audit_log WHERE task_id = $1 ORDER BY seq",
+        [taskId],
+      );
+      out.push(`task ${taskId}:`, ...rows.map((r) => `  audit ${r.at_ms} ${r.step_id} ${r.action} ${r.verdict} ${r.rule} ${r.reason.slice(0, 100)}`));
+      out.push(...lines.filter((l) => l.taskId === taskId).map((l) => `  turn ${l.phase} ${Math.round(l.phase === "end" ? l.endMs! : l.startMs)} attempt ${l.attempt} turn ${l.turn} ${l.kind} ${l.reply ?? ""} pid ${l.pid}`));
+    }
+    return out.join("\n");
+  }
 
   /**
    * Each orchestrator's output lists the three replies once each, in the order the coordinator applied the
@@ -254,18 +293,36 @@ steps:
       { kind: "delegation", verdict: "failed", n: TASKS, steps: TASKS },
       { kind: "workflow", verdict: "accepted", n: TASKS, steps: TASKS },
     ]);
-    const { rows: replies } = await rt.pool.query<{ verdict: string; n: number }>(
-      "SELECT verdict, count(*)::int AS n FROM audit_log WHERE org_id = $1 AND action = 'reply' GROUP BY 1",
+    // A delivered REPLY is audited on the origin; each one must follow its own delegate's result (the k-th REPLY
+    // of a step after at least k results of its delegates), three per step, and none may be orphaned.
+    const { rows: flow } = await rt.pool.query<{ task_id: string; step_id: string; action: string; verdict: string }>(
+      "SELECT task_id, step_id, action, verdict FROM audit_log WHERE org_id = $1 AND action IN ('result', 'reply') ORDER BY seq",
       [ORG],
     );
-    expect(replies, "REPLY audit rows").toEqual([{ verdict: "allow", n: TASKS * SPECIALISTS.length }]);
-    const { rows: subQueries } = await rt.pool.query<{ action: string; verdict: string; n: number }>(
-      "SELECT action, verdict, count(*)::int AS n FROM audit_log WHERE org_id = $1 AND action IN ('query', 'sub_query') GROUP BY 1, 2 ORDER BY 1",
+    const delivered = new Map<string, { results: number; replies: number }>();
+    const early: string[] = [];
+    for (const r of flow) {
+      const origin = `${r.task_id}/${r.step_id.replace(/\.d\d+$/, "")}`;
+      const counts = delivered.get(origin) ?? { results: 0, replies: 0 };
+      delivered.set(origin, counts);
+      if (r.action === "result" && r.step_id.includes(".d")) counts.results++;
+      if (r.action === "reply") {
+        expect(r.verdict, `REPLY row on ${r.task_id}/${r.step_id}`).toBe("allow");
+        if (++counts.replies > counts.results) early.push(`${origin}: REPLY ${counts.replies} before its delegate's result`);
+      }
+    }
+    expect(early).toEqual([]);
+    expect([...delivered.values()].filter((c) => c.replies !== SPECIALISTS.length || c.results !== SPECIALISTS.length)).toEqual([]);
+    expect(delivered.size).toBe(TASKS);
+    // Per task: one `query` row per sub-query (the first carrying the turn's cost), one per awaitMore turn.
+    const { rows: stoodDown } = await rt.pool.query<{ action: string; verdict: string; rule: string; n: number }>(
+      "SELECT action, verdict, rule, count(*)::int AS n FROM audit_log WHERE org_id = $1 AND action IN ('query', 'sub_query') GROUP BY 1, 2, 3 ORDER BY 1, 3",
       [ORG],
     );
-    expect(subQueries).toEqual([
-      { action: "query", verdict: "accepted", n: TASKS * SPECIALISTS.length },
-      { action: "sub_query", verdict: "allow", n: TASKS * SPECIALISTS.length },
+    expect(stoodDown).toEqual([
+      { action: "query", verdict: "accepted", rule: "builtin:await_more", n: TASKS * (SPECIALISTS.length - 1) },
+      { action: "query", verdict: "accepted", rule: "builtin:query", n: TASKS * SPECIALISTS.length },
+      { action: "sub_query", verdict: "allow", rule: "builtin:default", n: TASKS * SPECIALISTS.length },
     ]);
     // Task cost = the steps' costs = what the audit rows carry (results and the orchestrator turns that stood down).
     const { rows: costs } = await rt.pool.query<{ id: string; cost: number; steps: number; audited: number }>(

@@ -6,6 +6,7 @@
  */
 import type { Handler, Reply } from "../../../src/harness/index.js";
 import {
+  announceLoaded,
   appendTurnLine,
   COST,
   failingSpecialist,
@@ -81,5 +82,7 @@ async function decide(taskIndex: number, resume: Parameters<Handler>[0]["resume"
   }
   return output;
 }
+
+announceLoaded();
 
 export default orchestrator;

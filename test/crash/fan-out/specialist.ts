@@ -4,7 +4,7 @@
  * the query says it is the task's failing one.
  */
 import type { Handler } from "../../../src/harness/index.js";
-import { COST, sleep, type SpecialistAnswer, type SpecialistQuery } from "./workload.js";
+import { announceLoaded, COST, sleep, type SpecialistAnswer, type SpecialistQuery } from "./workload.js";
 
 const MAX_DELAY_MS = 400;
 
@@ -19,5 +19,7 @@ const specialist: Handler = async (work, ctx) => {
   const answer: SpecialistAnswer = { specialist: query.specialist, answer: `${query.specialist} on task ${query.taskIndex}` };
   return answer;
 };
+
+announceLoaded();
 
 export default specialist;

@@ -85,6 +85,15 @@ export function appendTurnLine(line: TurnLine): void {
   appendFileSync(path, `${JSON.stringify(line)}\n`);
 }
 
+/**
+ * Called when a handler module loads, just before its harness starts reading: the test starts tasks only once every
+ * harness process has, since ten processes booting on a small box can take longer than a step timeout.
+ */
+export function announceLoaded(): void {
+  const path = process.env[SIDE_EFFECT_LOG_ENV];
+  if (path) appendFileSync(`${path}.loaded`, `${process.pid}\n`);
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
