@@ -8,7 +8,13 @@
  * row after the step completed is a doubled transition. Also checked: a step is dispatched only after the steps it
  * needs were accepted (fan-in), the steps table agrees with its audit rows (final status, attempt counter = number
  * of dispatches), and every completed step has exactly one accepted result.
+ *
+ * Fan-out (the orchestrator workflow): a delegate step's `sub_query` row is its dispatch; an orchestrator's
+ * `query` rows (one per sub-query) must fall within one of its attempts; a REPLY (`reply` allow, audited on the
+ * origin) is delivered only for a delegate that finished — never more REPLYs than finished delegates, so none is
+ * delivered twice; and a completed orchestrator's output names every sub-query exactly once.
  */
+import { ORCHESTRATOR_STEP, SUB_QUERIES, type OrchestratorOutput } from "./handler.js";
 import { STEPS } from "./workload.js";
 
 export interface AuditRow {
@@ -28,6 +34,8 @@ export interface StepRow {
   step_id: string;
   status: string;
   attempt: number;
+  /** Read for orchestrator steps only. */
+  output?: unknown;
 }
 
 export interface Violation {
@@ -49,6 +57,10 @@ export interface StepHistory {
   acceptedCount: number;
   timeouts: number;
   failedResults: number;
+  /** REPLYs delivered to this step (`reply` allow rows on it). */
+  replies: number;
+  /** Its delegates (`<step>.dN`) that finished: a result (accepted or failed) or a timeout. */
+  finishedDelegates: number;
   firstDispatchSeq: number | null;
   acceptedSeq: number | null;
 }
@@ -70,19 +82,27 @@ export function checkAuditRows(rows: readonly AuditRow[], steps: readonly StepRo
   // in flight: the attempt number whose outcome is awaited; 0: none; -1: completed.
   const inFlight = new Map<string, number>();
 
+  const historyOf = (org: string, task: string, step: string): StepHistory => {
+    const key = stepKey(org, task, step);
+    const h = histories.get(key) ?? { org, task, step, dispatches: [], acceptedAttempt: null, acceptedCount: 0, timeouts: 0, failedResults: 0, replies: 0, finishedDelegates: 0, firstDispatchSeq: null, acceptedSeq: null };
+    histories.set(key, h);
+    return h;
+  };
+
   for (const row of rows) {
     if (row.step_id === "" || row.task_id === "") {
       unexpected.set(`${row.action}/${row.verdict}`, (unexpected.get(`${row.action}/${row.verdict}`) ?? 0) + 1);
       continue;
     }
     const key = stepKey(row.org_id, row.task_id, row.step_id);
-    const h = histories.get(key) ?? { org: row.org_id, task: row.task_id, step: row.step_id, dispatches: [], acceptedAttempt: null, acceptedCount: 0, timeouts: 0, failedResults: 0, firstDispatchSeq: null, acceptedSeq: null };
-    histories.set(key, h);
+    const h = historyOf(row.org_id, row.task_id, row.step_id);
+    const origin = /^(.+)\.d\d+$/.exec(row.step_id)?.[1];
+    if (origin && (row.action === "result" || row.action === "timeout")) historyOf(row.org_id, row.task_id, origin).finishedDelegates += 1;
     const state = inFlight.get(key) ?? 0;
     const seq = Number(row.seq);
     const violation = (kind: string, detail: string) => violations.push({ kind, org: h.org, task: h.task, step: h.step, detail: `seq ${seq}: ${detail}` });
 
-    if (row.action === "dispatch" && row.verdict === "allow") {
+    if ((row.action === "dispatch" || row.action === "sub_query") && row.verdict === "allow") {
       if (state > 0) violation("doubled dispatch", `attempt ${h.dispatches.length + 1} dispatched while attempt ${state} was in flight`);
       if (state < 0) violation("dispatch after completion", `attempt ${h.dispatches.length + 1} dispatched after the step completed`);
       h.dispatches.push(row.envelope_id);
@@ -104,6 +124,13 @@ export function checkAuditRows(rows: readonly AuditRow[], steps: readonly StepRo
       if (state <= 0) violation("doubled timeout", `a timeout of attempt ${named} applied with no attempt in flight (applied twice?)`);
       else if (named !== state) violation("doubled timeout", `a timeout names attempt ${named} while attempt ${state} was in flight`);
       inFlight.set(key, state < 0 ? -1 : 0);
+    } else if (row.action === "query" && row.verdict === "accepted") {
+      if (state <= 0) violation("query outside an attempt", state < 0 ? "a sub-query asked after the step completed" : "a sub-query asked with no attempt in flight");
+    } else if (row.action === "reply" && row.verdict === "allow") {
+      h.replies += 1;
+      if (h.replies > h.finishedDelegates) violation("doubled reply", `REPLY ${h.replies} delivered with ${h.finishedDelegates} of its delegates finished`);
+    } else if (row.action === "reply" && row.verdict === "orphaned") {
+      // a REPLY to an attempt that completed or timed out: recorded, never delivered — fine
     } else {
       unexpected.set(`${row.action}/${row.verdict}`, (unexpected.get(`${row.action}/${row.verdict}`) ?? 0) + 1);
     }
@@ -136,5 +163,11 @@ function checkStepsTable(histories: Map<string, StepHistory>, steps: readonly St
     if (s.attempt !== dispatched) v("attempts vs audit", `steps.attempt is ${s.attempt} but the audit has ${dispatched} dispatch rows`);
     if (s.status === "completed" && h?.acceptedCount !== 1) v("accepted results", `completed with ${h?.acceptedCount ?? 0} accepted result rows (expected exactly 1)`);
     if (s.status !== "completed" && (h?.acceptedCount ?? 0) > 0) v("accepted results", `status ${s.status} but the audit accepted a result`);
+    if (s.step_id === ORCHESTRATOR_STEP && s.status === "completed") {
+      const replies = (s.output as OrchestratorOutput | null)?.replies ?? [];
+      if (JSON.stringify([...replies].sort()) !== JSON.stringify([...SUB_QUERIES].sort())) {
+        v("fan-out replies", `completed having taken replies [${replies.join(", ")}], expected each of [${SUB_QUERIES.join(", ")}] once`);
+      }
+    }
   }
 }

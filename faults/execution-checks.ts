@@ -4,6 +4,8 @@
  * reported as a distribution), and what must never happen: work that ran with no dispatch audit row for its WORK
  * envelope (an ungoverned hop), two different WORK envelopes for one attempt (a doubled dispatch), a result
  * accepted for an attempt no handler finished, and a fan-in step that ran without the outputs of all its needs.
+ * An orchestrator's resumed turns run on REPLY envelopes, not WORK: they count as executions but are left out of
+ * the per-attempt WORK checks (its first turn, on the WORK, is checked like any step).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -49,6 +51,11 @@ export function checkExecutions(records: readonly ExecutionRecord[], histories: 
 
   for (const r of records) {
     pids.add(r.pid);
+    if (r.reply !== undefined) {
+      if (r.phase === "end") finished += 1;
+      else started += 1;
+      continue;
+    }
     const key = `${stepKey(r.org, r.task, r.step)}#${r.attempt}`;
     const entry = byAttempt.get(key) ?? { starts: 0, ends: 0, works: new Set<string>() };
     byAttempt.set(key, entry);

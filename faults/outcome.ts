@@ -6,6 +6,7 @@
  */
 import { runCliCommand } from "../test/support/processes.js";
 import type { AuditRow, StepRow } from "./audit-checks.js";
+import { ORCHESTRATOR_STEP } from "./handler.js";
 import type { Monitor } from "./monitor.js";
 
 export interface StuckTask {
@@ -41,7 +42,10 @@ export async function readAudit(monitor: Monitor, tenants: readonly string[]): P
     `SELECT org_id, seq::text, action, verdict, task_id, step_id, envelope_id, reason FROM audit_log WHERE org_id = ANY($1) ORDER BY audit_log.org_id, audit_log.seq`,
     [tenants],
   );
-  const steps = await monitor.query<StepRow>(`SELECT org_id, task_id::text, step_id, status, attempt FROM steps WHERE org_id = ANY($1)`, [tenants]);
+  const steps = await monitor.query<StepRow>(
+    `SELECT org_id, task_id::text, step_id, status, attempt, CASE WHEN step_id = $2 THEN output END AS output FROM steps WHERE org_id = ANY($1)`,
+    [tenants, ORCHESTRATOR_STEP],
+  );
   return { rows, steps };
 }
 

@@ -66,7 +66,7 @@ export function formatReport(r: RunReport): string {
   if (r.settled.startsWith("aborted")) out.push(`RUN ABORTED (${r.settled}): the figures below are partial`, "");
   out.push(
     `Switchyard fault suite: ${r.setup.coordinators} coordinators, ${r.setup.harnessesPerRole} harnesses per role, ${r.setup.gateways} gateway; ` +
-      `${n} fan-out/fan-in tasks; ${r.setup.faults ? `${r.faults.length} faults` : "no faults"}; seed ${r.setup.seed}; ${s(r.durationMs)}; ${r.settled}`,
+      `${n} fan-out/fan-in tasks (every fifth an orchestrator fanning out to 3 sub-queries); ${r.setup.faults ? `${r.faults.length} faults` : "no faults"}; seed ${r.setup.seed}; ${s(r.durationMs)}; ${r.settled}`,
     "",
     table([
       ["", "measured", "target", ""],

@@ -1,5 +1,7 @@
 /**
- * The workload: a fan-out/fan-in workflow (`a` → `b` ‖ `c` → `d` needs [b, c]) for two tenants, set up as an
+ * The workload: a fan-out/fan-in workflow (`a` → `b` ‖ `c` → `d` needs [b, c]) and, for every fifth task, an
+ * orchestrator workflow (one step `o` whose handler fans out to three `role:branch` sub-queries and gathers their
+ * replies one turn each, issue 14) for two tenants, set up as an
  * operator and a tenant would (`switchyard migrate`, `switchyard tenant create`, WorkflowService.Submit), and
  * tasks started through the gateway's Connect API with an API key and one idempotency key per task — so a start
  * whose answer was lost (gateway killed, Postgres restarting) is simply sent again and never makes a second task.
@@ -11,10 +13,11 @@ import { createApiTransport } from "../src/cli/remote/transport.js";
 import { toValue } from "../src/gateway/convert/values.js";
 import { runCliCommand } from "../test/support/processes.js";
 import { sleep } from "./random.js";
+import { ORCHESTRATOR_STEP } from "./handler.js";
 
 export const WORKFLOW_NAME = "fan";
-export const ROLES = ["split", "branch", "join"] as const;
-/** Each step and the steps it needs; the checks derive the expected order from this. */
+export const ROLES = ["split", "branch", "join", "orchestrator"] as const;
+/** Each step of the fan workflow and the steps it needs; the checks derive the expected order from this. */
 export const STEPS: ReadonlyArray<{ id: string; role: (typeof ROLES)[number]; needs: readonly string[] }> = [
   { id: "a", role: "split", needs: [] },
   { id: "b", role: "branch", needs: ["a"] },
@@ -25,11 +28,24 @@ export const STEPS: ReadonlyArray<{ id: string; role: (typeof ROLES)[number]; ne
 export const STEP_TIMEOUT = "8s";
 const RETRIES = 10;
 
+/** The orchestrator workflow: its one step fans out to `role:branch` (faults/handler.ts). */
+export const ORCHESTRATOR_WORKFLOW = "orchestrate";
+
+/** Which workflow task `index` runs: every fifth is orchestrated. */
+export function workflowOf(index: number): string {
+  return index % 5 === 4 ? ORCHESTRATOR_WORKFLOW : WORKFLOW_NAME;
+}
+
 export function workflowYaml(): string {
   const lines = STEPS.map(
     (s) => `  - { id: ${s.id}, to: "role:${s.role}", needs: [${s.needs.join(", ")}], timeout: ${STEP_TIMEOUT}, retries: ${RETRIES}, backoff: 200ms, cost_estimate: 0.1 }`,
   );
   return `name: ${WORKFLOW_NAME}\nsteps:\n${lines.join("\n")}\n`;
+}
+
+export function orchestratorWorkflowYaml(): string {
+  const step = `  - { id: ${ORCHESTRATOR_STEP}, to: "role:orchestrator", timeout: ${STEP_TIMEOUT}, retries: ${RETRIES}, backoff: 200ms, cost_estimate: 0.1 }`;
+  return `name: ${ORCHESTRATOR_WORKFLOW}\nsteps:\n${step}\n`;
 }
 
 /** Migrates the suite's database, creates the tenants and submits the workflow through the API; returns each tenant's key. */
@@ -50,7 +66,8 @@ export async function prepareTenants(options: { tenants: readonly string[]; env:
 
 export async function submitWorkflow(gatewayUrl: string, keys: Map<string, string>): Promise<void> {
   for (const key of keys.values()) {
-    await createClient(WorkflowService, createApiTransport({ url: gatewayUrl, token: key })).submit({ source: workflowYaml() });
+    const client = createClient(WorkflowService, createApiTransport({ url: gatewayUrl, token: key }));
+    for (const source of [workflowYaml(), orchestratorWorkflowYaml()]) await client.submit({ source });
   }
 }
 
@@ -114,7 +131,7 @@ export class Starter {
       if (attempt > 0) this.summary.retries += 1;
       try {
         const res = await client.start(
-          { workflow: WORKFLOW_NAME, input: toValue({ i: index }), idempotencyKey: `${o.runId}-${index}` },
+          { workflow: workflowOf(index), input: toValue({ i: index }), idempotencyKey: `${o.runId}-${index}` },
           { signal: AbortSignal.any([o.signal, AbortSignal.timeout(15_000)]) },
         );
         if (!res.created) this.summary.replayed += 1;

@@ -104,6 +104,36 @@ describe("fault suite checks", () => {
     expect(audit.violations).toEqual([expect.objectContaining({ kind: "attempts vs audit", step: "c" })]);
   });
 
+  it("accept an orchestrator's fan-out, and catch a REPLY with no delegate finished for it, or a reply its output lost", () => {
+    seq = 0;
+    const delegates = ["o.d1", "o.d2", "o.d3"];
+    const rows = [
+      dispatch("o", "w-o1"),
+      ...delegates.map(() => row("o", "query", "accepted")),
+      ...delegates.map((d) => row(d, "sub_query", "allow", `w-${d}`)),
+      // REPLYs are audited on the origin, each after a delegate finished.
+      ...delegates.flatMap((d) => [accepted(d), row("o", "reply", "allow")]),
+      accepted("o"),
+    ];
+    const output = { step: "o", attempt: 1, replies: ["q2", "q3", "q1"] };
+    const steps = [{ ...stepRow("o", "completed", 1), output }, ...delegates.map((d) => stepRow(d, "completed", 1))];
+    const audit = checkAuditRows(rows, steps);
+    expect(audit.violations).toEqual([]);
+    expect(audit.unexpected.size).toBe(0);
+    const resumed = (reply: string, phase: "start" | "end"): ExecutionRecord => ({ ...exec("o", 1, `reply-${reply}`, phase), reply });
+    const execs = [
+      exec("o", 1, "w-o1", "start"), exec("o", 1, "w-o1", "end"),
+      ...delegates.flatMap((d) => [exec(d, 1, `w-${d}`, "start"), exec(d, 1, `w-${d}`, "end")]),
+      ...["q2", "q3", "q1"].flatMap((q) => [resumed(q, "start"), resumed(q, "end")]),
+    ];
+    expect(checkExecutions(execs, audit.histories).violations).toEqual([]);
+
+    const doubled = checkAuditRows([...rows.slice(0, -1), row("o", "reply", "allow"), accepted("o")], steps);
+    expect(doubled.violations).toEqual([expect.objectContaining({ kind: "doubled reply", step: "o" })]);
+    const lost = checkAuditRows(rows, [{ ...steps[0]!, output: { ...output, replies: ["q2", "q2", "q1"] } }, ...steps.slice(1)]);
+    expect(lost.violations).toEqual([expect.objectContaining({ kind: "fan-out replies", step: "o" })]);
+  });
+
   it("do not let a run with nothing checked meet the target", () => {
     const empty: RunReport = {
       setup: { coordinators: 2, harnessesPerRole: 2, gateways: 1, tasks: 0 as number, faults: true, seed: 1 },
