@@ -86,7 +86,7 @@ export interface Work {
   envelopeId: string;
   /** The delegation depth of this work (0 for workflow steps; a delegated sub-query is deeper). */
   depth: number;
-  /** The coordinator's turn number for this step (delegations made so far); a QUERY from this turn echoes it. */
+  /** The coordinator's turn number for this step (its turns that stood down so far); the QUERY or RESULT of this turn echoes it. */
   turn: number;
   /** The hop's effective clearance floor, as the coordinator stamped it. */
   clearanceFloor: number;
