@@ -109,9 +109,29 @@ steps:
       queue === "coordinator"
         ? ["start", "coordinator"]
         : ["start", "harness", "--role", queue, "--handler", `test/crash/fan-out/${queue === ORCHESTRATOR_ROLE ? "orchestrator" : "specialist"}.ts`, "--concurrency", "8"];
-    const proc = spawnCli(name, args, env);
+    // A coordinator logs "coordinator started" at info once it serves: the test waits for that after a restart.
+    const proc = spawnCli(name, args, queue === "coordinator" ? { ...env, SWITCHYARD_LOG_LEVEL: "info" } : env);
     processes.set(name, proc);
     return proc;
+  }
+
+  const loadedPids = () => (existsSync(`${logPath}.loaded`) ? readFileSync(`${logPath}.loaded`, "utf8").split("\n").map(Number) : []);
+  const isReady = (proc: ManagedProcess) =>
+    proc.name.startsWith("coordinator") ? proc.output().includes("coordinator started") : loadedPids().includes(proc.child.pid!);
+
+  /**
+   * Waits until restarted processes serve again. Without this a loaded box can take longer to boot a process than a
+   * step timeout, and the next round may kill its sibling meanwhile: a queue with nobody reading it for longer than
+   * the timeout retries steps that were never lost. Progress-based: it fails only when none of them gets ready.
+   */
+  async function waitReady(names: readonly string[]): Promise<void> {
+    await waitForProgress({
+      what: `${names.join(", ")} to serve again after a restart`,
+      progress: async () => names.filter((n) => isReady(processes.get(n)!)).length,
+      done: (ready) => ready === names.length,
+      stallMs: 240_000,
+      describeStuck: (ready) => `${ready} of ${names.length} ready`,
+    });
   }
 
   function namesOf(kind: Kind): string[] {
@@ -134,7 +154,7 @@ steps:
     await waitForProgress({
       what: "every process to boot",
       progress: async () => {
-        const loaded = existsSync(`${logPath}.loaded`) ? readFileSync(`${logPath}.loaded`, "utf8").split("\n").map(Number) : [];
+        const loaded = loadedPids();
         const groups = (await rt.redis.xinfo("GROUPS", streamKey(rt.prefix, "coordinator")).catch(() => [])) as unknown[];
         return { harnesses: harnessPids().filter((pid) => loaded.includes(pid)).length, coordinatorGroup: groups.length };
       },
@@ -184,6 +204,7 @@ steps:
       }
       await new Promise((r) => setTimeout(r, rand() * 500));
       for (const victim of victims) startProcess(victim);
+      await waitReady(victims);
     }
     await startTasks(TASKS);
     expect(inFlightAtKill.every((n) => n > 0), `work in flight at each kill: ${inFlightAtKill.join(", ")}`).toBe(true);
