@@ -80,6 +80,15 @@ export interface Bus {
   reclaim(options: ReclaimOptions): Promise<BusEntry[]>;
   /** Resets an entry's idle time so it is not reclaimed while a worker is still on it. */
   touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void>;
+  /**
+   * Claims each entry's envelope id for that entry, unless another entry already holds it (for
+   * `ENVELOPE_CLAIM_TTL_MS` after the claim). Returns, per entry and in order, the id of the entry that held the
+   * claim before this call: `null` when this call took it, the entry's own id when it is a redelivery of the
+   * entry that took it, another id when the entry is a second publication of an envelope already taken (the
+   * outbox's fast path and its stale sweep racing, or a coordinator killed between publishing and deleting its
+   * outbox rows). One round trip for the whole batch. Replaying a dead letter releases its envelope's claim.
+   */
+  claimEnvelopes(stream: string, entries: readonly BusEntry[]): Promise<Array<string | null>>;
   /** Moves one entry to the dead-letter stream with a reason and acknowledges it. */
   deadLetter(stream: string, group: string, entryId: string, raw: Uint8Array, reason: string): Promise<void>;
   listDeadLetters(stream: string, count?: number): Promise<DeadLetter[]>;

@@ -61,6 +61,17 @@ export function deadLetterKey(prefix: string, stream: string): string {
 }
 
 /**
+ * `${prefix}{role:writer}:seen:<envelopeId>` — which entry of the stream claimed an envelope (see
+ * `Bus.claimEnvelopes`). It shares the stream's hash tag, like the dead-letter stream: a duplicate publication is
+ * always on the same stream, one read's claims then go out as one pipeline even on a Cluster (ioredis refuses a
+ * pipeline spanning slots), and the key sits in the same slot as the entries it describes. Envelope ids are
+ * UUIDs; a brace in one could not move the hash tag, which is the first `{…}` of the key.
+ */
+export function envelopeClaimKey(prefix: string, stream: string, envelopeId: string): string {
+  return `${streamKey(prefix, stream)}:seen:${envelopeId}`;
+}
+
+/**
  * A consumer name unique to this process: `${hostname}-${pid}-${random}`. The role is not part of the name
  * because the consumer group already is per role; it is only checked to be non-empty so callers pass it.
  */

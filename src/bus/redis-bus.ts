@@ -16,7 +16,8 @@
 import type { Redis } from "ioredis";
 import type { Bus, BusEntry, OutgoingEnvelope, ReadOptions, ReclaimOptions } from "./bus.js";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "./codec.js";
-import { assertEntryId, assertGroupName, assertKeyPrefix, deadLetterKey, streamKey } from "./keys.js";
+import { claimEnvelopes, releaseEnvelopeClaims } from "./envelope-claims.js";
+import { assertEntryId, assertGroupName, assertKeyPrefix, deadLetterKey, envelopeClaimKey, streamKey } from "./keys.js";
 import { deadLetterScript } from "./lua/dead-letter.js";
 import { ENVELOPE_FIELD } from "./lua/fields.js";
 import { reclaimScript } from "./lua/reclaim.js";
@@ -279,6 +280,12 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         if (touched !== ids.length) logger.warn({ stream, group, consumer, touched, asked: ids.length }, "some entries are no longer owned by this consumer");
       }),
 
+    claimEnvelopes: (stream, entries) =>
+      guard("claimEnvelopes", () => {
+        keysOf(stream);
+        return claimEnvelopes(redis, (envelopeId) => envelopeClaimKey(keyPrefix, stream, envelopeId), entries);
+      }),
+
     deadLetter: (stream, group, entryId, raw, reason) =>
       guard("deadLetter", async () => {
         keysOf(stream);
@@ -300,6 +307,8 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         const keys = keysOf(stream);
         if (ids.length === 0) return 0;
         ids.forEach(assertEntryId);
+        // Released before the entries are back on the stream, so no harness can read one while its claim is held.
+        await releaseEnvelopeClaims(redis, (envelopeId) => envelopeClaimKey(keyPrefix, stream, envelopeId), await deadEnvelopes(keys.dead, ids));
         const replayed = Number(await script(replayScript, [keys.stream, keys.dead], [...ids]));
         logger.info({ stream, replayed, asked: ids.length }, "dead letters replayed");
         return replayed;
@@ -335,6 +344,19 @@ export function createRedisBus(options: RedisBusOptions): Bus {
       return closing;
     },
   };
+
+  /** The envelopes of dead letters, by dead-letter id (`undefined` for an id not found or bytes that do not decode). */
+  async function deadEnvelopes(deadKey: string, ids: readonly string[]): Promise<Array<Envelope | undefined>> {
+    const pipeline = redis.pipeline();
+    for (const id of ids) pipeline.xrangeBuffer(deadKey, id, id);
+    const results = (await pipeline.exec()) ?? [];
+    return results.map(([error, value]) => {
+      if (error) throw error;
+      const [found] = value as Array<[Buffer, Buffer[]]>;
+      const decoded = found ? decodeRaw(Buffer.from(parseDeadLetter("", found[0].toString(), found[1]).raw)) : undefined;
+      return typeof decoded === "string" ? undefined : decoded;
+    });
+  }
 
   async function appendAll(encoded: ReadonlyArray<[string, Buffer]>): Promise<void> {
     if (encoded.length === 0) return;

@@ -20,6 +20,7 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { HarnessFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
+import { findDuplicates } from "./duplicates.js";
 import { isHandledKind, type HarnessSource } from "./envelopes.js";
 import type { ResultReader } from "./result-reader.js";
 import type { TurnCheck } from "./turn-check.js";
@@ -100,6 +101,8 @@ export interface HarnessStats {
   unsent: number;
   /** Reclaimed entries acknowledged without running: their turn had already stood down (see `turnCheck`). */
   stale: number;
+  /** Entries acknowledged without running: another entry carried the same envelope and took it first. */
+  duplicate: number;
   abandoned: number;
   reclaimed: number;
   deadLettered: number;
@@ -174,7 +177,7 @@ export function createHarness(options: HarnessOptions): Harness {
   const inFlight = new Map<string, RunningTurn>();
   // Dead-letter moves are quick and hold no slot, but a stop still waits for them before the bus is closed.
   const deadLettering = new Set<Promise<void>>();
-  const counters = { completed: 0, failed: 0, delegated: 0, unsent: 0, stale: 0, abandoned: 0, reclaimed: 0, deadLettered: 0 };
+  const counters = { completed: 0, failed: 0, delegated: 0, unsent: 0, stale: 0, duplicate: 0, abandoned: 0, reclaimed: 0, deadLettered: 0 };
   // Aborted on stop: wakes the read loop out of a blocking read, a back-off sleep or a wait for a free slot.
   const stopController = new AbortController();
   let slotFreed: (() => void) | undefined;
@@ -223,19 +226,23 @@ export function createHarness(options: HarnessOptions): Harness {
   }
 
   /** Starts turns for the entries (`redelivered`: they come from a reclaim); returns how many were new to this harness. */
-  function dispatch(entries: readonly BusEntry[], redelivered: boolean): number {
-    let started = 0;
-    for (const entry of entries) {
-      // Our own turn whose touch lapsed can come back from a reclaim; never run the same entry twice at once.
-      if (inFlight.has(entry.id)) continue;
-      started += 1;
-      if (!isHandledKind(entry.envelope.kind)) {
-        const moving = deadLetter(entry);
-        deadLettering.add(moving);
-        void moving.finally(() => deadLettering.delete(moving));
+  async function dispatch(entries: readonly BusEntry[], redelivered: boolean): Promise<number> {
+    // Our own turn whose touch lapsed can come back from a reclaim; never run the same entry twice at once.
+    const fresh = entries.filter((entry) => !inFlight.has(entry.id));
+    const handled: BusEntry[] = [];
+    for (const entry of fresh) {
+      if (isHandledKind(entry.envelope.kind)) {
+        handled.push(entry);
         continue;
       }
-      const turn = startTurn(entry, turnDeps, redelivered);
+      const moving = deadLetter(entry);
+      deadLettering.add(moving);
+      void moving.finally(() => deadLettering.delete(moving));
+    }
+    const duplicates = await findDuplicates(handled, { bus, stream, health, logger });
+    for (const entry of handled) {
+      const duplicateOf = duplicates.get(entry.id);
+      const turn = startTurn(entry, turnDeps, { redelivered, ...(duplicateOf !== undefined ? { duplicateOf } : {}) });
       inFlight.set(entry.id, turn);
       void turn.done.then((outcome) => {
         inFlight.delete(entry.id);
@@ -245,7 +252,7 @@ export function createHarness(options: HarnessOptions): Harness {
         wake?.();
       });
     }
-    return started;
+    return fresh.length;
   }
 
   function freeSlots(): number {
@@ -265,7 +272,7 @@ export function createHarness(options: HarnessOptions): Harness {
     try {
       const entries = await bus.reclaim({ stream, group, consumer, minIdleMs: reclaimIdleMs, count: free });
       if (entries.length > 0) {
-        counters.reclaimed += dispatch(entries, true);
+        counters.reclaimed += await dispatch(entries, true);
         options.metrics?.reclaims.inc({ stream }, entries.length);
         logger.info({ count: entries.length, entryIds: entries.map((e) => e.id) }, "reclaimed stalled entries");
       }
@@ -305,7 +312,7 @@ export function createHarness(options: HarnessOptions): Harness {
         failures = 0;
         // Entries a read returns are already ours (pending under this consumer); running them now, within
         // the grace, is faster than leaving them for a reclaim even when a stop arrived meanwhile.
-        dispatch(entries, false);
+        await dispatch(entries, false);
       } catch (error) {
         if (stop.aborted) break;
         failures += 1;

@@ -42,8 +42,23 @@ export interface HarnessReplies {
   deadlineMs: number;
 }
 
-/** `stale`: a redelivered entry whose turn had already stood down, acknowledged without running the handler. */
-export type TurnOutcome = "completed" | "failed" | "delegated" | "abandoned" | "unsent" | "stale";
+/**
+ * `stale`: a redelivered entry whose turn had already stood down, acknowledged without running the handler.
+ * `duplicate`: a second entry carrying an envelope another entry already claimed, acknowledged without running.
+ */
+export type TurnOutcome = "completed" | "failed" | "delegated" | "abandoned" | "unsent" | "stale" | "duplicate";
+
+/** How the entry reached this harness. */
+export interface Delivery {
+  /** It came from a reclaim, so Redis has delivered it more than once. @defaultValue false */
+  redelivered?: boolean;
+  /**
+   * Another entry of the stream that claimed this entry's envelope first (`Bus.claimEnvelopes`): this entry is a
+   * second publication of it and is acknowledged without running. Absent when this entry holds the claim, or when
+   * the claim could not be asked (fail open: the coordinator still drops a stale outcome).
+   */
+  duplicateOf?: string;
+}
 
 export interface TurnDeps {
   bus: Bus;
@@ -92,10 +107,11 @@ function nonNegative(value: number | undefined, name: string, integer: boolean):
 }
 
 /**
- * `redelivered`: the entry came from a reclaim, so Redis has delivered it more than once (the bus port carries no
- * delivery count; a read of new entries is always the first delivery, a reclaim never is).
+ * `delivery.redelivered`: the entry came from a reclaim, so Redis has delivered it more than once (the bus port
+ * carries no delivery count; a read of new entries is always the first delivery, a reclaim never is).
  */
-export function startTurn(entry: BusEntry, deps: TurnDeps, redelivered = false): RunningTurn {
+export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = {}): RunningTurn {
+  const { redelivered = false, duplicateOf } = delivery;
   const envelope = entry.envelope;
   const logger = deps.logger.child({
     orgId: envelope.orgId,
@@ -118,6 +134,8 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, redelivered = false):
   }
 
   async function run(): Promise<TurnOutcome> {
+    // Before anything else: a second copy must not even fail the step (its first copy may be running right now).
+    if (duplicateOf !== undefined) return skipUnrun("duplicate", { firstEntryId: duplicateOf }, "duplicate entry skipped: another entry of the same envelope was taken first");
     const usage: TurnUsage = { cost: 0, inputTokens: 0, outputTokens: 0, durationMs: 0 };
     let work: Work;
     try {
@@ -132,7 +150,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, redelivered = false):
       const current = await isCurrentTurn(work);
       // Abandoned while asking (shutdown): acknowledge nothing, run nothing; the entry is reclaimed and asked again.
       if (abandoned) return "abandoned";
-      if (!current) return skipStale();
+      if (!current) return skipUnrun("stale", {}, "stale entry skipped: its turn already stood down");
     }
 
     const markers = createDelegationMarkers(work, { stream: deps.stream, ...(deps.routed ? { routed: deps.routed } : {}) });
@@ -232,16 +250,16 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, redelivered = false):
     }
   }
 
-  /** Acknowledges a redelivered entry without running it: its turn's outcome is already out. */
-  async function skipStale(): Promise<TurnOutcome> {
+  /** Acknowledges an entry without running it: its turn's outcome is already out, or another copy runs it. */
+  async function skipUnrun(outcome: "stale" | "duplicate", fields: Record<string, unknown>, message: string): Promise<TurnOutcome> {
     try {
       await deps.bus.ack(deps.stream, deps.group, [entry.id]);
     } catch (error) {
       // Still pending: it is reclaimed and checked again.
-      if (!deps.health?.absorb(error)) logger.warn({ err: error }, "could not acknowledge a stale entry");
+      if (!deps.health?.absorb(error)) logger.warn({ err: error, outcome }, `could not acknowledge a ${outcome} entry`);
     }
-    logger.info({ outcome: "stale" }, "stale entry skipped: its turn already stood down");
-    return "stale";
+    logger.info({ outcome, ...fields }, message);
+    return outcome;
   }
 
   async function send(outgoing: Envelope, outcome: TurnOutcome, usage?: TurnUsage, turn?: number, queries?: number): Promise<TurnOutcome> {

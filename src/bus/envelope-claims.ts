@@ -1,0 +1,44 @@
+/**
+ * Envelope claims: which stream entry took an envelope, so a harness never runs two copies of one envelope.
+ *
+ * One envelope can be on a stream as two entries: the outbox publishes a row on its fast path without a lock
+ * while the stale-row sweep may take the same row, and a coordinator killed between publishing and deleting its
+ * rows leaves them to be published again. Each copy would run the same turn, possibly at the same time. Before a
+ * harness runs an entry it claims the envelope id with `SET key <entryId> NX GET PX ttl` (one command: claim and
+ * the previous holder in one atomic step; Redis >= 7.0), pipelined for a whole read.
+ */
+import type { Redis } from "ioredis";
+import type { BusEntry } from "./bus.js";
+import type { Envelope } from "./codec.js";
+
+/**
+ * How long a claim is kept. It must outlast the time a duplicate can take to appear: the stale-outbox sweep
+ * republishes after SWITCHYARD_OUTBOX_STALE_MS (2 s by default), a restarted coordinator at its first sweep, a
+ * reclaim after SWITCHYARD_RECLAIM_IDLE_MS (30 s). An hour covers those with room for an outage of the whole
+ * coordinator tier; it is also what the keys cost: one small key per turn run in the last hour. A duplicate later
+ * than this runs; the coordinator then drops its outcome as stale.
+ */
+export const ENVELOPE_CLAIM_TTL_MS = 60 * 60 * 1000;
+
+/** `SET … NX GET` per entry, one pipeline; the previous holder of each claim (`null`: this call took it). */
+export async function claimEnvelopes(redis: Redis, keyOf: (envelopeId: string) => string, entries: readonly BusEntry[]): Promise<Array<string | null>> {
+  if (entries.length === 0) return [];
+  const pipeline = redis.pipeline();
+  for (const entry of entries) pipeline.call("SET", [keyOf(entry.envelope.id), entry.id, "PX", ENVELOPE_CLAIM_TTL_MS, "NX", "GET"]);
+  const results = (await pipeline.exec()) ?? [];
+  if (results.length !== entries.length) throw new Error(`envelope claims: ${results.length} replies for ${entries.length} SETs`);
+  return results.map(([error, value]) => {
+    if (error) throw error;
+    return value === null || value === undefined ? null : String(value);
+  });
+}
+
+/**
+ * Deletes the claims of envelopes about to be published again on purpose (a dead-letter replay): the replayed entry
+ * is a new entry of an envelope that may have been claimed by the entry that was dead-lettered, and would otherwise
+ * be acknowledged as a duplicate without running. Bytes that do not decode hold no claim.
+ */
+export async function releaseEnvelopeClaims(redis: Redis, keyOf: (envelopeId: string) => string, envelopes: ReadonlyArray<Envelope | undefined>): Promise<void> {
+  const keys = envelopes.flatMap((envelope) => (envelope ? [keyOf(envelope.id)] : []));
+  if (keys.length > 0) await redis.del(...keys);
+}
