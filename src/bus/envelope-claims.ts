@@ -14,11 +14,11 @@ import type { Envelope } from "./codec.js";
 /**
  * How long a claim is kept. It must outlast the time a duplicate can take to appear: the stale-outbox sweep
  * republishes after SWITCHYARD_OUTBOX_STALE_MS (2 s by default), a restarted coordinator at its first sweep, a
- * reclaim after SWITCHYARD_RECLAIM_IDLE_MS (30 s). An hour covers those with room for an outage of the whole
- * coordinator tier; it is also what the keys cost: one small key per turn run in the last hour. A duplicate later
- * than this runs; the coordinator then drops its outcome as stale.
+ * reclaim after SWITCHYARD_RECLAIM_IDLE_MS (30 s). Ten minutes covers those with room for a coordinator restart;
+ * it is also what the keys cost — one key of ~150 bytes per turn run in the window, ~180 MB at 2,000 turns/s — so
+ * not longer. A duplicate later than this runs; the coordinator then drops its outcome as stale.
  */
-export const ENVELOPE_CLAIM_TTL_MS = 60 * 60 * 1000;
+export const ENVELOPE_CLAIM_TTL_MS = 10 * 60 * 1000;
 
 /** `SET … NX GET` per entry, one pipeline; the previous holder of each claim (`null`: this call took it). */
 export async function claimEnvelopes(redis: Redis, keyOf: (envelopeId: string) => string, entries: readonly BusEntry[]): Promise<Array<string | null>> {
