@@ -35,7 +35,8 @@ import {
 const ORG = "fanout-crash";
 const TASKS = 40;
 const KILL_ROUNDS = 9;
-const TASKS_PER_ROUND = Math.ceil(TASKS / KILL_ROUNDS);
+// One batch before the kills and one before each round, so every kill lands on freshly started work.
+const TASKS_PER_ROUND = Math.floor(TASKS / (KILL_ROUNDS + 1));
 const QUEUES = [ORCHESTRATOR_ROLE, ...SPECIALISTS.map(specialistRole)];
 // Generous timeouts: a killed turn is reclaimed from the dead consumer within SWITCHYARD_RECLAIM_IDLE_MS, so no
 // timeout is needed to recover. A delegate gets one attempt; if it timed out the orchestrator would see an error
