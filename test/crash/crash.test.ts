@@ -13,19 +13,12 @@ import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
 import { waitForProgress, waitForTasks } from "../support/wait.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
 import { FLAGS_ON_ENV } from "../support/env.js";
+import { seededRandom } from "../../faults/random.js";
 
 const ORG = "crash";
 const TASKS = 300;
 const KILL_ROUNDS = 6;
 
-// A seeded generator, so a failing run can be reproduced (the seed is printed on failure).
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
 
 describe("crash test", () => {
   let rt: TestRuntime;
@@ -80,7 +73,8 @@ steps:
   // The test timeout is only a backstop: the waits below fail as soon as the work stops moving (and say where).
   it(`completes ${TASKS} tasks exactly once through ${KILL_ROUNDS} rounds of SIGKILL`, { timeout: 30 * 60_000 }, async () => {
     const seed = Number(process.env.CRASH_SEED ?? Date.now() % 100_000);
-    const rand = random(seed);
+    // Seeded, so a failing run can be reproduced (the seed is printed on failure).
+    const rand = seededRandom(seed);
     const context = () => `seed ${seed}\n--- coordinator ---\n${processes.get("coordinator")?.output()}\n--- harness ---\n${processes.get("harness")?.output()}`;
     startProcess("coordinator");
     startProcess("harness");

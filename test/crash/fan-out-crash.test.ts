@@ -7,6 +7,7 @@
  * turns of a step overlapping; from the audit table, one result per step, one delivered REPLY per delegate, no
  * doubled cost; no dead letters; the chain verifies; the outbox drains.
  */
+import { seededRandom } from "../../faults/random.js";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,14 +47,6 @@ const STEP_TIMEOUT_MS = 30_000;
 type Kind = "coordinator" | "orchestrator" | "specialist";
 const KINDS: readonly Kind[] = ["coordinator", "orchestrator", "specialist"];
 
-// A seeded generator, so a failing run can be reproduced (the seed is printed on failure).
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
 
 describe("fan-out crash test", () => {
   let rt: TestRuntime;
@@ -61,6 +54,7 @@ describe("fan-out crash test", () => {
   let logPath: string;
   let env: Record<string, string>;
   const processes = new Map<string, ManagedProcess>();
+  const startedCoordinators = new WeakSet<ManagedProcess>();
   /** When each SIGKILLed process was seen gone, by pid: a turn it finished may legitimately run again after. */
   const deathMsByPid = new Map<number, number>();
   /** `name pid at-ms` of each kill, for failure messages. */
@@ -112,13 +106,25 @@ steps:
         : ["start", "harness", "--role", queue, "--handler", `test/crash/fan-out/${queue === ORCHESTRATOR_ROLE ? "orchestrator" : "specialist"}.ts`, "--concurrency", "8"];
     // A coordinator logs "coordinator started" at info once it serves: the test waits for that after a restart.
     const proc = spawnCli(name, args, queue === "coordinator" ? { ...env, SWITCHYARD_LOG_LEVEL: "info" } : env);
+    if (queue === "coordinator") {
+      // Watched on the stream itself: the kept output is only the last lines, and info logging scrolls it.
+      let tail = "";
+      const watch = (chunk: Buffer) => {
+        tail = (tail + chunk.toString("utf8")).slice(-400);
+        if (tail.includes("coordinator started")) {
+          startedCoordinators.add(proc);
+          proc.child.stdout!.off("data", watch);
+        }
+      };
+      proc.child.stdout!.on("data", watch);
+    }
     processes.set(name, proc);
     return proc;
   }
 
   const loadedPids = () => (existsSync(`${logPath}.loaded`) ? readFileSync(`${logPath}.loaded`, "utf8").split("\n").map(Number) : []);
   const isReady = (proc: ManagedProcess) =>
-    proc.name.startsWith("coordinator") ? proc.output().includes("coordinator started") : loadedPids().includes(proc.child.pid!);
+    proc.name.startsWith("coordinator") ? startedCoordinators.has(proc) : loadedPids().includes(proc.child.pid!);
 
   /**
    * Waits until restarted processes serve again. Without this a loaded box can take longer to boot a process than a
@@ -145,7 +151,8 @@ steps:
 
   it(`completes ${TASKS} fan-out tasks, each reply applied once and turns serial, through ${KILL_ROUNDS} rounds of SIGKILL`, { timeout: 30 * 60_000 }, async () => {
     const seed = Number(process.env.CRASH_SEED ?? Date.now() % 100_000);
-    const rand = random(seed);
+    // Seeded, so a failing run can be reproduced (the seed is printed on failure).
+    const rand = seededRandom(seed);
     const context = () => `seed ${seed}\n${[...processes.values()].map((p) => `--- ${p.name} ---\n${p.output().split("\n").slice(-15).join("\n")}`).join("\n")}`;
     const began = Date.now();
     for (const kind of KINDS) for (const name of namesOf(kind)) startProcess(name);
