@@ -71,13 +71,21 @@ function inLikelyOrder(steps: readonly StepView[]): StepView[] {
   return [...steps].sort((a, b) => rank(a) - rank(b));
 }
 
+/** `waiting for replies: critique, fact-check`, the correlation ids the step's handler still awaits, in the order asked. */
+function waitingFor(step: StepView): string {
+  if (step.awaiting.length === 0) return "waiting for delegated sub-queries";
+  const ids = step.awaiting.map((a) => a.correlationId);
+  const shown = ids.length > 5 ? [...ids.slice(0, 5), `… (${ids.length - 5} more)`] : ids;
+  return `waiting for ${ids.length === 1 ? "reply" : `${ids.length} replies`}: ${shown.join(", ")}`;
+}
+
 /** `step research (role:researcher): dispatched, attempt 1` plus what is special about the status. */
 export function formatStepLine(step: StepView): string {
   const where = step.kind === "delegation" ? `${step.destination}, delegated` : step.destination;
   let line = `step ${step.id} (${where}): ${step.status}`;
   if (step.attempts > 0) line += `, attempt ${step.attempts}`;
   if (step.status === "parked" && step.approvalId) line += ` — waiting for approval ${step.approvalId}`;
-  if (step.status === "waiting") line += " — waiting for delegated sub-queries";
+  if (step.status === "waiting") line += ` — ${waitingFor(step)}`;
   if (step.status === "completed" && step.cost > 0) line += `, cost ${formatNumber(step.cost)}`;
   if (step.error && (step.status === "failed" || step.status === "retrying")) line += ` — ${step.error.code}: ${step.error.message}`;
   return line;

@@ -99,6 +99,17 @@ export interface StepView {
   output: unknown;
   error: StepRecord["error"];
   approvalId: string | null;
+  /**
+   * The sub-queries the step's handler has not yet been handed a reply for, in the order asked (from the step's
+   * checkpoint; empty when it has none). `arrived`: the reply was received and is queued behind the running turn.
+   */
+  awaiting: AwaitedReplyView[];
+}
+
+export interface AwaitedReplyView {
+  correlationId: string;
+  delegateStepId: string;
+  arrived: boolean;
 }
 
 export interface TaskView {
@@ -355,10 +366,19 @@ export async function getTaskView(db: Queryable, orgId: string, taskId: string):
       output: s.output,
       error: s.error,
       approvalId: s.approvalId,
+      awaiting: awaitingOf(s),
     })),
     replyTo: viewAddress(row.reply_to == null ? null : (tryAddress(row.reply_to) ?? null)),
     replies: await listReplies(db, orgId, taskId),
   };
+}
+
+/** What a step's handler still awaits, from its checkpoint. */
+function awaitingOf(step: StepRecord): AwaitedReplyView[] {
+  const checkpoint = step.checkpoint;
+  if (!checkpoint) return [];
+  const arrived = new Set(checkpoint.arrived);
+  return checkpoint.awaiting.map((a) => ({ correlationId: a.correlationId, delegateStepId: a.delegateStepId, arrived: arrived.has(a.delegateStepId) }));
 }
 
 function notFound(orgId: string, taskId: string): SwitchyardError {

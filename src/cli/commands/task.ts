@@ -8,9 +8,11 @@
  *  "createdAt":"<ISO 8601>","finishedAt":"<ISO 8601>"|null,
  *  "steps":[{"id":"research","kind":"workflow|delegation","status":"pending|dispatched|retrying|parked|waiting|completed|failed|cancelled",
  *            "destination":"role:researcher","attempts":1,"cost":2,"output":…|null,"error":null|{"code":"…","message":"…"},
- *            "approvalId":"<uuid>"|null}]}
+ *            "approvalId":"<uuid>"|null,"awaiting":[{"correlationId":"critique","delegateStepId":"research.d2","arrived":false}]}]}
  * ```
- * Workflow steps come in definition order, then delegation steps (`<origin step>.d<n>`). A task started by a
+ * Workflow steps come in definition order, then delegation steps (`<origin step>.d<n>`). A step's `awaiting` lists
+ * the sub-queries its handler has not yet been handed a reply for, in the order asked (`arrived`: received and
+ * queued behind the running turn); empty unless the step fanned out and still waits. A task started by a
  * verified delivery also shows `"replyTo":{"kind":"forge_comment|slack_thread|cairn_comment","display":"…"}|null`
  * and `"replies":[{"id","state","code","message","permalink","addressDisplay","actor","stepId","createdAt",
  * "finishedAt"}]` (never the text, never a credential).

@@ -92,6 +92,7 @@ export function taskToProto(view: TaskView): MessageInitShape<typeof TaskSchema>
       output: toValue(s.output),
       error: errorToProto(s.error),
       ...(s.approvalId !== null ? { approvalId: s.approvalId } : {}),
+      awaiting: s.awaiting.map((a) => ({ correlationId: a.correlationId, delegateStepId: a.delegateStepId, arrived: a.arrived })),
     })),
     ...(view.replyTo ? { replyTo: { kind: view.replyTo.kind, display: view.replyTo.display } } : {}),
     replies: view.replies.map(replyToProto),
@@ -157,6 +158,7 @@ function stepFromProto(step: Step): StepView {
     output: fromValue(step.output),
     error: errorFromProto(step.error),
     approvalId: step.approvalId ?? null,
+    awaiting: step.awaiting.map((a) => ({ correlationId: a.correlationId, delegateStepId: a.delegateStepId, arrived: a.arrived })),
   };
 }
 
