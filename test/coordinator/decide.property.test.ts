@@ -161,9 +161,10 @@ describe("decide (properties)", () => {
           }
         }
       }),
-      { numRuns: 300 },
+      // More runs than the others: a reply queued behind a running turn needs a long schedule (about one run in 40).
+      { numRuns: 1000 },
     );
-    expect(seen.replies).toBeGreaterThan(50);
-    expect(seen.queued).toBeGreaterThan(5);
+    expect(seen.replies).toBeGreaterThan(100);
+    expect(seen.queued).toBeGreaterThan(0);
   });
 });
