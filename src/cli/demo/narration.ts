@@ -2,6 +2,8 @@
  * Pieces every demo narrates the same way: the database step, and indented blocks (tables) under a step.
  */
 import { migrate } from "../../store/migrate.js";
+import type { TaskView } from "../../coordinator/tasks.js";
+import { formatStepLine, watchTask, type WatchTaskOptions } from "../task-watch.js";
 
 /** Step 1 of every demo: create the database if missing and apply the migrations, saying what happened. */
 export async function prepareDemoDatabase(databaseUrl: string, say: (line: string) => void): Promise<void> {
@@ -16,4 +18,20 @@ export function indent(text: string, spaces = 3): string {
     .split("\n")
     .map((line) => pad + line)
     .join("\n");
+}
+
+/**
+ * Watches a demo's task to its end, a line per step change. Hops take milliseconds here: a fast poll lets a
+ * newcomer see most intermediate states, not just the ends.
+ */
+export function watchNarrated(
+  options: Pick<WatchTaskOptions, "tasks" | "orgId" | "taskId" | "signal" | "onChange"> & { timeoutMs: number | undefined },
+  say: (line: string) => void,
+): Promise<TaskView> {
+  return watchTask({
+    ...options,
+    ...(options.signal ? { signal: options.signal } : {}),
+    intervalMs: 50,
+    onStep: (step) => say(`   ${formatStepLine(step)}`),
+  });
 }

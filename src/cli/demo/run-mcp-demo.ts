@@ -19,13 +19,12 @@ import { submitWorkflow } from "../../store/workflow-store.js";
 import { createTenant, getTenant } from "../../tenancy/tenants.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
 import { describeVerification, formatNumber } from "../output.js";
-import { formatStepLine, watchTask } from "../task-watch.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
 import { LOOPBACK_NETWORK, registerOrUpdate } from "./demo-foreign.js";
 import { DEMO_ACTOR, type DemoOptions } from "./run-demo.js";
 import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
-import { indent, prepareDemoDatabase } from "./narration.js";
+import { indent, prepareDemoDatabase, watchNarrated } from "./narration.js";
 
 export const MCP_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/mcp-demo.yaml", import.meta.url));
 export const MCP_DEMO_AGENT_KEY = "text-stats";
@@ -67,15 +66,7 @@ export async function runMcpDemo(options: McpDemoOptions): Promise<{ ok: boolean
       const input = { topic: options.topic ?? "governed agent coordination" };
       const started = await tasks.start({ orgId: tenant, workflow: submitted.ref, input });
       say(`6. Task ${started.taskId} with input ${JSON.stringify(input)}; watching it`);
-      const final = await watchTask({
-        tasks,
-        orgId: tenant,
-        taskId: started.taskId,
-        timeoutMs: options.timeoutMs ?? 60_000,
-        intervalMs: 50,
-        ...(options.signal ? { signal: options.signal } : {}),
-        onStep: (step) => say(`   ${formatStepLine(step)}`),
-      });
+      const final = await watchNarrated({ tasks, orgId: tenant, taskId: started.taskId, timeoutMs: options.timeoutMs ?? 60_000, signal: options.signal }, say);
 
       const measured = final.steps.find((s) => s.id === "measure");
       say(`7. The tool was called ${server.received.length} time(s); its answer, the "measure" step's output: ${JSON.stringify(measured?.output ?? null)}`);

@@ -22,12 +22,11 @@ import { submitWorkflow } from "../../store/workflow-store.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
 import type { TurnNote } from "../../../examples/handlers/orchestrator.js";
 import { describeVerification, formatNumber } from "../output.js";
-import { formatStepLine, watchTask } from "../task-watch.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
 import { DEMO_AGENT_KEY, LOOPBACK_NETWORK, registerDemoAgent, startDemoAgent } from "./demo-foreign.js";
 import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
-import { indent, prepareDemoDatabase } from "./narration.js";
+import { indent, prepareDemoDatabase, watchNarrated } from "./narration.js";
 import { DEMO_ACTOR, type DemoOptions } from "./run-demo.js";
 
 export const ORCHESTRATOR_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/orchestrator-demo.yaml", import.meta.url));
@@ -62,15 +61,7 @@ export async function runOrchestratorDemo(options: DemoOptions): Promise<{ ok: b
       const input = { topic: options.topic ?? "governed agent coordination" };
       const started = await tasks.start({ orgId: tenant, workflow: submitted.ref, input });
       say(`5. Task ${started.taskId} with input ${JSON.stringify(input)}; watching it (a line per step change)`);
-      const final = await watchTask({
-        tasks,
-        orgId: tenant,
-        taskId: started.taskId,
-        timeoutMs: options.timeoutMs ?? 60_000,
-        intervalMs: 50,
-        ...(options.signal ? { signal: options.signal } : {}),
-        onStep: (step) => say(`   ${formatStepLine(step)}`),
-      });
+      const final = await watchNarrated({ tasks, orgId: tenant, taskId: started.taskId, timeoutMs: options.timeoutMs ?? 60_000, signal: options.signal }, say);
 
       const rows = await listAudit(pool, tenant, { taskId: final.id, limit: 10_000 });
       const fanIn = narrateFanOut(final, rows, say);
