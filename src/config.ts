@@ -40,6 +40,14 @@ export interface CoordinatorConfig {
   maxSubQueriesPerAttempt: number;
 }
 
+/** Tenant shards and their leases (issue 11; src/coordinator/shards.ts, shard-leases.ts). */
+export interface ShardConfig {
+  /** How many shards tenants are spread over. Fixed for a deployment: the first coordinator records it. */
+  count: number;
+  /** How long a coordinator's lease on a shard lasts without renewal (ms); renewed every fifth of it. */
+  leaseTtlMs: number;
+}
+
 export interface HarnessConfig {
   /** Deadline for in-flight work after a shutdown signal before it is abandoned (ms). */
   shutdownGraceMs: number;
@@ -175,6 +183,7 @@ export interface Config {
   logLevel: string;
   bus: BusConfig;
   coordinator: CoordinatorConfig;
+  shards: ShardConfig;
   harness: HarnessConfig;
   flags: FlagsConfig;
   gateway: GatewayConfig;
@@ -219,6 +228,10 @@ export const defaultConfig: Config = {
     approvalTtlMs: 24 * 60 * 60 * 1000,
     maxOutstandingSubQueries: 16,
     maxSubQueriesPerAttempt: 64,
+  },
+  shards: {
+    count: 64,
+    leaseTtlMs: 5_000,
   },
   harness: {
     shutdownGraceMs: 10_000,
@@ -265,12 +278,13 @@ export const defaultConfig: Config = {
 
 type Env = Record<string, string | undefined>;
 
-function int(env: Env, name: string, fallback: number, min = 0): number {
+function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) {
-    throw new SwitchyardError(ErrorCode.Config, `${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`, {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+    throw new SwitchyardError(ErrorCode.Config, `${name} must be an integer ${range}, got ${JSON.stringify(raw)}`, {
       details: { variable: name },
     });
   }
@@ -356,6 +370,10 @@ export function loadConfig(env: Env = process.env): Config {
       approvalTtlMs: int(env, "SWITCHYARD_APPROVAL_TTL_MS", d.coordinator.approvalTtlMs, 1),
       maxOutstandingSubQueries: int(env, "SWITCHYARD_DELEGATION_MAX_OUTSTANDING", d.coordinator.maxOutstandingSubQueries, 1),
       maxSubQueriesPerAttempt: int(env, "SWITCHYARD_DELEGATION_MAX_PER_ATTEMPT", d.coordinator.maxSubQueriesPerAttempt, 1),
+    },
+    shards: {
+      count: int(env, "SWITCHYARD_SHARD_COUNT", d.shards.count, 1, 1024),
+      leaseTtlMs: int(env, "SWITCHYARD_SHARD_LEASE_TTL_MS", d.shards.leaseTtlMs, 500),
     },
     harness: {
       shutdownGraceMs: int(env, "SWITCHYARD_SHUTDOWN_GRACE_MS", d.harness.shutdownGraceMs, 0),

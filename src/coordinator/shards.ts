@@ -1,0 +1,57 @@
+/**
+ * Tenant shards (issue 11). Every tenant belongs to one of a fixed number of shards, by a stable hash of its id;
+ * each shard has its own coordinator inbox stream (`coordinator:<shard>`, Redis key `<prefix>{coordinator:<shard>}`,
+ * so a shard's stream, dead letters and envelope claims share one Cluster slot) and is owned by exactly one
+ * coordinator at a time (shard-leases.ts).
+ *
+ * The hash is the first 32 bits of md5(tenant id) modulo the shard count: cheap, the same in every process, and
+ * the same in Postgres (`switchyard_shard_of` in migration 0009), so SQL can select the tenants of owned shards.
+ */
+import { createHash } from "node:crypto";
+import { COORDINATOR_STREAM } from "../bus/bus.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+
+export const MAX_SHARD_COUNT = 1024;
+export const DEFAULT_SHARD_COUNT = 64;
+
+const INBOX_RE = /^coordinator:(\d{1,4})$/;
+
+export function assertShardCount(count: number, variable = "SWITCHYARD_SHARD_COUNT"): void {
+  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_SHARD_COUNT) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, `${variable} must be a whole number from 1 to ${MAX_SHARD_COUNT}, got ${String(count)}`, {
+      details: { path: variable },
+    });
+  }
+}
+
+/** The shard of a tenant. */
+export function shardOf(orgId: string, count: number): number {
+  const digest = createHash("md5").update(orgId, "utf8").digest();
+  return digest.readUInt32BE(0) % count;
+}
+
+/** The logical inbox stream of a shard: `coordinator:7`. */
+export function shardInbox(shard: number): string {
+  return `${COORDINATOR_STREAM}:${shard}`;
+}
+
+/** The inbox stream a tenant's RESULT, QUERY and CONTROL envelopes go to. */
+export function inboxOf(orgId: string, count: number): string {
+  return shardInbox(shardOf(orgId, count));
+}
+
+/** The shard of an inbox stream name, or undefined for any other stream (the legacy `coordinator` included). */
+export function shardOfInbox(stream: string): number | undefined {
+  const match = INBOX_RE.exec(stream);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** Whether a stream is a coordinator inbox: a shard's, or the shared one of releases before shards. */
+export function isInboxStream(stream: string): boolean {
+  return stream === COORDINATOR_STREAM || INBOX_RE.test(stream);
+}
+
+/** Every shard number, 0 … count-1. */
+export function allShards(count: number): number[] {
+  return Array.from({ length: count }, (_, shard) => shard);
+}
