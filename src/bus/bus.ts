@@ -37,6 +37,11 @@ export interface ReadOptions {
   signal?: AbortSignal;
 }
 
+export interface ReadManyOptions extends Omit<ReadOptions, "stream"> {
+  /** Read from all of these at once (at most `count` entries in all); a stream listed twice is read once. */
+  streams: readonly string[];
+}
+
 export interface ReclaimOptions {
   stream: string;
   group: string;
@@ -72,6 +77,11 @@ export interface Bus {
    * the reason and acknowledged; they are never returned. Recreates a group that vanished (e.g. Redis flushed).
    */
   read(options: ReadOptions): Promise<BusEntry[]>;
+  /**
+   * `read` over several streams of the same group (a coordinator's shard inboxes): returns once any of them has
+   * entries, each entry naming its stream. Same dead-lettering and group recreation as `read`.
+   */
+  readMany(options: ReadManyOptions): Promise<BusEntry[]>;
   ack(stream: string, group: string, ids: readonly string[]): Promise<void>;
   /**
    * Takes over entries idle longer than `minIdleMs` (XAUTOCLAIM). Entries already delivered `maxDeliveries`

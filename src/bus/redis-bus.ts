@@ -34,6 +34,7 @@ import {
   hasErrorPrefix,
   parseDeadLetter,
   streamEntriesOf,
+  streamsEntriesOf,
   toBuffer,
   type RawEntry,
 } from "./redis-replies.js";
@@ -219,6 +220,33 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         }
         if (reply === undefined) return [];
         return decodeEntries(stream, group, streamEntriesOf(reply));
+      }),
+
+    readMany: ({ streams, group, consumer, count, blockMs, signal }) =>
+      guard("read", async () => {
+        const unique = [...new Set(streams)];
+        if (unique.length === 0) return [];
+        const keyToStream = new Map(unique.map((stream) => [keysOf(stream).stream, stream]));
+        assertGroupName(group);
+        assertGroupName(consumer, "consumer");
+        assertPositiveInteger(count, "count");
+        assertNonNegativeInteger(blockMs, "blockMs");
+        if (signal?.aborted) return [];
+        const keys = [...keyToStream.keys()];
+        const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", ...keys, ...keys.map(() => ">")];
+        let reply: unknown;
+        try {
+          reply = await readGroup(args, blockMs, signal);
+        } catch (error) {
+          // As in read(): a group or stream that vanished is recreated — all of them, since the reply does not say which.
+          if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
+          logger.warn({ streams: unique, group }, "consumer group missing (Redis flushed or key deleted?); recreating them");
+          for (const stream of unique) await ensureGroup(stream, group);
+          reply = await readGroup(args, blockMs, signal);
+        }
+        if (reply === undefined) return [];
+        const read = await Promise.all(streamsEntriesOf(reply).map(([key, entries]) => decodeEntries(keyToStream.get(key) ?? key, group, entries)));
+        return read.flat();
       }),
 
     ack: (stream, group, ids) =>

@@ -30,6 +30,12 @@ export function streamEntriesOf(reply: unknown): RawEntry[] {
   return entries ?? [];
 }
 
+/** Every stream's entries of a multi-stream XREADGROUP / XREAD reply, by key. */
+export function streamsEntriesOf(reply: unknown): Array<[key: string, entries: RawEntry[]]> {
+  if (!Array.isArray(reply)) return [];
+  return (reply as Array<[Buffer, RawEntry[] | null]>).map(([key, entries]) => [key.toString(), entries ?? []]);
+}
+
 export function fieldValue(fields: readonly Buffer[], name: Buffer): Buffer | undefined {
   for (let i = 0; i + 1 < fields.length; i += 2) {
     if (fields[i]!.equals(name)) return fields[i + 1];
