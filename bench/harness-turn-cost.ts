@@ -1,9 +1,10 @@
 /**
  * What a harness turn costs with its RESULT and the XACK of its WORK in one round trip (`Bus.publishAndAck`, one
  * Lua script) against the two awaited writes it used before (XADD, then XACK). Same process, same Redis, the two
- * alternating round by round; a no-op handler, concurrency 100, as in (a). Prints turns/s and CPU per turn of
- * this process (the harness) and of Redis. `npx tsx bench/harness-turn-cost.ts [--turns N] [--rounds N]`; figures
- * in bench/README.md ("issue 11 hot path").
+ * alternating round by round; a no-op handler, concurrency 100 as in (a) unless `--concurrency N`. Prints turns/s
+ * and CPU per turn of this process (the harness) and of Redis.
+ * `npx tsx bench/harness-turn-cost.ts [--turns N] [--rounds N] [--concurrency N]`; figures in bench/README.md
+ * ("issue 11 hot path").
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
@@ -25,6 +26,8 @@ const option = (name: string, fallback: number): number => {
 };
 const TURNS = option("--turns", 20_000);
 const ROUNDS = option("--rounds", 3);
+/** 1 shows the round trips themselves: each turn waits for its own writes before the next WORK is taken. */
+const CONCURRENCY = option("--concurrency", 100);
 
 type Mode = "one-script" | "two-writes";
 
@@ -67,7 +70,7 @@ async function round(redis: Redis, mode: Mode): Promise<{ turnsPerS: number; nod
       role: "echo",
       handler: noopHandler,
       signer: new BusAuth({ secrets: BENCH_BUS_SECRETS, maxPayloadBytes: MAX_PAYLOAD }).signer("role:echo"),
-      concurrency: 100,
+      concurrency: CONCURRENCY,
       maxPayloadBytes: MAX_PAYLOAD,
       reclaimIdleMs: 60_000,
       heartbeatMs: 10_000,
