@@ -11,7 +11,8 @@
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { DependencyHealth } from "../dependency-health.js";
 import { performance } from "node:perf_hooks";
-import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
+import type { Bus, BusEntry } from "../bus/bus.js";
+import { answerInbox } from "../coordinator/shards.js";
 import type { Envelope } from "../bus/codec.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -131,7 +132,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
 
   async function publish(outgoing: Envelope): Promise<void> {
     // Signing encodes and validates (MALFORMED_ENVELOPE / PAYLOAD_TOO_LARGE), as publishing did.
-    await deps.bus.publishEncoded([{ stream: COORDINATOR_STREAM, data: deps.signer.sign(outgoing) }]);
+    await deps.bus.publishEncoded([{ stream: answerInbox(envelope), data: deps.signer.sign(outgoing) }]);
   }
 
   async function run(): Promise<TurnOutcome> {
@@ -268,7 +269,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
       // Signing encodes and validates (MALFORMED_ENVELOPE / PAYLOAD_TOO_LARGE) before anything is written.
       const data = deps.signer.sign(outgoing);
       // One round trip: the outcome, then (only once it is on the stream) the acknowledgement.
-      await deps.bus.publishAndAck([{ stream: COORDINATOR_STREAM, data }], { stream: deps.stream, group: deps.group, ids: [entry.id] });
+      await deps.bus.publishAndAck([{ stream: answerInbox(envelope), data }], { stream: deps.stream, group: deps.group, ids: [entry.id] });
     } catch (error) {
       if (error instanceof SwitchyardError && error.details.published === true) {
         // The outcome is out; a redelivery re-runs the handler and the coordinator drops the duplicate.
