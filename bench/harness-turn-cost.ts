@@ -15,7 +15,7 @@ import { COORDINATOR_ENDPOINT, createEnvelope, encodeEnvelope, EndpointKind, Env
 import { createRedisBus } from "../src/bus/redis-bus.js";
 import { loadConfig } from "../src/config.js";
 import { createHarness, HARNESS_GROUP } from "../src/harness/index.js";
-import { BENCH_BUS_SECRETS } from "./support.js";
+import { BENCH_BUS_SECRETS, unlinkByPrefix } from "./support.js";
 import { noopHandler } from "./scenarios/noop-handler.js";
 
 const MAX_PAYLOAD = 1024 * 1024;
@@ -46,15 +46,6 @@ async function redisCpuMs(redis: Redis): Promise<number> {
   const info = await redis.info("cpu");
   const seconds = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? 0);
   return (seconds("used_cpu_sys") + seconds("used_cpu_user")) * 1000;
-}
-
-async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
 }
 
 async function round(redis: Redis, mode: Mode): Promise<{ turnsPerS: number; nodeUsPerTurn: number; redisUsPerTurn: number }> {
@@ -90,7 +81,7 @@ async function round(redis: Redis, mode: Mode): Promise<{ turnsPerS: number; nod
     return { turnsPerS: (TURNS * 1000) / elapsedMs, nodeUsPerTurn: (cpu.user + cpu.system) / TURNS, redisUsPerTurn: (redisMs * 1000) / TURNS };
   } finally {
     await base.close();
-    await deleteKeys(redis, prefix);
+    await unlinkByPrefix(redis, prefix);
   }
 }
 
