@@ -3,7 +3,7 @@
  * service). Every process — CLI command, coordinator, harness, demo, tests — builds its parts here, so wiring
  * lives in one place. `close()` releases everything and is idempotent.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./bus/redis-connection.js";
 import type { Config } from "./config.js";
 import { ErrorCode, SwitchyardError } from "./errors.js";
 import type { Bus } from "./bus/bus.js";
@@ -40,7 +40,7 @@ export interface Runtime {
   logger: Logger;
   metrics: Metrics;
   pool: Pool;
-  redis: Redis;
+  redis: RedisClient;
   /** Whether Postgres and Redis are reachable, as this process sees it (logs and counts each outage once). */
   health: DependencyHealth;
   bus: Bus;
