@@ -3,27 +3,29 @@
  *
  * - One stream per logical destination; each entry holds the protobuf envelope in one binary field (`e`). Every
  *   command that returns entry data uses the Buffer variant so bytes survive untouched.
- * - Blocking reads run on dedicated connections (duplicates of the caller's), leased from a small pool: a
- *   blocked XREADGROUP would otherwise stall every other command on the shared connection. Aborting the read's
- *   signal disconnects its connection, so the read returns at once and no socket keeps the process alive. If Redis
- *   had already handed entries out on that connection, they stay pending and are reclaimed later (at-least-once).
+ * - Blocking reads run on dedicated connections leased from a pool (`blocking-reads.ts`).
+ * - The connection may be a Redis Cluster: every multi-key command and pipeline stays within one slot (a stream's
+ *   keys share its hash tag; publishes and `readMany` to several streams are split by slot, see `slots.ts`).
  * - A read that is aborted returns `[]` rather than throwing, so consumer loops simply check `signal.aborted`.
  * - Dead-lettering, reclaim, heartbeats, replay and trim are Lua scripts (`lua/`), each atomic and Cluster-safe
  *   (a stream and its dead-letter stream share one hash tag).
  * - Dead-lettering acknowledges the entry but does not XDEL it: other groups on the same stream may still need it;
  *   trim removes it once every group is done.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connection.js";
 import type { Bus, BusEntry, OutgoingEnvelope, ReadOptions, ReclaimOptions } from "./bus.js";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "./codec.js";
+import { createBlockingReads } from "./blocking-reads.js";
 import { claimEnvelopes, releaseEnvelopeClaims } from "./envelope-claims.js";
 import { assertEntryId, assertGroupName, assertKeyPrefix, deadLetterKey, envelopeClaimKey, streamKey } from "./keys.js";
 import { deadLetterScript } from "./lua/dead-letter.js";
 import { ENVELOPE_FIELD } from "./lua/fields.js";
+import { readManyScript } from "./lua/read-many.js";
 import { reclaimScript } from "./lua/reclaim.js";
 import { replayScript } from "./lua/replay.js";
 import { runScript, type LuaScript, type ScriptArg } from "./lua/script.js";
 import { touchScript } from "./lua/touch.js";
+import { groupBySlot } from "./slots.js";
 import { trimScript } from "./lua/trim.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -42,7 +44,7 @@ import type { Metrics } from "../metrics.js";
 
 export interface RedisBusOptions {
   /** The command connection. Owned by the caller unless `ownsConnection`. Must not use ioredis' `keyPrefix`. */
-  redis: Redis;
+  redis: RedisClient;
   /** Prepended to every key, e.g. `switchyard:`. No braces. */
   keyPrefix: string;
   /** Largest envelope payload accepted at publish and at read. */
@@ -61,8 +63,6 @@ export interface RedisBusOptions {
 const ENVELOPE_OVERHEAD_BYTES = 64 * 1024;
 /** XAUTOCLAIM scans at most COUNT×10 PEL entries per call; this bounds the calls one reclaim() makes. */
 const MAX_RECLAIM_ROUNDS = 16;
-/** Idle blocking connections kept for reuse; more are closed when returned. */
-const MAX_IDLE_BLOCKING_CONNECTIONS = 4;
 const DEFAULT_DEAD_LETTER_PAGE = 100;
 const ENVELOPE_FIELD_BYTES = Buffer.from(ENVELOPE_FIELD);
 
@@ -74,9 +74,10 @@ export function createRedisBus(options: RedisBusOptions): Bus {
   const { redis, keyPrefix, maxPayloadBytes, maxDeliveries } = options;
   const logger = (options.logger ?? silentLogger).child({ component: "bus" });
   const keyCache = new Map<string, { stream: string; dead: string }>();
-  const idleConnections: Redis[] = [];
-  const leasedConnections = new Set<Redis>();
+  const blocking = createBlockingReads(redis, logger);
   let closing: Promise<void> | undefined;
+  /** Rotates which stream `readMany` looks at first, so a busy one cannot starve the rest. */
+  let readManyTurn = 0;
 
   function keysOf(stream: string): { stream: string; dead: string } {
     let keys = keyCache.get(stream);
@@ -111,42 +112,6 @@ export function createRedisBus(options: RedisBusOptions): Bus {
       await redis.xgroup("CREATE", keysOf(stream).stream, group, "0", "MKSTREAM");
     } catch (error) {
       if (!hasErrorPrefix(error, "BUSYGROUP")) throw error;
-    }
-  }
-
-  function leaseConnection(): Redis {
-    const connection = idleConnections.pop() ?? redis.duplicate();
-    if (connection.listenerCount("error") === 0) {
-      connection.on("error", (error: Error) => logger.debug({ err: error }, "blocking bus connection error"));
-    }
-    leasedConnections.add(connection);
-    return connection;
-  }
-
-  function returnConnection(connection: Redis, reusable: boolean): void {
-    leasedConnections.delete(connection);
-    if (reusable && !closing && idleConnections.length < MAX_IDLE_BLOCKING_CONNECTIONS) idleConnections.push(connection);
-    else connection.disconnect();
-  }
-
-  /** XREADGROUP; `undefined` when the signal aborted it (or the bus closed under it). */
-  async function readGroup(args: (string | number)[], blockMs: number, signal: AbortSignal | undefined): Promise<unknown> {
-    if (blockMs === 0) return redis.callBuffer("XREADGROUP", ...args);
-    const connection = leaseConnection();
-    let aborted = false;
-    const onAbort = (): void => {
-      aborted = true;
-      connection.disconnect();
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      return await connection.callBuffer("XREADGROUP", ...args);
-    } catch (error) {
-      if (aborted || closing) return undefined;
-      throw error;
-    } finally {
-      signal?.removeEventListener("abort", onAbort);
-      returnConnection(connection, !aborted);
     }
   }
 
@@ -208,7 +173,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", keys.stream, ">"];
         let reply: unknown;
         try {
-          reply = await readGroup(args, blockMs, signal);
+          reply = await blocking.xreadgroup(args, blockMs, signal);
         } catch (error) {
           // NOGROUP: the group (or the whole key) is gone. UNBLOCKED: Redis >= 7 ends a read that was blocked when
           // its stream key was deleted (FLUSHDB, DEL, a restart without data) with this error instead of NOGROUP.
@@ -216,7 +181,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
           if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
           logger.warn({ stream, group }, "consumer group missing (Redis flushed or key deleted?); recreating it");
           await ensureGroup(stream, group);
-          reply = await readGroup(args, blockMs, signal);
+          reply = await blocking.xreadgroup(args, blockMs, signal);
         }
         if (reply === undefined) return [];
         return decodeEntries(stream, group, streamEntriesOf(reply));
@@ -226,27 +191,25 @@ export function createRedisBus(options: RedisBusOptions): Bus {
       guard("read", async () => {
         const unique = [...new Set(streams)];
         if (unique.length === 0) return [];
-        const keyToStream = new Map(unique.map((stream) => [keysOf(stream).stream, stream]));
+        unique.forEach((stream) => keysOf(stream));
         assertGroupName(group);
         assertGroupName(consumer, "consumer");
         assertPositiveInteger(count, "count");
         assertNonNegativeInteger(blockMs, "blockMs");
         if (signal?.aborted) return [];
-        const keys = [...keyToStream.keys()];
-        const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", ...keys, ...keys.map(() => ">")];
-        let reply: unknown;
-        try {
-          reply = await readGroup(args, blockMs, signal);
-        } catch (error) {
-          // As in read(): a group or stream that vanished is recreated — all of them, since the reply does not say which.
-          if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
-          logger.warn({ streams: unique, group }, "consumer group missing (Redis flushed or key deleted?); recreating them");
-          for (const stream of unique) await ensureGroup(stream, group);
-          reply = await readGroup(args, blockMs, signal);
+        // A cluster refuses one command across slots: each slot's streams are read on their own (a single Redis
+        // has one group of all). What is waiting is taken first, without blocking, slot by slot up to `count`.
+        const slots = groupBySlot(redis, unique, (stream) => keysOf(stream).stream);
+        const start = readManyTurn++;
+        const ready: BusEntry[] = [];
+        for (let i = 0; i < slots.length && ready.length < count; i++) {
+          ready.push(...(await takeWaiting(slots[(start + i) % slots.length]!, group, consumer, count - ready.length, start)));
         }
-        if (reply === undefined) return [];
-        const read = await Promise.all(streamsEntriesOf(reply).map(([key, entries]) => decodeEntries(keyToStream.get(key) ?? key, group, entries)));
-        return read.flat();
+        if (ready.length > 0 || blockMs === 0 || signal?.aborted) return ready;
+        // Nothing waiting: block on every slot at once, each stream taking a share of the count, and wait for all
+        // of them (each returns within blockMs), so what any of them took is handed out, not left pending.
+        const share = Math.max(1, Math.floor(count / unique.length));
+        return (await Promise.all(slots.map((slotStreams) => readStreams(slotStreams, group, consumer, share, blockMs, signal)))).flat();
       }),
 
     ack: (stream, group, ids) =>
@@ -364,14 +327,46 @@ export function createRedisBus(options: RedisBusOptions): Bus {
 
     close: () => {
       closing ??= (async () => {
-        for (const connection of [...idleConnections, ...leasedConnections]) connection.disconnect();
-        idleConnections.length = 0;
-        leasedConnections.clear();
+        blocking.close();
         if (options.ownsConnection) await redis.quit().catch(() => redis.disconnect());
       })();
       return closing;
     },
   };
+
+  /** Entries waiting on streams of one slot, at most `count` in all (one script); missing groups are recreated. */
+  async function takeWaiting(streams: string[], group: string, consumer: string, count: number, first: number): Promise<BusEntry[]> {
+    const keyToStream = new Map(streams.map((stream) => [keysOf(stream).stream, stream]));
+    const reply = await script(readManyScript, [...keyToStream.keys()], [group, consumer, count, first], true);
+    const [read, missing] = reply as [unknown, Buffer[]];
+    if (missing.length > 0) {
+      const gone = missing.map((key) => keyToStream.get(key.toString()) ?? key.toString());
+      logger.warn({ streams: gone, group }, "consumer group missing (Redis flushed or key deleted?); recreating them");
+      for (const stream of gone) await ensureGroup(stream, group);
+    }
+    const decoded = await Promise.all(streamsEntriesOf(read).map(([key, entries]) => decodeEntries(keyToStream.get(key) ?? key, group, entries)));
+    return decoded.flat();
+  }
+
+  /** One blocking XREADGROUP over streams that share a slot (on a single Redis: any streams). */
+  async function readStreams(streams: string[], group: string, consumer: string, count: number, blockMs: number, signal: AbortSignal | undefined): Promise<BusEntry[]> {
+    const keyToStream = new Map(streams.map((stream) => [keysOf(stream).stream, stream]));
+    const keys = [...keyToStream.keys()];
+    const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", ...keys, ...keys.map(() => ">")];
+    let reply: unknown;
+    try {
+      reply = await blocking.xreadgroup(args, blockMs, signal);
+    } catch (error) {
+      // As in read(): a group or stream that vanished is recreated — all of them, since the reply does not say which.
+      if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
+      logger.warn({ streams, group }, "consumer group missing (Redis flushed or key deleted?); recreating them");
+      for (const stream of streams) await ensureGroup(stream, group);
+      reply = await blocking.xreadgroup(args, blockMs, signal);
+    }
+    if (reply === undefined) return [];
+    const read = await Promise.all(streamsEntriesOf(reply).map(([key, entries]) => decodeEntries(keyToStream.get(key) ?? key, group, entries)));
+    return read.flat();
+  }
 
   /** The envelopes of dead letters, by dead-letter id (`undefined` for an id not found or bytes that do not decode). */
   async function deadEnvelopes(deadKey: string, ids: readonly string[]): Promise<Array<Envelope | undefined>> {
@@ -392,11 +387,19 @@ export function createRedisBus(options: RedisBusOptions): Bus {
       await redis.xadd(encoded[0]![0], "*", ENVELOPE_FIELD, encoded[0]![1]);
       return;
     }
-    const pipeline = redis.pipeline();
-    for (const [key, bytes] of encoded) pipeline.xadd(key, "*", ENVELOPE_FIELD, bytes);
-    const results = (await pipeline.exec()) ?? [];
+    // One pipeline per slot (a single one on a single Redis): a cluster takes no pipeline that spans nodes.
+    const results = (
+      await Promise.all(
+        groupBySlot(redis, encoded, ([key]) => key).map(async (slotItems) => {
+          const pipeline = redis.pipeline();
+          for (const [key, bytes] of slotItems) pipeline.xadd(key, "*", ENVELOPE_FIELD, bytes);
+          const replies = (await pipeline.exec()) ?? [];
+          return replies.length === slotItems.length ? replies : [...replies, [new Error("no reply"), null] as [Error, null]];
+        }),
+      )
+    ).flat();
     const failures = results.filter(([error]) => error);
-    if (failures.length > 0 || results.length !== encoded.length) {
+    if (failures.length > 0) {
       // Earlier entries may be on their streams; at-least-once delivery and dedupe by envelope id cover a retry.
       throw new SwitchyardError(ErrorCode.Unavailable, `bus publish: ${failures.length} of ${encoded.length} XADDs failed: ${failures[0]?.[0]?.message ?? "no reply"}`, {
         cause: failures[0]?.[0],
