@@ -206,10 +206,17 @@ export function createRedisBus(options: RedisBusOptions): Bus {
           ready.push(...(await takeWaiting(slots[(start + i) % slots.length]!, group, consumer, count - ready.length, start)));
         }
         if (ready.length > 0 || blockMs === 0 || signal?.aborted) return ready;
-        // Nothing waiting: block on every slot at once, each stream taking a share of the count, and wait for all
-        // of them (each returns within blockMs), so what any of them took is handed out, not left pending.
+        // Nothing waiting: block on every slot at once, each stream taking a share of the count. The first read
+        // with entries wakes the others (they end as if timed out) and all are awaited, so what any of them took
+        // is handed out, not left pending.
         const share = Math.max(1, Math.floor(count / unique.length));
-        return (await Promise.all(slots.map((slotStreams) => readStreams(slotStreams, group, consumer, share, blockMs, signal)))).flat();
+        const wake = new AbortController();
+        const reads = slots.map(async (slotStreams) => {
+          const entries = await readStreams(slotStreams, group, consumer, share, blockMs, signal, wake.signal);
+          if (entries.length > 0) wake.abort();
+          return entries;
+        });
+        return (await Promise.all(reads)).flat();
       }),
 
     ack: (stream, group, ids) =>
@@ -349,19 +356,27 @@ export function createRedisBus(options: RedisBusOptions): Bus {
   }
 
   /** One blocking XREADGROUP over streams that share a slot (on a single Redis: any streams). */
-  async function readStreams(streams: string[], group: string, consumer: string, count: number, blockMs: number, signal: AbortSignal | undefined): Promise<BusEntry[]> {
+  async function readStreams(
+    streams: string[],
+    group: string,
+    consumer: string,
+    count: number,
+    blockMs: number,
+    signal: AbortSignal | undefined,
+    wake?: AbortSignal,
+  ): Promise<BusEntry[]> {
     const keyToStream = new Map(streams.map((stream) => [keysOf(stream).stream, stream]));
     const keys = [...keyToStream.keys()];
     const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", ...keys, ...keys.map(() => ">")];
     let reply: unknown;
     try {
-      reply = await blocking.xreadgroup(args, blockMs, signal);
+      reply = await blocking.xreadgroup(args, blockMs, signal, wake);
     } catch (error) {
       // As in read(): a group or stream that vanished is recreated — all of them, since the reply does not say which.
       if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
       logger.warn({ streams, group }, "consumer group missing (Redis flushed or key deleted?); recreating them");
       for (const stream of streams) await ensureGroup(stream, group);
-      reply = await blocking.xreadgroup(args, blockMs, signal);
+      reply = await blocking.xreadgroup(args, blockMs, signal, wake);
     }
     if (reply === undefined) return [];
     const read = await Promise.all(streamsEntriesOf(reply).map(([key, entries]) => decodeEntries(keyToStream.get(key) ?? key, group, entries)));
