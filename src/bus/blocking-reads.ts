@@ -98,10 +98,22 @@ export function createBlockingReads(redis: RedisClient, logger: Logger): Blockin
     return id;
   }
 
-  /** CLIENT UNBLOCK until the read is unblocked or settles (it may not have reached the server yet). */
+  /**
+   * CLIENT UNBLOCK until the read is unblocked or settles (it may not have reached the server yet). A user not
+   * allowed CLIENT UNBLOCK (ACL) only loses the early wake-up: the read then ends at its block timeout.
+   */
   async function unblock(lease: Leased, id: number, settled: () => boolean): Promise<void> {
     while (!settled() && !closed) {
-      const done = await lease.server.client("UNBLOCK", id).catch(() => 0);
+      let done: unknown;
+      try {
+        done = await lease.server.client("UNBLOCK", id);
+      } catch (error) {
+        if (isReplyError(error)) {
+          logger.warn({ err: error, node: lease.node }, "CLIENT UNBLOCK refused; blocked reads of other slots run to their timeout (allow +client|unblock)");
+          return;
+        }
+        done = 0;
+      }
       if (Number(done) === 1) return;
       await new Promise((resolve) => setTimeout(resolve, UNBLOCK_RETRY_MS));
     }
