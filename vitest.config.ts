@@ -7,7 +7,7 @@ import { clusterToolsAvailable } from "./test/support/redis-cluster.js";
  * number) stay out; so do the bus tests that never touch Redis.
  */
 const CLUSTER_INCLUDE = ["test/bus/**/*.test.ts", "test/integration/core-loop.test.ts", "test/crash/crash.test.ts"];
-const CLUSTER_EXCLUDE = ["test/bus/envelope-wire.test.ts", "test/bus/keys.test.ts"];
+const CLUSTER_EXCLUDE = ["test/bus/envelope-wire.test.ts", "test/bus/keys.test.ts", "test/bus/redis-url.test.ts"];
 
 const cluster = clusterToolsAvailable();
 if (!cluster) {

@@ -11,6 +11,7 @@ import { BusAuth } from "./bus/auth/bus-auth.js";
 import { generateDevSecret } from "./bus/auth/bus-keys.js";
 import { createRedisBus } from "./bus/redis-bus.js";
 import { createRedisConnection } from "./bus/redis-connection.js";
+import { parseRedisUrl } from "./bus/redis-url.js";
 import { DependencyHealth } from "./dependency-health.js";
 import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
@@ -213,7 +214,8 @@ function createRuntimeReplySender(
 /** host:port of a URL, never its credentials. */
 function hostOf(url: string): string {
   try {
-    return new URL(url).host;
+    const target = parseRedisUrl(url);
+    return target.kind === "single" ? new URL(url).host : `cluster ${target.nodes.map((n) => `${n.host}:${n.port}`).join(",")}`;
   } catch {
     return "(unparsable REDIS_URL)";
   }
