@@ -35,7 +35,6 @@ import {
   fieldValue,
   hasErrorPrefix,
   parseDeadLetter,
-  streamEntriesOf,
   streamsEntriesOf,
   toBuffer,
   type RawEntry,
@@ -164,27 +163,13 @@ export function createRedisBus(options: RedisBusOptions): Bus {
 
     read: ({ stream, group, consumer, count, blockMs, signal }) =>
       guard("read", async () => {
-        const keys = keysOf(stream);
+        keysOf(stream);
         assertGroupName(group);
         assertGroupName(consumer, "consumer");
         assertPositiveInteger(count, "count");
         assertNonNegativeInteger(blockMs, "blockMs");
         if (signal?.aborted) return [];
-        const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", keys.stream, ">"];
-        let reply: unknown;
-        try {
-          reply = await blocking.xreadgroup(args, blockMs, signal);
-        } catch (error) {
-          // NOGROUP: the group (or the whole key) is gone. UNBLOCKED: Redis >= 7 ends a read that was blocked when
-          // its stream key was deleted (FLUSHDB, DEL, a restart without data) with this error instead of NOGROUP.
-          // Both mean the same thing: recreate the group (from 0, so entries added since are delivered) and read on.
-          if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
-          logger.warn({ stream, group }, "consumer group missing (Redis flushed or key deleted?); recreating it");
-          await ensureGroup(stream, group);
-          reply = await blocking.xreadgroup(args, blockMs, signal);
-        }
-        if (reply === undefined) return [];
-        return decodeEntries(stream, group, streamEntriesOf(reply));
+        return readStreams([stream], group, consumer, count, blockMs, signal);
       }),
 
     readMany: ({ streams, group, consumer, count, blockMs, signal }) =>
@@ -355,7 +340,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
     return decoded.flat();
   }
 
-  /** One blocking XREADGROUP over streams that share a slot (on a single Redis: any streams). */
+  /** One XREADGROUP (blocking when blockMs > 0) over streams that share a slot (on a single Redis: any streams). */
   async function readStreams(
     streams: string[],
     group: string,
@@ -372,9 +357,12 @@ export function createRedisBus(options: RedisBusOptions): Bus {
     try {
       reply = await blocking.xreadgroup(args, blockMs, signal, wake);
     } catch (error) {
-      // As in read(): a group or stream that vanished is recreated — all of them, since the reply does not say which.
+      // NOGROUP: the group (or the whole key) is gone. UNBLOCKED: Redis >= 7 ends a read that was blocked when its
+      // stream key was deleted (FLUSHDB, DEL, a restart without data) with this error instead of NOGROUP. Both mean
+      // the same thing: recreate the groups (from 0, so entries added since are delivered; all of them, since the
+      // reply does not say which) and read on.
       if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
-      logger.warn({ streams, group }, "consumer group missing (Redis flushed or key deleted?); recreating them");
+      logger.warn({ streams, group }, "consumer group missing (Redis flushed or key deleted?); recreating it");
       for (const stream of streams) await ensureGroup(stream, group);
       reply = await blocking.xreadgroup(args, blockMs, signal, wake);
     }

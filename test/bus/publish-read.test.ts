@@ -4,9 +4,9 @@ import type { Bus, BusEntry } from "../../src/bus/bus.js";
 import { createEnvelope, EndpointKind, EnvelopeKind, ResultStatus, type EnvelopeInit } from "../../src/bus/codec.js";
 import { streamKey } from "../../src/bus/keys.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
-import { mastersOf } from "../../src/bus/redis-connection.js";
 import { ErrorCode } from "../../src/errors.js";
 import { EnvelopeSchema } from "../../src/gen/switchyard/bus/v1/envelope_pb.js";
+import { waitUntilBlocked } from "../support/bus.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
 
 const MAX_PAYLOAD = 1024;
@@ -15,17 +15,6 @@ let bus: Bus;
 
 function envelope(id: string, overrides: Partial<EnvelopeInit> = {}) {
   return createEnvelope({ id, orgId: "org-1", taskId: "task-1", stepId: "step-1", kind: EnvelopeKind.WORK, ...overrides } as EnvelopeInit);
-}
-
-/** Waits until some connection of this Redis (any master of a cluster) is blocked in XREADGROUP. */
-async function waitUntilBlocked(redis: TestRedis["redis"]): Promise<void> {
-  const servers = await mastersOf(redis);
-  for (let i = 0; i < 100; i++) {
-    const clients = (await Promise.all(servers.map((server) => server.client("LIST") as Promise<string>))).join("\n");
-    if (clients.split("\n").some((line) => / flags=b /.test(line) && / cmd=xreadgroup /.test(line))) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error("no XREADGROUP became blocked");
 }
 
 beforeEach(async () => {
