@@ -195,10 +195,10 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         // with entries wakes the others (they end as if timed out) and all are awaited, so what any of them took
         // is handed out, not left pending.
         const share = Math.max(1, Math.floor(count / unique.length));
-        const wake = new AbortController();
+        const wake = slots.length > 1 ? new AbortController() : undefined;
         const reads = slots.map(async (slotStreams) => {
-          const entries = await readStreams(slotStreams, group, consumer, share, blockMs, signal, wake.signal);
-          if (entries.length > 0) wake.abort();
+          const entries = await readStreams(slotStreams, group, consumer, share, blockMs, signal, wake?.signal);
+          if (entries.length > 0) wake?.abort();
           return entries;
         });
         return (await Promise.all(reads)).flat();
