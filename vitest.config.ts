@@ -10,7 +10,10 @@ const CLUSTER_INCLUDE = ["test/bus/**/*.test.ts", "test/integration/core-loop.te
 const CLUSTER_EXCLUDE = ["test/bus/envelope-wire.test.ts", "test/bus/keys.test.ts", "test/bus/redis-url.test.ts"];
 
 const cluster = clusterToolsAvailable();
-if (!cluster) {
+// The config is evaluated more than once per run (the root and its projects): say it once.
+const warned = globalThis as { switchyardClusterWarned?: boolean };
+if (!cluster && !warned.switchyardClusterWarned) {
+  warned.switchyardClusterWarned = true;
   console.warn(
     "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n" +
       "!! redis-server / redis-cli not found: the Redis Cluster tests (project \"cluster\") are SKIPPED.\n" +
