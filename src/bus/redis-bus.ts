@@ -3,7 +3,7 @@
  *
  * - One stream per logical destination; each entry holds the protobuf envelope in one binary field (`e`). Every
  *   command that returns entry data uses the Buffer variant so bytes survive untouched.
- * - Blocking reads run on dedicated connections leased from a pool (`blocking-reads.ts`).
+ * - Reads of a consumer group are `group-reads.ts`; blocking ones run on dedicated connections (`blocking-reads.ts`).
  * - The connection may be a Redis Cluster: every multi-key command and pipeline stays within one slot (a stream's
  *   keys share its hash tag; publishes and `readMany` to several streams are split by slot, see `slots.ts`).
  * - A read that is aborted returns `[]` rather than throwing, so consumer loops simply check `signal.aborted`.
@@ -16,11 +16,11 @@ import type { RedisClient } from "./redis-connection.js";
 import type { Bus, BusEntry, OutgoingEnvelope, ReadOptions, ReclaimOptions } from "./bus.js";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "./codec.js";
 import { createBlockingReads } from "./blocking-reads.js";
+import { createGroupReads } from "./group-reads.js";
 import { claimEnvelopes, releaseEnvelopeClaims } from "./envelope-claims.js";
 import { assertEntryId, assertGroupName, assertKeyPrefix, deadLetterKey, envelopeClaimKey, streamKey } from "./keys.js";
 import { deadLetterScript } from "./lua/dead-letter.js";
 import { ENVELOPE_FIELD } from "./lua/fields.js";
-import { readManyScript } from "./lua/read-many.js";
 import { reclaimScript } from "./lua/reclaim.js";
 import { replayScript } from "./lua/replay.js";
 import { runScript, type LuaScript, type ScriptArg } from "./lua/script.js";
@@ -35,7 +35,6 @@ import {
   fieldValue,
   hasErrorPrefix,
   parseDeadLetter,
-  streamsEntriesOf,
   toBuffer,
   type RawEntry,
 } from "./redis-replies.js";
@@ -75,8 +74,6 @@ export function createRedisBus(options: RedisBusOptions): Bus {
   const keyCache = new Map<string, { stream: string; dead: string }>();
   const blocking = createBlockingReads(redis, logger);
   let closing: Promise<void> | undefined;
-  /** Rotates which stream `readMany` looks at first, so a busy one cannot starve the rest. */
-  let readManyTurn = 0;
 
   function keysOf(stream: string): { stream: string; dead: string } {
     let keys = keyCache.get(stream);
@@ -154,6 +151,8 @@ export function createRedisBus(options: RedisBusOptions): Bus {
     }
   }
 
+  const reads = createGroupReads({ redis, logger, blocking, streamKeyOf: (stream) => keysOf(stream).stream, ensureGroup, decodeEntries });
+
   const bus: Bus = {
     publish: (items) => guard("publish", () => appendAll(items.map(encodeItem))),
     // Outbox rows were validated and encoded when they were written; re-encoding them would only burn CPU.
@@ -169,7 +168,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         assertPositiveInteger(count, "count");
         assertNonNegativeInteger(blockMs, "blockMs");
         if (signal?.aborted) return [];
-        return readStreams([stream], group, consumer, count, blockMs, signal);
+        return reads.readStreams([stream], group, consumer, count, blockMs, signal);
       }),
 
     readMany: ({ streams, group, consumer, count, blockMs, signal }) =>
@@ -182,26 +181,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         assertPositiveInteger(count, "count");
         assertNonNegativeInteger(blockMs, "blockMs");
         if (signal?.aborted) return [];
-        // A cluster refuses one command across slots: each slot's streams are read on their own (a single Redis
-        // has one group of all). What is waiting is taken first, without blocking, slot by slot up to `count`.
-        const slots = groupBySlot(redis, unique, (stream) => keysOf(stream).stream);
-        const start = readManyTurn++;
-        const ready: BusEntry[] = [];
-        for (let i = 0; i < slots.length && ready.length < count; i++) {
-          ready.push(...(await takeWaiting(slots[(start + i) % slots.length]!, group, consumer, count - ready.length, start)));
-        }
-        if (ready.length > 0 || blockMs === 0 || signal?.aborted) return ready;
-        // Nothing waiting: block on every slot at once, each stream taking a share of the count. The first read
-        // with entries wakes the others (they end as if timed out) and all are awaited, so what any of them took
-        // is handed out, not left pending.
-        const share = Math.max(1, Math.floor(count / unique.length));
-        const wake = slots.length > 1 ? new AbortController() : undefined;
-        const reads = slots.map(async (slotStreams) => {
-          const entries = await readStreams(slotStreams, group, consumer, share, blockMs, signal, wake?.signal);
-          if (entries.length > 0) wake?.abort();
-          return entries;
-        });
-        return (await Promise.all(reads)).flat();
+        return reads.readMany(unique, group, consumer, count, blockMs, signal);
       }),
 
     ack: (stream, group, ids) =>
@@ -325,51 +305,6 @@ export function createRedisBus(options: RedisBusOptions): Bus {
       return closing;
     },
   };
-
-  /** Entries waiting on streams of one slot, at most `count` in all (one script); missing groups are recreated. */
-  async function takeWaiting(streams: string[], group: string, consumer: string, count: number, first: number): Promise<BusEntry[]> {
-    const keyToStream = new Map(streams.map((stream) => [keysOf(stream).stream, stream]));
-    const reply = await script(readManyScript, [...keyToStream.keys()], [group, consumer, count, first], true);
-    const [read, missing] = reply as [unknown, Buffer[]];
-    if (missing.length > 0) {
-      const gone = missing.map((key) => keyToStream.get(key.toString()) ?? key.toString());
-      logger.warn({ streams: gone, group }, "consumer group missing (Redis flushed or key deleted?); recreating them");
-      for (const stream of gone) await ensureGroup(stream, group);
-    }
-    const decoded = await Promise.all(streamsEntriesOf(read).map(([key, entries]) => decodeEntries(keyToStream.get(key) ?? key, group, entries)));
-    return decoded.flat();
-  }
-
-  /** One XREADGROUP (blocking when blockMs > 0) over streams that share a slot (on a single Redis: any streams). */
-  async function readStreams(
-    streams: string[],
-    group: string,
-    consumer: string,
-    count: number,
-    blockMs: number,
-    signal: AbortSignal | undefined,
-    wake?: AbortSignal,
-  ): Promise<BusEntry[]> {
-    const keyToStream = new Map(streams.map((stream) => [keysOf(stream).stream, stream]));
-    const keys = [...keyToStream.keys()];
-    const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", ...keys, ...keys.map(() => ">")];
-    let reply: unknown;
-    try {
-      reply = await blocking.xreadgroup(args, blockMs, signal, wake);
-    } catch (error) {
-      // NOGROUP: the group (or the whole key) is gone. UNBLOCKED: Redis >= 7 ends a read that was blocked when its
-      // stream key was deleted (FLUSHDB, DEL, a restart without data) with this error instead of NOGROUP. Both mean
-      // the same thing: recreate the groups (from 0, so entries added since are delivered; all of them, since the
-      // reply does not say which) and read on.
-      if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
-      logger.warn({ streams, group }, "consumer group missing (Redis flushed or key deleted?); recreating it");
-      for (const stream of streams) await ensureGroup(stream, group);
-      reply = await blocking.xreadgroup(args, blockMs, signal, wake);
-    }
-    if (reply === undefined) return [];
-    const read = await Promise.all(streamsEntriesOf(reply).map(([key, entries]) => decodeEntries(keyToStream.get(key) ?? key, group, entries)));
-    return read.flat();
-  }
 
   /** The envelopes of dead letters, by dead-letter id (`undefined` for an id not found or bytes that do not decode). */
   async function deadEnvelopes(deadKey: string, ids: readonly string[]): Promise<Array<Envelope | undefined>> {
