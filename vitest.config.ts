@@ -1,13 +1,51 @@
 import { defineConfig } from "vitest/config";
+import { clusterToolsAvailable } from "./test/support/redis-cluster.js";
+
+/**
+ * The tests that run a second time against a local 3-master Redis Cluster (issue 11 §4): the bus suite, one
+ * end-to-end workflow, and the crash test. Tests that need a single Redis (they restart it, or use a database
+ * number) stay out; so do the bus tests that never touch Redis.
+ */
+const CLUSTER_INCLUDE = ["test/bus/**/*.test.ts", "test/integration/core-loop.test.ts", "test/crash/crash.test.ts"];
+const CLUSTER_EXCLUDE = ["test/bus/envelope-wire.test.ts", "test/bus/keys.test.ts", "test/bus/redis-url.test.ts"];
+
+const cluster = clusterToolsAvailable();
+// The config is evaluated more than once per run (the root and its projects): say it once.
+const warned = globalThis as { switchyardClusterWarned?: boolean };
+if (!cluster && !warned.switchyardClusterWarned) {
+  warned.switchyardClusterWarned = true;
+  console.warn(
+    "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n" +
+      "!! redis-server / redis-cli not found: the Redis Cluster tests (project \"cluster\") are SKIPPED.\n" +
+      "!! Install them (apt-get install redis-server) to run them; CI must have them.\n" +
+      "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n",
+  );
+}
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
     // A backstop, not a budget: waits for work are progress-based (test/support/wait.ts) and fail after
     // DEFAULT_STALL_MS (20 s) without movement, naming what is stuck; this must stay well above that so they decide.
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: "forks",
+    projects: [
+      { extends: true, test: { name: "redis", include: ["test/**/*.test.ts"] } },
+      ...(cluster
+        ? [
+            {
+              extends: true as const,
+              test: {
+                name: "cluster",
+                include: CLUSTER_INCLUDE,
+                exclude: CLUSTER_EXCLUDE,
+                globalSetup: ["test/support/cluster-setup.ts"],
+                setupFiles: ["test/support/cluster-env.ts"],
+              },
+            },
+          ]
+        : []),
+    ],
   },
 });

@@ -5,6 +5,7 @@
 import { ErrorCode, SwitchyardError } from "./errors.js";
 import { parseBusSecrets, parsePublisherKey, type BusSecret, type PublisherKey } from "./bus/auth/bus-keys.js";
 import { ENCRYPTION_KEY_VARIABLE, parseEncryptionKeys, type EncryptionKey } from "./vault/secret-cipher.js";
+import { parseRedisUrl } from "./bus/redis-url.js";
 
 export interface BusConfig {
   /** Prefix of every Redis key; tests use a unique one each. */
@@ -317,6 +318,13 @@ function url(env: Env, name: string, fallback: string, schemes: string[]): strin
   return raw;
 }
 
+/** One Redis (`redis://`, `rediss://`) or a cluster (`redis+cluster://host:port,host:port`); see bus/redis-url.ts. */
+function redisUrl(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  parseRedisUrl(raw, name);
+  return raw;
+}
+
 function bool(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -350,7 +358,7 @@ function scopeList(env: Env, name: string, valid: RegExp, example: string): Scop
 export function loadConfig(env: Env = process.env): Config {
   const d = defaultConfig;
   return {
-    redisUrl: url(env, "REDIS_URL", d.redisUrl, ["redis:", "rediss:"]),
+    redisUrl: redisUrl(env, "REDIS_URL", d.redisUrl),
     databaseUrl: url(env, "DATABASE_URL", d.databaseUrl, ["postgres:", "postgresql:"]),
     logLevel: env.SWITCHYARD_LOG_LEVEL || d.logLevel,
     bus: {

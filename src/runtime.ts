@@ -3,7 +3,7 @@
  * service). Every process — CLI command, coordinator, harness, demo, tests — builds its parts here, so wiring
  * lives in one place. `close()` releases everything and is idempotent.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./bus/redis-connection.js";
 import type { Config } from "./config.js";
 import { ErrorCode, SwitchyardError } from "./errors.js";
 import type { Bus } from "./bus/bus.js";
@@ -11,6 +11,7 @@ import { BusAuth } from "./bus/auth/bus-auth.js";
 import { generateDevSecret } from "./bus/auth/bus-keys.js";
 import { createRedisBus } from "./bus/redis-bus.js";
 import { createRedisConnection } from "./bus/redis-connection.js";
+import { parseRedisUrl } from "./bus/redis-url.js";
 import { DependencyHealth } from "./dependency-health.js";
 import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
@@ -40,7 +41,7 @@ export interface Runtime {
   logger: Logger;
   metrics: Metrics;
   pool: Pool;
-  redis: Redis;
+  redis: RedisClient;
   /** Whether Postgres and Redis are reachable, as this process sees it (logs and counts each outage once). */
   health: DependencyHealth;
   bus: Bus;
@@ -216,7 +217,8 @@ function createRuntimeReplySender(
 /** host:port of a URL, never its credentials. */
 function hostOf(url: string): string {
   try {
-    return new URL(url).host;
+    const target = parseRedisUrl(url);
+    return target.kind === "single" ? new URL(url).host : `cluster ${target.nodes.map((n) => `${n.host}:${n.port}`).join(",")}`;
   } catch {
     return "(unparsable REDIS_URL)";
   }

@@ -2,7 +2,7 @@
  * Dead letters as operators see them (admin API and `switchyard dlq`): which streams have them, what each one was,
  * and replaying them.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connection.js";
 import type { Bus, DeadLetter } from "./bus.js";
 import { decodeEnvelope, EnvelopeKind } from "./codec.js";
 import { discoverStreams } from "./stream-discovery.js";
@@ -20,7 +20,7 @@ export interface DeadLetterView {
 }
 
 /** Logical stream names that have a dead-letter stream under `prefix`. */
-export function findDeadLetterStreams(redis: Redis, prefix: string): Promise<string[]> {
+export function findDeadLetterStreams(redis: RedisClient, prefix: string): Promise<string[]> {
   return discoverStreams(redis, prefix, { deadLetters: true });
 }
 

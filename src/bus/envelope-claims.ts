@@ -7,7 +7,7 @@
  * harness runs an entry it claims the envelope id with `SET key <entryId> NX GET PX ttl` (one command: claim and
  * the previous holder in one atomic step; Redis >= 7.0), pipelined for a whole read.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connection.js";
 import type { BusEntry } from "./bus.js";
 import type { Envelope } from "./codec.js";
 
@@ -21,7 +21,7 @@ import type { Envelope } from "./codec.js";
 export const ENVELOPE_CLAIM_TTL_MS = 10 * 60 * 1000;
 
 /** `SET … NX GET` per entry, one pipeline; the previous holder of each claim (`null`: this call took it). */
-export async function claimEnvelopes(redis: Redis, keyOf: (envelopeId: string) => string, entries: readonly BusEntry[]): Promise<Array<string | null>> {
+export async function claimEnvelopes(redis: RedisClient, keyOf: (envelopeId: string) => string, entries: readonly BusEntry[]): Promise<Array<string | null>> {
   if (entries.length === 0) return [];
   const pipeline = redis.pipeline();
   for (const entry of entries) pipeline.call("SET", [keyOf(entry.envelope.id), entry.id, "PX", ENVELOPE_CLAIM_TTL_MS, "NX", "GET"]);
@@ -38,7 +38,7 @@ export async function claimEnvelopes(redis: Redis, keyOf: (envelopeId: string) =
  * is a new entry of an envelope that may have been claimed by the entry that was dead-lettered, and would otherwise
  * be acknowledged as a duplicate without running. Bytes that do not decode hold no claim.
  */
-export async function releaseEnvelopeClaims(redis: Redis, keyOf: (envelopeId: string) => string, envelopes: ReadonlyArray<Envelope | undefined>): Promise<void> {
+export async function releaseEnvelopeClaims(redis: RedisClient, keyOf: (envelopeId: string) => string, envelopes: ReadonlyArray<Envelope | undefined>): Promise<void> {
   const keys = envelopes.flatMap((envelope) => (envelope ? [keyOf(envelope.id)] : []));
   if (keys.length > 0) await redis.del(...keys);
 }

@@ -3,10 +3,9 @@
  *
  * - One stream per logical destination; each entry holds the protobuf envelope in one binary field (`e`). Every
  *   command that returns entry data uses the Buffer variant so bytes survive untouched.
- * - Blocking reads run on dedicated connections (duplicates of the caller's), leased from a small pool: a
- *   blocked XREADGROUP would otherwise stall every other command on the shared connection. Aborting the read's
- *   signal disconnects its connection, so the read returns at once and no socket keeps the process alive. If Redis
- *   had already handed entries out on that connection, they stay pending and are reclaimed later (at-least-once).
+ * - Reads of a consumer group are `group-reads.ts`; blocking ones run on dedicated connections (`blocking-reads.ts`).
+ * - The connection may be a Redis Cluster: every multi-key command and pipeline stays within one slot (a stream's
+ *   keys share its hash tag; publishes and `readMany` to several streams are split by slot, see `slots.ts`).
  * - A read that is aborted returns `[]` rather than throwing, so consumer loops simply check `signal.aborted`.
  * - Dead-lettering, reclaim, heartbeats, replay and trim are Lua scripts (`lua/`), each atomic and Cluster-safe
  *   (a stream and its dead-letter stream share one hash tag).
@@ -16,9 +15,11 @@
  * - Dead-lettering acknowledges the entry but does not XDEL it: other groups on the same stream may still need it;
  *   trim removes it once every group is done.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis-connection.js";
 import type { Bus, BusEntry, OutgoingEnvelope, ReadOptions, ReclaimOptions } from "./bus.js";
 import { decodeEnvelope, encodeEnvelope, type Envelope } from "./codec.js";
+import { createBlockingReads } from "./blocking-reads.js";
+import { createGroupReads } from "./group-reads.js";
 import { claimEnvelopes, releaseEnvelopeClaims } from "./envelope-claims.js";
 import { assertEntryId, assertGroupName, assertKeyPrefix, deadLetterKey, envelopeClaimKey, streamKey } from "./keys.js";
 import { deadLetterScript } from "./lua/dead-letter.js";
@@ -27,6 +28,7 @@ import { reclaimScript } from "./lua/reclaim.js";
 import { replayScript } from "./lua/replay.js";
 import { runScript, type LuaScript, type ScriptArg } from "./lua/script.js";
 import { touchScript } from "./lua/touch.js";
+import { groupBySlot } from "./slots.js";
 import { trimScript } from "./lua/trim.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -36,8 +38,6 @@ import {
   fieldValue,
   hasErrorPrefix,
   parseDeadLetter,
-  streamEntriesOf,
-  streamsEntriesOf,
   toBuffer,
   type RawEntry,
 } from "./redis-replies.js";
@@ -46,7 +46,7 @@ import { createStreamWrites } from "./stream-writes.js";
 
 export interface RedisBusOptions {
   /** The command connection. Owned by the caller unless `ownsConnection`. Must not use ioredis' `keyPrefix`. */
-  redis: Redis;
+  redis: RedisClient;
   /** Prepended to every key, e.g. `switchyard:`. No braces. */
   keyPrefix: string;
   /** Largest envelope payload accepted at publish and at read. */
@@ -65,8 +65,6 @@ export interface RedisBusOptions {
 const ENVELOPE_OVERHEAD_BYTES = 64 * 1024;
 /** XAUTOCLAIM scans at most COUNT×10 PEL entries per call; this bounds the calls one reclaim() makes. */
 const MAX_RECLAIM_ROUNDS = 16;
-/** Idle blocking connections kept for reuse; more are closed when returned. */
-const MAX_IDLE_BLOCKING_CONNECTIONS = 4;
 const DEFAULT_DEAD_LETTER_PAGE = 100;
 const ENVELOPE_FIELD_BYTES = Buffer.from(ENVELOPE_FIELD);
 
@@ -79,8 +77,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
   const logger = (options.logger ?? silentLogger).child({ component: "bus" });
   const writes = createStreamWrites(redis, logger);
   const keyCache = new Map<string, { stream: string; dead: string }>();
-  const idleConnections: Redis[] = [];
-  const leasedConnections = new Set<Redis>();
+  const blocking = createBlockingReads(redis, logger);
   let closing: Promise<void> | undefined;
 
   function keysOf(stream: string): { stream: string; dead: string } {
@@ -116,42 +113,6 @@ export function createRedisBus(options: RedisBusOptions): Bus {
       await redis.xgroup("CREATE", keysOf(stream).stream, group, "0", "MKSTREAM");
     } catch (error) {
       if (!hasErrorPrefix(error, "BUSYGROUP")) throw error;
-    }
-  }
-
-  function leaseConnection(): Redis {
-    const connection = idleConnections.pop() ?? redis.duplicate();
-    if (connection.listenerCount("error") === 0) {
-      connection.on("error", (error: Error) => logger.debug({ err: error }, "blocking bus connection error"));
-    }
-    leasedConnections.add(connection);
-    return connection;
-  }
-
-  function returnConnection(connection: Redis, reusable: boolean): void {
-    leasedConnections.delete(connection);
-    if (reusable && !closing && idleConnections.length < MAX_IDLE_BLOCKING_CONNECTIONS) idleConnections.push(connection);
-    else connection.disconnect();
-  }
-
-  /** XREADGROUP; `undefined` when the signal aborted it (or the bus closed under it). */
-  async function readGroup(args: (string | number)[], blockMs: number, signal: AbortSignal | undefined): Promise<unknown> {
-    if (blockMs === 0) return redis.callBuffer("XREADGROUP", ...args);
-    const connection = leaseConnection();
-    let aborted = false;
-    const onAbort = (): void => {
-      aborted = true;
-      connection.disconnect();
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      return await connection.callBuffer("XREADGROUP", ...args);
-    } catch (error) {
-      if (aborted || closing) return undefined;
-      throw error;
-    } finally {
-      signal?.removeEventListener("abort", onAbort);
-      returnConnection(connection, !aborted);
     }
   }
 
@@ -195,6 +156,8 @@ export function createRedisBus(options: RedisBusOptions): Bus {
     }
   }
 
+  const reads = createGroupReads({ redis, logger, blocking, streamKeyOf: (stream) => keysOf(stream).stream, ensureGroup, decodeEntries });
+
   const bus: Bus = {
     publish: (items) => guard("publish", () => writes.append(items.map(encodeItem))),
     // Outbox rows were validated and encoded when they were written; re-encoding them would only burn CPU.
@@ -204,54 +167,26 @@ export function createRedisBus(options: RedisBusOptions): Bus {
 
     read: ({ stream, group, consumer, count, blockMs, signal }) =>
       guard("read", async () => {
-        const keys = keysOf(stream);
+        keysOf(stream);
         assertGroupName(group);
         assertGroupName(consumer, "consumer");
         assertPositiveInteger(count, "count");
         assertNonNegativeInteger(blockMs, "blockMs");
         if (signal?.aborted) return [];
-        const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", keys.stream, ">"];
-        let reply: unknown;
-        try {
-          reply = await readGroup(args, blockMs, signal);
-        } catch (error) {
-          // NOGROUP: the group (or the whole key) is gone. UNBLOCKED: Redis >= 7 ends a read that was blocked when
-          // its stream key was deleted (FLUSHDB, DEL, a restart without data) with this error instead of NOGROUP.
-          // Both mean the same thing: recreate the group (from 0, so entries added since are delivered) and read on.
-          if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
-          logger.warn({ stream, group }, "consumer group missing (Redis flushed or key deleted?); recreating it");
-          await ensureGroup(stream, group);
-          reply = await readGroup(args, blockMs, signal);
-        }
-        if (reply === undefined) return [];
-        return decodeEntries(stream, group, streamEntriesOf(reply));
+        return reads.readStreams([stream], group, consumer, count, blockMs, signal);
       }),
 
     readMany: ({ streams, group, consumer, count, blockMs, signal }) =>
       guard("read", async () => {
         const unique = [...new Set(streams)];
         if (unique.length === 0) return [];
-        const keyToStream = new Map(unique.map((stream) => [keysOf(stream).stream, stream]));
+        unique.forEach((stream) => keysOf(stream));
         assertGroupName(group);
         assertGroupName(consumer, "consumer");
         assertPositiveInteger(count, "count");
         assertNonNegativeInteger(blockMs, "blockMs");
         if (signal?.aborted) return [];
-        const keys = [...keyToStream.keys()];
-        const args = ["GROUP", group, consumer, "COUNT", count, ...(blockMs > 0 ? ["BLOCK", blockMs] : []), "STREAMS", ...keys, ...keys.map(() => ">")];
-        let reply: unknown;
-        try {
-          reply = await readGroup(args, blockMs, signal);
-        } catch (error) {
-          // As in read(): a group or stream that vanished is recreated — all of them, since the reply does not say which.
-          if (!hasErrorPrefix(error, "NOGROUP") && !hasErrorPrefix(error, "UNBLOCKED")) throw error;
-          logger.warn({ streams: unique, group }, "consumer group missing (Redis flushed or key deleted?); recreating them");
-          for (const stream of unique) await ensureGroup(stream, group);
-          reply = await readGroup(args, blockMs, signal);
-        }
-        if (reply === undefined) return [];
-        const read = await Promise.all(streamsEntriesOf(reply).map(([key, entries]) => decodeEntries(keyToStream.get(key) ?? key, group, entries)));
-        return read.flat();
+        return reads.readMany(unique, group, consumer, count, blockMs, signal);
       }),
 
     publishAndAck: (items, target) =>
@@ -371,9 +306,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
 
     close: () => {
       closing ??= (async () => {
-        for (const connection of [...idleConnections, ...leasedConnections]) connection.disconnect();
-        idleConnections.length = 0;
-        leasedConnections.clear();
+        blocking.close();
         if (options.ownsConnection) await redis.quit().catch(() => redis.disconnect());
       })();
       return closing;

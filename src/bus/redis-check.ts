@@ -6,6 +6,7 @@
  * has a TTL, which nothing guarantees on a shared Redis.
  */
 import type { Redis } from "ioredis";
+import { mastersOf, type RedisClient } from "./redis-connection.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 
@@ -19,9 +20,21 @@ export interface RedisSafetyOptions {
 /**
  * Throws UNSAFE_REDIS when Redis may evict keys. When CONFIG is not permitted (managed Redis, ACLs) it logs a
  * warning and returns: we cannot tell, and refusing to start on every managed service would be worse.
+ * On a cluster every master is checked: the setting is per server, and one evicting master loses its slots' work.
  */
-export async function assertRedisSafe(redis: Redis, options: RedisSafetyOptions = {}): Promise<void> {
+export async function assertRedisSafe(redis: RedisClient, options: RedisSafetyOptions = {}): Promise<void> {
+  let masters: Redis[];
+  try {
+    masters = await mastersOf(redis);
+  } catch (error) {
+    throw new SwitchyardError(ErrorCode.Unavailable, `cannot reach Redis to check maxmemory-policy: ${(error as Error).message}`, { cause: error });
+  }
+  for (const server of masters) await assertServerSafe(server, redis.isCluster ? `${server.options.host}:${server.options.port}` : undefined, options);
+}
+
+async function assertServerSafe(redis: Redis, node: string | undefined, options: RedisSafetyOptions): Promise<void> {
   const logger = options.logger ?? silentLogger;
+  const which = node ? `Redis node ${node}` : "Redis";
   let reply: unknown;
   try {
     reply = await redis.config("GET", "maxmemory-policy");
@@ -31,21 +44,21 @@ export async function assertRedisSafe(redis: Redis, options: RedisSafetyOptions 
     }
     logger.warn(
       { err: error },
-      `cannot read Redis maxmemory-policy (${(error as Error).message}); make sure it is "${SAFE_MAXMEMORY_POLICY}", or queued work can be evicted`,
+      `cannot read ${which} maxmemory-policy (${(error as Error).message}); make sure it is "${SAFE_MAXMEMORY_POLICY}", or queued work can be evicted`,
     );
     return;
   }
   const policy = policyOf(reply);
   if (policy === undefined) {
-    logger.warn(`Redis did not report maxmemory-policy; make sure it is "${SAFE_MAXMEMORY_POLICY}", or queued work can be evicted`);
+    logger.warn(`${which} did not report maxmemory-policy; make sure it is "${SAFE_MAXMEMORY_POLICY}", or queued work can be evicted`);
     return;
   }
   if (policy !== SAFE_MAXMEMORY_POLICY) {
     throw new SwitchyardError(
       ErrorCode.UnsafeRedis,
-      `Redis maxmemory-policy is "${policy}", which can evict bus streams and lose work; set it to "${SAFE_MAXMEMORY_POLICY}" ` +
+      `${which} maxmemory-policy is "${policy}", which can evict bus streams and lose work; set it to "${SAFE_MAXMEMORY_POLICY}" ` +
         `(CONFIG SET maxmemory-policy ${SAFE_MAXMEMORY_POLICY}, or "maxmemory-policy ${SAFE_MAXMEMORY_POLICY}" in redis.conf / your provider's parameter group)`,
-      { details: { policy, required: SAFE_MAXMEMORY_POLICY } },
+      { details: { policy, required: SAFE_MAXMEMORY_POLICY, ...(node ? { node } : {}) } },
     );
   }
 }

@@ -2,7 +2,8 @@
  * The Redis bus adapter's writes of envelopes and acknowledgements: XADD (pipelined), XACK, and a harness turn's
  * RESULT with the XACK of its WORK in one round trip (`lua/publish-ack.ts`).
  */
-import type { Redis } from "ioredis";
+import { isCluster, type RedisClient } from "./redis-connection.js";
+import { groupBySlot } from "./slots.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { hashTagOf } from "./keys.js";
@@ -33,18 +34,26 @@ export interface StreamWrites {
   appendThenAcknowledge(encoded: readonly EncodedEntry[], target: AckKeys): Promise<void>;
 }
 
-export function createStreamWrites(redis: Redis, logger: Logger): StreamWrites {
+export function createStreamWrites(redis: RedisClient, logger: Logger): StreamWrites {
   async function append(encoded: readonly EncodedEntry[]): Promise<void> {
     if (encoded.length === 0) return;
     if (encoded.length === 1) {
       await redis.xadd(encoded[0]![0], "*", ENVELOPE_FIELD, encoded[0]![1]);
       return;
     }
-    const pipeline = redis.pipeline();
-    for (const [key, bytes] of encoded) pipeline.xadd(key, "*", ENVELOPE_FIELD, bytes);
-    const results = (await pipeline.exec()) ?? [];
+    // One pipeline per slot (a single one on a single Redis): a cluster takes no pipeline that spans nodes.
+    const results = (
+      await Promise.all(
+        groupBySlot(redis, encoded, ([key]) => key).map(async (slotItems) => {
+          const pipeline = redis.pipeline();
+          for (const [key, bytes] of slotItems) pipeline.xadd(key, "*", ENVELOPE_FIELD, bytes);
+          const replies = (await pipeline.exec()) ?? [];
+          return replies.length === slotItems.length ? replies : [...replies, [new Error("no reply"), null] as [Error, null]];
+        }),
+      )
+    ).flat();
     const failures = results.filter(([error]) => error);
-    if (failures.length > 0 || results.length !== encoded.length) {
+    if (failures.length > 0) {
       // Earlier entries may be on their streams; at-least-once delivery and dedupe by envelope id cover a retry.
       throw new SwitchyardError(ErrorCode.Unavailable, `bus publish: ${failures.length} of ${encoded.length} XADDs failed: ${failures[0]?.[0]?.message ?? "no reply"}`, {
         cause: failures[0]?.[0],
@@ -69,7 +78,7 @@ export function createStreamWrites(redis: Redis, logger: Logger): StreamWrites {
 
   /** One script may touch these keys: always on a single Redis; on a Cluster only when they share a hash tag. */
   function oneScriptReaches(keys: readonly string[]): boolean {
-    if (!(redis as { isCluster?: boolean }).isCluster) return true;
+    if (!isCluster(redis)) return true;
     const tag = hashTagOf(keys[0]!);
     return keys.every((key) => hashTagOf(key) === tag);
   }

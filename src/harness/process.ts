@@ -6,7 +6,7 @@
  */
 import { resolve as resolvePath } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../bus/redis-connection.js";
 import type { Config } from "../config.js";
 import { BusAuth } from "../bus/auth/bus-auth.js";
 import { createRedisBus } from "../bus/redis-bus.js";
@@ -193,7 +193,7 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
 }
 
 /** QUIT waits for Redis; when Redis is unreachable that could be forever, so it gets a second before a hard close. */
-async function quitRedis(redis: Redis): Promise<void> {
+async function quitRedis(redis: RedisClient): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => resolve("timeout"), 1_000);

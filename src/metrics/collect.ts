@@ -9,7 +9,7 @@
  */
 import type { DependencyHealth } from "../dependency-health.js";
 import { Counter, Gauge, type Registry } from "prom-client";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../bus/redis-connection.js";
 import { COORDINATOR_STREAM, type Bus } from "../bus/bus.js";
 import { isInboxStream } from "../coordinator/shards.js";
 import { COORDINATOR_GROUP } from "../coordinator/coordinator.js";
@@ -37,7 +37,7 @@ export interface CollectDeps {
    * most every `discoverEveryMs`), plus the coordinator inbox.
    */
   streams?: readonly string[] | (() => Promise<readonly string[]>);
-  redis?: Redis;
+  redis?: RedisClient;
   keyPrefix?: string;
   /** @defaultValue 15 000 */
   discoverEveryMs?: number;

@@ -19,7 +19,7 @@ function encoded(id: string, kind: EnvelopeKind = EnvelopeKind.RESULT): Uint8Arr
 }
 
 /** The same connection, answering `isCluster` as an ioredis Cluster does: the adapter takes its Cluster path. */
-function seenAsCluster(redis: Redis): Redis {
+function seenAsCluster<T extends object>(redis: T): T {
   return new Proxy(redis, {
     get(target, property) {
       if (property === "isCluster") return true;

@@ -6,6 +6,7 @@ import { streamKey } from "../../src/bus/keys.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { ErrorCode } from "../../src/errors.js";
 import { EnvelopeSchema } from "../../src/gen/switchyard/bus/v1/envelope_pb.js";
+import { waitUntilBlocked } from "../support/bus.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
 
 const MAX_PAYLOAD = 1024;
@@ -14,16 +15,6 @@ let bus: Bus;
 
 function envelope(id: string, overrides: Partial<EnvelopeInit> = {}) {
   return createEnvelope({ id, orgId: "org-1", taskId: "task-1", stepId: "step-1", kind: EnvelopeKind.WORK, ...overrides } as EnvelopeInit);
-}
-
-/** Waits until some connection of this Redis is blocked in XREADGROUP. */
-async function waitUntilBlocked(redis: TestRedis["redis"]): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const clients = (await redis.client("LIST")) as string;
-    if (clients.split("\n").some((line) => / flags=b /.test(line) && / cmd=xreadgroup /.test(line))) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error("no XREADGROUP became blocked");
 }
 
 beforeEach(async () => {

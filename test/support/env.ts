@@ -1,4 +1,7 @@
-/** Where the tests find Redis and Postgres: REDIS_URL / DATABASE_URL, defaulting to the local servers. */
+/**
+ * Where the tests find Redis and Postgres: REDIS_URL / DATABASE_URL, defaulting to the local servers. In the
+ * `cluster` vitest project REDIS_URL is the run's Redis Cluster (set by cluster-env.ts); spawned processes inherit it.
+ */
 
 /**
  * The environment that switches every live flag on except A2A egress (flags default off), for CLI commands and

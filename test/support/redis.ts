@@ -1,13 +1,17 @@
 /**
- * A unique key prefix per test and a cleanup that deletes everything under it.
+ * A unique key prefix per test and a cleanup that deletes everything under it. The connection is a cluster when
+ * REDIS_URL names one (the cluster project of vitest.config.ts).
  */
 import { randomBytes } from "node:crypto";
-import { Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
+import type { RedisClient } from "../../src/bus/redis-connection.js";
+import { deleteKeys } from "../../src/bus/redis-scan.js";
+import { parseRedisUrl } from "../../src/bus/redis-url.js";
 import { redisUrl } from "./env.js";
 
 export interface TestRedis {
   prefix: string;
-  redis: Redis;
+  redis: RedisClient;
   /** Deletes every key under the prefix and closes the connection. */
   cleanup(): Promise<void>;
 }
@@ -16,8 +20,15 @@ export function uniquePrefix(): string {
   return `sytest:${randomBytes(5).toString("hex")}:`;
 }
 
+/** A plain connection to the tests' Redis (or cluster) that gives up on a command after three retries. */
+export function testRedisConnection(url: string = redisUrl()): RedisClient {
+  const target = parseRedisUrl(url);
+  if (target.kind === "single") return new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 3 });
+  return new Cluster(target.nodes, { lazyConnect: true, redisOptions: { maxRetriesPerRequest: 3 } });
+}
+
 export async function createTestRedis(prefix: string = uniquePrefix()): Promise<TestRedis> {
-  const redis = new Redis(redisUrl(), { lazyConnect: true, maxRetriesPerRequest: 3 });
+  const redis = testRedisConnection();
   await redis.connect();
   return {
     prefix,
@@ -29,11 +40,6 @@ export async function createTestRedis(prefix: string = uniquePrefix()): Promise<
   };
 }
 
-export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
+export async function deleteByPrefix(redis: RedisClient, prefix: string): Promise<void> {
+  await deleteKeys(redis, `${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`);
 }

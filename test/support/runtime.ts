@@ -1,6 +1,7 @@
 /**
  * A full runtime (pool, Redis, bus, engine, task service) on a fresh test database and a unique key prefix.
  */
+import { parseRedisUrl } from "../../src/bus/redis-url.js";
 import { defaultConfig, type Config } from "../../src/config.js";
 import { Coordinator } from "../../src/coordinator/coordinator.js";
 import { createLogger } from "../../src/logger.js";
@@ -41,11 +42,9 @@ export function testConfig(
   redisDb?: number,
   flags: Partial<Config["flags"]> = {},
 ): Config {
-  const redis = new URL(redisUrl());
-  if (redisDb !== undefined) redis.pathname = `/${redisDb}`;
   return {
     ...defaultConfig,
-    redisUrl: redis.toString(),
+    redisUrl: redisDb === undefined ? redisUrl() : withDatabase(redisUrl(), redisDb),
     databaseUrl: db.url,
     logLevel: "silent",
     bus: { ...defaultConfig.bus, keyPrefix: prefix, blockMs: 100, reclaimIdleMs: 2000, ...bus },
@@ -54,6 +53,14 @@ export function testConfig(
     flags: { ...TEST_FLAGS, ...flags },
     busAuth: { secrets: TEST_BUS_SECRETS, publisherKeys: [] },
   };
+}
+
+/** A single Redis URL pointed at database `db` (a cluster has only database 0). */
+function withDatabase(url: string, db: number): string {
+  if (parseRedisUrl(url).kind === "cluster") throw new Error(`a test asked for Redis database ${db}, which a cluster (${url}) does not have`);
+  const parsed = new URL(url);
+  parsed.pathname = `/${db}`;
+  return parsed.toString();
 }
 
 export async function createTestRuntime(

@@ -2,7 +2,7 @@
  * What the service implementations need. Tenant reads go through `withTenantTransaction(pool, …)` and the task
  * service is built with `transact: tenantScoped(pool)`, so every tenant request runs under row-level security.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../bus/redis-connection.js";
 import type { Bus } from "../../bus/bus.js";
 import type { TaskService } from "../../coordinator/tasks.js";
 import type { EndpointCache } from "../../ingest/endpoint-cache.js";
@@ -18,7 +18,7 @@ export interface ServiceDeps {
   /** A TaskService whose transactions are tenant-scoped. */
   tasks: TaskService;
   bus: Bus;
-  redis: Redis;
+  redis: RedisClient;
   keyPrefix: string;
   maxPayloadBytes: number;
   logger: Logger;
