@@ -2,13 +2,14 @@
  * `Bus.publishAndAck`: a harness turn's RESULT and the XACK of its WORK in one round trip, and no XACK unless
  * the RESULT is on its stream — on a single Redis (one Lua script) and on the Cluster path (two awaited writes).
  */
-import type { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Bus } from "../../src/bus/bus.js";
 import { createEnvelope, encodeEnvelope, EnvelopeKind, type EnvelopeInit } from "../../src/bus/codec.js";
 import { streamKey } from "../../src/bus/keys.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
+import { parseRedisUrl } from "../../src/bus/redis-url.js";
 import { ErrorCode } from "../../src/errors.js";
+import { redisUrl } from "../support/env.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
 
 const MAX_PAYLOAD = 1024;
@@ -107,7 +108,8 @@ for (const path of ["single Redis (one script)", "Cluster path (two awaited writ
   });
 }
 
-describe("why a script and not a pipeline", () => {
+// A MULTI spanning two hash tags is refused on a Cluster (CROSSSLOT): the hazard shown here is a single Redis's.
+describe.skipIf(parseRedisUrl(redisUrl()).kind === "cluster")("why a script and not a pipeline", () => {
   it("a pipelined XADD that fails does not stop the XACK after it (what publishAndAck must not do)", async () => {
     const bus = createRedisBus({ redis: t.redis, keyPrefix: t.prefix, maxPayloadBytes: MAX_PAYLOAD, maxDeliveries: 3 });
     const workId = await pendingWork(bus);
