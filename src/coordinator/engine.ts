@@ -136,7 +136,7 @@ export class Engine {
   fenced(fence: EngineFence): this {
     const view = Object.create(this) as this;
     Object.defineProperty(view, "fenceBy", { value: fence });
-    if (this.options.auditHeadsInMemory !== false) Object.defineProperty(view, "heads", { value: new AuditHeadCache() });
+    if (this.options.auditHeadsInMemory !== false) Object.defineProperty(view, "heads", { value: new AuditHeadCache({ clock: this.clock }) });
     return view;
   }
 

@@ -119,7 +119,7 @@ export async function appendAudit(client: Pick<PoolClient, "query">, entries: re
   if (moved.rows.length !== orgIds.length) {
     const movedSet = new Set(moved.rows.map((r) => r.org_id));
     const stale = orgIds.filter((orgId) => !movedSet.has(orgId));
-    options.heads?.forget(stale);
+    options.heads?.stale(stale);
     throw new SwitchyardError(ErrorCode.StaleHead, `audit head of ${stale.join(", ")} moved since it was cached; applying again under the head lock`, {
       details: { orgIds: stale },
     });

@@ -4,32 +4,14 @@
  * the head meanwhile, including one that moved it while the append waited on its row lock.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AuditEntry } from "../../src/domain.js";
 import { ErrorCode, isSwitchyardError } from "../../src/errors.js";
 import { AuditHeadCache } from "../../src/governance/audit-heads.js";
 import { appendAudit, listAudit } from "../../src/governance/audit-log.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { withTransaction, type PoolClient } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
+import { auditEntry as entry } from "./audit-entry.js";
 import { waitForProgress } from "../support/wait.js";
-
-function entry(orgId: string, n: number): AuditEntry {
-  return {
-    orgId,
-    action: "dispatch",
-    actor: "coordinator",
-    destination: "role:writer",
-    verdict: "allow",
-    rule: "builtin:default",
-    reason: `entry ${n}`,
-    payloadHash: "",
-    cost: 0,
-    taskId: "task-1",
-    stepId: `step-${n}`,
-    envelopeId: `env-${orgId}-${n}`,
-    atMs: 1_700_000_000_000 + n,
-  };
-}
 
 /** The client with every statement's text recorded. */
 function counted(client: PoolClient, statements: string[]): Pick<PoolClient, "query"> {
@@ -72,7 +54,8 @@ describe("appendAudit with heads in memory", () => {
   });
 
   it("throws STALE_HEAD and writes nothing when another writer appended since the head was cached", async () => {
-    const heads = new AuditHeadCache();
+    let now = 1_000;
+    const heads = new AuditHeadCache({ clock: () => now, contendedMs: 5_000 });
     heads.advance(await withTransaction(db.pool, (client) => appendAudit(client, [entry("moved", 1)])));
     // Another writer (the API: a cancel, an approval) appends the locking way.
     await withTransaction(db.pool, (client) => appendAudit(client, [entry("moved", 2)]));
@@ -84,11 +67,17 @@ describe("appendAudit with heads in memory", () => {
     // Applied again: the head is read under its lock and the chain goes on from the other writer's row.
     const again = await withTransaction(db.pool, (client) => appendAudit(client, [entry("moved", 3)], { heads }));
     expect(again[0]!.seq).toBe(3);
+    // Someone else is busy on this chain: it stays out of the cache for a while, then is cached again.
+    heads.advance(again);
+    expect(heads.get("moved")).toBeUndefined();
+    now += 5_000;
+    heads.advance(again);
+    expect(heads.get("moved")).toEqual({ seq: 3, hash: again[0]!.hash });
     expect((await verifyChain(db.pool, "moved")).ok).toBe(true);
   });
 
   it("re-checks the head after waiting on another writer's row lock (READ COMMITTED), and matches when that writer rolled back", async () => {
-    const heads = new AuditHeadCache();
+    const heads = new AuditHeadCache({ contendedMs: 0 });
     heads.advance(await withTransaction(db.pool, (client) => appendAudit(client, [entry("waits", 1)])));
     for (const outcome of ["COMMIT", "ROLLBACK"] as const) {
       const writer = await db.pool.connect();
