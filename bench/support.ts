@@ -321,15 +321,20 @@ async function deleteKeysByPrefix(redisUrl: string, prefix: string): Promise<voi
   redis.on("error", () => {});
   await redis.connect();
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== "0");
+    await unlinkByPrefix(redis, prefix);
   } finally {
     redis.disconnect();
   }
+}
+
+/** Unlinks every key under `prefix` on this connection. */
+export async function unlinkByPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== "0");
 }
 
 export function withDatabase(baseUrl: string, name: string): string {

@@ -12,7 +12,7 @@ import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { perSecond, summarize, type Measurement, type Scenario, type ScenarioContext } from "../support.js";
 import { cpuPerUnit, sampleCpu } from "./probe.js";
 import { StepTracker } from "./step-tracker.js";
-import { createBenchSystem, pollUntil, taskOutcome, type BenchSystem } from "./system.js";
+import { auditBreakdown, createBenchSystem, pollUntil, taskOutcome, type BenchSystem } from "./system.js";
 
 const SIZES = {
   full: { warmup: 1_000, tasks: 6_000, runs: 3 },
@@ -54,7 +54,7 @@ async function round(ctx: ScenarioContext, system: BenchSystem, tracker: StepTra
   if (outcome.completed !== count || outcome.auditRows !== 2 * steps || tracker.completedSteps !== steps) {
     throw new SwitchyardError(
       ErrorCode.Internal,
-      `${label}: ${outcome.completed}/${count} tasks completed, ${outcome.auditRows} audit rows (expected ${2 * steps}), ${tracker.completedSteps} steps seen`,
+      `${label}: ${outcome.completed}/${count} tasks completed, ${outcome.auditRows} audit rows (expected ${2 * steps}: ${await auditBreakdown(system, taskIds)}), ${tracker.completedSteps} steps seen`,
     );
   }
   const cpu = cpuPerUnit(cpuBefore, cpuAfter, steps);

@@ -158,6 +158,10 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       // As `switchyard start coordinator` runs it (with live flags), every flag on: the per-entry tenant checks
       // are part of the hop's cost.
       flags: ALL_ON,
+      // Tasks created in bulk wait with their first step pending (it has no needs) until the bench starts them; on a
+      // loaded box that takes longer than the repair's default 5 s quiet time, and the sweep would "repair" (dispatch)
+      // them, adding a `repair` audit row each. The sweep still runs; it only waits as long as the step timeout.
+      strandedRepair: { intervalMs: 10_000, quietMs: STEP_TIMEOUT_MS },
     });
     void coordinator.start();
     closers.push(() => coordinator.close());
@@ -263,6 +267,15 @@ export async function pollUntil(done: () => boolean | Promise<boolean>, signal: 
 }
 
 /** Counts of what a round left in Postgres: every task should be completed and the chain intact. */
+/** Audit rows of these tasks by `action:verdict (rule)`, for a round whose row count is off. */
+export async function auditBreakdown(system: BenchSystem, taskIds: readonly string[]): Promise<string> {
+  const { rows } = await system.runtime.pool.query<{ kind: string; n: number }>(
+    "SELECT action || ':' || verdict || ' (' || rule || ')' AS kind, count(*)::int AS n FROM audit_log WHERE org_id = $1 AND task_id = ANY($2::text[]) GROUP BY 1 ORDER BY 2 DESC",
+    [BENCH_ORG, taskIds],
+  );
+  return rows.map((r) => `${r.kind} ${r.n}`).join(", ");
+}
+
 export async function taskOutcome(system: BenchSystem, taskIds: readonly string[]): Promise<{ completed: number; other: number; auditRows: number; timeouts: number }> {
   const { rows } = await system.runtime.pool.query<{ completed: number; other: number }>(
     "SELECT count(*) FILTER (WHERE status = 'completed')::int AS completed, count(*) FILTER (WHERE status <> 'completed')::int AS other FROM tasks WHERE id = ANY($1::uuid[])",

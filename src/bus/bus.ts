@@ -26,6 +26,13 @@ export interface OutgoingEnvelope {
   envelope: Envelope;
 }
 
+/** Entries to acknowledge: their stream, consumer group and entry ids. */
+export interface AckTarget {
+  stream: string;
+  group: string;
+  ids: readonly string[];
+}
+
 export interface ReadOptions {
   stream: string;
   group: string;
@@ -70,6 +77,13 @@ export interface Bus {
   publish(items: readonly OutgoingEnvelope[]): Promise<void>;
   /** Publishes envelopes already encoded (and validated) by `encodeEnvelope`, e.g. outbox rows. */
   publishEncoded(items: ReadonlyArray<{ stream: string; data: Uint8Array }>): Promise<void>;
+  /**
+   * Publishes envelopes already encoded, then acknowledges entries of the stream they answer — a harness turn's
+   * RESULT and its WORK. The acknowledgement happens only once every envelope is on its stream: when the call
+   * rejects, the entries may still be pending (an at-least-once redelivery), never acknowledged with their
+   * outcome lost. One round trip where the keys allow it (see the adapter).
+   */
+  publishAndAck(items: ReadonlyArray<{ stream: string; data: Uint8Array }>, ack: AckTarget): Promise<void>;
   /** Creates the consumer group (from the start of the stream) if it is missing. Idempotent. */
   ensureGroup(stream: string, group: string): Promise<void>;
   /**

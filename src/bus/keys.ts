@@ -55,6 +55,14 @@ export function streamKey(prefix: string, stream: string): string {
   return `${prefix}{${stream}}`;
 }
 
+/** The hash tag of a key built here (`{role:writer}`): keys with the same tag share a Redis Cluster slot. */
+export function hashTagOf(key: string): string {
+  const open = key.indexOf("{");
+  const close = open < 0 ? -1 : key.indexOf("}", open + 1);
+  // Redis hashes the whole key when there is no tag or the tag is empty.
+  return close > open + 1 ? key.slice(open + 1, close) : key;
+}
+
 /** `${prefix}{role:writer}:dead` — same hash tag as the stream. */
 export function deadLetterKey(prefix: string, stream: string): string {
   return `${streamKey(prefix, stream)}:dead`;

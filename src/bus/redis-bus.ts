@@ -10,6 +10,9 @@
  * - A read that is aborted returns `[]` rather than throwing, so consumer loops simply check `signal.aborted`.
  * - Dead-lettering, reclaim, heartbeats, replay and trim are Lua scripts (`lua/`), each atomic and Cluster-safe
  *   (a stream and its dead-letter stream share one hash tag).
+ * - `publishAndAck` (a harness turn's RESULT + XACK) is one Lua script on a single Redis: one round trip, and no
+ *   XACK after a failed XADD. On a Cluster the two keys sit in different slots, so it falls back to the XADD and
+ *   then the XACK, each awaited.
  * - Dead-lettering acknowledges the entry but does not XDEL it: other groups on the same stream may still need it;
  *   trim removes it once every group is done.
  */
@@ -39,6 +42,7 @@ import {
   type RawEntry,
 } from "./redis-replies.js";
 import type { Metrics } from "../metrics.js";
+import { createStreamWrites } from "./stream-writes.js";
 
 export interface RedisBusOptions {
   /** The command connection. Owned by the caller unless `ownsConnection`. Must not use ioredis' `keyPrefix`. */
@@ -73,6 +77,7 @@ export function createRedisBus(options: RedisBusOptions): Bus {
   assertPositiveInteger(options.maxDeliveries, "maxDeliveries");
   const { redis, keyPrefix, maxPayloadBytes, maxDeliveries } = options;
   const logger = (options.logger ?? silentLogger).child({ component: "bus" });
+  const writes = createStreamWrites(redis, logger);
   const keyCache = new Map<string, { stream: string; dead: string }>();
   const idleConnections: Redis[] = [];
   const leasedConnections = new Set<Redis>();
@@ -191,9 +196,9 @@ export function createRedisBus(options: RedisBusOptions): Bus {
   }
 
   const bus: Bus = {
-    publish: (items) => guard("publish", () => appendAll(items.map(encodeItem))),
+    publish: (items) => guard("publish", () => writes.append(items.map(encodeItem))),
     // Outbox rows were validated and encoded when they were written; re-encoding them would only burn CPU.
-    publishEncoded: (items) => guard("publish", () => appendAll(items.map((i) => [keysOf(i.stream).stream, toBuffer(i.data)]))),
+    publishEncoded: (items) => guard("publish", () => writes.append(items.map((i) => [keysOf(i.stream).stream, toBuffer(i.data)]))),
 
     ensureGroup: (stream, group) => guard("ensureGroup", () => ensureGroup(stream, group)),
 
@@ -249,18 +254,20 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         return read.flat();
       }),
 
+    publishAndAck: (items, target) =>
+      guard("publishAndAck", async () => {
+        const key = keysOf(target.stream).stream;
+        assertGroupName(target.group);
+        target.ids.forEach(assertEntryId);
+        await writes.appendThenAcknowledge(items.map((i) => [keysOf(i.stream).stream, toBuffer(i.data)]), { ...target, key });
+      }),
+
     ack: (stream, group, ids) =>
       guard("ack", async () => {
-        const keys = keysOf(stream);
+        const key = keysOf(stream).stream;
         assertGroupName(group);
-        if (ids.length === 0) return;
         ids.forEach(assertEntryId);
-        try {
-          await redis.xack(keys.stream, group, ...ids);
-        } catch (error) {
-          if (!hasErrorPrefix(error, "NOGROUP")) throw error;
-          logger.warn({ stream, group, count: ids.length }, "ack for a consumer group that no longer exists; nothing to acknowledge");
-        }
+        await writes.acknowledge({ stream, key, group, ids });
       }),
 
     reclaim: ({ stream, group, consumer, minIdleMs, count }) =>
@@ -384,25 +391,6 @@ export function createRedisBus(options: RedisBusOptions): Bus {
       const decoded = found ? decodeRaw(Buffer.from(parseDeadLetter("", found[0].toString(), found[1]).raw)) : undefined;
       return typeof decoded === "string" ? undefined : decoded;
     });
-  }
-
-  async function appendAll(encoded: ReadonlyArray<[string, Buffer]>): Promise<void> {
-    if (encoded.length === 0) return;
-    if (encoded.length === 1) {
-      await redis.xadd(encoded[0]![0], "*", ENVELOPE_FIELD, encoded[0]![1]);
-      return;
-    }
-    const pipeline = redis.pipeline();
-    for (const [key, bytes] of encoded) pipeline.xadd(key, "*", ENVELOPE_FIELD, bytes);
-    const results = (await pipeline.exec()) ?? [];
-    const failures = results.filter(([error]) => error);
-    if (failures.length > 0 || results.length !== encoded.length) {
-      // Earlier entries may be on their streams; at-least-once delivery and dedupe by envelope id cover a retry.
-      throw new SwitchyardError(ErrorCode.Unavailable, `bus publish: ${failures.length} of ${encoded.length} XADDs failed: ${failures[0]?.[0]?.message ?? "no reply"}`, {
-        cause: failures[0]?.[0],
-        details: { failed: failures.length, total: encoded.length },
-      });
-    }
   }
 
   function encodeItem(item: OutgoingEnvelope, index: number): [string, Buffer] {

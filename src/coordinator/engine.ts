@@ -25,7 +25,7 @@ import { insertOutbox, type OutboxRow } from "./outbox.js";
 import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
 import { DEFAULT_SHARD_COUNT, inboxOf } from "./shards.js";
-import { accrueDailyCost, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
+import { accrueDailyCost, costDay, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
 
 /** Sources take the transaction's client: a second pooled connection per transaction can exhaust the pool. */
 export interface PolicySource {
@@ -178,7 +178,8 @@ export class Engine {
     result.duplicates = inputs.length - fresh.length;
     if (fresh.length === 0) return result;
 
-    const { tasks, steps } = await loadTasksForUpdate(client, fresh.map((i) => i.taskId));
+    const orgIds = [...new Set(fresh.map((i) => i.orgId))];
+    const { tasks, steps, tenantFacts: storedFacts } = await loadTasksForUpdate(client, fresh.map((i) => i.taskId), { orgIds, day: costDay(this.clock()) });
     const states = new Map<string, TaskState>();
     const before = new Map<string, TaskState>();
     for (const [taskId, task] of tasks) {
@@ -208,7 +209,7 @@ export class Engine {
       const orgId = state.task.orgId;
       const policy = await this.options.policies.get(orgId, client);
       let tenant = facts.get(orgId);
-      if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now)));
+      if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now, storedFacts.get(orgId))));
       const reply = await replies.facts(client, state, input.event);
       const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant, reply));
       if (decision.refused) {

@@ -11,6 +11,9 @@ import type { OwnedShards } from "./shard-ownership.js";
 import { applyIsolating, type DecodedEntry, type IsolatedApplyDeps } from "./isolated-apply.js";
 import type { OutboxRow } from "./outbox.js";
 
+/** How many times `quietMs` a step without needs must have been quiet to count as stranded. */
+const FIRST_STEP_QUIET_FACTOR = 12;
+
 export interface StrandedTask {
   orgId: string;
   taskId: string;
@@ -33,6 +36,11 @@ export async function findStrandedSteps(db: Queryable, options: { tenants?: Tena
      CROSS JOIN LATERAL (SELECT d FROM jsonb_array_elements(w.definition->'steps') d WHERE d->>'id' = p.step_id) def
      WHERE p.status = 'pending' AND p.kind = 'workflow'
        AND p.updated_at < now() - make_interval(secs => $1::double precision / 1000)
+       -- A first step (no needs) is dispatched by its task's start event, which may wait its turn in the shard's
+       -- inbox behind a backlog (a start is an inbox event since issue 11): such a step counts only after a much
+       -- longer quiet time, so a busy inbox is not taken for a lost transition.
+       AND (jsonb_array_length(coalesce(def.d->'needs', '[]'::jsonb)) > 0
+            OR p.updated_at < now() - make_interval(secs => $1::double precision * ${FIRST_STEP_QUIET_FACTOR} / 1000))
        AND ${tenantSqlClause("p.org_id", 3)} AND ${shardSqlClause("p.org_id", 5)}
        AND NOT EXISTS (
          SELECT 1 FROM jsonb_array_elements_text(def.d->'needs') n(need)

@@ -9,6 +9,7 @@ import type { Queryable } from "../store/db.js";
 import type { StepDefinition } from "../domain.js";
 import { tryAddress } from "../origin/reply-address.js";
 import type { Checkpoint, StepRecord, TaskRecord } from "./model.js";
+import { parseStoredTenantFacts, storedTenantFactsColumn, type StoredTenantFacts } from "./tenant-facts.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function isUuid(value: string): boolean {
@@ -144,28 +145,44 @@ export const STEP_COLUMNS = `task_id, step_id, org_id, kind, status, destination
  * Each loaded task row carries its steps as a JSON array (the same columns, the same values: no step column is a
  * timestamp, and float8 and bigint print exactly).
  */
-export async function loadTasksForUpdate(
-  client: Queryable,
-  taskIds: readonly string[],
-): Promise<{ tasks: Map<string, TaskRecord>; steps: Map<string, StepRecord[]> }> {
+/** The tenants whose stored facts a locked read should carry, and the UTC day of their cost. */
+export interface TenantFactsWanted {
+  orgIds: readonly string[];
+  /** `costDay(now)` */
+  day: string;
+}
+
+export interface LockedTasks {
+  tasks: Map<string, TaskRecord>;
+  steps: Map<string, StepRecord[]>;
+  /** The stored facts of the tenants asked for, read after the locks were taken (empty when no task was found). */
+  tenantFacts: Map<string, StoredTenantFacts>;
+}
+
+export async function loadTasksForUpdate(client: Queryable, taskIds: readonly string[], wanted?: TenantFactsWanted): Promise<LockedTasks> {
   const ids = [...new Set(taskIds)].filter(isUuid).sort();
   const tasks = new Map<string, TaskRecord>();
   const steps = new Map<string, StepRecord[]>();
-  if (ids.length === 0) return { tasks, steps };
+  const loaded = { tasks, steps, tenantFacts: new Map<string, StoredTenantFacts>() };
+  if (ids.length === 0) return loaded;
   // Locked in id order, so concurrent coordinators queue per task instead of deadlocking.
   const locked = await client.query<{ id: string }>(`SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [ids]);
-  if (locked.rows.length === 0) return { tasks, steps };
-  const taskRows = await client.query<TaskRow & { steps: StepRow[] }>(
+  if (locked.rows.length === 0) return loaded;
+  // The tenant facts ride on this statement (no round trip of their own) and share its snapshot, taken once the
+  // locks are held: the daily cost includes what a transaction we waited for accrued.
+  const taskRows = await client.query<TaskRow & { steps: StepRow[]; tenant_facts?: string }>(
     `SELECT ${TASK_COLUMNS},
        (SELECT coalesce(json_agg(s), '[]'::json) FROM (SELECT ${STEP_COLUMNS} FROM steps WHERE steps.task_id = tasks.id) s) AS steps
+       ${wanted ? `, ${storedTenantFactsColumn("$2", "$3")} AS tenant_facts` : ""}
      FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id`,
-    [locked.rows.map((r) => r.id)],
+    wanted ? [locked.rows.map((r) => r.id), wanted.orgIds, wanted.day] : [locked.rows.map((r) => r.id)],
   );
   for (const row of taskRows.rows) {
     tasks.set(row.id, toTask(row));
     if (row.steps.length > 0) steps.set(row.id, row.steps.map(toStep));
   }
-  return { tasks, steps };
+  if (wanted && taskRows.rows.length > 0) loaded.tenantFacts = parseStoredTenantFacts(taskRows.rows[0]!.tenant_facts, wanted.day);
+  return loaded;
 }
 
 /**

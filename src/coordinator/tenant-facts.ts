@@ -1,13 +1,29 @@
 /**
  * Per-tenant facts every hop of a batch sees: today's cost and daily budget and the foreign agents registered
- * idempotent (read in the batch's transaction), and whether A2A egress is on (from the live flags). The engine adds each event's cost to the running total,
- * so later hops in the same batch see the earlier ones.
+ * idempotent, and whether A2A egress and origin replies are on (from the live flags). The engine adds each event's
+ * cost to the running total, so later hops in the same batch see the earlier ones.
+ *
+ * The stored facts are read in the batch's transaction, after its tasks are locked, and are never cached: the
+ * cost includes every accrual committed by then (other coordinators, task starts, callbacks), and a budget or
+ * `idempotent` change applies from the next batch. They cost no round trip of their own: the engine's locked
+ * read of its tasks carries them (`storedTenantFactsColumn`, evaluated once per statement), and `get` reads them
+ * in a statement of their own only when that read did not (a batch that spans a UTC midnight, a caller without it).
  */
 import type { TenantFacts } from "../domain.js";
 import type { Queryable } from "../store/db.js";
 
+/** What Postgres holds about a tenant for one UTC day. */
+export interface StoredTenantFacts {
+  /** The UTC day `dailyCost` is for (`costDay`). */
+  day: string;
+  dailyCost: number;
+  dailyBudget: number | null;
+  idempotentForeignAgents: readonly string[];
+}
+
 export interface TenantFactsSource {
-  get(orgId: string, db: Queryable, nowMs: number): Promise<TenantFacts>;
+  /** `stored`: this tenant's facts as the batch already read them; used when they are for `nowMs`'s day. */
+  get(orgId: string, db: Queryable, nowMs: number, stored?: StoredTenantFacts): Promise<TenantFacts>;
 }
 
 /** The flag lookups tenant facts need; satisfied by the live flags. */
@@ -25,19 +41,43 @@ export function costDay(nowMs: number): string {
   return new Date(nowMs).toISOString().slice(0, 10);
 }
 
+/**
+ * A SELECT-list expression: the stored facts of the tenants in `orgsParam` (a `text[]` parameter) for the day in
+ * `dayParam`, as JSON text `{"org": [cost, budget, [agent, …]]}`. Uncorrelated, so Postgres evaluates it once per
+ * statement (an InitPlan) whatever the row count; text, so the driver does not parse it once per row.
+ */
+export function storedTenantFactsColumn(orgsParam: string, dayParam: string): string {
+  return `(SELECT coalesce(json_object_agg(o.org_id, json_build_array(
+       (SELECT cost FROM tenant_daily_cost d WHERE d.org_id = o.org_id AND d.day = ${dayParam}::date),
+       (SELECT daily_budget FROM tenants t WHERE t.org_id = o.org_id),
+       ARRAY(SELECT agent_key FROM foreign_agents f WHERE f.org_id = o.org_id AND f.idempotent ORDER BY agent_key))), '{}')::text
+     FROM unnest(${orgsParam}::text[]) AS o(org_id))`;
+}
+
+/** Parses what `storedTenantFactsColumn` returned for `day`. */
+export function parseStoredTenantFacts(text: string | null | undefined, day: string): Map<string, StoredTenantFacts> {
+  const parsed = JSON.parse(text ?? "{}") as Record<string, [number | null, number | null, string[] | null]>;
+  const facts = new Map<string, StoredTenantFacts>();
+  for (const [orgId, [cost, budget, idempotent]] of Object.entries(parsed)) {
+    facts.set(orgId, { day, dailyCost: cost ?? 0, dailyBudget: budget, idempotentForeignAgents: idempotent ?? [] });
+  }
+  return facts;
+}
+
+async function readStoredTenantFacts(db: Queryable, orgId: string, day: string): Promise<StoredTenantFacts> {
+  const { rows } = await db.query<{ facts: string }>(`SELECT ${storedTenantFactsColumn("$1", "$2")} AS facts`, [[orgId], day]);
+  return parseStoredTenantFacts(rows[0]?.facts, day).get(orgId) ?? { day, dailyCost: 0, dailyBudget: null, idempotentForeignAgents: [] };
+}
+
 export function createTenantFactsSource(options: { egress?: EgressSwitch; replies?: ReplySwitch } = {}): TenantFactsSource {
   return {
-    async get(orgId, db, nowMs) {
-      const { rows } = await db.query<{ cost: number | null; daily_budget: number | null; idempotent: string[] | null }>(
-        `SELECT (SELECT cost FROM tenant_daily_cost WHERE org_id = $1 AND day = $2::date) AS cost,
-                (SELECT daily_budget FROM tenants WHERE org_id = $1) AS daily_budget,
-                ARRAY(SELECT agent_key FROM foreign_agents WHERE org_id = $1 AND idempotent) AS idempotent`,
-        [orgId, costDay(nowMs)],
-      );
+    async get(orgId, db, nowMs, stored) {
+      const day = costDay(nowMs);
+      const facts = stored?.day === day ? stored : await readStoredTenantFacts(db, orgId, day);
       return {
-        dailyCost: rows[0]?.cost ?? 0,
-        dailyBudget: rows[0]?.daily_budget ?? null,
-        idempotentForeignAgents: new Set(rows[0]?.idempotent ?? []),
+        dailyCost: facts.dailyCost,
+        dailyBudget: facts.dailyBudget,
+        idempotentForeignAgents: new Set(facts.idempotentForeignAgents),
         // Dormant by default: without a flag source, nothing leaves the perimeter.
         egressEnabled: options.egress?.egressEnabled(orgId) ?? false,
         // Off without a flag source too: replies spend a tenant's credential outside the perimeter.

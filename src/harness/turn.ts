@@ -2,7 +2,8 @@
  * One turn: a handler run for one bus entry (WORK or REPLY), from context to the envelope it produces.
  *
  * Order matters for at-least-once delivery: the outgoing envelope is published FIRST and the incoming entry
- * acknowledged after. A crash in between redelivers the entry; before running a redelivered entry again the turn
+ * acknowledged after (`Bus.publishAndAck`: one round trip, no acknowledgement when the publish failed). A crash
+ * in between redelivers the entry; before running a redelivered entry again the turn
  * asks the TurnCheck (when there is one) whether its turn is still current, and acknowledges it unrun when not.
  * Whatever slips through, the coordinator drops as a duplicate outcome by step state. A turn abandoned at shutdown
  * publishes and acknowledges nothing, so its entry is reclaimed.
@@ -265,8 +266,16 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
 
   async function send(outgoing: Envelope, outcome: TurnOutcome, usage?: TurnUsage, turn?: number, queries?: number): Promise<TurnOutcome> {
     try {
-      await publish(outgoing);
+      // Signing encodes and validates (MALFORMED_ENVELOPE / PAYLOAD_TOO_LARGE) before anything is written.
+      const data = deps.signer.sign(outgoing);
+      // One round trip: the outcome, then (only once it is on the stream) the acknowledgement.
+      await deps.bus.publishAndAck([{ stream: answerInbox(envelope), data }], { stream: deps.stream, group: deps.group, ids: [entry.id] });
     } catch (error) {
+      if (error instanceof SwitchyardError && error.details.published === true) {
+        // The outcome is out; a redelivery re-runs the handler and the coordinator drops the duplicate.
+        if (!deps.health?.absorb(error)) logger.warn({ err: error }, "could not acknowledge the entry after publishing its outcome");
+        return logSent(outcome, usage, queries);
+      }
       // The bus refused the envelope itself (size or shape): that will never succeed, so tell the coordinator
       // the step failed rather than leaving the entry to be redelivered forever.
       const refused = error instanceof SwitchyardError && (error.code === ErrorCode.PayloadTooLarge || error.code === ErrorCode.MalformedEnvelope);
@@ -279,12 +288,10 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
       else logger.error({ err: error }, "could not publish the turn's outcome; the entry stays pending and will be reclaimed");
       return "unsent";
     }
-    try {
-      await deps.bus.ack(deps.stream, deps.group, [entry.id]);
-    } catch (error) {
-      // The outcome is out; a redelivery re-runs the handler and the coordinator drops the duplicate.
-      if (!deps.health?.absorb(error)) logger.warn({ err: error }, "could not acknowledge the entry after publishing its outcome");
-    }
+    return logSent(outcome, usage, queries);
+  }
+
+  function logSent(outcome: TurnOutcome, usage: TurnUsage | undefined, queries: number | undefined): TurnOutcome {
     logger.info(
       { outcome, kind: outcome === "delegated" ? "QUERY" : "RESULT", ...(queries !== undefined ? { queries } : {}), durationMs: Math.round(usage?.durationMs ?? 0), cost: usage?.cost ?? 0 },
       `turn ${outcome}`,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { consumerName, deadLetterKey, streamKey } from "../../src/bus/keys.js";
+import { consumerName, deadLetterKey, hashTagOf, streamKey } from "../../src/bus/keys.js";
 import { ErrorCode } from "../../src/errors.js";
 
 /** The part of a key Redis Cluster hashes: the first non-empty `{...}`. */
@@ -23,6 +23,20 @@ describe("stream keys", () => {
 
   it("rejects a prefix with braces", () => {
     expect(() => streamKey("sy:{a}:", "role:writer")).toThrowError(expect.objectContaining({ code: ErrorCode.InvalidArgument }));
+  });
+});
+
+describe("hashTagOf", () => {
+  it("is the stream's tag for every key of the stream, and tells two streams apart", () => {
+    expect(hashTagOf(streamKey("sy:", "role:writer"))).toBe("role:writer");
+    expect(hashTagOf(deadLetterKey("sy:", "role:writer"))).toBe("role:writer");
+    expect(hashTagOf(streamKey("sy:", "coordinator"))).not.toBe(hashTagOf(streamKey("sy:", "role:writer")));
+  });
+
+  it("is the whole key when there is no tag or an empty one (what Redis hashes then)", () => {
+    expect(hashTagOf("plain")).toBe("plain");
+    expect(hashTagOf("a{}b")).toBe("a{}b");
+    expect(hashTagOf("a{b")).toBe("a{b");
   });
 });
 
