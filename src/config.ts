@@ -39,6 +39,8 @@ export interface CoordinatorConfig {
   maxOutstandingSubQueries: number;
   /** Fan-out delegation: sub-queries one attempt of a step may ask in all. */
   maxSubQueriesPerAttempt: number;
+  /** The coordinator keeps its tenants' audit-chain heads in memory instead of locking them in every batch. */
+  auditHeadsInMemory: boolean;
 }
 
 /** Tenant shards and their leases (issue 11; src/coordinator/shards.ts, shard-leases.ts). */
@@ -229,6 +231,7 @@ export const defaultConfig: Config = {
     approvalTtlMs: 24 * 60 * 60 * 1000,
     maxOutstandingSubQueries: 16,
     maxSubQueriesPerAttempt: 64,
+    auditHeadsInMemory: true,
   },
   shards: {
     count: 64,
@@ -378,6 +381,7 @@ export function loadConfig(env: Env = process.env): Config {
       approvalTtlMs: int(env, "SWITCHYARD_APPROVAL_TTL_MS", d.coordinator.approvalTtlMs, 1),
       maxOutstandingSubQueries: int(env, "SWITCHYARD_DELEGATION_MAX_OUTSTANDING", d.coordinator.maxOutstandingSubQueries, 1),
       maxSubQueriesPerAttempt: int(env, "SWITCHYARD_DELEGATION_MAX_PER_ATTEMPT", d.coordinator.maxSubQueriesPerAttempt, 1),
+      auditHeadsInMemory: bool(env, "SWITCHYARD_AUDIT_HEADS_IN_MEMORY", d.coordinator.auditHeadsInMemory),
     },
     shards: {
       count: int(env, "SWITCHYARD_SHARD_COUNT", d.shards.count, 1, 1024),

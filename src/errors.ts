@@ -41,6 +41,11 @@ export const ErrorCode = {
   AuditBroken: "AUDIT_BROKEN",
   /** A coordinator lost its lease on a tenant's shard: whatever it was about to commit for it is rolled back. */
   Fenced: "FENCED",
+  /**
+   * An audit-chain head kept in memory was moved by another writer meanwhile: the transaction rolls back and is
+   * applied again, reading the head under its lock (governance/audit-heads.ts). Retried inside the engine.
+   */
+  StaleHead: "STALE_HEAD",
   Unavailable: "UNAVAILABLE",
   Internal: "INTERNAL",
 } as const;

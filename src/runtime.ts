@@ -170,6 +170,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
     shardCount: config.shards.count,
+    auditHeadsInMemory: config.coordinator.auditHeadsInMemory,
     logger,
     metrics,
     clock: options.clock,

@@ -12,7 +12,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
-import { Engine, type ApplyResult, type EngineInput } from "../../src/coordinator/engine.js";
+import { Engine, type ApplyInTransactionOptions, type ApplyResult, type EngineInput } from "../../src/coordinator/engine.js";
 import { OutboxPublisher } from "../../src/coordinator/outbox-publisher.js";
 import type { OutboxRow } from "../../src/coordinator/outbox.js";
 import type { Pool, PoolClient } from "../../src/store/db.js";
@@ -162,12 +162,12 @@ export class ProbedEngine extends Engine {
     return result;
   }
 
-  override async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[]): Promise<ApplyResult> {
+  override async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[], options?: ApplyInTransactionOptions): Promise<ApplyResult> {
     const store = this.insideApply.getStore();
-    if (!store) return super.applyInTransaction(client, inputs);
+    if (!store) return super.applyInTransaction(client, inputs, options);
     const started = performance.now();
     try {
-      return await super.applyInTransaction(timedClient(client, this.profile), inputs);
+      return await super.applyInTransaction(timedClient(client, this.profile), inputs, options);
     } finally {
       this.profile.inTransaction.add(performance.now() - started);
       // COMMIT is sent by `withTransaction` right after this returns; `apply` reads the backend again after it.

@@ -99,6 +99,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
     workflows: runtime.workflows,
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
+    auditHeadsInMemory: config.coordinator.auditHeadsInMemory,
     logger: runtime.logger,
     metrics,
   });

@@ -6,8 +6,9 @@
 import { performance } from "node:perf_hooks";
 import type { AuditEntry, AuditRow, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
 import { encodeEnvelope } from "../bus/codec.js";
-import { withTransactionRetry, type Pool, type PoolClient, type Queryable } from "../store/db.js";
+import { retryOnConflict, withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { appendAudit } from "../governance/audit-log.js";
+import { AuditHeadCache } from "../governance/audit-heads.js";
 import { evaluate } from "../governance/governor.js";
 import type { CompiledPolicy } from "../governance/policy.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -58,6 +59,11 @@ export interface EngineOptions {
   replySender?: { kick(): void };
   /** How many tenant shards there are (config.shards.count): WORK and REPLY name their tenant's shard inbox. @defaultValue DEFAULT_SHARD_COUNT */
   shardCount?: number;
+  /**
+   * A fenced view (a coordinator's) keeps its tenants' audit-chain heads in memory and appends without locking
+   * them first (governance/audit-heads.ts); `false` always locks and reads them. @defaultValue true
+   */
+  auditHeadsInMemory?: boolean;
 }
 
 /** Proves, inside a transaction, that its writer still owns the tenants' shards (shard-ownership.ts); FENCED if not. */
@@ -73,6 +79,11 @@ export interface EngineInput {
   dedupe?: boolean;
   /** When the triggering envelope was created (ms), for the hop latency metric. */
   createdAtMs?: number;
+}
+
+export interface ApplyInTransactionOptions {
+  /** Audit-chain heads kept in memory (see `Engine.apply`). */
+  heads?: AuditHeadCache;
 }
 
 /** Metric label of a refused inbound event (`switchyard_inbox_refused_total{reason}`). */
@@ -106,6 +117,8 @@ export class Engine {
   private readonly shardCount: number;
   /** Set on a coordinator's fenced view of the engine (`fenced`); the gateway's engine has none. */
   private readonly fenceBy: EngineFence | undefined = undefined;
+  /** The chain heads a fenced view last committed; used by `apply` only (its retry handles STALE_HEAD). */
+  private readonly heads: AuditHeadCache | undefined = undefined;
 
   constructor(private readonly options: EngineOptions) {
     this.tenantFacts = options.tenantFacts ?? createTenantFactsSource();
@@ -123,6 +136,7 @@ export class Engine {
   fenced(fence: EngineFence): this {
     const view = Object.create(this) as this;
     Object.defineProperty(view, "fenceBy", { value: fence });
+    if (this.options.auditHeadsInMemory !== false) Object.defineProperty(view, "heads", { value: new AuditHeadCache({ clock: this.clock }) });
     return view;
   }
 
@@ -131,14 +145,32 @@ export class Engine {
     if (result && result.replies.length > 0) this.options.replySender?.kick();
   }
 
-  /** Applies the events in their own transaction, retrying on deadlock / serialization failure. */
+  /**
+   * Applies the events in their own transaction, retrying on deadlock / serialization failure and on a stale
+   * cached audit head. The cached heads move only once the transaction committed; any failure (a COMMIT whose
+   * outcome is unknown included) drops the batch's tenants from the cache, so the next try reads them locked.
+   */
   async apply(pool: Pool, inputs: readonly EngineInput[]): Promise<ApplyResult> {
-    const result = await withTransactionRetry(pool, (client) => this.applyInTransaction(client, inputs));
+    const heads = this.heads;
+    const result = await retryOnConflict(async () => {
+      try {
+        return await withTransaction(pool, (client) => this.applyInTransaction(client, inputs, { heads }));
+      } catch (error) {
+        heads?.forget(inputs.map((i) => i.orgId));
+        throw error;
+      }
+    });
+    heads?.advance(result.audit);
     this.kickReplies(result);
     return result;
   }
 
-  async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[]): Promise<ApplyResult> {
+  /**
+   * Applies the events inside the caller's transaction. Audit heads are locked and read unless `options.heads` is
+   * given, which only a caller retrying STALE_HEAD and advancing the cache after COMMIT may do (`apply`).
+   */
+  async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[], options: ApplyInTransactionOptions = {}): Promise<ApplyResult> {
+    const heads = options.heads;
     const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [], replies: [] };
     // First: the lease rows are share-locked until COMMIT, so no takeover can slip in before this batch ends.
     if (this.fenceBy && inputs.length > 0) await this.fenceBy.fence(client, new Set(inputs.map((i) => i.orgId)));
@@ -229,7 +261,7 @@ export class Engine {
     await this.forgetRefused(client, result.refused, applied);
     // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
-    await this.persist(client, before, states, effects, result);
+    await this.persist(client, before, states, effects, result, heads);
     return result;
   }
 
@@ -283,6 +315,7 @@ export class Engine {
     after: Map<string, TaskState>,
     effects: Effect[],
     result: ApplyResult,
+    heads: AuditHeadCache | undefined,
   ): Promise<void> {
     const changedSteps: StepRecord[] = [];
     const changedTasks: TaskRecord[] = [];
@@ -363,7 +396,7 @@ export class Engine {
     // Last: appending locks the tenant's chain head until COMMIT, and every other transaction of the tenant
     // (other coordinators, task starts, approvals) queues on that lock, so nothing else should run under it.
     const started = performance.now();
-    result.audit = await appendAudit(client, auditEntries);
+    result.audit = await appendAudit(client, auditEntries, { heads });
     this.options.metrics?.auditAppendLatency.observe((performance.now() - started) / 1000);
     result.approvals = opened;
     result.tasks = changedTasks;

@@ -5,15 +5,27 @@
  * decision they record. Each tenant's `audit_heads` row is locked (upserted) before chaining; concurrent
  * appenders for the same tenant queue on that lock and each chains onto the head the previous one committed,
  * so the chain never forks. Locks are taken in org_id order so multi-tenant batches cannot deadlock each other.
- * Requires READ COMMITTED (the default): a waiter must see the head its predecessor committed.
+ * Requires READ COMMITTED (the default): a waiter must see the head its predecessor committed. A coordinator may
+ * pass the heads it keeps in memory instead (`options.heads`, audit-heads.ts): no lock is taken first for those,
+ * and the head moves only if nobody else moved it meanwhile (STALE_HEAD otherwise, retried the locking way).
  */
 import { GENESIS_HASH, type AuditEntry, type AuditRow } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { PoolClient, Queryable } from "../store/db.js";
 import { chainRows, type ChainHead } from "./audit-hash.js";
+import type { AuditHeadCache } from "./audit-heads.js";
+
+export interface AppendAuditOptions {
+  /**
+   * Heads kept in memory (the coordinator's): a tenant found there is not locked and read first; its head moves
+   * only if it still is the cached one, else the call throws STALE_HEAD (retryable) after dropping it. The cache is
+   * not advanced here: the caller does that once its transaction committed.
+   */
+  heads?: AuditHeadCache;
+}
 
 /** Appends `entries` (any mix of tenants; order kept per tenant) and returns the chained rows in input order. */
-export async function appendAudit(client: Pick<PoolClient, "query">, entries: readonly AuditEntry[]): Promise<AuditRow[]> {
+export async function appendAudit(client: Pick<PoolClient, "query">, entries: readonly AuditEntry[], options: AppendAuditOptions = {}): Promise<AuditRow[]> {
   if (entries.length === 0) return [];
   const byOrg = new Map<string, AuditEntry[]>();
   for (const entry of entries) {
@@ -25,18 +37,27 @@ export async function appendAudit(client: Pick<PoolClient, "query">, entries: re
     byOrg.set(entry.orgId, list);
   }
   const orgIds = [...byOrg.keys()].sort();
+  const headByOrg = new Map<string, ChainHead>();
+  const toLock: string[] = [];
+  for (const orgId of orgIds) {
+    const cached = options.heads?.get(orgId);
+    if (cached) headByOrg.set(orgId, cached);
+    else toLock.push(orgId);
+  }
 
-  // One round trip creates missing heads and locks every head: ON CONFLICT DO UPDATE takes the row lock and,
-  // under READ COMMITTED, returns the latest committed head even when it had to wait for another appender.
-  // Rows are inserted (so locked) in org_id order.
-  const heads = await client.query<{ org_id: string; seq: string | number; hash: string }>(
-    `INSERT INTO audit_heads AS h (org_id, seq, hash)
-     SELECT org_id, 0, $2 FROM unnest($1::text[]) AS o(org_id) ORDER BY org_id
-     ON CONFLICT (org_id) DO UPDATE SET seq = h.seq
-     RETURNING h.org_id, h.seq, h.hash`,
-    [orgIds, GENESIS_HASH],
-  );
-  const headByOrg = new Map<string, ChainHead>(heads.rows.map((h) => [h.org_id, { seq: Number(h.seq), hash: h.hash }]));
+  if (toLock.length > 0) {
+    // One round trip creates missing heads and locks every head: ON CONFLICT DO UPDATE takes the row lock and,
+    // under READ COMMITTED, returns the latest committed head even when it had to wait for another appender.
+    // Rows are inserted (so locked) in org_id order.
+    const heads = await client.query<{ org_id: string; seq: string | number; hash: string }>(
+      `INSERT INTO audit_heads AS h (org_id, seq, hash)
+       SELECT org_id, 0, $2 FROM unnest($1::text[]) AS o(org_id) ORDER BY org_id
+       ON CONFLICT (org_id) DO UPDATE SET seq = h.seq
+       RETURNING h.org_id, h.seq, h.hash`,
+      [toLock, GENESIS_HASH],
+    );
+    for (const h of heads.rows) headByOrg.set(h.org_id, { seq: Number(h.seq), hash: h.hash });
+  }
 
   const rowsByOrg = new Map<string, AuditRow[]>();
   for (const orgId of orgIds) {
@@ -48,18 +69,28 @@ export async function appendAudit(client: Pick<PoolClient, "query">, entries: re
 
   const column = <T>(pick: (row: AuditRow) => T) => rows.map(pick);
   const lasts = orgIds.map((orgId) => rowsByOrg.get(orgId)!.at(-1)!);
-  // The rows and the new heads in one statement (a data-modifying CTE runs whether or not it is referenced).
-  await client.query(
+  // The new heads and the rows in one statement. A head moves only from the head the rows were chained onto: for
+  // a locked head that holds by construction; for a cached one it is the check that no other writer appended
+  // meanwhile (under READ COMMITTED the UPDATE waits for a writer holding the row and re-checks the committed
+  // head). Rows are inserted only for tenants whose head moved, and the unique key (org_id, seq) stays the last
+  // line of defence.
+  const moved = await client.query<{ org_id: string }>(
     `WITH new_heads AS (
        UPDATE audit_heads AS h SET seq = v.seq, hash = v.hash
-       FROM unnest($17::text[], $18::bigint[], $19::text[]) AS v(org_id, seq, hash)
-       WHERE h.org_id = v.org_id
+       FROM unnest($17::text[], $18::bigint[], $19::text[], $20::bigint[], $21::text[]) AS v(org_id, seq, hash, prev_seq, prev_hash)
+       WHERE h.org_id = v.org_id AND h.seq = v.prev_seq AND h.hash = v.prev_hash
+       RETURNING h.org_id
+     ), new_rows AS (
+       INSERT INTO audit_log (org_id, seq, prev_hash, hash, action, actor, destination, verdict, rule, reason,
+                              payload_hash, cost, task_id, step_id, envelope_id, at_ms)
+       SELECT r.* FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                              $8::text[], $9::text[], $10::text[], $11::text[], $12::float8[], $13::text[], $14::text[],
+                              $15::text[], $16::bigint[])
+         AS r(org_id, seq, prev_hash, hash, action, actor, destination, verdict, rule, reason, payload_hash, cost,
+              task_id, step_id, envelope_id, at_ms)
+       WHERE r.org_id IN (SELECT org_id FROM new_heads)
      )
-     INSERT INTO audit_log (org_id, seq, prev_hash, hash, action, actor, destination, verdict, rule, reason,
-                            payload_hash, cost, task_id, step_id, envelope_id, at_ms)
-     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                          $8::text[], $9::text[], $10::text[], $11::text[], $12::float8[], $13::text[], $14::text[],
-                          $15::text[], $16::bigint[])`,
+     SELECT org_id FROM new_heads`,
     [
       column((r) => r.orgId),
       column((r) => r.seq),
@@ -81,8 +112,18 @@ export async function appendAudit(client: Pick<PoolClient, "query">, entries: re
       lasts.map((r) => r.orgId),
       lasts.map((r) => r.seq),
       lasts.map((r) => r.hash),
+      orgIds.map((orgId) => headByOrg.get(orgId)!.seq),
+      orgIds.map((orgId) => headByOrg.get(orgId)!.hash),
     ],
   );
+  if (moved.rows.length !== orgIds.length) {
+    const movedSet = new Set(moved.rows.map((r) => r.org_id));
+    const stale = orgIds.filter((orgId) => !movedSet.has(orgId));
+    options.heads?.stale(stale);
+    throw new SwitchyardError(ErrorCode.StaleHead, `audit head of ${stale.join(", ")} moved since it was cached; applying again under the head lock`, {
+      details: { orgIds: stale },
+    });
+  }
 
   // Input order, tenant-relative order preserved.
   const cursor = new Map<string, number>();

@@ -123,16 +123,20 @@ const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "E
 /** What pg and pg-pool throw when the connection or the pool, not the query, is the problem. */
 const UNAVAILABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client has encountered a connection error|Client was closed)/;
 
-const RETRYABLE_PG_CODES = new Set(["40P01", "40001"]); // deadlock, serialization failure
+// Deadlock, serialization failure, and an audit head kept in memory that another writer moved (errors.ts STALE_HEAD).
+const RETRYABLE_CODES = new Set(["40P01", "40001", "STALE_HEAD"]);
 
-/** Runs `fn` again (up to 5 times in all) when Postgres aborted it for a deadlock or a serialization failure. */
+/**
+ * Runs `fn` again (up to 5 times in all) when Postgres aborted it for a deadlock or a serialization failure, or
+ * an optimistic audit append found its cached head moved.
+ */
 export async function retryOnConflict<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (attempt >= 5 || !code || !RETRYABLE_PG_CODES.has(code)) throw error;
+      if (attempt >= 5 || !code || !RETRYABLE_CODES.has(code)) throw error;
     }
   }
 }

@@ -5,25 +5,7 @@ import { appendAudit, listAudit } from "../../src/governance/audit-log.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { createPool, withTransaction, type Pool } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
-
-function entry(orgId: string, n: number, overrides: Partial<AuditEntry> = {}): AuditEntry {
-  return {
-    orgId,
-    action: "dispatch",
-    actor: "coordinator",
-    destination: "role:writer",
-    verdict: "allow",
-    rule: "builtin:default",
-    reason: `entry ${n}`,
-    payloadHash: "",
-    cost: n / 10,
-    taskId: `task-${n % 3}`,
-    stepId: `step-${n}`,
-    envelopeId: `env-${orgId}-${n}`,
-    atMs: 1_700_000_000_000 + n,
-    ...overrides,
-  };
-}
+import { auditEntry as entry } from "./audit-entry.js";
 
 async function head(pool: Pool, orgId: string): Promise<{ seq: number; hash: string } | undefined> {
   const result = await pool.query<{ seq: number; hash: string }>("SELECT seq, hash FROM audit_heads WHERE org_id = $1", [orgId]);
