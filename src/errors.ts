@@ -39,6 +39,8 @@ export const ErrorCode = {
   SchemaTooNew: "SCHEMA_TOO_NEW",
   /** The audit chain failed verification. */
   AuditBroken: "AUDIT_BROKEN",
+  /** A coordinator lost its lease on a tenant's shard: whatever it was about to commit for it is rolled back. */
+  Fenced: "FENCED",
   Unavailable: "UNAVAILABLE",
   Internal: "INTERNAL",
 } as const;

@@ -22,6 +22,12 @@ export interface Metrics {
   events: Counter<"type" | "outcome">;
   deadLetters: Counter<"stream" | "reason">;
   reclaims: Counter<"stream">;
+  /** Inbox envelopes of another coordinator's shard, forwarded to their shard's inbox (issue 11). */
+  inboxForwarded: Counter<never>;
+  /** 1 per shard this coordinator owns now (`shard` label); a status view of the split (issue 11). */
+  shardOwned: Gauge<"shard">;
+  /** Shard leases lost to a takeover, and shards handed over or acquired, by event. */
+  shardMoves: Counter<"event">;
   /** Inbox envelopes refused by bus authentication or the sender check, by reason (README, Bus authentication). */
   inboxRefused: Counter<"reason">;
   outboxLag: Histogram<never>;
@@ -93,6 +99,9 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       labelNames: ["reason"],
       registers: [registry],
     }),
+    inboxForwarded: new Counter({ name: "switchyard_inbox_forwarded_total", help: "Inbox envelopes forwarded to the inbox of their tenant's shard", registers: [registry] }),
+    shardOwned: new Gauge({ name: "switchyard_shard_owned", help: "1 for each tenant shard this coordinator owns now", labelNames: ["shard"], registers: [registry] }),
+    shardMoves: new Counter({ name: "switchyard_shard_moves_total", help: "Shard leases acquired, handed over, or lost to a takeover", labelNames: ["event"], registers: [registry] }),
     reclaims: new Counter({ name: "switchyard_reclaims_total", help: "Stalled entries reclaimed from a dead consumer", labelNames: ["stream"], registers: [registry] }),
     outboxLag: new Histogram({
       name: "switchyard_outbox_lag_seconds",

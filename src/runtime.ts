@@ -104,7 +104,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const logger = options.logger ?? silentLogger;
   const metrics = options.metrics ?? createMetrics();
   const health = options.health ?? new DependencyHealth({ logger, metrics, clock: options.clock });
-  const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10, health });
+  // A transaction idle for a lease's lifetime is a paused process: ended by Postgres so its locks (the shard
+  // fence above all) do not hold a takeover back (src/coordinator/shard-leases.ts).
+  const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10, health, idleInTransactionTimeoutMs: config.shards.leaseTtlMs });
   // Commands wait in the offline queue across a Redis restart instead of failing; reconnects back off.
   const redis = createRedisConnection(config.redisUrl, { health });
   const flags = new LiveFlags({ db: pool, defaults: config.flags, logger, health });
@@ -166,6 +168,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     delegationLimits: { maxOutstanding: config.coordinator.maxOutstandingSubQueries, maxPerAttempt: config.coordinator.maxSubQueriesPerAttempt },
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
+    shardCount: config.shards.count,
     logger,
     metrics,
     clock: options.clock,

@@ -5,6 +5,7 @@
  * on the same approval, the approval's row lock lets the first decide and the rest find it decided.
  */
 import type { Engine } from "../coordinator/engine.js";
+import type { OwnedShards } from "../coordinator/shard-ownership.js";
 import type { OutboxPublisher } from "../coordinator/outbox-publisher.js";
 import { EXPIRY_ACTOR, TaskService } from "../coordinator/tasks.js";
 import { listOverdueApprovals } from "../coordinator/approval-store.js";
@@ -25,6 +26,8 @@ export interface ExpireApprovalsOptions {
   limit?: number;
   /** Tenants whose approvals may expire now (COORDINATOR_ENABLED); the others wait until switched on. @defaultValue all */
   tenants?: TenantSelection;
+  /** Only tenants of these shards (a coordinator's own). @defaultValue every tenant */
+  shards?: OwnedShards;
   logger?: Logger;
 }
 
@@ -39,7 +42,7 @@ export interface ExpireApprovalsResult {
 
 export async function expireApprovals(options: ExpireApprovalsOptions): Promise<ExpireApprovalsResult> {
   const logger = options.logger ?? silentLogger;
-  const overdue = await listOverdueApprovals(options.pool, options.now, options.limit ?? 100, options.tenants);
+  const overdue = await listOverdueApprovals(options.pool, options.now, options.limit ?? 100, options.tenants, options.shards);
   const result: ExpireApprovalsResult = { expired: 0, alreadyDecided: 0, failed: 0 };
   for (const approval of overdue) {
     try {
@@ -75,8 +78,10 @@ export function approvalExpirySweep(deps: {
   limit?: number;
   /** Asked at every sweep: the tenants whose coordinator is switched on. @defaultValue all */
   tenants?: () => TenantSelection;
+  /** Asked at every sweep: the shards this coordinator owns. @defaultValue every tenant */
+  shards?: () => OwnedShards;
 }): (now: number) => Promise<ExpireApprovalsResult> {
   // Only decides approvals and never starts a task, so no task input is ever measured against the payload cap.
   const tasks = new TaskService({ pool: deps.pool, engine: deps.engine, publisher: deps.publisher, maxPayloadBytes: 0 });
-  return (now) => expireApprovals({ pool: deps.pool, tasks, now, logger: deps.logger, limit: deps.limit, tenants: deps.tenants?.() });
+  return (now) => expireApprovals({ pool: deps.pool, tasks, now, logger: deps.logger, limit: deps.limit, tenants: deps.tenants?.(), shards: deps.shards?.() });
 }

@@ -6,6 +6,8 @@
 import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
 import type { Queryable } from "../store/db.js";
 import type { ApprovalSpec } from "./model.js";
+import type { OwnedShards } from "./shard-ownership.js";
+import { shardSqlClause, shardSqlParams } from "./shards.js";
 
 /** How a decision arrived. */
 export type ApprovalDecisionVia = "api" | "cli" | "link" | "expiry";
@@ -131,15 +133,16 @@ export async function listOverdueApprovals(
   nowMs: number,
   limit: number,
   tenants?: TenantSelection,
+  shards?: OwnedShards,
 ): Promise<Array<{ id: string; orgId: string; expiresAt: string }>> {
   const filter = tenantSqlFilter(tenants);
-  if (filter.none) return [];
+  if (filter.none || shards?.owned.length === 0) return [];
   const { rows } = await client.query<{ id: string; org_id: string; expires_at: Date }>(
     `SELECT id, org_id, expires_at FROM approvals
      WHERE status = 'pending' AND expires_at <= to_timestamp($1 / 1000.0)
-       AND ${tenantSqlClause("org_id", 3)}
+       AND ${tenantSqlClause("org_id", 3)} AND ${shardSqlClause("org_id", 5)}
      ORDER BY expires_at, id LIMIT $2`,
-    [nowMs, limit, filter.only, filter.except],
+    [nowMs, limit, filter.only, filter.except, ...shardSqlParams(shards)],
   );
   return rows.map((r) => ({ id: r.id, orgId: r.org_id, expiresAt: r.expires_at.toISOString() }));
 }

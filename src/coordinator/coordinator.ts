@@ -1,12 +1,18 @@
 /**
- * The coordinator process: consumes its inbox (RESULT / QUERY / CONTROL) in batches, applies each batch through
- * the engine in one transaction, acknowledges after commit, then publishes what the batch produced. Beside it
- * run the sweeper (timeouts and retry backoff), the outbox relay and stream trimming. Several coordinators may
- * run against the same streams and database: row locks and status guards keep every transition single.
+ * The coordinator process: consumes the inboxes of the tenant shards it owns (RESULT / QUERY / CONTROL) in batches,
+ * applies each batch through the engine in one transaction, acknowledges after commit, then publishes what the
+ * batch produced. Beside it run the shard ownership loop (leases, hand-overs), the sweeper (timeouts and retry
+ * backoff, for owned tenants only), the outbox relay and stream trimming. Several coordinators split the shards;
+ * every transaction proves its fencing token (shard-leases.ts), and row locks and status guards keep every
+ * transition single even where two processes meet (task starts and approvals through the API).
  */
 import { sleep } from "../sleep.js";
 import type { EnvelopeVerifier } from "../bus/auth/bus-auth.js";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
+import { InboxReader } from "./inbox-reader.js";
+import { ShardOwnership } from "./shard-ownership.js";
+import { DEFAULT_SHARD_COUNT, inboxOf } from "./shards.js";
+import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { DependencyHealth, outageBackoffMs } from "../dependency-health.js";
 import type { Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
@@ -25,8 +31,6 @@ import { repairStrandedSteps } from "./stranded-steps.js";
 export { COORDINATOR_GROUP } from "./inbox-intake.js";
 import { COORDINATOR_GROUP } from "./inbox-intake.js";
 
-/** With live flags, blocking reads are cut short this often so a flag change applies well within 2 s. */
-const FLAG_READ_BLOCK_CAP_MS = 500;
 /** How often a paused coordinator (BUS_ENABLED off) looks at the flag again. */
 const PAUSE_CHECK_MS = 200;
 /** After the bus comes back, due steps wait for the inbox backlog to be read, but never longer than this. */
@@ -74,6 +78,8 @@ export interface CoordinatorOptions {
   health?: DependencyHealth;
   /** More periodic jobs run beside the loops, e.g. the A2A sender and sweep (`runtime.foreignJobs`). */
   background?: ReadonlyArray<{ name: string; intervalMs: number; run: (now: number) => Promise<unknown> }>;
+  /** Tenant shards (config.shards): how many, and how long a lease lasts. @defaultValue 64 shards, 5 s */
+  shards?: { count: number; leaseTtlMs: number };
 }
 
 export class Coordinator {
@@ -99,18 +105,61 @@ export class Coordinator {
   private repairedAt = 0;
   /** Authenticates, decodes, holds or refuses, and applies inbox entries. */
   private readonly intake: InboxIntake;
-
+  /** The shards this coordinator owns (leases in Postgres). */
+  readonly ownership: ShardOwnership;
+  /** The engine, fenced: every transaction proves the leases of its tenants' shards. */
+  private readonly engine: Engine;
+  private readonly reader: InboxReader;
+  /** The batch being applied now (awaited before a shard is handed over). */
+  private applying: Promise<unknown> = Promise.resolve();
   constructor(private readonly options: CoordinatorOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "coordinator", consumer: options.consumer });
     this.clock = options.clock ?? Date.now;
     this.health = options.health ?? new DependencyHealth({ logger: this.logger });
+    const shards = options.shards ?? { count: DEFAULT_SHARD_COUNT, leaseTtlMs: 5_000 };
+    this.ownership = new ShardOwnership({
+      pool: options.pool,
+      coordinatorId: options.consumer,
+      shardCount: shards.count,
+      leaseTtlMs: shards.leaseTtlMs,
+      logger: this.logger,
+      onAcquired: async (acquired) => {
+        options.metrics?.shardMoves.inc({ event: "acquired" }, acquired.length);
+        await this.reader.acquired(acquired);
+      },
+      beforeRelease: async (released) => {
+        options.metrics?.shardMoves.inc({ event: "handed_over" }, released.length);
+        // The shards are no longer read; what was read of them is applied and acknowledged before the lease goes.
+        await this.applying.catch(() => {});
+        await this.finishing;
+      },
+      onLost: (lost) => options.metrics?.shardMoves.inc({ event: "lost" }, lost.length),
+      onChange: (owned) => {
+        options.metrics?.shardOwned.reset();
+        for (const shard of owned) options.metrics?.shardOwned.set({ shard: String(shard) }, 1);
+      },
+    });
+    this.engine = options.engine.fenced(this.ownership);
+    this.reader = new InboxReader({
+      bus: options.bus,
+      ownership: this.ownership,
+      consumer: options.consumer,
+      batchSize: options.batchSize,
+      blockMs: options.blockMs,
+      reclaimIdleMs: options.reclaimIdleMs,
+      metrics: options.metrics,
+      clock: this.clock,
+      signal: this.abort.signal,
+    });
     this.intake = new InboxIntake({
       ...options,
+      engine: this.engine,
       logger: this.logger,
       hold: () => this.hold,
       tenantOn: (orgId) => this.tenantOn(orgId),
+      routing: { owns: (orgId) => this.ownership.ownsTenant(orgId), inboxOf: (orgId) => inboxOf(orgId, shards.count) },
     });
-    this.expireApprovals = approvalExpirySweep({ ...options, logger: this.logger, tenants: () => this.servedTenants() });
+    this.expireApprovals = approvalExpirySweep({ ...options, engine: this.engine, logger: this.logger, tenants: () => this.servedTenants(), shards: () => this.ownership.ownedShards() });
     this.hold = options.flags
       ? new TenantHold<AppliedBatch>({
           bus: options.bus,
@@ -118,15 +167,15 @@ export class Coordinator {
           consumer: options.consumer,
           reclaimIdleMs: options.reclaimIdleMs,
           batchSize: options.batchSize,
-          inbox: COORDINATOR_STREAM,
           group: COORDINATOR_GROUP,
           logger: this.logger,
-          apply: (entries, stream) => this.applyBatch(entries, stream),
+          apply: (entries) => this.applyBatch(entries),
           publish: async (applied) => {
             for (const row of applied.outbox) this.streams.add(row.stream);
             await this.options.publisher.publish(applied.outbox);
           },
           running: () => !this.stopped,
+          serves: (orgId) => this.ownership.ownsTenant(orgId),
         })
       : undefined;
   }
@@ -137,17 +186,26 @@ export class Coordinator {
     signal?.addEventListener("abort", () => this.abort.abort(), { once: true });
     this.running = (async () => {
       await this.options.bus.ensureGroup(COORDINATOR_STREAM, COORDINATOR_GROUP);
+      // The first shards before the first read; a database that is down is retried by the ownership loop, but a
+      // shard count other than the recorded one stops the coordinator here.
+      await this.ownership.prepare().catch((error: unknown) => {
+        if (isSwitchyardError(error) && error.code === ErrorCode.Config) throw error;
+        this.logger.warn({ err: error }, "could not take shards yet; retrying");
+      });
       this.busOnSince = this.clock();
       await this.hold?.discover(this.options.pool);
       const checkpoints = checkpointJobOf(this.options);
       const jobs = [...(checkpoints ? [{ name: "checkpoints", ...checkpoints }] : []), ...(this.options.background ?? [])];
       await Promise.all([
+        this.ownership.run(this.abort.signal),
         this.inboxLoop(),
         this.periodic("sweep", this.options.sweepIntervalMs, () => this.sweepOnce()),
         this.periodic("trim", 10_000, () => this.trimOnce()),
         // Jobs run once at start: e.g. the FOREIGN sender only reacts to kicks once it has run in this process.
         ...jobs.map((job) => this.periodic(job.name, job.intervalMs, () => job.run(this.clock()), { immediately: true })),
       ]);
+      // Every loop has stopped and the last batch is acknowledged: the shards can go to the other coordinators now.
+      await this.ownership.close();
     })();
     return this.running;
   }
@@ -155,6 +213,8 @@ export class Coordinator {
   async close(): Promise<void> {
     this.abort.abort();
     await this.running?.catch(() => {});
+    // Driven step by step (processBatch, sweepOnce) it still took shards: hand them over now.
+    if (!this.running) await this.ownership.close();
   }
 
   private get stopped(): boolean {
@@ -168,15 +228,8 @@ export class Coordinator {
    * At most one batch waits to be published, so a slow bus holds the loop back instead of queueing rows in memory.
    */
   private async inboxLoop(): Promise<void> {
-    let lastReclaim = 0;
     let readAhead: Promise<BusEntry[]> | undefined;
-    const next = (): Promise<BusEntry[]> => {
-      if (this.clock() - lastReclaim >= this.options.reclaimIdleMs / 2) {
-        lastReclaim = this.clock();
-        return this.reclaimOrRead();
-      }
-      return this.readInbox();
-    };
+    const next = (): Promise<BusEntry[]> => this.reader.next();
     let failures = 0;
     // A batch whose apply failed because Postgres or Redis was unreachable: applied again, before anything else is
     // read or reclaimed. Reading on during a long outage would only raise delivery counts (each reclaim is one)
@@ -206,12 +259,20 @@ export class Coordinator {
             readAhead.catch(() => {});
           }
         }
-        const applied = await this.applyBatch(entries);
+        const applying = this.applyBatch(entries);
+        this.applying = applying;
+        const applied = await applying;
         if (applied) await this.finishInBackground(applied);
         failures = 0;
       } catch (error) {
         if (this.stopped) break;
         failures += 1;
+        if (isSwitchyardError(error) && error.code === ErrorCode.Fenced) {
+          // Shards moved away mid-batch: nothing committed; the entries stay pending for their new owner (or, for
+          // shards still ours, are read again by the reclaim).
+          this.logger.warn({ err: error }, "batch fenced off: a shard of it has a new owner; its entries are left to that owner");
+          continue;
+        }
         if (this.health.absorb(error)) {
           retrying = entries;
           this.logger.debug({ err: error }, "coordinator inbox loop failed in an outage; backing off");
@@ -246,7 +307,7 @@ export class Coordinator {
     if (readEarly && entries.length > 0 && entries.length < this.options.batchSize && !this.stopped && this.busOn()) {
       // The top-up only saves a round: if it fails, the entries already read (ours, pending) are applied alone
       // rather than dropped until a reclaim; whatever the failure was shows again on the next read.
-      const more = await this.topUp(this.options.batchSize - entries.length).catch((error: unknown) => {
+      const more = await this.reader.topUp(this.options.batchSize - entries.length).catch((error: unknown) => {
         this.logger.debug({ err: error }, "topping up the inbox batch failed; applying what was read");
         return [];
       });
@@ -254,28 +315,6 @@ export class Coordinator {
     }
     if (entries.length < this.options.batchSize) this.drainedAt = this.clock();
     return entries;
-  }
-
-  private async reclaimOrRead(): Promise<BusEntry[]> {
-    const { bus, batchSize, consumer, reclaimIdleMs } = this.options;
-    const entries = await bus.reclaim({ stream: COORDINATOR_STREAM, group: COORDINATOR_GROUP, consumer, minIdleMs: reclaimIdleMs, count: batchSize });
-    if (entries.length > 0) {
-      this.options.metrics?.reclaims.inc({ stream: COORDINATOR_STREAM }, entries.length);
-      return entries;
-    }
-    return this.readInbox();
-  }
-
-  /** New entries already waiting, without blocking. */
-  private topUp(count: number): Promise<BusEntry[]> {
-    const { bus, consumer } = this.options;
-    return bus.read({ stream: COORDINATOR_STREAM, group: COORDINATOR_GROUP, consumer, count, blockMs: 0, signal: this.abort.signal });
-  }
-
-  private readInbox(): Promise<BusEntry[]> {
-    const { bus, batchSize, consumer } = this.options;
-    const blockMs = this.options.flags ? Math.min(this.options.blockMs, FLAG_READ_BLOCK_CAP_MS) : this.options.blockMs;
-    return bus.read({ stream: COORDINATOR_STREAM, group: COORDINATOR_GROUP, consumer, count: batchSize, blockMs, signal: this.abort.signal });
   }
 
   private busOn(): boolean {
@@ -304,12 +343,12 @@ export class Coordinator {
     await this.finishing;
     this.finishing = this.finish(applied).catch((error: unknown) => {
       if (this.health.absorb(error)) return;
-      this.logger.warn({ err: error, entries: applied.ackIds.length }, "acknowledging a committed batch failed; its entries will be redelivered and dropped as duplicates");
+      this.logger.warn({ err: error, entries: countAcks(applied) }, "acknowledging a committed batch failed; its entries will be redelivered and dropped as duplicates");
     });
   }
 
   private async finish(applied: AppliedBatch): Promise<void> {
-    const acked = this.options.bus.ack(COORDINATOR_STREAM, COORDINATOR_GROUP, applied.ackIds);
+    const acked = this.ack(applied);
     // Both go out in the same tick, so ioredis writes them back to back; the outbox publish never throws.
     // With the bus switched off meanwhile, the rows stay in the outbox for the relay once it is on again.
     const published = this.busOn() ? this.options.publisher.publish(applied.outbox) : Promise.resolve();
@@ -318,15 +357,21 @@ export class Coordinator {
 
   /** Applies one batch, acknowledges and publishes it. Exposed for tests and benchmarks that drive the coordinator step by step. */
   async processBatch(entries: readonly BusEntry[]): Promise<void> {
+    // Driven without start(): the shards are taken (and kept) here, as the ownership loop would.
+    if (!this.running) await this.ownership.refresh();
     const applied = await this.applyBatch(entries);
     if (!applied) return;
-    await this.options.bus.ack(COORDINATOR_STREAM, COORDINATOR_GROUP, applied.ackIds);
+    await this.ack(applied);
     if (this.busOn()) await this.options.publisher.publish(applied.outbox);
   }
 
+  private async ack(applied: AppliedBatch): Promise<void> {
+    await Promise.all([...applied.acks].map(([stream, ids]) => this.options.bus.ack(stream, COORDINATOR_GROUP, ids)));
+  }
+
   /** See InboxIntake.apply; the streams it published to are trimmed later. */
-  private async applyBatch(entries: readonly BusEntry[], stream: string = COORDINATOR_STREAM): Promise<AppliedBatch | undefined> {
-    const applied = await this.intake.apply(entries, stream);
+  private async applyBatch(entries: readonly BusEntry[]): Promise<AppliedBatch | undefined> {
+    const applied = await this.intake.apply(entries);
     for (const row of applied?.outbox ?? []) this.streams.add(row.stream);
     return applied;
   }
@@ -336,6 +381,8 @@ export class Coordinator {
    * neither (a step's result may be waiting on the paused bus; outbox rows wait in Postgres).
    */
   async sweepOnce(): Promise<number> {
+    // Driven without start() (tests): the shards are taken (and kept) here, as the ownership loop would.
+    if (!this.running) await this.ownership.refresh();
     const now = this.clock();
     let fired = 0;
     if (this.busOn()) {
@@ -376,8 +423,8 @@ export class Coordinator {
     // read them before timing out.
     if (this.drainedAt < this.busOnSince && now - this.busOnSince < CATCH_UP_LIMIT_MS) return 0;
     const { fired, outbox } = await fireDueSteps(
-      { engine: this.options.engine, pool: this.options.pool, logger: this.logger },
-      { now, tenants: this.servedTenants(), tenantOn: (orgId) => this.tenantOn(orgId), beforeFiring: this.hold ? (orgId) => this.hold!.release(orgId) : undefined },
+      { engine: this.engine, pool: this.options.pool, logger: this.logger },
+      { now, tenants: this.servedTenants(), shards: this.ownership.ownedShards(), tenantOn: (orgId) => this.tenantOn(orgId), beforeFiring: this.hold ? (orgId) => this.hold!.release(orgId) : undefined },
     );
     for (const row of outbox) this.streams.add(row.stream);
     await this.options.publisher.publish(outbox);
@@ -391,10 +438,10 @@ export class Coordinator {
     this.repairedAt = now;
     // A repair that fails must not cost the rest of the sweep (the outbox relay, approval expiry): logged, retried next time.
     const outbox = await repairStrandedSteps(
-      { engine: this.options.engine, pool: this.options.pool, logger: this.logger },
-      { tenants: this.servedTenants(), tenantOn: (orgId) => this.tenantOn(orgId), quietMs: repair.quietMs },
+      { engine: this.engine, pool: this.options.pool, logger: this.logger },
+      { tenants: this.servedTenants(), shards: this.ownership.ownedShards(), tenantOn: (orgId) => this.tenantOn(orgId), quietMs: repair.quietMs },
     ).catch((error: unknown) => {
-      if (!this.health.absorb(error)) this.logger.error({ err: error }, "repairing stranded steps failed; retried on a later sweep");
+if (!this.health.absorb(error)) this.logger.error({ err: error }, "repairing stranded steps failed; retried on a later sweep");
       return [];
     });
     for (const row of outbox) this.streams.add(row.stream);
@@ -402,11 +449,17 @@ export class Coordinator {
   }
 
   private async trimOnce(): Promise<void> {
-    for (const stream of this.streams) await this.options.bus.trim(stream, this.options.trimMaxLen);
+    for (const stream of new Set([...this.streams, ...this.ownership.inboxes()])) await this.options.bus.trim(stream, this.options.trimMaxLen);
     await this.options.pool.query("DELETE FROM processed_envelopes WHERE processed_at < now() - interval '7 days'");
   }
 
   private periodic(name: string, intervalMs: number, run: () => Promise<unknown>, options: { immediately?: boolean } = {}): Promise<void> {
     return runPeriodically({ name, intervalMs, run, ...options, signal: this.abort.signal, health: this.health, logger: this.logger });
   }
+}
+
+function countAcks(applied: AppliedBatch): number {
+  let n = 0;
+  for (const ids of applied.acks.values()) n += ids.length;
+  return n;
 }

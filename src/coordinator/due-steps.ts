@@ -4,12 +4,16 @@
  * coordinators sweeping the same step apply it once.
  */
 import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
+import { shardSqlClause, shardSqlParams } from "./shards.js";
+import type { OwnedShards } from "./shard-ownership.js";
 import { applyIsolating, type IsolatedApplyDeps } from "./isolated-apply.js";
 import type { OutboxRow } from "./outbox.js";
 
 export interface DueStepsOptions {
   now: number;
   tenants?: TenantSelection;
+  /** Only tenants of these shards (the coordinator's own). @defaultValue every tenant */
+  shards?: OwnedShards;
   tenantOn: (orgId: string) => boolean;
   /** Runs for each tenant with due steps before they fire (the coordinator applies its held messages first). */
   beforeFiring?: (orgId: string) => Promise<unknown>;
@@ -20,13 +24,13 @@ export interface DueStepsOptions {
 /** Fires the due steps of the tenants served; returns how many, and the rows to publish. */
 export async function fireDueSteps(deps: IsolatedApplyDeps, options: DueStepsOptions): Promise<{ fired: number; outbox: OutboxRow[] }> {
   const { only, except, none } = tenantSqlFilter(options.tenants);
-  if (none) return { fired: 0, outbox: [] };
+  if (none || options.shards?.owned.length === 0) return { fired: 0, outbox: [] };
   const { rows: candidates } = await deps.pool.query<{ org_id: string; task_id: string; step_id: string; attempt: number; due_at_ms: number }>(
     `SELECT org_id, task_id, step_id, attempt, due_at_ms FROM steps
      WHERE status IN ('dispatched', 'retrying', 'waiting') AND due_at_ms <= $1
-       AND ${tenantSqlClause("org_id", 2)}
+       AND ${tenantSqlClause("org_id", 2)} AND ${shardSqlClause("org_id", 4)}
      ORDER BY due_at_ms LIMIT ${options.limit ?? 500}`,
-    [options.now, only, except],
+    [options.now, only, except, ...shardSqlParams(options.shards)],
   );
   const rows = candidates.filter((r) => options.tenantOn(r.org_id));
   if (options.beforeFiring) for (const orgId of new Set(rows.map((r) => r.org_id))) await options.beforeFiring(orgId);

@@ -23,6 +23,7 @@ import { DEFAULT_DELEGATION_LIMITS, type ApprovalSpec, type CoordinatorEvent, ty
 import { insertOutbox, type OutboxRow } from "./outbox.js";
 import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
+import { DEFAULT_SHARD_COUNT, inboxOf } from "./shards.js";
 import { accrueDailyCost, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
 
 /** Sources take the transaction's client: a second pooled connection per transaction can exhaust the pool. */
@@ -55,6 +56,13 @@ export interface EngineOptions {
   replyLimits?: ReplyLimits;
   /** Told after a commit that made reply rows `pending`, so it dials them now rather than on its next poll. */
   replySender?: { kick(): void };
+  /** How many tenant shards there are (config.shards.count): WORK and REPLY name their tenant's shard inbox. @defaultValue DEFAULT_SHARD_COUNT */
+  shardCount?: number;
+}
+
+/** Proves, inside a transaction, that its writer still owns the tenants' shards (shard-ownership.ts); FENCED if not. */
+export interface EngineFence {
+  fence(db: Queryable, orgIds: Iterable<string>): Promise<void>;
 }
 
 export interface EngineInput {
@@ -95,6 +103,9 @@ export class Engine {
   private readonly clock: () => number;
   private readonly tenantFacts: TenantFactsSource;
   private readonly replyFacts: ReplyFactsSource;
+  private readonly shardCount: number;
+  /** Set on a coordinator's fenced view of the engine (`fenced`); the gateway's engine has none. */
+  private readonly fenceBy: EngineFence | undefined = undefined;
 
   constructor(private readonly options: EngineOptions) {
     this.tenantFacts = options.tenantFacts ?? createTenantFactsSource();
@@ -102,6 +113,17 @@ export class Engine {
     this.foreign = options.foreign ?? unavailableForeignDispatcher;
     this.clock = options.clock ?? Date.now;
     this.replyFacts = options.replyFacts ?? createReplyFactsSource();
+    this.shardCount = options.shardCount ?? DEFAULT_SHARD_COUNT;
+  }
+
+  /**
+   * This engine, with every transaction first proving the fence for its tenants. A view sharing everything else
+   * (caches, and whatever a subclass adds, such as the bench's probes), not a copy.
+   */
+  fenced(fence: EngineFence): this {
+    const view = Object.create(this) as this;
+    Object.defineProperty(view, "fenceBy", { value: fence });
+    return view;
   }
 
   /** Tells the reply sender about committed `pending` rows; call after COMMIT (apply() does). */
@@ -118,6 +140,8 @@ export class Engine {
 
   async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[]): Promise<ApplyResult> {
     const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [], replies: [] };
+    // First: the lease rows are share-locked until COMMIT, so no takeover can slip in before this batch ends.
+    if (this.fenceBy && inputs.length > 0) await this.fenceBy.fence(client, new Set(inputs.map((i) => i.orgId)));
     const fresh = await this.dedupe(client, inputs);
     result.duplicates = inputs.length - fresh.length;
     if (fresh.length === 0) return result;
@@ -286,7 +310,7 @@ export class Engine {
               orgId: effect.envelope.orgId,
               stream: effect.envelope.destination,
               envelopeId: effect.envelope.id,
-              bytes: encodeEnvelope(specToEnvelope(effect.envelope), this.options.maxPayloadBytes),
+              bytes: encodeEnvelope(specToEnvelope(effect.envelope, inboxOf(effect.envelope.orgId, this.shardCount)), this.options.maxPayloadBytes),
             });
           } catch (error) {
             // Not sendable (e.g. a REPLY whose checkpoint pushed it over the cap): the step's timeout recovers it.

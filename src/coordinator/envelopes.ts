@@ -38,7 +38,8 @@ export function derivedIdSource(seed: string): () => string {
   };
 }
 
-export function specToEnvelope(spec: EnvelopeSpec): Envelope {
+/** `inbox`: the tenant's shard inbox, named as the source so the answer goes there (shards.ts answerInbox). */
+export function specToEnvelope(spec: EnvelopeSpec, inbox: string = COORDINATOR_ENDPOINT.id): Envelope {
   const destination = parseDestination(spec.destination);
   if (!destination) throw new SwitchyardError(ErrorCode.Internal, `bad destination ${spec.destination}`);
   return createEnvelope({
@@ -47,7 +48,7 @@ export function specToEnvelope(spec: EnvelopeSpec): Envelope {
     taskId: spec.taskId,
     stepId: spec.stepId,
     kind: spec.kind === "WORK" ? EnvelopeKind.WORK : EnvelopeKind.REPLY,
-    source: COORDINATOR_ENDPOINT,
+    source: { kind: COORDINATOR_ENDPOINT.kind, id: inbox },
     destination: endpointOf(destination),
     attempt: spec.attempt,
     clearanceFloor: spec.clearanceFloor,

@@ -5,7 +5,7 @@
  * acknowledged as applied.
  */
 import type { EnvelopeVerifier } from "../bus/auth/bus-auth.js";
-import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
+import type { Bus, BusEntry } from "../bus/bus.js";
 import { isSwitchyardError } from "../errors.js";
 import type { TenantHold } from "../flags/tenant-hold.js";
 import type { Logger } from "../logger.js";
@@ -16,13 +16,20 @@ import { envelopeToEvent } from "./envelopes.js";
 import { findForeignTaskClaims } from "./inbox-claims.js";
 import { applyIsolating, type DecodedEntry } from "./isolated-apply.js";
 import type { OutboxRow } from "./outbox.js";
+import { isInboxStream } from "./shards.js";
 
 export const COORDINATOR_GROUP = "coordinator";
 
-/** A committed batch: the inbox entries to acknowledge and the outbox rows to publish. */
+/** A committed batch: the entries to acknowledge (ids by stream) and the outbox rows to publish. */
 export interface AppliedBatch {
-  ackIds: string[];
+  acks: Map<string, string[]>;
   outbox: OutboxRow[];
+}
+
+/** Which tenants this coordinator applies, and where the others' envelopes belong (shard-ownership.ts, shards.ts). */
+export interface InboxRouting {
+  owns(orgId: string): boolean;
+  inboxOf(orgId: string): string;
 }
 
 export interface InboxIntakeOptions {
@@ -35,6 +42,7 @@ export interface InboxIntakeOptions {
   /** The coordinator's tenant hold (flags), once built. */
   hold: () => TenantHold<AppliedBatch> | undefined;
   tenantOn: (orgId: string) => boolean;
+  routing: InboxRouting;
 }
 
 export class InboxIntake {
@@ -42,43 +50,74 @@ export class InboxIntake {
 
   /**
    * Decodes and applies a batch in one transaction (per task when that fails, see isolated-apply.ts); undefined
-   * when no entry was usable (all dead-lettered or held). Inbox entries of tenants switched off are moved to their
-   * hold streams first.
+   * when nothing is left to acknowledge or publish. Entries may come from several streams (each names its own).
+   * Entries of tenants whose shard another coordinator owns are forwarded to their shard's inbox (from the shared
+   * inbox of releases before shards, or a misrouted publish); entries of tenants switched off are moved to their
+   * hold streams.
    */
-  async apply(all: readonly BusEntry[], stream: string = COORDINATOR_STREAM): Promise<AppliedBatch | undefined> {
+  async apply(all: readonly BusEntry[]): Promise<AppliedBatch | undefined> {
     const { bus } = this.options;
-    // Authenticate and decode first: nothing unauthenticated is applied, nor held for later.
-    const accepted = new Map<string, DecodedEntry>();
+    const acks = new Map<string, string[]>();
+    // Authenticate and decode first: nothing unauthenticated is applied, forwarded, nor held for later.
+    const accepted = new Map<BusEntry, DecodedEntry>();
     for (const entry of all) {
       const verdict = this.options.verifier.verify(entry.raw, entry.envelope);
       if (!verdict.ok) {
-        await this.refuse(stream, entry, verdict.reason, `UNAUTHENTICATED: ${verdict.message}`);
+        await this.refuse(entry, verdict.reason, `UNAUTHENTICATED: ${verdict.message}`);
         continue;
       }
       try {
         const inbound = envelopeToEvent(entry.envelope, verdict.sender);
-        accepted.set(entry.id, { entryId: entry.id, input: { ...inbound, dedupe: inbound.event.type !== "heartbeat", createdAtMs: Number(entry.envelope.createdAtMs) || undefined } });
+        const input = { ...inbound, dedupe: inbound.event.type !== "heartbeat", createdAtMs: Number(entry.envelope.createdAtMs) || undefined };
+        accepted.set(entry, { entryId: entryKey(entry), input, source: { stream: entry.stream, id: entry.id } });
       } catch (error) {
         if (!isSwitchyardError(error)) throw error;
         this.options.logger.warn({ err: error, envelopeId: entry.envelope.id, orgId: entry.envelope.orgId }, "inbound envelope refused; dead-lettered");
-        this.options.metrics?.deadLetters.inc({ stream, reason: error.code });
-        await bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, entry.raw, `${error.code}: ${error.message}`);
+        this.options.metrics?.deadLetters.inc({ stream: entry.stream, reason: error.code });
+        await bus.deadLetter(entry.stream, COORDINATOR_GROUP, entry.id, entry.raw, `${error.code}: ${error.message}`);
       }
     }
-    let entries: readonly BusEntry[] = all.filter((entry) => accepted.has(entry.id));
+    let entries: readonly BusEntry[] = await this.forwardOthers([...accepted.keys()], acks);
     const hold = this.options.hold();
-    if (stream === COORDINATOR_STREAM && hold) entries = await hold.holdDisabled(await this.refuseUnknownHeld(entries));
-    const decoded = entries.map((entry) => accepted.get(entry.id)!);
-    if (decoded.length === 0) return undefined;
+    const inboxEntries = entries.filter((entry) => isInboxStream(entry.stream));
+    if (hold && inboxEntries.length > 0) {
+      const kept = await hold.holdDisabled(await this.refuseUnknownHeld(inboxEntries));
+      const keptSet = new Set(kept);
+      entries = entries.filter((entry) => !isInboxStream(entry.stream) || keptSet.has(entry));
+    }
+    const decoded = entries.map((entry) => accepted.get(entry)!);
+    if (decoded.length === 0) return acks.size > 0 ? { acks, outbox: [] } : undefined;
     this.options.metrics?.batchSize.observe(decoded.length);
     // Entries that were not applied are not acknowledged: redelivered (reclaim), dead-lettered after N tries.
     const applied = await applyIsolating({ engine: this.options.engine, pool: this.options.pool, logger: this.options.logger }, decoded);
     // Committed without them: refused entries (unknown task, another tenant's task, a sender that is not the step's
     // destination) changed nothing and go to the dead letters instead of being acknowledged.
-    const byId = new Map(entries.map((entry) => [entry.id, entry]));
-    for (const refused of applied.refused) await this.refuse(stream, byId.get(refused.entryId)!, refused.label, `REFUSED: ${refused.reason}`);
+    const byKey = new Map(entries.map((entry) => [entryKey(entry), entry]));
+    for (const refused of applied.refused) await this.refuse(byKey.get(refused.entryId)!, refused.label, `REFUSED: ${refused.reason}`);
     for (const input of applied.inputs) this.options.metrics?.events.inc({ type: input.event.type, outcome: "seen" });
-    return { ackIds: applied.ackIds, outbox: applied.outbox };
+    for (const key of applied.ackIds) addAck(acks, byKey.get(key)!);
+    return { acks, outbox: applied.outbox };
+  }
+
+  /**
+   * Entries of tenants this coordinator does not own: forwarded to their shard's inbox and acknowledged here, or,
+   * when they are on that inbox already (the shard just moved away), left pending for the new owner to claim.
+   */
+  private async forwardOthers(entries: readonly BusEntry[], acks: Map<string, string[]>): Promise<BusEntry[]> {
+    const { routing, bus } = this.options;
+    const mine: BusEntry[] = [];
+    const forward: Array<{ entry: BusEntry; stream: string }> = [];
+    for (const entry of entries) {
+      const orgId = entry.envelope.orgId;
+      if (routing.owns(orgId)) mine.push(entry);
+      else if (routing.inboxOf(orgId) !== entry.stream) forward.push({ entry, stream: routing.inboxOf(orgId) });
+    }
+    if (forward.length > 0) {
+      await bus.publishEncoded(forward.map((f) => ({ stream: f.stream, data: f.entry.raw })));
+      for (const f of forward) addAck(acks, f.entry);
+      this.options.metrics?.inboxForwarded.inc(forward.length);
+    }
+    return mine;
   }
 
   /**
@@ -94,17 +133,29 @@ export class InboxIntake {
       const claim = claims.get(entry.envelope.id);
       if (!claim) continue;
       refused.add(entry.id);
-      await this.refuse(COORDINATOR_STREAM, entry, claim.label, `REFUSED: ${claim.reason}`);
+      await this.refuse(entry, claim.label, `REFUSED: ${claim.reason}`);
     }
     return entries.filter((entry) => !refused.has(entry.id));
   }
 
   /** Dead-letters an inbox entry that must not be applied, with the reason; counted by reason. */
-  private async refuse(stream: string, entry: BusEntry, label: string, reason: string): Promise<void> {
+  private async refuse(entry: BusEntry, label: string, reason: string): Promise<void> {
+    const stream = entry.stream;
     const { envelope } = entry;
     this.options.logger.warn({ orgId: envelope.orgId, taskId: envelope.taskId, stepId: envelope.stepId, envelopeId: envelope.id, entryId: entry.id, refusal: label }, `inbox envelope refused; dead-lettered: ${reason}`);
     this.options.metrics?.inboxRefused.inc({ reason: label });
     this.options.metrics?.deadLetters.inc({ stream, reason: reason.slice(0, reason.indexOf(":")) });
     await this.options.bus.deadLetter(stream, COORDINATOR_GROUP, entry.id, entry.raw, reason);
   }
+}
+
+/** An entry's identity across streams (entry ids are only unique within a stream). */
+function entryKey(entry: BusEntry): string {
+  return `${entry.stream}\n${entry.id}`;
+}
+
+function addAck(acks: Map<string, string[]>, entry: BusEntry): void {
+  const ids = acks.get(entry.stream);
+  if (ids) ids.push(entry.id);
+  else acks.set(entry.stream, [entry.id]);
 }

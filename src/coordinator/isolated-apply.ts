@@ -8,8 +8,11 @@ import type { OutboxRow } from "./outbox.js";
 
 /** An engine input with what identifies it to the caller (an inbox entry id to acknowledge, an event id). */
 export interface DecodedEntry {
+  /** Unique within the batch (an inbox batch may span streams, whose entry ids can repeat). */
   entryId: string;
   input: EngineInput;
+  /** Where it was read, for logs: the stream entry's own id and stream. */
+  source?: { stream: string; id: string };
 }
 
 export interface IsolatedApplyDeps {
@@ -75,7 +78,14 @@ export async function applyIsolating(deps: IsolatedApplyDeps, decoded: readonly 
       }
       const first = group[0]!.input;
       logger.error(
-        { err: error, orgId: first.orgId, taskId: first.taskId, envelopeIds: groupInputs.map((i) => i.event.eventId), entryIds: group.map((d) => d.entryId) },
+        {
+          err: error,
+          orgId: first.orgId,
+          taskId: first.taskId,
+          envelopeIds: groupInputs.map((i) => i.event.eventId),
+          entryIds: group.map((d) => d.source?.id ?? d.entryId),
+          streams: [...new Set(group.flatMap((d) => (d.source ? [d.source.stream] : [])))],
+        },
         "a task's inbox entries failed to apply; left unacknowledged, to be redelivered and dead-lettered after the max deliveries",
       );
     }

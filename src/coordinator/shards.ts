@@ -9,6 +9,7 @@
  */
 import { createHash } from "node:crypto";
 import { COORDINATOR_STREAM } from "../bus/bus.js";
+import { EndpointKind, type Envelope } from "../bus/codec.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 
 export const MAX_SHARD_COUNT = 1024;
@@ -51,7 +52,31 @@ export function isInboxStream(stream: string): boolean {
   return stream === COORDINATOR_STREAM || INBOX_RE.test(stream);
 }
 
+/**
+ * SQL: `column` is a tenant of the owned shards; `$n` is the shard count and `$n+1` the owned shards (`shardSqlParams`).
+ * Without shards (undefined) the parameters are NULL and every tenant matches.
+ */
+export function shardSqlClause(column: string, n: number): string {
+  return `($${n}::int IS NULL OR switchyard_shard_of(${column}, $${n}::int) = ANY($${n + 1}::int[]))`;
+}
+
+export function shardSqlParams(shards: { count: number; owned: readonly number[] } | undefined): [number | null, number[] | null] {
+  return shards ? [shards.count, [...shards.owned]] : [null, null];
+}
+
 /** Every shard number, 0 … count-1. */
 export function allShards(count: number): number[] {
   return Array.from({ length: count }, (_, shard) => shard);
+}
+
+/**
+ * Where the answer to a coordinator's envelope goes: the inbox its `source` names (a WORK or REPLY from a sharded
+ * coordinator names its tenant's shard inbox), else the shared inbox of releases before shards, which every
+ * coordinator forwards to the right shard. Only a coordinator inbox can be named: an envelope cannot point a
+ * harness at any other stream.
+ */
+export function answerInbox(incoming: Pick<Envelope, "source">): string {
+  const source = incoming.source;
+  if (source?.kind === EndpointKind.COORDINATOR && shardOfInbox(source.id) !== undefined) return source.id;
+  return COORDINATOR_STREAM;
 }

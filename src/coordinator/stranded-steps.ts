@@ -6,6 +6,8 @@
  */
 import type { Queryable } from "../store/db.js";
 import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
+import { shardSqlClause, shardSqlParams } from "./shards.js";
+import type { OwnedShards } from "./shard-ownership.js";
 import { applyIsolating, type DecodedEntry, type IsolatedApplyDeps } from "./isolated-apply.js";
 import type { OutboxRow } from "./outbox.js";
 
@@ -20,9 +22,9 @@ export interface StrandedTask {
  * last written over `quietMs` ago, which keeps the query off steps the engine is moving right now (the engine
  * re-checks under the task lock anyway: a repair of a step that is no longer stranded changes nothing).
  */
-export async function findStrandedSteps(db: Queryable, options: { tenants?: TenantSelection; quietMs: number; limit: number }): Promise<StrandedTask[]> {
+export async function findStrandedSteps(db: Queryable, options: { tenants?: TenantSelection; shards?: OwnedShards; quietMs: number; limit: number }): Promise<StrandedTask[]> {
   const { only, except, none } = tenantSqlFilter(options.tenants);
-  if (none) return [];
+  if (none || options.shards?.owned.length === 0) return [];
   const { rows } = await db.query<{ org_id: string; task_id: string; step_ids: string[] }>(
     `SELECT p.org_id, p.task_id, array_agg(p.step_id ORDER BY p.step_id) AS step_ids
      FROM steps p
@@ -31,7 +33,7 @@ export async function findStrandedSteps(db: Queryable, options: { tenants?: Tena
      CROSS JOIN LATERAL (SELECT d FROM jsonb_array_elements(w.definition->'steps') d WHERE d->>'id' = p.step_id) def
      WHERE p.status = 'pending' AND p.kind = 'workflow'
        AND p.updated_at < now() - make_interval(secs => $1::double precision / 1000)
-       AND ${tenantSqlClause("p.org_id", 3)}
+       AND ${tenantSqlClause("p.org_id", 3)} AND ${shardSqlClause("p.org_id", 5)}
        AND NOT EXISTS (
          SELECT 1 FROM jsonb_array_elements_text(def.d->'needs') n(need)
          WHERE NOT EXISTS (
@@ -40,7 +42,7 @@ export async function findStrandedSteps(db: Queryable, options: { tenants?: Tena
      GROUP BY p.org_id, p.task_id
      ORDER BY min(t.created_at)
      LIMIT $2`,
-    [options.quietMs, options.limit, only, except],
+    [options.quietMs, options.limit, only, except, ...shardSqlParams(options.shards)],
   );
   return rows.map((r) => ({ orgId: r.org_id, taskId: r.task_id, stepIds: r.step_ids }));
 }
@@ -48,9 +50,9 @@ export async function findStrandedSteps(db: Queryable, options: { tenants?: Tena
 /** Finds the stranded steps of the tenants served and repairs them through the engine; returns the rows to publish. */
 export async function repairStrandedSteps(
   deps: IsolatedApplyDeps,
-  options: { tenants?: TenantSelection; tenantOn: (orgId: string) => boolean; quietMs: number; limit?: number },
+  options: { tenants?: TenantSelection; shards?: OwnedShards; tenantOn: (orgId: string) => boolean; quietMs: number; limit?: number },
 ): Promise<OutboxRow[]> {
-  const found = await findStrandedSteps(deps.pool, { tenants: options.tenants, quietMs: options.quietMs, limit: options.limit ?? 100 });
+  const found = await findStrandedSteps(deps.pool, { tenants: options.tenants, shards: options.shards, quietMs: options.quietMs, limit: options.limit ?? 100 });
   const stranded = found.filter((s) => options.tenantOn(s.orgId));
   if (stranded.length === 0) return [];
   deps.logger.warn({ tasks: stranded }, "stranded steps found (pending, every need complete); repairing");

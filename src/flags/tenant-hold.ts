@@ -15,8 +15,7 @@ import { HeldInbox, heldStreamName } from "./held-inbox.js";
 
 export interface TenantHoldOptions<Applied> {
   bus: Bus;
-  /** The inbox stream and the coordinator's group and consumer. */
-  inbox: string;
+  /** The coordinator's group and consumer. */
   group: string;
   consumer: string;
   reclaimIdleMs: number;
@@ -24,11 +23,13 @@ export interface TenantHoldOptions<Applied> {
   flags: CoordinatorFlags;
   logger: Logger;
   /** Applies entries read from `stream` in one transaction (the coordinator's batch path). */
-  apply(entries: readonly BusEntry[], stream: string): Promise<(Applied & { ackIds: readonly string[] }) | undefined>;
+  apply(entries: readonly BusEntry[]): Promise<(Applied & { acks: ReadonlyMap<string, readonly string[]> }) | undefined>;
   /** Publishes what an applied batch produced. */
   publish(applied: Applied): Promise<void>;
   /** False once the coordinator is stopping. */
   running(): boolean;
+  /** Whether this coordinator applies the tenant's messages now (it owns the tenant's shard). @defaultValue always */
+  serves?(orgId: string): boolean;
 }
 
 export class TenantHold<Applied> {
@@ -48,7 +49,10 @@ export class TenantHold<Applied> {
     const held = entries.filter((entry) => !flags.coordinatorEnabled(entry.envelope.orgId));
     if (held.length === 0) return entries;
     await this.held.hold(held);
-    await bus.ack(this.options.inbox, this.options.group, held.map((entry) => entry.id));
+    // Entries may come from several inboxes (shards, and the shared one): each is acknowledged where it was read.
+    const byStream = new Map<string, string[]>();
+    for (const entry of held) byStream.set(entry.stream, [...(byStream.get(entry.stream) ?? []), entry.id]);
+    await Promise.all([...byStream].map(([stream, ids]) => bus.ack(stream, this.options.group, ids)));
     const tenants = [...new Set(held.map((entry) => entry.envelope.orgId))];
     for (const orgId of tenants) this.candidates.add(orgId);
     this.options.logger.info({ tenants, count: held.length }, "COORDINATOR_ENABLED is off for these tenants: their messages are held until it is on");
@@ -69,12 +73,14 @@ export class TenantHold<Applied> {
   async releaseEnabled(): Promise<void> {
     for (const orgId of [...this.candidates]) {
       if (!this.live()) return;
-      if (this.options.flags.coordinatorEnabled(orgId)) await this.release(orgId);
+      if (this.options.flags.coordinatorEnabled(orgId) && this.serves(orgId)) await this.release(orgId);
     }
   }
 
   /** Applies one tenant's held messages (if it is switched on); duplicates are dropped by envelope id. */
   async release(orgId: string): Promise<void> {
+    // Another coordinator owns the tenant's shard now: its holds are that coordinator's to release.
+    if (!this.serves(orgId)) return;
     if (!(await this.held.hasHeld(orgId))) {
       this.candidates.delete(orgId);
       return;
@@ -84,14 +90,18 @@ export class TenantHold<Applied> {
       if (!this.live() || !this.options.flags.coordinatorEnabled(orgId)) return;
       const entries = await this.held.take(orgId, this.options.batchSize);
       if (entries.length === 0) break;
-      const applied = await this.options.apply(entries, heldStreamName(orgId));
-      await this.held.release(orgId, applied?.ackIds ?? []);
+      const applied = await this.options.apply(entries);
+      await this.held.release(orgId, applied?.acks.get(heldStreamName(orgId)) ?? []);
       if (applied) await this.options.publish(applied);
       released += entries.length;
     }
     await this.held.release(orgId, []);
     if (!(await this.held.hasHeld(orgId))) this.candidates.delete(orgId);
     if (released > 0) this.options.logger.info({ orgId, count: released }, "COORDINATOR_ENABLED is on again: held messages applied");
+  }
+
+  private serves(orgId: string): boolean {
+    return this.options.serves?.(orgId) ?? true;
   }
 
   private live(): boolean {

@@ -6,6 +6,7 @@
  * origin step's) and copies the trace context; the coordinator dedupes by step state, not by our ids.
  */
 import { randomUUID } from "node:crypto";
+import { answerInbox } from "../coordinator/shards.js";
 import {
   COORDINATOR_ENDPOINT,
   EndpointKind,
@@ -178,7 +179,7 @@ function outgoing(incoming: Envelope, source: HarnessSource, kind: EnvelopeKind,
     attempt: incoming.attempt,
     kind,
     source: { kind: source.kind, id: source.id },
-    destination: { ...COORDINATOR_ENDPOINT },
+    destination: { kind: COORDINATOR_ENDPOINT.kind, id: answerInbox(incoming) },
     createdAtMs: BigInt(nowMs),
   };
   if (incoming.trace) init.trace = { traceparent: incoming.trace.traceparent, tracestate: incoming.trace.tracestate };

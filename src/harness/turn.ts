@@ -10,7 +10,8 @@
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { DependencyHealth } from "../dependency-health.js";
 import { performance } from "node:perf_hooks";
-import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
+import type { Bus, BusEntry } from "../bus/bus.js";
+import { answerInbox } from "../coordinator/shards.js";
 import type { Envelope } from "../bus/codec.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -130,7 +131,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
 
   async function publish(outgoing: Envelope): Promise<void> {
     // Signing encodes and validates (MALFORMED_ENVELOPE / PAYLOAD_TOO_LARGE), as publishing did.
-    await deps.bus.publishEncoded([{ stream: COORDINATOR_STREAM, data: deps.signer.sign(outgoing) }]);
+    await deps.bus.publishEncoded([{ stream: answerInbox(envelope), data: deps.signer.sign(outgoing) }]);
   }
 
   async function run(): Promise<TurnOutcome> {

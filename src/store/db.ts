@@ -18,6 +18,12 @@ export interface CreatePoolOptions {
   applicationName?: string;
   /** Told when a connection is lost or cannot be made (outage) and when one is made again (recovery). */
   health?: DependencyHealth;
+  /**
+   * Postgres ends a session idle inside a transaction this long (`idle_in_transaction_session_timeout`): a paused
+   * or stuck process (SIGSTOP, a debugger) then cannot hold row locks — a shard lease's fence above all — for good.
+   * @defaultValue the server's setting
+   */
+  idleInTransactionTimeoutMs?: number;
 }
 
 /**
@@ -33,6 +39,7 @@ export function createPool(options: CreatePoolOptions): Pool {
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? "switchyard",
+    ...(options.idleInTransactionTimeoutMs ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
     Client: trackedClient(health),
   });
   // An idle client losing its connection: the pool drops it; the next checkout reconnects.

@@ -98,6 +98,8 @@ describe("stranded step repair", () => {
 
     await patient.sweepOnce();
     expect((await stepStates(fresh)).join).toBe("pending#0");
+    // It took every shard; the other coordinator gets them once it hands them over.
+    await patient.close();
     await coordinator.sweepOnce();
     expect((await stepStates(fresh)).join).toBe("dispatched#1");
     expect((await stepStates(cancelled)).join).toBe("cancelled#0");
