@@ -6,8 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GATEWAY_SENDER } from "../../src/bus/auth/bus-keys.js";
-import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
-import { EndpointKind, createEnvelope, decodeEnvelope } from "../../src/bus/codec.js";
+import { EndpointKind, createEnvelope, decodeEnvelope, type Envelope } from "../../src/bus/codec.js";
 import { streamKey } from "../../src/bus/keys.js";
 import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
 import { envelopeToEvent } from "../../src/coordinator/envelopes.js";
@@ -17,11 +16,9 @@ import { TaskService } from "../../src/coordinator/tasks.js";
 import { listAudit } from "../../src/governance/audit-log.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
-import { publishSigned } from "../support/bus-auth.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 
 const ACME = "acme";
-const SHARDS = 8;
 const MAX = 1 << 20;
 
 describe("task starts through the shard owner", () => {
@@ -37,7 +34,7 @@ describe("task starts through the shard owner", () => {
         engine: rt.engine,
         ...(publish ? { publisher: rt.publisher } : {}),
         maxPayloadBytes: 1000,
-        owner: { signer: rt.busAuth.signer(GATEWAY_SENDER), shardCount: SHARDS },
+        owner: { signer: rt.busAuth.signer(GATEWAY_SENDER), shardCount: rt.config.shards.count },
       });
   });
   afterEach(async () => {
@@ -64,7 +61,7 @@ describe("task starts through the shard owner", () => {
 
     const [row, ...more] = await outbox();
     expect(more).toEqual([]);
-    expect(row!.stream).toBe(inboxOf(ACME, SHARDS));
+    expect(row!.stream).toBe(inboxOf(ACME, rt.config.shards.count));
     expect(row!.envelope_id).toBe(startEnvelopeId(first.taskId));
     const bytes = new Uint8Array(row!.envelope);
     const envelope = decodeEnvelope(bytes, MAX);
@@ -107,7 +104,7 @@ describe("task starts through the shard owner", () => {
   it("publishes to the tenant's inbox; the owner dispatches once however often the start is published", async () => {
     const { taskId } = await owner(true).start({ orgId: ACME, workflow: "two" });
     expect(await outbox()).toEqual([]);
-    const entries = await rt.redis.xrangeBuffer(streamKey(rt.prefix, inboxOf(ACME, SHARDS)), "-", "+");
+    const entries = await rt.redis.xrangeBuffer(streamKey(rt.prefix, inboxOf(ACME, rt.config.shards.count)), "-", "+");
     expect(entries).toHaveLength(1);
     // The owner's intake dedupes by event id: a second publication (the relay after a publish that did land) and
     // the inline path's own start are one event.
@@ -119,13 +116,15 @@ describe("task starts through the shard owner", () => {
     expect((await rt.tasks.get(ACME, taskId)).steps.map((s) => s.status)).toEqual(["dispatched", "pending"]);
   });
 
-  it("the coordinator applies a start signed as the gateway and dead-letters one signed by a harness", async () => {
+  it("the coordinator owning the shard applies a start signed as the gateway and dead-letters one signed by a harness", async () => {
     const { taskId } = await owner(false).start({ orgId: ACME, workflow: "two" });
     rt.startCoordinator();
+    const inbox = inboxOf(ACME, rt.config.shards.count);
+    const publish = (sender: string, envelopes: Envelope[]) => rt.bus.publishEncoded(envelopes.map((e) => ({ stream: inbox, data: rt.busAuth.signer(sender).sign(e) })));
     const start = createStartEnvelope(ACME, taskId, Date.now());
-    await publishSigned(rt, "role:writer", [start]);
+    await publish("role:writer", [start]);
     const [letter] = await waitFor(async () => {
-      const letters = await rt.bus.listDeadLetters(COORDINATOR_STREAM);
+      const letters = await rt.bus.listDeadLetters(inbox);
       return letters.length > 0 ? letters : undefined;
     }, { what: "the harness's start to be dead-lettered" });
     expect(letter!.reason).toMatch(/^MALFORMED_ENVELOPE: a task start from role:writer: only the gateway starts tasks/);
@@ -133,11 +132,11 @@ describe("task starts through the shard owner", () => {
     expect(await audit()).toBe(0);
 
     // The gateway's, twice (a second publication): one dispatch.
-    await publishSigned(rt, GATEWAY_SENDER, [start, start]);
+    await publish(GATEWAY_SENDER, [start, start]);
     await waitFor(async () => (await rt.tasks.get(ACME, taskId)).steps[0]!.status === "dispatched" || undefined, { what: "the start to apply" });
-    await waitFor(async () => (await rt.bus.stats(COORDINATOR_STREAM, COORDINATOR_GROUP)).pending === 0 || undefined, { what: "the inbox to be drained" });
+    await waitFor(async () => (await rt.bus.stats(inbox, COORDINATOR_GROUP)).pending === 0 || undefined, { what: "the inbox to be drained" });
     expect((await listAudit(rt.pool, ACME, { taskId })).map((a) => a.action)).toEqual(["dispatch"]);
-    expect(await rt.bus.listDeadLetters(COORDINATOR_STREAM)).toHaveLength(1);
+    expect(await rt.bus.listDeadLetters(inbox)).toHaveLength(1);
   });
 
   it("the verifier refuses a gateway start that names a source, and the gateway identity sends only starts or FOREIGN envelopes", async () => {

@@ -10,6 +10,8 @@ import { streamKey } from "../../src/bus/keys.js";
 import { inboxOf } from "../../src/coordinator/shards.js";
 import { StepStatus, TaskService } from "../../src/gen/switchyard/api/v1/tasks_pb.js";
 import { toValue } from "../../src/gateway/convert/values.js";
+import { waitForTasks } from "../support/wait.js";
+import { Workers } from "../support/workers.js";
 import { createGatewayFixture, type GatewayFixture } from "./fixture.js";
 
 const FLOW = 'name: two\nsteps:\n  - { id: a, to: "role:echo" }\n  - { id: b, to: "role:echo", needs: [a] }\n';
@@ -59,5 +61,25 @@ describe("StartTask through the shard owner", () => {
     expect(new Set(answers.map((a) => a.task!.id)).size).toBe(1);
     expect(answers.filter((a) => a.created)).toHaveLength(1);
     expect(answers.every((a) => a.task!.workflow === "two@1" && a.task!.steps.length === 2)).toBe(true);
+  });
+
+  it("the coordinator owning the shard runs every start to completion, with one dispatch row per step", async () => {
+    // Runs last: the starts of the tests above (never dispatched) finish here too.
+    fx.rt.startCoordinator();
+    const workers = new Workers(fx.rt);
+    workers.start("echo", async () => ({ ok: true }));
+    try {
+      const tasks = fx.client(TaskService, key);
+      await Promise.all(Array.from({ length: 30 }, (_, i) => tasks.start({ workflow: "two", input: toValue({ late: i }) })));
+      const state = await waitForTasks(fx.rt.pool, { orgId: "acme" });
+      expect(Object.keys(state.tasks)).toEqual(["completed"]);
+      const { rows } = await fx.rt.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM audit_log WHERE org_id = 'acme' AND action = 'dispatch' GROUP BY task_id, step_id HAVING count(*) <> 1",
+      );
+      expect(rows).toEqual([]);
+      expect((await fx.rt.pool.query("SELECT count(*)::int AS n FROM audit_log WHERE action = 'dispatch'")).rows[0].n).toBe(2 * state.tasks.completed!);
+    } finally {
+      await workers.stop();
+    }
   });
 });
