@@ -16,14 +16,13 @@
  * (one `dispatch` audit row per task).
  */
 import { performance } from "node:perf_hooks";
-import { defaultConfig, type Config } from "../../src/config.js";
 import { startGateway } from "../../src/gateway/server.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { createRuntime } from "../../src/runtime.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { createTenantWithKey } from "../../src/tenancy/bootstrap.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
-import { BENCH_BUS_SECRETS, perSecond, summarize, type Scenario } from "../support.js";
+import { perSecond, scenarioConfig, summarize, type Scenario } from "../support.js";
 import { startCoordinatorProcess } from "./coordinator-child.js";
 import { sendAll } from "./push-client.js";
 
@@ -61,15 +60,7 @@ export const startsScenario: Scenario = {
   async run(ctx) {
     const sizes = SIZES[ctx.quick ? "quick" : "full"];
     const db = await ctx.createScratchDatabase();
-    const config: Config = {
-      ...defaultConfig,
-      redisUrl: ctx.redisUrl,
-      databaseUrl: db.url,
-      logLevel: "silent",
-      bus: { ...defaultConfig.bus, keyPrefix: ctx.keyPrefix, blockMs: 100 },
-      flags: { ...defaultConfig.flags, busEnabled: true, coordinatorEnabled: true, coordinatorTenants: "*" },
-      busAuth: { secrets: BENCH_BUS_SECRETS, publisherKeys: [] },
-    };
+    const config = scenarioConfig(ctx, db.url, (c) => ({ bus: { ...c.bus, blockMs: 100 } }));
     const runtime = await createRuntime(config, { poolSize: 20 });
     ctx.defer(() => runtime.close());
     const { apiKey } = await createTenantWithKey(runtime.pool, { orgId: ORG, name: ORG });

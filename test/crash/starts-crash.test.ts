@@ -17,7 +17,7 @@ import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { createTenantWithKey } from "../../src/tenancy/bootstrap.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { TEST_BUS_SECRET_ENV } from "../support/bus-auth.js";
-import { FLAGS_ON_ENV } from "../support/env.js";
+import { FAST_RECOVERY_ENV, FLAGS_ON_ENV } from "../support/env.js";
 import { freePort } from "../support/ports.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
@@ -45,6 +45,7 @@ describe("starts crash test", () => {
     gatewayUrl = `http://127.0.0.1:${port}`;
     env = {
       ...FLAGS_ON_ENV,
+      ...FAST_RECOVERY_ENV,
       DATABASE_URL: rt.config.databaseUrl,
       REDIS_URL: rt.config.redisUrl,
       SWITCHYARD_KEY_PREFIX: rt.prefix,
@@ -53,12 +54,6 @@ describe("starts crash test", () => {
       SWITCHYARD_SHARD_COUNT: String(SHARDS),
       SWITCHYARD_SHARD_LEASE_TTL_MS: "2000",
       SWITCHYARD_STEP_TIMEOUT_MS: "60000",
-      SWITCHYARD_RECLAIM_IDLE_MS: "1500",
-      SWITCHYARD_HEARTBEAT_MS: "500",
-      SWITCHYARD_SWEEP_INTERVAL_MS: "200",
-      SWITCHYARD_OUTBOX_STALE_MS: "500",
-      SWITCHYARD_BLOCK_MS: "200",
-      SWITCHYARD_SHUTDOWN_GRACE_MS: "500",
       SWITCHYARD_GATEWAY_PORT: String(port),
     };
     // Steps time out after a minute: only the harness could need that, and it is never killed here, so each
