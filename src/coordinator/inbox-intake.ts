@@ -100,8 +100,11 @@ export class InboxIntake {
   }
 
   /**
-   * Entries of tenants this coordinator does not own: forwarded to their shard's inbox and acknowledged here, or,
-   * when they are on that inbox already (the shard just moved away), left pending for the new owner to claim.
+   * Entries of tenants this coordinator does not own: appended to their shard's inbox and acknowledged here. That
+   * includes entries read from the shard's own inbox just before the shard moved away (a blocking read still in
+   * flight during the hand-over): appended again, the new owner reads them at once instead of reclaiming them
+   * from this consumer after the idle time; should it have claimed the original too, the copy is a duplicate and
+   * dropped by envelope id.
    */
   private async forwardOthers(entries: readonly BusEntry[], acks: Map<string, string[]>): Promise<BusEntry[]> {
     const { routing, bus } = this.options;
@@ -110,7 +113,7 @@ export class InboxIntake {
     for (const entry of entries) {
       const orgId = entry.envelope.orgId;
       if (routing.owns(orgId)) mine.push(entry);
-      else if (routing.inboxOf(orgId) !== entry.stream) forward.push({ entry, stream: routing.inboxOf(orgId) });
+      else forward.push({ entry, stream: routing.inboxOf(orgId) });
     }
     if (forward.length > 0) {
       await bus.publishEncoded(forward.map((f) => ({ stream: f.stream, data: f.entry.raw })));

@@ -9,7 +9,6 @@
  */
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
 import type { Metrics } from "../metrics.js";
-import { sleep } from "../sleep.js";
 import { COORDINATOR_GROUP } from "./inbox-intake.js";
 import type { ShardOwnership } from "./shard-ownership.js";
 import { shardInbox } from "./shards.js";
@@ -96,10 +95,5 @@ export class InboxReader {
     const entries = await bus.reclaim({ stream, group: COORDINATOR_GROUP, consumer, minIdleMs, count });
     if (entries.length > 0) metrics?.reclaims.inc({ stream }, entries.length);
     return entries;
-  }
-
-  /** Nothing owned and nothing to read yet: a short pause instead of a busy loop. */
-  async idle(): Promise<void> {
-    await sleep(50, this.options.signal);
   }
 }

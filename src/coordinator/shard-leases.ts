@@ -153,7 +153,8 @@ export async function releaseShards(db: Queryable, owner: string, held: ShardTok
 
 export async function listLeases(db: Queryable): Promise<LeaseRow[]> {
   const { rows } = await db.query<{ shard: number; owner: string | null; token: string; expires_at: Date; live: boolean }>(
-    `SELECT shard, owner, token, expires_at, owner IS NOT NULL AND expires_at > clock_timestamp() AS live FROM shard_leases ORDER BY shard`,
+    `SELECT shard, owner, token, greatest(expires_at, 'epoch'::timestamptz) AS expires_at, owner IS NOT NULL AND expires_at > clock_timestamp() AS live
+     FROM shard_leases ORDER BY shard`,
   );
   return rows.map((r) => ({ shard: r.shard, owner: r.owner, token: Number(r.token), expiresAtMs: r.expires_at.getTime(), live: r.live }));
 }

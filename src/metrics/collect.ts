@@ -11,6 +11,7 @@ import type { DependencyHealth } from "../dependency-health.js";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Redis } from "ioredis";
 import { COORDINATOR_STREAM, type Bus } from "../bus/bus.js";
+import { isInboxStream } from "../coordinator/shards.js";
 import { COORDINATOR_GROUP } from "../coordinator/coordinator.js";
 import { costDay } from "../coordinator/tenant-facts.js";
 import { HARNESS_GROUP } from "../harness/harness.js";
@@ -118,7 +119,7 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
       // Redis is back, and with it every other metric (the outage counters among them). Skip the queues instead.
       if (deps.redis && deps.redis.status !== "ready") throw new Error(`Connection is closed (Redis is ${deps.redis.status}); queue gauges skipped`);
       const streams = await streamsToReport();
-      const stats = await Promise.all(streams.map(async (stream) => ({ stream, ...(await deps.bus.stats(stream, stream === COORDINATOR_STREAM ? COORDINATOR_GROUP : HARNESS_GROUP)) })));
+      const stats = await Promise.all(streams.map(async (stream) => ({ stream, ...(await deps.bus.stats(stream, isInboxStream(stream) ? COORDINATOR_GROUP : HARNESS_GROUP)) })));
       const keys = new Set(streams);
       for (const gauge of queueGauges) gauge.reset();
       for (const s of stats) {

@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { deadLetterKey, streamKey } from "../../src/bus/keys.js";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
+import { inboxOf } from "../../src/coordinator/shards.js";
 import { createPool, type Pool } from "../../src/store/db.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
@@ -63,7 +64,7 @@ describe("the inbox through a Postgres outage", () => {
     // The RESULTs reach the inbox and the coordinator fails to apply them, for many reclaim intervals.
     await waitForProgress({
       what: "the workers' RESULTs to reach the inbox",
-      progress: () => rt!.redis.xlen(streamKey(rt!.prefix, COORDINATOR_STREAM)),
+      progress: () => rt!.redis.xlen(streamKey(rt!.prefix, inboxOf(ORG, rt!.config.shards.count))),
       done: (n) => n >= tasks,
     });
     await new Promise((r) => setTimeout(r, RECLAIM_IDLE_MS * 10));
@@ -72,6 +73,6 @@ describe("the inbox through a Postgres outage", () => {
     await waitForTasks(rt.pool, { expected: tasks });
     const { rows } = await rt.pool.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM tasks GROUP BY status");
     expect(rows).toEqual([{ status: "completed", n: tasks }]);
-    expect(await rt.redis.xlen(deadLetterKey(rt.prefix, COORDINATOR_STREAM))).toBe(0);
+    for (const stream of [COORDINATOR_STREAM, inboxOf(ORG, rt.config.shards.count)]) expect(await rt.redis.xlen(deadLetterKey(rt.prefix, stream))).toBe(0);
   });
 });

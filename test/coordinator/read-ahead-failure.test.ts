@@ -5,7 +5,7 @@
  * failure when its data was flushed under a blocked read (test/integration/redis-loss.test.ts).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { COORDINATOR_STREAM, type Bus } from "../../src/bus/bus.js";
+import type { Bus } from "../../src/bus/bus.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
@@ -24,13 +24,14 @@ function failingFirstReadAhead(bus: Bus): { bus: Bus; failed: () => boolean } {
   return {
     bus: {
       ...bus,
-      async read(options) {
-        if (options.stream === COORDINATOR_STREAM && sawEntries && !failed) {
+      // The coordinator reads its shard inboxes (and the shared one) in one readMany.
+      async readMany(options) {
+        if (sawEntries && !failed) {
           failed = true;
           throw new SwitchyardError(ErrorCode.Unavailable, "bus read failed: UNBLOCKED the stream key no longer exists");
         }
-        const entries = await bus.read(options);
-        if (options.stream === COORDINATOR_STREAM && entries.length > 0) sawEntries = true;
+        const entries = await bus.readMany(options);
+        if (entries.length > 0) sawEntries = true;
         return entries;
       },
     },

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Bus } from "../../src/bus/bus.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { listApprovals } from "../../src/coordinator/approval-store.js";
+import { inboxOf } from "../../src/coordinator/shards.js";
 import { createHarness, type Harness } from "../../src/harness/index.js";
 import { createMetrics } from "../../src/metrics.js";
 import { collectMetrics } from "../../src/metrics/collect.js";
@@ -86,8 +87,10 @@ steps:
     // The WORK entry stays on the stream (acknowledged, trimmed later); the garbage one too (dead-lettered and acked).
     expect(sampleValue(parked, "switchyard_queue_length", { stream: "role:echo" })).toBe(2);
     expect(sampleValue(parked, "switchyard_queue_pending", { stream: "role:echo" })).toBe(0);
-    expect(sampleValue(parked, "switchyard_queue_length", { stream: "coordinator" })).toBeGreaterThanOrEqual(1);
-    expect(sampleValue(parked, "switchyard_queue_pending", { stream: "coordinator" })).toBe(0);
+    // The worker's RESULT went to the inbox of the tenant's shard, which the WORK named.
+    const inbox = inboxOf(ORG, rt.config.shards.count);
+    expect(sampleValue(parked, "switchyard_queue_length", { stream: inbox })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(parked, "switchyard_queue_pending", { stream: inbox })).toBe(0);
     // draft's actual 1.5 plus the 1 reserved for publish at the approval hop.
     const dailyCost = sampleValue(parked, "switchyard_tenant_daily_cost", { tenant: ORG });
     const stored = await rt.pool.query("SELECT sum(cost)::float8 AS cost FROM tenant_daily_cost WHERE org_id = $1", [ORG]);
