@@ -15,6 +15,8 @@ export const REQUIRED_KEYS = [
   "egress_added_ms",
   "ingest_per_s",
   "reply_added_ms",
+  "starts_per_s",
+  "start_p99_ms",
 ] as const;
 
 export const BASELINES = { rawRelay: "raw_relay_hops_per_s", bullmq: "bullmq_jobs_per_s" } as const;
@@ -44,6 +46,8 @@ export const TARGETS: readonly Target[] = [
   atMost("step_p99_ms", 25),
   atLeast("callbacks_per_s", 3_000),
   atLeast("ingest_per_s", 2_000),
+  atLeast("starts_per_s", 2_000),
+  atMost("start_p99_ms", 50),
 ];
 
 export function formatNumber(n: number): string {

@@ -17,6 +17,7 @@ import { a2aCallbacksScenario } from "./scenarios/a2a-callbacks.js";
 import { a2aEgressScenario } from "./scenarios/a2a-egress.js";
 import { ingestScenario } from "./scenarios/ingest.js";
 import { replyEgressScenario } from "./scenarios/reply-egress.js";
+import { startsScenario } from "./scenarios/starts.js";
 import { formatJsonLine, formatReport } from "./report.js";
 import {
   USAGE,
@@ -38,8 +39,10 @@ import {
  *   A2A adapter's added latency per dispatch    → `egress_added_ms` (ms)               a2a-egress
  *   verified ingest deliveries/s to task started → `ingest_per_s` (unit "deliveries/s")  ingest
  *   reply sender's added latency per post      → `reply_added_ms` (ms)                reply-egress
+ *   (f) task starts through the gateway          → `starts_per_s` (unit "starts/s"),   starts
+ *                                                  `start_p50_ms`, `start_p99_ms` (ms)
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the

@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { Redis } from "ioredis";
+import { defaultConfig, type Config } from "../src/config.js";
 import { ErrorCode, SwitchyardError } from "../src/errors.js";
 import { createPool, type Pool } from "../src/store/db.js";
 import { migrate } from "../src/store/migrate.js";
@@ -377,3 +378,20 @@ export async function createScratchDatabase(baseUrl: string): Promise<ScratchDat
 
 /** The bus secret every bench process shares (coordinator and harness children included; README "Bus authentication"). */
 export const BENCH_BUS_SECRETS = parseBusSecrets("bench:switchyard-bench-bus-secret-0123456789abcdef");
+
+/**
+ * The config of a scenario's own runtime: its scratch database and key prefix, the bench bus secret, no logs, and
+ * the bus and coordinator switched on for every tenant, as an operator does before traffic (dormant by default).
+ */
+export function scenarioConfig(ctx: Pick<ScenarioContext, "redisUrl" | "keyPrefix">, databaseUrl: string, patch: (config: Config) => Partial<Config> = () => ({})): Config {
+  const config: Config = {
+    ...defaultConfig,
+    redisUrl: ctx.redisUrl,
+    databaseUrl,
+    logLevel: "silent",
+    bus: { ...defaultConfig.bus, keyPrefix: ctx.keyPrefix },
+    flags: { ...defaultConfig.flags, busEnabled: true, coordinatorEnabled: true, coordinatorTenants: "*" },
+    busAuth: { secrets: BENCH_BUS_SECRETS, publisherKeys: [] },
+  };
+  return { ...config, ...patch(config) };
+}

@@ -13,14 +13,12 @@
  * applies the RESULTs (audited, step and task completed). The clock stops when the last step is completed, not at
  * the last answer. The callback rate limit is raised for the bench (the default, 200/s per tenant, is a policy cap).
  */
-import { BENCH_BUS_SECRETS } from "../support.js";
 import { GATEWAY_SENDER } from "../../src/bus/auth/bus-keys.js";
 import { createHmac, createHash } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { randomUUID } from "node:crypto";
-import { defaultConfig, type Config } from "../../src/config.js";
 import type { StepRecord } from "../../src/coordinator/model.js";
 import { saveSteps } from "../../src/coordinator/task-store.js";
 import { getLinkKey, type LinkKey } from "../../src/approvals/link-keys.js";
@@ -34,7 +32,7 @@ import { createRuntime, type Runtime } from "../../src/runtime.js";
 import type { Pool } from "../../src/store/db.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
-import { perSecond, type Measurement, type Scenario, type ScenarioContext } from "../support.js";
+import { perSecond, scenarioConfig, type Measurement, type Scenario, type ScenarioContext } from "../support.js";
 import { startCoordinatorProcess, type CoordinatorProcess } from "./coordinator-child.js";
 import { sendAll, serialisePush } from "./push-client.js";
 import { Tally, cpuPerUnit, sampleCpu, statementName, type CpuSources } from "./probe.js";
@@ -210,17 +208,7 @@ export const a2aCallbacksScenario: Scenario = {
   async run(ctx) {
     const sizes = SIZES[ctx.quick ? "quick" : "full"];
     const db = await ctx.createScratchDatabase();
-    const config: Config = {
-      ...defaultConfig,
-      redisUrl: ctx.redisUrl,
-      databaseUrl: db.url,
-      logLevel: "silent",
-      bus: { ...defaultConfig.bus, keyPrefix: ctx.keyPrefix },
-      foreign: { ...defaultConfig.foreign, callbackRatePerSec: 1_000_000 },
-      // The bus and coordinator switched on, as an operator does before traffic (dormant by default).
-      flags: { ...defaultConfig.flags, busEnabled: true, coordinatorEnabled: true, coordinatorTenants: "*" },
-      busAuth: { secrets: BENCH_BUS_SECRETS, publisherKeys: [] },
-    };
+    const config = scenarioConfig(ctx, db.url, (c) => ({ foreign: { ...c.foreign, callbackRatePerSec: 1_000_000 } }));
     const runtime = await createRuntime(config, { egress: { egressEnabled: () => true }, poolSize: CONCURRENCY });
     ctx.defer(() => runtime.close());
     if (!runtime.a2a) throw new SwitchyardError(ErrorCode.Internal, "the runtime has no A2A adapter");

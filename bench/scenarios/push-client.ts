@@ -5,6 +5,7 @@
  * more per request (agent, request and response objects, header parsing) than the server it measures.
  */
 import { connect, type Socket } from "node:net";
+import { performance } from "node:perf_hooks";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 
 /** One push as bytes on the wire: request line, headers and body. */
@@ -49,13 +50,17 @@ class AnswerReader {
     this.buffered = this.buffered.subarray(end + 4 + length);
     const resolve = this.waiting;
     this.waiting = undefined;
-    resolve(status === 200 ? ((JSON.parse(body) as { outcome?: string }).outcome ?? "?") : `http_${status}`);
+    resolve(status === 200 ? ((JSON.parse(body) as { outcome?: string }).outcome ?? "http_200") : `http_${status}`);
   }
 }
 
-/** Sends every request over `concurrency` connections to 127.0.0.1:port; counts the answers by outcome. */
-export async function sendAll(port: number, requests: readonly Buffer[], concurrency: number, signal: AbortSignal): Promise<{ outcomes: Map<string, number>; sent: number }> {
+/**
+ * Sends every request over `concurrency` connections to 127.0.0.1:port; counts the answers by outcome and keeps
+ * each request's latency (ms, write to answer read).
+ */
+export async function sendAll(port: number, requests: readonly Buffer[], concurrency: number, signal: AbortSignal): Promise<{ outcomes: Map<string, number>; sent: number; latenciesMs: number[] }> {
   const outcomes = new Map<string, number>();
+  const latenciesMs: number[] = [];
   let next = 0;
   const sockets: Socket[] = [];
   try {
@@ -71,8 +76,10 @@ export async function sendAll(port: number, requests: readonly Buffer[], concurr
         const reader = new AnswerReader(socket);
         while (next < requests.length && !signal.aborted) {
           const answer = reader.next();
+          const sentAt = performance.now();
           socket.write(requests[next++]!);
           const outcome = await Promise.race([answer, failed]);
+          latenciesMs.push(performance.now() - sentAt);
           outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
         }
       }),
@@ -80,5 +87,5 @@ export async function sendAll(port: number, requests: readonly Buffer[], concurr
   } finally {
     for (const socket of sockets) socket.destroy();
   }
-  return { outcomes, sent: next };
+  return { outcomes, sent: next, latenciesMs };
 }

@@ -78,6 +78,11 @@ export const COORDINATOR_ENDPOINT = { kind: EndpointKind.COORDINATOR, id: "coord
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 export const JSON_CONTENT_TYPE = "application/json";
+/**
+ * A CONTROL envelope telling a tenant's shard owner to apply `task_started` (src/coordinator/start-envelope.ts).
+ * Named here because the bus verifier decides on it: only a starting identity may send one.
+ */
+export const TASK_STARTED_CONTENT_TYPE = "application/vnd.switchyard.task-started";
 
 export function jsonPayload(value: unknown): { data: Uint8Array; contentType: string } {
   return { data: encoder.encode(JSON.stringify(value ?? null)), contentType: JSON_CONTENT_TYPE };

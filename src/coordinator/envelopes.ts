@@ -9,14 +9,16 @@ import {
   COORDINATOR_ENDPOINT,
   EnvelopeKind,
   ResultStatus,
+  TASK_STARTED_CONTENT_TYPE,
   createEnvelope,
   describeEndpoint,
   endpointOf,
   type Envelope,
 } from "../bus/codec.js";
+import type { StarterSender } from "../bus/auth/bus-auth.js";
 import { isNotSentResultId } from "../foreign/foreign-result.js";
 import { MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
-import type { CoordinatorEvent, EnvelopeSpec, EventSender } from "./model.js";
+import { startEventId, type CoordinatorEvent, type EnvelopeSpec, type EventSender } from "./model.js";
 import { isUuid } from "./task-store.js";
 
 const encoder = new TextEncoder();
@@ -87,12 +89,21 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Turns an envelope from the coordinator's inbox into an event; throws MALFORMED_ENVELOPE when it cannot. `sender`
- * is who the envelope's MAC proves sent it (src/bus/auth/): the only identity the event carries.
+ * Turns an envelope from the coordinator's inbox into an event; throws MALFORMED_ENVELOPE when it cannot. `from`
+ * is who the envelope's MAC proves sent it (src/bus/auth/): the only identity the event carries. A task start
+ * (start-envelope.ts) is accepted only from a starting identity (the gateway), which may send nothing else.
  */
-export function envelopeToEvent(envelope: Envelope, sender: EventSender): InboundEvent {
+export function envelopeToEvent(envelope: Envelope, from: EventSender | StarterSender): InboundEvent {
   if (!isUuid(envelope.taskId)) throw malformed(envelope, `task_id ${JSON.stringify(envelope.taskId)} is not a UUID`);
   const base = { orgId: envelope.orgId, taskId: envelope.taskId };
+  if (envelope.kind === EnvelopeKind.CONTROL && envelope.payload?.contentType === TASK_STARTED_CONTENT_TYPE) {
+    if (from.kind !== "starter" && from.kind !== "coordinator") {
+      throw malformed(envelope, `a task start from ${from.kind === "queue" ? from.endpoint : from.kind}: only the gateway starts tasks`);
+    }
+    return { ...base, event: { type: "task_started", eventId: startEventId(envelope.taskId) } };
+  }
+  if (from.kind === "starter") throw malformed(envelope, `${from.identity} sent a ${EnvelopeKind[envelope.kind] ?? envelope.kind} envelope: it sends only task starts`);
+  const sender: EventSender = from;
   switch (envelope.kind) {
     case EnvelopeKind.RESULT: {
       const ok = envelope.status === ResultStatus.OK;

@@ -141,6 +141,14 @@ interface EventBase {
   eventId: string;
 }
 
+/**
+ * The event id of a task's start, on either path (inline in the starting transaction, or an inbox envelope applied
+ * by the shard owner): the same id, so the two dedupe each other.
+ */
+export function startEventId(taskId: string): string {
+  return `start:${taskId}`;
+}
+
 export type CoordinatorEvent =
   | (EventBase & { type: "task_started" })
   | (EventBase & {

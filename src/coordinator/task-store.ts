@@ -204,8 +204,9 @@ export async function insertTask(client: Queryable, task: TaskRecord, idempotenc
  * Inserts tasks in one statement (see `insertTask`); answers the ids actually inserted. A task whose idempotency key
  * the tenant already used (or an earlier row of the same call used) is skipped.
  */
-export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task: TaskRecord; idempotencyKey: string | null }>): Promise<Set<string>> {
-  if (tasks.length === 0) return new Set();
+/** Inserts new tasks; answers the ids inserted (not those whose idempotency key was taken) with their creation time. */
+export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task: TaskRecord; idempotencyKey: string | null }>): Promise<Map<string, Date>> {
+  if (tasks.length === 0) return new Map();
   const rows = tasks.map(({ task, idempotencyKey }) => ({
     id: task.id,
     org_id: task.orgId,
@@ -218,16 +219,16 @@ export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task
     idempotency_key: idempotencyKey,
     reply_to: task.replyTo,
   }));
-  const result = await client.query<{ id: string }>(
+  const result = await client.query<{ id: string; created_at: Date }>(
     `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key, reply_to)
      SELECT x.id, x.org_id, x.workflow_name, x.workflow_version, coalesce(x.input, 'null'::jsonb), x.status, x.budget, x.cost, x.idempotency_key, x.reply_to
        FROM json_to_recordset($1::json) AS x(id uuid, org_id text, workflow_name text, workflow_version integer, input jsonb, status text,
                                                budget double precision, cost double precision, idempotency_key text, reply_to jsonb)
      ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-     RETURNING id`,
+     RETURNING id, created_at`,
     [JSON.stringify(rows)],
   );
-  return new Set(result.rows.map((r) => r.id));
+  return new Map(result.rows.map((r) => [r.id, r.created_at]));
 }
 
 export async function saveTasks(client: Queryable, tasks: readonly TaskRecord[]): Promise<void> {

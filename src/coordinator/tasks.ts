@@ -7,16 +7,20 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import { retryOnConflict, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { unscoped, type TransactionRunner } from "../store/tenant-scope.js";
 import { getWorkflow } from "../store/workflow-store.js";
-import { tryAddress, validateAddress, viewAddress, type ReplyAddress, type ReplyAddressView } from "../origin/reply-address.js";
+import { tryAddress, viewAddress, type ReplyAddress, type ReplyAddressView } from "../origin/reply-address.js";
 import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
 import { waitForReplyOutcome } from "../replies/reply-outcome.js";
 import { listReplies, type ReplyView } from "../replies/reply-store.js";
 import type { ReplyOutcome } from "../replies/reply-types.js";
 import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "./approval-store.js";
 import type { ApplyResult, Engine } from "./engine.js";
-import { EXPIRY_ACTOR, type StepRecord, type TaskRecord, type TaskStatus } from "./model.js";
+import { EXPIRY_ACTOR, startEventId, type StepRecord, type TaskRecord, type TaskStatus } from "./model.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
-import { isUuid, insertTasks, pendingWorkflowStep, saveSteps, STEP_COLUMNS, toStep } from "./task-store.js";
+import { insertStartEnvelopes, type StartOwner } from "./start-envelope.js";
+import { checkStarts, writeStarts, type OnStartsCreated, type StartedTask, type StartSettled } from "./task-starts.js";
+import { isUuid, STEP_COLUMNS, toStep } from "./task-store.js";
+
+export type { StartedTask, StartSettled } from "./task-starts.js";
 
 export interface TaskServiceOptions {
   pool: Pool;
@@ -33,6 +37,12 @@ export interface TaskServiceOptions {
   clock?: () => number;
   /** How long `reply` waits for the outcome (replyDeadlineMs(config)). @defaultValue 60 s */
   replyDeadlineMs?: number;
+  /**
+   * Starts through the tenant's shard owner (the gateway): a start writes the task and a signed `task_started`
+   * envelope for the owner's inbox, and runs no engine. Without it, starts run the engine inline (operator CLI,
+   * demo, tests without a coordinator). README, "Task starts".
+   */
+  owner?: StartOwner;
 }
 
 export interface TaskReplyRequest {
@@ -139,80 +149,47 @@ export class TaskService {
     this.clock = options.clock ?? Date.now;
   }
 
-  async start(request: StartTaskRequest): Promise<{ taskId: string; created: boolean; workflow: string }> {
-    const [started] = await this.startMany(request.orgId, [request]);
-    return started!;
+  async start(request: StartTaskRequest): Promise<StartedTask> {
+    const [settled] = await this.startEach(request.orgId, [request]);
+    return unwrapStart(settled!);
   }
 
   /**
-   * Starts several tasks of ONE tenant in one transaction (one engine batch, one audit append, one commit), each
-   * idempotent by its own key exactly as `start`; answers one outcome per request, in order. Callers that receive
-   * independent requests in bursts (the ingest route) group them with a MicroBatcher so N starts cost one commit.
-   * Any request failing (unknown workflow, payload too large) fails the whole call: batch callers retry singly.
+   * Starts several tasks of ONE tenant in one transaction, each idempotent by its own key exactly as `start`;
+   * answers one outcome per request, in order: its task, or its own error (one bad request does not fail the
+   * others). Callers that receive independent requests in bursts group them (StartBatcher) so N starts cost one
+   * commit. Inline: one engine batch, one audit append under the tenant's chain head. Through the owner: one insert
+   * of tasks, of steps and of start envelopes (outbox), published after commit; no engine run here.
    */
-  async startMany(
-    orgId: string,
-    requests: readonly StartTaskRequest[],
-    options: { onCreated?: (client: PoolClient, created: ReadonlyArray<{ index: number; taskId: string }>) => Promise<void> } = {},
-  ): Promise<Array<{ taskId: string; created: boolean; workflow: string }>> {
-    for (const request of requests) {
-      if (request.orgId !== orgId) throw new SwitchyardError(ErrorCode.Internal, `startMany for tenant ${orgId} got a request of tenant ${request.orgId}`);
-      if (Buffer.byteLength(JSON.stringify(request.input ?? {})) > this.options.maxPayloadBytes) {
-        throw new SwitchyardError(ErrorCode.PayloadTooLarge, `task input is over the ${this.options.maxPayloadBytes}-byte limit`);
-      }
-    }
-    const replyTos = requests.map((request) => (request.replyTo ? validateAddress(request.replyTo) : null));
-    const refs = [...new Set(requests.map((r) => r.workflow))];
+  async startEach(orgId: string, requests: readonly StartTaskRequest[], options: { onCreated?: OnStartsCreated } = {}): Promise<StartSettled[]> {
+    const checked = checkStarts(orgId, requests, this.options.maxPayloadBytes);
+    if (checked.every((c) => c instanceof SwitchyardError)) return checked.map((error) => ({ ok: false, error: error as SwitchyardError }));
     const outcome = await this.transact(orgId, async (client) => {
-      const workflows = new Map<string, Awaited<ReturnType<typeof getWorkflow>>>();
-      for (const ref of refs) workflows.set(ref, await getWorkflow(client, orgId, ref));
-      const rows = requests.map((request, i) => {
-        const stored = workflows.get(request.workflow)!;
-        const task: TaskRecord = {
-          id: randomUUID(),
-          orgId,
-          workflowName: stored.name,
-          workflowVersion: stored.version,
-          input: request.input ?? {},
-          status: "running",
-          budget: stored.definition.budget,
-          cost: 0,
-          error: null,
-          finishedAtMs: null,
-          replyTo: replyTos[i]!,
-        };
-        return { task, idempotencyKey: request.idempotencyKey ?? null, stored };
-      });
-      const inserted = await insertTasks(client, rows);
-      // A key used before (or twice in this batch) names the task that has it.
-      const reused = rows.filter((r) => !inserted.has(r.task.id)).map((r) => r.idempotencyKey!);
-      const existing = new Map<string, string>();
-      if (reused.length > 0) {
-        const found = await client.query<{ id: string; idempotency_key: string }>(
-          "SELECT id, idempotency_key FROM tasks WHERE org_id = $1 AND idempotency_key = ANY($2::text[])",
-          [orgId, reused],
-        );
-        for (const r of found.rows) existing.set(r.idempotency_key, r.id);
-      }
-      const created: Array<{ index: number; taskId: string }> = [];
-      const results = rows.map((r, index) => {
-        const workflow = `${r.stored.name}@${r.stored.version}`;
-        if (!inserted.has(r.task.id)) return { taskId: existing.get(r.idempotencyKey!)!, created: false, workflow };
-        created.push({ index, taskId: r.task.id });
-        return { taskId: r.task.id, created: true, workflow };
-      });
-      for (const c of created) await requests[c.index]!.onCreated?.(client, c.taskId);
-      if (created.length > 0) await options.onCreated?.(client, created);
-      if (created.length === 0) return { results, applied: undefined };
-      await saveSteps(client, created.flatMap((c) => rows[c.index]!.stored.definition.steps.map((s) => pendingWorkflowStep(c.taskId, orgId, s))));
+      const written = await writeStarts(client, orgId, requests, checked, options.onCreated);
+      if (written.created.length === 0) return { settled: written.settled, outbox: [], applied: undefined };
+      const owner = this.options.owner;
+      if (owner) return { settled: written.settled, outbox: await insertStartEnvelopes(client, orgId, written.created, owner), applied: undefined };
       const applied = await this.options.engine.applyInTransaction(
         client,
-        created.map((c) => ({ orgId, taskId: c.taskId, event: { type: "task_started" as const, eventId: `start:${c.taskId}` } })),
+        written.created.map((c) => ({ orgId, taskId: c.taskId, event: { type: "task_started" as const, eventId: startEventId(c.taskId) } })),
       );
-      return { results, applied };
+      // The engine moved the tasks on from what was written: their views would be stale.
+      const settled = written.settled.map((r) => (r.ok ? { ok: true as const, started: { ...r.started, view: undefined } } : r));
+      return { settled, outbox: [], applied };
     });
     await this.publish(outcome.applied);
-    return outcome.results;
+    if (outcome.outbox.length > 0) await this.options.publisher?.publish(outcome.outbox);
+    return outcome.settled;
+  }
+
+  /** `startEach` for callers that fail as a whole: the first request's error fails the call. */
+  async startMany(orgId: string, requests: readonly StartTaskRequest[], options: { onCreated?: OnStartsCreated } = {}): Promise<StartedTask[]> {
+    return (await this.startEach(orgId, requests, options)).map(unwrapStart);
+  }
+
+  /** Whether starts go through the shard owner (several start batches of one tenant may then commit at once). */
+  get startsThroughOwner(): boolean {
+    return this.options.owner !== undefined;
   }
 
   async get(orgId: string, taskId: string): Promise<TaskView> {
@@ -379,6 +356,11 @@ function awaitingOf(step: StepRecord): AwaitedReplyView[] {
   if (!checkpoint) return [];
   const arrived = new Set(checkpoint.arrived);
   return checkpoint.awaiting.map((a) => ({ correlationId: a.correlationId, delegateStepId: a.delegateStepId, arrived: arrived.has(a.delegateStepId) }));
+}
+
+function unwrapStart(settled: StartSettled): StartedTask {
+  if (!settled.ok) throw settled.error;
+  return settled.started;
 }
 
 function notFound(orgId: string, taskId: string): SwitchyardError {

@@ -10,8 +10,9 @@
 import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import type { Queryable } from "../store/db.js";
-import { resolveApiKey } from "../tenancy/api-keys.js";
+import { isDatabaseUnavailable, type Queryable } from "../store/db.js";
+import { MicroBatcher } from "../store/micro-batcher.js";
+import { resolveApiKeys, type ApiKeyResolution } from "../tenancy/api-keys.js";
 import type { KeyIdentity, Principal } from "../tenancy/principal.js";
 import { ORG_ID_PATTERN } from "../tenancy/tenants.js";
 
@@ -45,10 +46,13 @@ export interface AuthInterceptorOptions {
 
 export function createAuthInterceptor(options: AuthInterceptorOptions): Interceptor {
   const adminOnly = new Set(options.adminServices.map((s) => s.typeName));
+  // The keys of calls arriving together are looked up by one statement. Nothing is cached: each call's key is
+  // read after the call arrived, so a revocation holds for every call that arrives after it committed.
+  const keys = new MicroBatcher<string, ApiKeyResolution>({ run: (secrets) => resolveApiKeys(options.db, secrets), maxInFlight: 4, isolate: (error) => !isDatabaseUnavailable(error) });
   return (next) => async (req) => {
     const secret = bearerToken(req.header.get("authorization"));
     if (!secret) throw unauthenticated("missing API key: send the header `Authorization: Bearer <key>`");
-    const resolved = await resolveApiKey(options.db, secret);
+    const resolved = await keys.submit(secret);
     if (resolved.status === "unknown") throw unauthenticated("unknown API key");
     if (resolved.status === "revoked") throw unauthenticated(`API key ${resolved.prefix}… is revoked`);
     const principal = resolved.principal;

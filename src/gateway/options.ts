@@ -32,6 +32,12 @@ export interface GatewayOptions {
   routes?: readonly ExtraRoute[];
   /** How long the ingest route trusts a cached endpoint (and its opened secret) before reading it again (ms). @defaultValue 5000 */
   ingestCacheTtlMs?: number;
+  /**
+   * How StartTask and the ingest route start tasks: `owner` writes the task and a `task_started` envelope for the
+   * tenant's shard owner (a coordinator applies it); `inline` runs the engine in the start's own transaction, for
+   * setups with no coordinator reading shard inboxes (README, "Task starts"). @defaultValue "owner"
+   */
+  starts?: "owner" | "inline";
 }
 
 export type ExtraRoute = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => Promise<boolean>;
@@ -53,6 +59,7 @@ export interface ResolvedGatewayOptions {
   approvalLinks: boolean;
   routes: readonly ExtraRoute[];
   ingestCacheTtlMs: number;
+  starts: "owner" | "inline";
 }
 
 export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGatewayOptions {
@@ -69,5 +76,6 @@ export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGat
     approvalLinks: options.approvalLinks ?? true,
     routes: options.routes ?? [],
     ingestCacheTtlMs: options.ingestCacheTtlMs ?? 5000,
+    starts: options.starts ?? "owner",
   };
 }

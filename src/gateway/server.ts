@@ -20,7 +20,9 @@ import { SeenBodies } from "../ingest/seen-bodies.js";
 import { EndpointCache } from "../ingest/endpoint-cache.js";
 import { createIngestRoute } from "../ingest/ingest-route.js";
 import { createBatchedTaskStarter } from "../ingest/task-starter.js";
-import { TaskService } from "../coordinator/tasks.js";
+import { GATEWAY_SENDER } from "../bus/auth/bus-keys.js";
+import { StartBatcher } from "../coordinator/start-batcher.js";
+import { TaskService, type StartTaskRequest } from "../coordinator/tasks.js";
 import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
 import type { Runtime } from "../runtime.js";
 import { tenantScoped } from "../store/tenant-scope.js";
@@ -37,7 +39,7 @@ import { ADMIN_SERVICES, registerServices } from "./routes.js";
 import { foreignTransportsFor } from "../foreign/register-check.js";
 
 /** The parts of a runtime the gateway uses. */
-export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "engine" | "publisher" | "tasks"> &
+export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "busAuth" | "engine" | "publisher" | "tasks"> &
   Partial<Pick<Runtime, "a2a" | "health">>;
 
 export interface Gateway {
@@ -65,7 +67,10 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
     maxPayloadBytes: runtime.config.bus.maxPayloadBytes,
     transact: tenantScoped(pool),
     replyDeadlineMs: replyDeadlineMs(runtime.config),
+    // Starts go to the tenant's shard owner as signed inbox envelopes: no engine run (nor audit row) in the gateway.
+    ...(options.starts === "owner" ? { owner: { signer: runtime.busAuth.lazySigner(GATEWAY_SENDER), shardCount: runtime.config.shards.count } } : {}),
   });
+  const starts = new StartBatcher<StartTaskRequest>({ tasks, request: (request) => request });
   const watches = new WatchHub({
     db: pool,
     intervalMs: options.watchIntervalMs,
@@ -83,6 +88,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       publicUrl: runtime.config.gateway.publicUrl,
       foreignTransports: runtime.a2a?.transports ?? foreignTransportsFor(runtime.config.foreign),
       tasks,
+      starts,
       bus: runtime.bus,
       redis: runtime.redis,
       keyPrefix: runtime.config.bus.keyPrefix,

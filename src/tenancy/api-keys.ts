@@ -148,17 +148,33 @@ export type ApiKeyResolution = { status: "ok"; principal: Principal } | { status
  * preimage to steer it.
  */
 export async function resolveApiKey(db: Queryable, secret: string): Promise<ApiKeyResolution> {
-  if (!looksLikeApiKey(secret)) return { status: "unknown" };
-  const { rows } = await db.query<ApiKeyRow>(
-    `WITH touched AS (
-       UPDATE api_keys SET last_used_at = now()
-       WHERE key_hash = $1 AND revoked_at IS NULL
-         AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2))
-     )
-     SELECT ${COLUMNS} FROM api_keys WHERE key_hash = $1`,
-    [hashApiKey(secret), TOUCH_EVERY_SECONDS],
-  );
-  const row = rows[0];
+  return (await resolveApiKeys(db, [secret]))[0]!;
+}
+
+/**
+ * `resolveApiKey` for several presented keys at once (the gateway groups the calls that arrive together): one
+ * statement however many, one resolution per key, in order.
+ */
+export async function resolveApiKeys(db: Queryable, secrets: readonly string[]): Promise<ApiKeyResolution[]> {
+  const hashOf = secrets.map((secret) => (looksLikeApiKey(secret) ? hashApiKey(secret) : undefined));
+  const hashes = [...new Set(hashOf.filter((h) => h !== undefined))];
+  const byHash = new Map<string, ApiKeyRow>();
+  if (hashes.length > 0) {
+    const { rows } = await db.query<ApiKeyRow & { key_hash: string }>(
+      `WITH touched AS (
+         UPDATE api_keys SET last_used_at = now()
+         WHERE key_hash = ANY($1::text[]) AND revoked_at IS NULL
+           AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2))
+       )
+       SELECT key_hash, ${COLUMNS} FROM api_keys WHERE key_hash = ANY($1::text[])`,
+      [hashes, TOUCH_EVERY_SECONDS],
+    );
+    for (const row of rows) byHash.set(row.key_hash, row);
+  }
+  return hashOf.map((hash) => resolution(hash === undefined ? undefined : byHash.get(hash)));
+}
+
+function resolution(row: ApiKeyRow | undefined): ApiKeyResolution {
   if (!row) return { status: "unknown" };
   if (row.revoked_at) return { status: "revoked", prefix: row.key_prefix };
   const identity = { keyId: row.id, keyName: row.name, keyPrefix: row.key_prefix };

@@ -12,7 +12,7 @@ import { verifyChain } from "../../src/governance/audit-verify.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
 import { waitForProgress, waitForTasks } from "../support/wait.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
-import { FLAGS_ON_ENV } from "../support/env.js";
+import { FAST_RECOVERY_ENV, FLAGS_ON_ENV } from "../support/env.js";
 import { seededRandom } from "../../faults/random.js";
 
 const ORG = "crash";
@@ -29,18 +29,13 @@ describe("crash test", () => {
     rt = await createTestRuntime();
     env = {
       ...FLAGS_ON_ENV,
+      ...FAST_RECOVERY_ENV,
       DATABASE_URL: rt.config.databaseUrl,
       REDIS_URL: rt.config.redisUrl,
       SWITCHYARD_KEY_PREFIX: rt.prefix,
       SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV,
       SWITCHYARD_LOG_LEVEL: "warn",
       SWITCHYARD_STEP_TIMEOUT_MS: "3000",
-      SWITCHYARD_RECLAIM_IDLE_MS: "1500",
-      SWITCHYARD_HEARTBEAT_MS: "500",
-      SWITCHYARD_SWEEP_INTERVAL_MS: "200",
-      SWITCHYARD_OUTBOX_STALE_MS: "500",
-      SWITCHYARD_BLOCK_MS: "200",
-      SWITCHYARD_SHUTDOWN_GRACE_MS: "500",
     };
     await submitWorkflow(
       rt.pool,

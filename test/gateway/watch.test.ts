@@ -72,7 +72,8 @@ describe("TaskService.Watch", () => {
       const parked = message.task!.steps.find((s) => s.status === StepStatus.PARKED);
       if (parked?.approvalId) await fx.client(ApprovalService, key).decide({ id: parked.approvalId, approve: true, reason: "ok" });
     }
-    expect(statuses[0]).toBe(TaskStatus.PARKED);
+    // The start answers before the shard owner dispatches, so the watch may first see the task running.
+    expect(statuses.filter((s) => s !== TaskStatus.RUNNING)[0]).toBe(TaskStatus.PARKED);
     expect(statuses.at(-1)).toBe(TaskStatus.COMPLETED);
   });
 

@@ -32,9 +32,10 @@ describe("createBatchedTaskStarter", () => {
   it("starts a burst together; a repeated id is one task; a missing workflow fails only its own delivery", async () => {
     const batches: number[] = [];
     const starter = createBatchedTaskStarter({
-      startMany: (orgId, requests, options) => {
+      startsThroughOwner: false,
+      startEach: (orgId, requests, options) => {
         batches.push(requests.length);
-        return rt.tasks.startMany(orgId, requests, options);
+        return rt.tasks.startEach(orgId, requests, options);
       },
     });
     const outcomes = await Promise.allSettled([item("d1"), item("d2"), item("d2"), item("d3", "missing"), item("d4")].map((i) => starter.start(i)));
@@ -47,6 +48,8 @@ describe("createBatchedTaskStarter", () => {
     expect(d4).toMatchObject({ status: "fulfilled", value: { created: true } });
     // More than one delivery went into some transaction (the first runs alone, the rest queue behind it).
     expect(Math.max(...batches)).toBeGreaterThan(1);
+    // The missing workflow failed inside its batch: no batch was re-run item by item.
+    expect(batches.reduce((a, b) => a + b, 0)).toBe(5);
     const { rows } = await rt.pool.query("SELECT delivery_id, cause, task_id, body_sha256 FROM ingest_deliveries ORDER BY delivery_id");
     expect(rows.map((r) => r.delivery_id)).toEqual(["d1", "d2", "d4"]);
     expect(rows.map((r) => r.body_sha256)).toEqual(["sha-of-d1", "sha-of-d2", "sha-of-d4"]);

@@ -16,6 +16,19 @@ export const FLAGS_ON_ENV: Readonly<Record<string, string>> = {
   SWITCHYARD_BUS_ROUTED: "*",
 };
 
+/**
+ * Short recovery timings for crash tests' child processes: a killed consumer's entries are reclaimed, a crashed
+ * writer's outbox rows relayed and a stopping process gone within a second or two.
+ */
+export const FAST_RECOVERY_ENV: Readonly<Record<string, string>> = {
+  SWITCHYARD_RECLAIM_IDLE_MS: "1500",
+  SWITCHYARD_HEARTBEAT_MS: "500",
+  SWITCHYARD_SWEEP_INTERVAL_MS: "200",
+  SWITCHYARD_OUTBOX_STALE_MS: "500",
+  SWITCHYARD_BLOCK_MS: "200",
+  SWITCHYARD_SHUTDOWN_GRACE_MS: "500",
+};
+
 export function redisUrl(): string {
   return process.env.REDIS_URL || "redis://127.0.0.1:6379";
 }

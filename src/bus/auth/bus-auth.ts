@@ -3,7 +3,7 @@
  * the verifier of its inbox. Built once per process from the configuration (src/runtime.ts).
  */
 import type { Envelope } from "../codec.js";
-import { EndpointKind } from "../codec.js";
+import { EndpointKind, EnvelopeKind, TASK_STARTED_CONTENT_TYPE } from "../codec.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { GATEWAY_SENDER, derivePublisherKey, isSender, type BusSecret, type PublisherKey } from "./bus-keys.js";
 import { computeMac, macEquals, signEnvelope, withoutAuthField } from "./envelope-mac.js";
@@ -15,8 +15,12 @@ export interface EnvelopeSigner {
   sign(envelope: Envelope): Uint8Array;
 }
 
-/** Who an inbox envelope provably comes from. */
-export type AuthenticatedSender = { kind: "queue"; endpoint: string } | { kind: "gateway"; agent: string };
+/**
+ * Who an inbox envelope provably comes from. `starter`: an identity that may start tasks (the gateway), sending a
+ * task start (src/coordinator/start-envelope.ts) — never anything that touches a step.
+ */
+export type AuthenticatedSender = { kind: "queue"; endpoint: string } | { kind: "gateway"; agent: string } | StarterSender;
+export type StarterSender = { kind: "starter"; identity: string };
 
 export type InboxVerdict = { ok: true; sender: AuthenticatedSender } | { ok: false; reason: InboxRefusal; message: string };
 
@@ -106,7 +110,11 @@ export class BusAuth {
     // Authenticated. The identity decides what the envelope may claim to be.
     const foreign = envelope.source?.kind === EndpointKind.FOREIGN;
     if (auth.sender === GATEWAY_SENDER) {
-      if (!foreign || !envelope.source?.id) return refuse("source_mismatch", "the gateway publishes only as a FOREIGN agent (its RESULTs and heartbeats)");
+      if (isTaskStart(envelope)) {
+        if (envelope.source) return refuse("source_mismatch", "a task start names no source: it speaks for no agent or queue");
+        return { ok: true, sender: { kind: "starter", identity: auth.sender } };
+      }
+      if (!foreign || !envelope.source?.id) return refuse("source_mismatch", "the gateway publishes only as a FOREIGN agent (its RESULTs and heartbeats) or task starts");
       return { ok: true, sender: { kind: "gateway", agent: envelope.source.id } };
     }
     if (foreign) return refuse("source_mismatch", `${auth.sender} claims a FOREIGN source: foreign results come only through the callback route or the sweep`);
@@ -123,6 +131,11 @@ export class BusAuth {
     }
     return key;
   }
+}
+
+/** A harness may claim one too: it passes here as its queue and is refused when mapped to an event (envelopes.ts). */
+function isTaskStart(envelope: Envelope): boolean {
+  return envelope.kind === EnvelopeKind.CONTROL && envelope.payload?.contentType === TASK_STARTED_CONTENT_TYPE;
 }
 
 function refuse(reason: InboxRefusal, message: string): InboxVerdict {

@@ -4,7 +4,8 @@
  */
 import type { RedisClient } from "../../bus/redis-connection.js";
 import type { Bus } from "../../bus/bus.js";
-import type { TaskService } from "../../coordinator/tasks.js";
+import type { StartBatcher } from "../../coordinator/start-batcher.js";
+import type { StartTaskRequest, TaskService } from "../../coordinator/tasks.js";
 import type { EndpointCache } from "../../ingest/endpoint-cache.js";
 import type { ForeignTransports } from "../../foreign/transport.js";
 import type { Logger } from "../../logger.js";
@@ -17,6 +18,8 @@ export interface ServiceDeps {
   pool: Pool;
   /** A TaskService whose transactions are tenant-scoped. */
   tasks: TaskService;
+  /** StartTask's group commit over `tasks`: concurrent starts of one tenant share one transaction. */
+  starts: Pick<StartBatcher<StartTaskRequest>, "start">;
   bus: Bus;
   redis: RedisClient;
   keyPrefix: string;

@@ -40,13 +40,14 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
       if (req.idempotencyKey.length > MAX_IDEMPOTENCY_KEY_CHARS) {
         throw new SwitchyardError(ErrorCode.InvalidArgument, `idempotency_key: at most ${MAX_IDEMPOTENCY_KEY_CHARS} characters`, { details: { path: "idempotency_key" } });
       }
-      const started = await deps.tasks.start({
+      const started = await deps.starts.start({
         orgId,
         workflow: req.workflow,
         input: req.input === undefined ? undefined : fromValue(req.input),
         ...(req.idempotencyKey !== "" ? { idempotencyKey: req.idempotencyKey } : {}),
       });
-      return { task: taskToProto(await deps.tasks.get(orgId, started.taskId)), created: started.created };
+      // A task created by this call is answered as written; one an idempotency key named is read back.
+      return { task: taskToProto(started.view ?? (await deps.tasks.get(orgId, started.taskId))), created: started.created };
     },
 
     async get(req, ctx) {
