@@ -48,6 +48,24 @@ export function planFaults(random: Random, fleet: Fleet): PlannedFault[] {
   return shuffle(random, plan);
 }
 
+/**
+ * What a fault's action and recovery usually take (s), to pace the starts so they outlast the last fault. A killed
+ * coordinator's shards move once their leases expire (SWITCHYARD_SHARD_LEASE_TTL_MS, 5 s) plus a round; a
+ * PostgreSQL restart takes 5–7 s, more on a loaded box.
+ */
+export function expectedFaultSeconds(kind: FaultKind): number {
+  switch (kind) {
+    case "kill -9 coordinator":
+      return 8;
+    case "postgres restart -m fast":
+    case "postgres restart -m immediate":
+    case "kill -9 postmaster":
+      return 10;
+    default:
+      return 3;
+  }
+}
+
 export interface InjectorOptions {
   plan: readonly PlannedFault[];
   fleet: Fleet;

@@ -11,7 +11,7 @@ import { checkAuditRows } from "./audit-checks.js";
 import { checkExecutions, readExecutions } from "./execution-checks.js";
 import { Fleet } from "./fleet.js";
 import { writeHandlerModule } from "./handler.js";
-import { injectFaults, planFaults, type FaultResult } from "./injector.js";
+import { expectedFaultSeconds, injectFaults, planFaults, type FaultResult } from "./injector.js";
 import { Monitor } from "./monitor.js";
 import { freePort, parseOptions, USAGE, type SuiteOptions } from "./options.js";
 import { readAudit, readOutcome, verifyChains } from "./outcome.js";
@@ -94,9 +94,9 @@ async function main(argv: readonly string[]): Promise<number> {
 
     const random = seededRandom(options.seed);
     const plan = options.faults ? planFaults(random, fleet) : [];
-    // Spacing plus a fault's action and recovery (a PostgreSQL restart takes 5-7 s), so the starts outlast the last
-    // fault and every fault lands on work in flight.
-    const plannedSeconds = plan.length * ((SPACING[0] + SPACING[1]) / 2_000 + 6);
+    // Spacing plus each fault's action and recovery, so the starts outlast the last fault and every fault lands on
+    // work in flight.
+    const plannedSeconds = plan.reduce((sum, fault) => sum + (SPACING[0] + SPACING[1]) / 2_000 + expectedFaultSeconds(fault.kind), 0);
     const starter = new Starter({
       gatewayUrl: fleet.gatewayUrl,
       keys,
