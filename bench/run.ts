@@ -17,6 +17,7 @@ import { a2aCallbacksScenario } from "./scenarios/a2a-callbacks.js";
 import { a2aEgressScenario } from "./scenarios/a2a-egress.js";
 import { ingestScenario } from "./scenarios/ingest.js";
 import { replyEgressScenario } from "./scenarios/reply-egress.js";
+import { scaleOutScenario } from "./scenarios/scale-out.js";
 import { formatJsonLine, formatReport } from "./report.js";
 import {
   USAGE,
@@ -38,8 +39,10 @@ import {
  *   A2A adapter's added latency per dispatch    → `egress_added_ms` (ms)               a2a-egress
  *   verified ingest deliveries/s to task started → `ingest_per_s` (unit "deliveries/s")  ingest
  *   reply sender's added latency per post      → `reply_added_ms` (ms)                reply-egress
+ *   (g) 2 coordinator processes vs 1, takeover → `hops_per_s_2_coordinators`, `hops_per_s_1_coordinator` (hops/s),
+ *                                                `shard_takeover_ms`, `lease_ttl_ms` (ms)               scale-out
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, scaleOutScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the
@@ -113,6 +116,7 @@ async function main(argv: readonly string[]): Promise<number> {
     redisUrl: config.redisUrl,
     databaseUrl: config.databaseUrl,
     quick: options.quick,
+    ...(options.soakMinutes !== undefined ? { soakMinutes: options.soakMinutes } : {}),
     signal: interrupt.signal,
   });
   process.stdout.write(`\n${formatReport(results, environment.lines, { quick: options.quick })}\n`);
