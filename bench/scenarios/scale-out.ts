@@ -81,7 +81,6 @@ async function drainRound(ctx: ScenarioContext, system: BenchSystem, coordinator
   });
   const drainMs = performance.now() - started;
   const rows = (await auditRows(system)) - baseline;
-  await system.runtime.redis.unlink(workKey);
   if (!drained) throw new SwitchyardError(ErrorCode.Timeout, `${label}: ${rows} of ${2 * count} audit rows within the budget`);
   return { hopsPerS: perSecond(rows, drainMs), auditRows: rows, drainMs, coordinators };
 }
@@ -113,6 +112,8 @@ export const scaleOutScenario: Scenario = {
     const system = await ctx.phase("set up scratch database + runtime", () => createBenchSystem(ctx));
     const one = await drainRound(ctx, system, 1, size.results);
     await Promise.all(one.coordinators.map(stop));
+    // Step two's WORK, published by the stopped coordinators: the next round's prefill must not answer it.
+    await system.runtime.redis.unlink(streamKey(system.config.bus.keyPrefix, "role:echo"));
     ctx.log(`1 coordinator: ${Math.round(one.hopsPerS)} hops/s`);
     const two = await drainRound(ctx, system, 2, size.results);
     ctx.log(`2 coordinators: ${Math.round(two.hopsPerS)} hops/s`);
