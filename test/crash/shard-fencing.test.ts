@@ -17,13 +17,11 @@ import { shardInbox, shardOf } from "../../src/coordinator/shards.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
-import { TEST_BUS_SECRET_ENV } from "../support/bus-auth.js";
-import { FLAGS_ON_ENV } from "../support/env.js";
 import { freePort } from "../support/ports.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
 import { waitForProgress, waitForTasks } from "../support/wait.js";
 import { checkExactlyOnce } from "./shards/exactly-once.js";
-import { Fleet, leasesByOwner, tenantsOf, waitForSplit } from "./shards/fleet.js";
+import { Fleet, fleetEnv, leasesByOwner, tenantsOf, waitForSplit } from "./shards/fleet.js";
 import { installWriteLog, serverNowMs, writesBy, writesByNonOwners } from "./shards/write-log.js";
 
 const SHARDS = 16;
@@ -47,24 +45,7 @@ describe("shard fencing under SIGSTOP", () => {
     rt = await createTestRuntime({ configure: (config) => ({ ...config, shards: { count: SHARDS, leaseTtlMs: TTL_MS } }) });
     await installWriteLog(rt.pool);
     metricsPort = await freePort();
-    fleet = new Fleet({
-      ...FLAGS_ON_ENV,
-      DATABASE_URL: rt.config.databaseUrl,
-      REDIS_URL: rt.config.redisUrl,
-      SWITCHYARD_KEY_PREFIX: rt.prefix,
-      SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV,
-      SWITCHYARD_LOG_LEVEL: "warn",
-      SWITCHYARD_SHARD_COUNT: String(SHARDS),
-      SWITCHYARD_SHARD_LEASE_TTL_MS: String(TTL_MS),
-      // Far longer than the pauses: a step retried by a timeout would blur the exact counts checked at the end.
-      SWITCHYARD_STEP_TIMEOUT_MS: "120000",
-      SWITCHYARD_RECLAIM_IDLE_MS: "1500",
-      SWITCHYARD_HEARTBEAT_MS: "500",
-      SWITCHYARD_SWEEP_INTERVAL_MS: "200",
-      SWITCHYARD_OUTBOX_STALE_MS: "500",
-      SWITCHYARD_BLOCK_MS: "200",
-      SWITCHYARD_SHUTDOWN_GRACE_MS: "500",
-    });
+    fleet = new Fleet(fleetEnv(rt, { count: SHARDS, leaseTtlMs: TTL_MS }));
     const workflow = parseWorkflowDefinition(`
 name: pair
 steps:

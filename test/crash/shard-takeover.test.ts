@@ -12,13 +12,11 @@ import { shardInbox, shardOf } from "../../src/coordinator/shards.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
-import { TEST_BUS_SECRET_ENV } from "../support/bus-auth.js";
-import { FLAGS_ON_ENV } from "../support/env.js";
 import { kill } from "../support/processes.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
 import { waitForProgress, waitForTasks } from "../support/wait.js";
 import { checkExactlyOnce } from "./shards/exactly-once.js";
-import { Fleet, leasesByOwner, waitForSplit } from "./shards/fleet.js";
+import { Fleet, fleetEnv, leasesByOwner, waitForSplit } from "./shards/fleet.js";
 
 const SHARDS = 16;
 const TTL_MS = 2_000;
@@ -34,24 +32,7 @@ describe("shard takeover under kill -9", () => {
 
   beforeAll(async () => {
     rt = await createTestRuntime({ configure: (config) => ({ ...config, shards: { count: SHARDS, leaseTtlMs: TTL_MS } }) });
-    fleet = new Fleet({
-      ...FLAGS_ON_ENV,
-      DATABASE_URL: rt.config.databaseUrl,
-      REDIS_URL: rt.config.redisUrl,
-      SWITCHYARD_KEY_PREFIX: rt.prefix,
-      SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV,
-      SWITCHYARD_LOG_LEVEL: "warn",
-      SWITCHYARD_SHARD_COUNT: String(SHARDS),
-      SWITCHYARD_SHARD_LEASE_TTL_MS: String(TTL_MS),
-      // Nothing may need a timeout to recover: a retry would show as a second dispatch in the counts below.
-      SWITCHYARD_STEP_TIMEOUT_MS: "120000",
-      SWITCHYARD_RECLAIM_IDLE_MS: "1500",
-      SWITCHYARD_HEARTBEAT_MS: "500",
-      SWITCHYARD_SWEEP_INTERVAL_MS: "200",
-      SWITCHYARD_OUTBOX_STALE_MS: "500",
-      SWITCHYARD_BLOCK_MS: "200",
-      SWITCHYARD_SHUTDOWN_GRACE_MS: "500",
-    });
+    fleet = new Fleet(fleetEnv(rt, { count: SHARDS, leaseTtlMs: TTL_MS }));
     const workflow = parseWorkflowDefinition(`
 name: fan
 steps:

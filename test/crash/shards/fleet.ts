@@ -6,8 +6,33 @@ import { listLeases, type LeaseRow } from "../../../src/coordinator/shard-leases
 import { assignShards } from "../../../src/coordinator/shard-ownership.js";
 import { shardOf } from "../../../src/coordinator/shards.js";
 import type { Queryable } from "../../../src/store/db.js";
+import { TEST_BUS_SECRET_ENV } from "../../support/bus-auth.js";
+import { FLAGS_ON_ENV } from "../../support/env.js";
 import { kill, spawnCli, type ManagedProcess } from "../../support/processes.js";
+import type { TestRuntime } from "../../support/runtime.js";
 import { waitForProgress } from "../../support/wait.js";
+
+/** The processes' environment: the test's database, Redis and prefix, these shards, fast sweeps and reclaims. */
+export function fleetEnv(rt: TestRuntime, shards: { count: number; leaseTtlMs: number }): Record<string, string> {
+  return {
+    ...FLAGS_ON_ENV,
+    DATABASE_URL: rt.config.databaseUrl,
+    REDIS_URL: rt.config.redisUrl,
+    SWITCHYARD_KEY_PREFIX: rt.prefix,
+    SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV,
+    SWITCHYARD_LOG_LEVEL: "warn",
+    SWITCHYARD_SHARD_COUNT: String(shards.count),
+    SWITCHYARD_SHARD_LEASE_TTL_MS: String(shards.leaseTtlMs),
+    // Nothing may need a timeout to recover: a retry would show as a second dispatch in the exact counts.
+    SWITCHYARD_STEP_TIMEOUT_MS: "120000",
+    SWITCHYARD_RECLAIM_IDLE_MS: "1500",
+    SWITCHYARD_HEARTBEAT_MS: "500",
+    SWITCHYARD_SWEEP_INTERVAL_MS: "200",
+    SWITCHYARD_OUTBOX_STALE_MS: "500",
+    SWITCHYARD_BLOCK_MS: "200",
+    SWITCHYARD_SHUTDOWN_GRACE_MS: "500",
+  };
+}
 
 export class Fleet {
   readonly processes = new Map<string, ManagedProcess>();
