@@ -17,6 +17,10 @@ export const REQUIRED_KEYS = [
   "reply_added_ms",
   "starts_per_s",
   "start_p99_ms",
+  "hops_per_s_2_coordinators",
+  "shard_takeover_ms",
+  "lease_ttl_ms",
+  "soak_rss_growth_pct",
 ] as const;
 
 export const BASELINES = { rawRelay: "raw_relay_hops_per_s", bullmq: "bullmq_jobs_per_s" } as const;
@@ -48,6 +52,11 @@ export const TARGETS: readonly Target[] = [
   atLeast("ingest_per_s", 2_000),
   atLeast("starts_per_s", 2_000),
   atMost("start_p99_ms", 50),
+  {
+    label: "shard_takeover_ms ≤ lease_ttl_ms + 1,000",
+    check: (v) => (v.has("shard_takeover_ms") && v.has("lease_ttl_ms") ? v.get("shard_takeover_ms")! <= v.get("lease_ttl_ms")! + 1_000 : undefined),
+  },
+  atMost("soak_rss_growth_pct", 10),
 ];
 
 export function formatNumber(n: number): string {

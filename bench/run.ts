@@ -18,6 +18,8 @@ import { a2aEgressScenario } from "./scenarios/a2a-egress.js";
 import { ingestScenario } from "./scenarios/ingest.js";
 import { replyEgressScenario } from "./scenarios/reply-egress.js";
 import { startsScenario } from "./scenarios/starts.js";
+import { scaleOutScenario } from "./scenarios/scale-out.js";
+import { soakScenario } from "./scenarios/soak.js";
 import { formatJsonLine, formatReport } from "./report.js";
 import {
   USAGE,
@@ -41,8 +43,11 @@ import {
  *   reply sender's added latency per post      → `reply_added_ms` (ms)                reply-egress
  *   (f) task starts through the gateway          → `starts_per_s` (unit "starts/s"),   starts
  *                                                  `start_p50_ms`, `start_p99_ms` (ms)
+ *   (g) 2 coordinator processes vs 1, takeover → `hops_per_s_2_coordinators`, `hops_per_s_1_coordinator` (hops/s),
+ *                                                `shard_takeover_ms`, `lease_ttl_ms` (ms)               scale-out
+ *   (h) soak, opt-in (`--only soak`)           → `soak_rss_growth_pct` (%)              soak
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, soakScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the
@@ -116,6 +121,7 @@ async function main(argv: readonly string[]): Promise<number> {
     redisUrl: config.redisUrl,
     databaseUrl: config.databaseUrl,
     quick: options.quick,
+    ...(options.soakMinutes !== undefined ? { soakMinutes: options.soakMinutes } : {}),
     signal: interrupt.signal,
   });
   process.stdout.write(`\n${formatReport(results, environment.lines, { quick: options.quick })}\n`);

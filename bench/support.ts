@@ -27,14 +27,17 @@ export interface BenchOptions {
   quick: boolean;
   /** Scenario names to run; undefined runs all. */
   only?: string[];
+  /** How long the soak scenario runs (minutes). @defaultValue 20 */
+  soakMinutes?: number;
   help: boolean;
 }
 
-export const USAGE = `usage: npm run bench -- [--quick] [--json] [--only NAME[,NAME...]]
+export const USAGE = `usage: npm run bench -- [--quick] [--json] [--only NAME[,NAME...]] [--soak-minutes N]
 
   --quick        short smoke run (small inputs; figures are indicative only)
   --json         end the output with one line holding a JSON object of every figure
-  --only NAMES   run only these scenarios (comma-separated; repeatable)
+  --only NAMES   run only these scenarios (comma-separated; repeatable); "soak" runs only when named
+  --soak-minutes N  how long the soak runs (default 20)
   --help         this text`;
 
 export function parseArgs(argv: readonly string[]): BenchOptions {
@@ -51,6 +54,11 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
     else if (arg === "--help" || arg === "-h") options.help = true;
     else if (arg === "--only") addOnly(argv[++i]);
     else if (arg.startsWith("--only=")) addOnly(arg.slice("--only=".length));
+    else if (arg === "--soak-minutes" || arg.startsWith("--soak-minutes=")) {
+      const value = Number(arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : argv[++i]);
+      if (!(value > 0)) throw new SwitchyardError(ErrorCode.InvalidArgument, "--soak-minutes needs a positive number");
+      options.soakMinutes = value;
+    }
     else throw new SwitchyardError(ErrorCode.InvalidArgument, `unknown argument ${JSON.stringify(arg)}`, { details: { arg } });
   }
   return options;
@@ -58,7 +66,8 @@ export function parseArgs(argv: readonly string[]): BenchOptions {
 
 /** The scenarios named by `--only`, in registry order; an unknown name is an error that lists the known ones. */
 export function selectScenarios(all: readonly Scenario[], only: readonly string[] | undefined): Scenario[] {
-  if (!only) return [...all];
+  // Opt-in scenarios (the 20-minute soak) run only when named.
+  if (!only) return all.filter((s) => !s.optIn);
   const known = new Set(all.map((s) => s.name));
   const unknown = only.filter((n) => !known.has(n));
   if (unknown.length > 0) {
@@ -96,6 +105,8 @@ export interface ScenarioContext {
   /** Unique per run and scenario (`sybench:<run>:<scenario>:`); every key under it is deleted afterwards. */
   keyPrefix: string;
   quick: boolean;
+  /** `--soak-minutes`, when given. */
+  soakMinutes?: number;
   /** Aborts when the scenario's time budget is spent or the run is interrupted; stop and report what you have. */
   signal: AbortSignal;
   /** A fresh `sy_bench_<random>` database with every migration applied; dropped after the scenario. */
@@ -112,7 +123,9 @@ export interface Scenario {
   name: string;
   description: string;
   /** Time budget in ms for a full / quick run (defaults 60 s / 20 s); `ctx.signal` aborts when it is spent. */
-  budgetMs?: { full: number; quick: number };
+  budgetMs?: { full: number; quick: number } | ((options: { quick: boolean; soakMinutes?: number }) => number);
+  /** Runs only when named by `--only` (too long for the default run). */
+  optIn?: boolean;
   run(ctx: ScenarioContext): Promise<Measurement[]>;
 }
 
@@ -224,6 +237,7 @@ export interface RunOptions {
   redisUrl: string;
   databaseUrl: string;
   quick: boolean;
+  soakMinutes?: number;
   /** Interrupts the whole run (e.g. on SIGINT). */
   signal?: AbortSignal;
   log?: (line: string) => void;
@@ -250,7 +264,8 @@ export async function runScenarios(scenarios: readonly Scenario[], options: RunO
 
 async function runOne(scenario: Scenario, runId: string, options: RunOptions): Promise<ScenarioResult> {
   const write = options.log ?? log;
-  const budget = (scenario.budgetMs ?? DEFAULT_BUDGET)[options.quick ? "quick" : "full"];
+  const budgetMs = scenario.budgetMs ?? DEFAULT_BUDGET;
+  const budget = typeof budgetMs === "function" ? budgetMs(options) : budgetMs[options.quick ? "quick" : "full"];
   const budgetSignal = AbortSignal.timeout(budget);
   const signal = options.signal ? AbortSignal.any([options.signal, budgetSignal]) : budgetSignal;
   const keyPrefix = `sybench:${runId}:${scenario.name}:`;
@@ -271,6 +286,7 @@ async function runOne(scenario: Scenario, runId: string, options: RunOptions): P
     databaseUrl: options.databaseUrl,
     keyPrefix,
     quick: options.quick,
+    ...(options.soakMinutes !== undefined ? { soakMinutes: options.soakMinutes } : {}),
     signal,
     createScratchDatabase: async () => {
       const db = await createScratchDatabase(options.databaseUrl);

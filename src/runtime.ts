@@ -71,6 +71,8 @@ export interface Runtime {
 
 export interface RuntimeOptions {
   logger?: Logger;
+  /** The Postgres `application_name` of this process's sessions (pg_stat_activity tells processes apart by it). @defaultValue "switchyard" */
+  applicationName?: string;
   metrics?: Metrics;
   /** The FOREIGN port. @defaultValue the A2A adapter (src/foreign/dispatcher.ts) with its sender and sweep */
   foreign?: ForeignDispatcher;
@@ -107,7 +109,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const health = options.health ?? new DependencyHealth({ logger, metrics, clock: options.clock });
   // A transaction idle for a lease's lifetime is a paused process: ended by Postgres so its locks (the shard
   // fence above all) do not hold a takeover back (src/coordinator/shard-leases.ts).
-  const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10, health, idleInTransactionTimeoutMs: config.shards.leaseTtlMs });
+  const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10, health, idleInTransactionTimeoutMs: config.shards.leaseTtlMs, ...(options.applicationName ? { applicationName: options.applicationName } : {}) });
   // Commands wait in the offline queue across a Redis restart instead of failing; reconnects back off.
   const redis = createRedisConnection(config.redisUrl, { health });
   const flags = new LiveFlags({ db: pool, defaults: config.flags, logger, health });

@@ -11,11 +11,10 @@
  */
 import { performance } from "node:perf_hooks";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
-import { decodeEnvelope, EndpointKind } from "../../src/bus/codec.js";
 import { streamKey } from "../../src/bus/keys.js";
-import { resultOkEnvelope, workFromEnvelope } from "../../src/harness/envelopes.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { perSecond, summarize, type Measurement, type Scenario, type ScenarioContext } from "../support.js";
+import { prepareResults } from "./prefill.js";
 import { cpuPerUnit, sampleCpu } from "./probe.js";
 import { createBenchSystem, pollUntil, taskOutcome, type BenchSystem } from "./system.js";
 
@@ -23,13 +22,11 @@ const SIZES = {
   full: { warmup: 4_000, results: 12_000, runs: 3 },
   quick: { warmup: 1_000, results: 3_000, runs: 1 },
 };
-const PREFILL_CHUNK = 1_000;
 /**
  * Coordinators draining the inbox together, in this process. Two overlap one batch's Node work with the other's
  * Postgres round trips, but share one Node thread and queue on the tenant's audit-head lock; see README.
  */
 const COORDINATORS = 1;
-const NULL_PAYLOAD = { data: new TextEncoder().encode("null"), contentType: "application/json" };
 
 interface RoundResult {
   results: number;
@@ -39,33 +36,17 @@ interface RoundResult {
   cpu: Record<string, number | null>;
 }
 
-/** Turns every WORK on `role:echo` into the RESULT a no-op harness would send, writes them to the inbox, empties the WORK stream. */
-async function prefillResults(system: BenchSystem): Promise<number> {
-  const { redis, bus } = system.runtime;
-  const workKey = streamKey(system.config.bus.keyPrefix, "role:echo");
-  const entries = await redis.xrangeBuffer(workKey, "-", "+");
-  const source = { kind: EndpointKind.ROLE, id: "echo" } as const;
-  const signer = system.runtime.busAuth.signer("role:echo");
-  const results = entries.map(([, fields]) => {
-    const work = decodeEnvelope(fields[1]!, system.config.bus.maxPayloadBytes);
-    // Echo the WORK's turn as a harness does, so the coordinator takes the RESULT as this turn's outcome.
-    return resultOkEnvelope(work, source, NULL_PAYLOAD, { cost: 0, inputTokens: 0, outputTokens: 0, durationMs: 0 }, workFromEnvelope(work).turn, Date.now());
-  });
-  for (let i = 0; i < results.length; i += PREFILL_CHUNK) {
-    // Signed as the harness of role:echo would (the coordinator refuses anything else); signing is prefill time.
-    await bus.publishEncoded(results.slice(i, i + PREFILL_CHUNK).map((envelope) => ({ stream: COORDINATOR_STREAM, data: signer.sign(envelope) })));
-  }
-  await redis.unlink(workKey);
-  return results.length;
-}
-
 async function round(ctx: ScenarioContext, system: BenchSystem, label: string, count: number): Promise<RoundResult> {
   const taskIds = await ctx.phase(`${label}: create + start ${count.toLocaleString("en-US")} tasks (engine)`, async () => {
     const ids = await system.createTasks(count);
     await system.startTasks(ids);
     return ids;
   });
-  const prefilled = await ctx.phase(`${label}: prefill ${count.toLocaleString("en-US")} RESULTs`, () => prefillResults(system));
+  const prefilled = await ctx.phase(`${label}: prefill ${count.toLocaleString("en-US")} RESULTs`, async () => {
+    const results = await prepareResults(system, () => COORDINATOR_STREAM);
+    await results.publish();
+    return results.count;
+  });
   if (prefilled !== count) throw new SwitchyardError(ErrorCode.Internal, `expected ${count} WORK envelopes to answer, found ${prefilled}`);
 
   const { redis } = system.runtime;

@@ -52,8 +52,8 @@ export interface BenchSystem {
   engine: ProbedEngine;
   publisher: ProbedPublisher;
   workflow: { name: string; version: number; definition: WorkflowDefinition };
-  /** Inserts `count` running tasks with pending steps (bulk set-up; nothing dispatched). */
-  createTasks(count: number): Promise<string[]>;
+  /** Inserts `count` running tasks with pending steps (bulk set-up; nothing dispatched), spread over `tenants` (default: the bench's one). */
+  createTasks(count: number, tenants?: readonly string[]): Promise<string[]>;
   /** Dispatches each task's first step through the engine, `batch` tasks per transaction, and publishes. */
   startTasks(taskIds: readonly string[], batch?: number): Promise<void>;
   /** A coordinator on the shared inbox; `close()` it (or let `close()` here do it). */
@@ -113,17 +113,23 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
   const submitted = await submitWorkflow(runtime.pool, BENCH_ORG, definition);
   const workflow = { name: submitted.name, version: submitted.version, definition };
 
-  const createTasks = async (count: number): Promise<string[]> => {
+  // Tenants with the workflow submitted, by version; each task's tenant (startTasks needs it).
+  const versions = new Map([[BENCH_ORG, submitted.version]]);
+  const orgOf = new Map<string, string>();
+  const createTasks = async (count: number, tenants: readonly string[] = [BENCH_ORG]): Promise<string[]> => {
+    for (const tenant of tenants) if (!versions.has(tenant)) versions.set(tenant, (await submitWorkflow(runtime.pool, tenant, definition)).version);
     const ids = Array.from({ length: count }, () => randomUUID());
+    ids.forEach((id, i) => orgOf.set(id, tenants[i % tenants.length]!));
     const chunk = 2_000;
     for (let i = 0; i < ids.length; i += chunk) {
       const slice = ids.slice(i, i + chunk);
+      const orgs = slice.map((id) => orgOf.get(id)!);
       await runtime.pool.query(
         `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost)
-         SELECT id, $2, $3, $4, '{}'::jsonb, 'running', $5, 0 FROM unnest($1::uuid[]) AS id`,
-        [slice, BENCH_ORG, workflow.name, workflow.version, definition.budget],
+         SELECT id, org, $3, version, '{}'::jsonb, 'running', $4, 0 FROM unnest($1::uuid[], $2::text[], $5::int[]) AS x(id, org, version)`,
+        [slice, orgs, workflow.name, definition.budget, orgs.map((org) => versions.get(org)!)],
       );
-      await saveSteps(runtime.pool, slice.flatMap((taskId) => definition.steps.map((s) => pendingStep(taskId, s.id, `${s.to.kind}:${s.to.id}`, s.clearance))));
+      await saveSteps(runtime.pool, slice.flatMap((taskId) => definition.steps.map((s) => pendingStep(taskId, orgOf.get(taskId)!, s.id, `${s.to.kind}:${s.to.id}`, s.clearance))));
     }
     // Bulk loads outrun autovacuum: without statistics the planner seq-scans `steps` for every batch (17 ms
     // instead of 0.7 ms at 60k rows). A live system gets them from autovacuum within a minute.
@@ -133,7 +139,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
 
   const startTasks = async (taskIds: readonly string[], batch = config.coordinator.batchSize): Promise<void> => {
     for (let i = 0; i < taskIds.length; i += batch) {
-      const inputs = taskIds.slice(i, i + batch).map((taskId) => ({ orgId: BENCH_ORG, taskId, event: { type: "task_started" as const, eventId: `start:${taskId}` } }));
+      const inputs = taskIds.slice(i, i + batch).map((taskId) => ({ orgId: orgOf.get(taskId) ?? BENCH_ORG, taskId, event: { type: "task_started" as const, eventId: `start:${taskId}` } }));
       const result = await engine.apply(runtime.pool, inputs);
       await publisher.publish(result.outbox);
     }
@@ -234,11 +240,11 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
   return { config, db, runtime, engine, publisher, workflow, createTasks, startTasks, startCoordinator, startHarness, startHarnessProcess: startHarnessProcessFn, cpuSources, inboxProgress, close };
 }
 
-function pendingStep(taskId: string, stepId: string, destination: string, clearance: number): StepRecord {
+function pendingStep(taskId: string, orgId: string, stepId: string, destination: string, clearance: number): StepRecord {
   return {
     taskId,
     stepId,
-    orgId: BENCH_ORG,
+    orgId,
     kind: "workflow",
     status: "pending",
     destination,

@@ -3,6 +3,7 @@
  * stops gracefully on SIGINT/SIGTERM; a second signal exits at once with 130.
  */
 import { createCoordinator } from "../../coordinator-process.js";
+import { consumerName } from "../../bus/keys.js";
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { runHarnessProcess } from "../../harness/process.js";
@@ -32,7 +33,9 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
       run(async (ctx, options: { consumer?: string }) => {
         const logger = ctx.createLogger("switchyard-coordinator");
         const { config } = ctx;
-        const runtime = await openRuntime(config, { logger, waitForDependencies: true });
+        const consumer = options.consumer ?? consumerName("coordinator");
+        // Named after the consumer, so an operator (or the fencing test) can tell the coordinators' sessions apart.
+        const runtime = await openRuntime(config, { logger, waitForDependencies: true, applicationName: `switchyard-coordinator ${consumer}`.slice(0, 63) });
         const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
         const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: runtime.health }) : () => {};
         let metricsServer: MetricsServer | undefined;
@@ -47,7 +50,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
             });
             logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics and readiness");
           }
-          const coordinator = createCoordinator(runtime, { consumer: options.consumer, logger });
+          const coordinator = createCoordinator(runtime, { consumer, logger });
           logger.info("coordinator started");
           await coordinator.start(stop.signal);
           logger.info("coordinator stopped");
