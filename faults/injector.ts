@@ -105,11 +105,21 @@ async function act(fault: PlannedFault, fleet: Fleet, services: Services, monito
   }
 }
 
+/** Longest wait for a task to be in flight before a fault lands. */
+const IN_FLIGHT_WAIT_MS = 30_000;
+
 export async function injectFaults(options: InjectorOptions): Promise<FaultResult[]> {
   const { fleet, services, monitor, random, signal, log } = options;
   const results: FaultResult[] = [];
   for (const [n, fault] of options.plan.entries()) {
     await sleep(between(random, ...options.spacingMs), signal);
+    // A fault must land on work in flight: after a gateway restart, say, the tasks in flight can all finish before
+    // the next start is answered. Wait for new work (bounded: the starts may be over).
+    for (const until = Date.now() + IN_FLIGHT_WAIT_MS; !signal.aborted && Date.now() < until; ) {
+      const now = monitor.latest;
+      if (now.tasks - now.finishedTasks > 0) break;
+      await sleep(100);
+    }
     if (signal.aborted) break;
     const before = monitor.latest;
     const t0 = Date.now();
