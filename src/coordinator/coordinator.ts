@@ -389,7 +389,9 @@ export class Coordinator {
       await this.hold?.releaseEnabled();
       fired = await this.fireDue(now);
       await this.repairStrandedSteps(now);
-      await this.options.publisher.sweep();
+      // The relay publishes inside the transaction that claimed the rows: with Redis away the publish would wait in
+      // ioredis's queue while the session sat idle in its transaction until Postgres ended it (the lease TTL).
+      if (this.health.isReachable("redis")) await this.options.publisher.sweep();
     }
     if (this.options.onSweep) await this.options.onSweep(now);
     // Expiry decides approvals and moves steps on: paused with the bus, and per tenant with its coordinator.

@@ -29,7 +29,11 @@ export interface InboxReaderOptions {
 }
 
 export class InboxReader {
-  private readonly takeOvers: number[] = [];
+  /**
+   * Shards just acquired, with when (wall clock, not the injected one): their entries idle since before then are
+   * the previous owner's leftovers.
+   */
+  private readonly takeOvers: Array<{ shard: number; at: number }> = [];
   private lastReclaim = 0;
 
   constructor(private readonly options: InboxReaderOptions) {}
@@ -42,7 +46,8 @@ export class InboxReader {
   /** Shards just acquired: their leftovers are claimed before the next read. */
   async acquired(shards: readonly number[]): Promise<void> {
     for (const shard of shards) await this.options.bus.ensureGroup(shardInbox(shard), COORDINATOR_GROUP);
-    this.takeOvers.push(...shards);
+    const at = Date.now();
+    this.takeOvers.push(...shards.map((shard) => ({ shard, at })));
   }
 
   async next(): Promise<BusEntry[]> {
@@ -69,12 +74,14 @@ export class InboxReader {
   private async claimLeftovers(): Promise<BusEntry[]> {
     const owned = new Set(this.options.ownership.owned());
     while (this.takeOvers.length > 0) {
-      const shard = this.takeOvers[0]!;
+      const { shard, at } = this.takeOvers[0]!;
       if (!owned.has(shard)) {
         this.takeOvers.shift();
         continue;
       }
-      const entries = await this.reclaimStream(shardInbox(shard), 0, this.options.batchSize);
+      // Only entries idle since before the acquisition: what this loop claimed a moment ago (idle time reset, still
+      // being applied by the batch before) is not claimed a second time.
+      const entries = await this.reclaimStream(shardInbox(shard), Math.max(0, Date.now() - at), this.options.batchSize);
       if (entries.length > 0) return entries;
       this.takeOvers.shift();
     }

@@ -100,15 +100,17 @@ export async function listMembers(db: Queryable): Promise<MemberRow[]> {
 }
 
 /**
- * Takes the given shards that are free, expired or released, each with a new token; shards still held by another
- * owner, or locked by a transaction that checked their old token, are left for a later try. Shards this owner
- * already holds are renewed with their token kept. Returns what this owner holds now among `shards`.
+ * Takes the given shards that are free, expired, released or recorded under this owner's name, each with a NEW
+ * token; shards held by another owner, or locked by a transaction that checked their old token, are left for a
+ * later try. A lease under this owner's own name gets a new token too: it may be a previous process started with
+ * the same `--consumer` name, paused but alive, which must not keep passing its fence (renewals of leases this
+ * process holds go through `renewShards`). Returns what this owner holds now among `shards`.
  */
 export async function acquireShards(db: Queryable, owner: string, shards: readonly number[], ttlMs: number): Promise<Map<number, number>> {
   if (shards.length === 0) return new Map();
   const { rows } = await db.query<{ shard: number; token: string }>(
     `WITH candidates AS (
-       SELECT shard, owner = $2 AND expires_at > clock_timestamp() AS mine
+       SELECT shard
        FROM shard_leases
        WHERE shard = ANY($1::int[]) AND (owner IS NULL OR owner = $2 OR expires_at <= clock_timestamp())
        ORDER BY shard
@@ -116,8 +118,8 @@ export async function acquireShards(db: Queryable, owner: string, shards: readon
      )
      UPDATE shard_leases AS l
      SET owner = $2,
-         token = CASE WHEN c.mine THEN l.token ELSE nextval('shard_lease_tokens') END,
-         acquired_at = CASE WHEN c.mine THEN l.acquired_at ELSE clock_timestamp() END,
+         token = nextval('shard_lease_tokens'),
+         acquired_at = clock_timestamp(),
          expires_at = clock_timestamp() + $3 * interval '1 millisecond'
      FROM candidates AS c
      WHERE l.shard = c.shard

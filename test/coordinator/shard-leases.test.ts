@@ -47,8 +47,12 @@ describe("shard leases", () => {
     expect([...a.keys()].sort()).toEqual([0, 1]);
     // Held and live: b gets nothing.
     expect((await acquireShards(db.pool, "b", [0, 1], TTL)).size).toBe(0);
-    // a acquiring again keeps its tokens (a renewal).
-    expect(await acquireShards(db.pool, "a", [0], TTL)).toEqual(new Map([[0, a.get(0)]]));
+    // Acquiring under the same name again (another process given the same --consumer) takes a new token: the
+    // earlier holder's fence fails from then on.
+    const again = await acquireShards(db.pool, "a", [0], TTL);
+    expect(again.get(0)!).toBeGreaterThan(a.get(0)!);
+    await expect(withTransaction(db.pool, (client) => checkFence(client, "a", new Map([[0, a.get(0)!]])))).rejects.toMatchObject({ code: ErrorCode.Fenced });
+    a.set(0, again.get(0)!);
     await releaseShards(db.pool, "a", new Map([[0, a.get(0)!]]));
     const b = await acquireShards(db.pool, "b", [0, 1], TTL);
     expect([...b.keys()]).toEqual([0]);
