@@ -97,11 +97,6 @@ export class ShardOwnership {
     return this.held.has(shard) && !this.releasing.has(shard) && this.clock() < this.validUntil;
   }
 
-  /** The live members as last seen. */
-  liveMembers(): readonly string[] {
-    return this.members;
-  }
-
   /**
    * The fence for a transaction touching these tenants: FENCED at once (no round trip) if one of their shards is
    * not owned here, else the lease rows are checked and share-locked in the transaction.

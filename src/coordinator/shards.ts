@@ -10,20 +10,10 @@
 import { createHash } from "node:crypto";
 import { COORDINATOR_STREAM } from "../bus/bus.js";
 import { EndpointKind, type Envelope } from "../bus/codec.js";
-import { ErrorCode, SwitchyardError } from "../errors.js";
 
-export const MAX_SHARD_COUNT = 1024;
 export const DEFAULT_SHARD_COUNT = 64;
 
 const INBOX_RE = /^coordinator:(\d{1,4})$/;
-
-export function assertShardCount(count: number, variable = "SWITCHYARD_SHARD_COUNT"): void {
-  if (!Number.isSafeInteger(count) || count < 1 || count > MAX_SHARD_COUNT) {
-    throw new SwitchyardError(ErrorCode.InvalidArgument, `${variable} must be a whole number from 1 to ${MAX_SHARD_COUNT}, got ${String(count)}`, {
-      details: { path: variable },
-    });
-  }
-}
 
 /** The shard of a tenant. */
 export function shardOf(orgId: string, count: number): number {
