@@ -7,7 +7,7 @@
  * successful send would. The URL token and notification secret of each bridge are signed beforehand, as the agent
  * got them.
  *
- * Timed: the terminal v1.0 `statusUpdate` (completed) of every bridge is POSTed to the real `handleA2ACallback`
+ * Timed: the terminal v1.0 `task` (completed, one artifact) of every bridge is POSTed to the real `handleA2ACallback`
  * on a local HTTP server (the gateway's part: verify, correlate, resolve the bridge and queue its RESULT), from
  * `CONCURRENCY` keep-alive connections in this process; a coordinator in its own process (coordinator-child.ts)
  * applies the RESULTs (audited, step and task completed). The clock stops when the last step is completed, not at
@@ -102,7 +102,11 @@ async function setUp(ctx: ScenarioContext, runtime: Runtime, count: number, labe
         taskId: row.task_id,
         path: `/api/v1/a2a/callback/${row.id}?t=${t}`,
         token: notificationSecret(key, row.id),
-        body: JSON.stringify({ statusUpdate: { taskId: row.foreign_task_id, contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" } } }),
+        // The whole terminal Task with its artifacts: a bare "completed" status push is confirmed with GetTask first
+        // (pushes cross), and this bench's agent does not exist.
+        body: JSON.stringify({
+          task: { id: row.foreign_task_id, contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ artifactId: "answer", parts: [{ text: "ok" }] }] },
+        }),
       });
     }
     return pushes;
