@@ -2,14 +2,14 @@
  * Scenario (e): step latency at a fixed offered load of 1,000 steps/s. An open-loop pacer releases tasks of the
  * three-step workflow at 333⅓ tasks/s — each brings three steps, so 1,000 steps/s are offered whatever the system
  * does; a slow system builds a queue and its latency shows it (no coordinated omission). Tasks are created in
- * bulk beforehand (untimed); a released task is started through the engine by a starter loop that applies every
- * task released since its last transaction in one `task_started` batch (as a gateway batching its requests
- * would), then publishes. The coordinator runs in this process and a no-op harness in a child process, as in (a).
+ * bulk beforehand (untimed); a released task is started as the gateway starts it (issue 11 §2): a starter loop
+ * writes one signed `task_started` envelope per task released since its last round to the outbox and publishes
+ * them to the tenant's shard inbox, and the coordinator applies them in its own batches (the dispatch hop and its
+ * audit row are written on the owner's chain). The coordinator runs in this process and a no-op harness in a
+ * child process, as in (a).
  *
- * Why not `TaskService.start` per task: each start is its own transaction appending one audit row, and the
- * tenant's chain head stays locked until that transaction's COMMIT (fsync), so starts and coordinator batches
- * of one tenant commit strictly one after another. Measured on the 2-core box at 333 starts/s that queue never
- * drained: step p50 1.2 s, p99 5.8 s (README, "What would close the gap", item 7).
+ * Why not the engine inline: a second writer on the tenant's chain makes the coordinator's cached head stale, and
+ * each stale head costs a batch applied twice, then the locking way for a while (README, "Audit heads in memory").
  *
  * Step latency, per step: from its dispatch to the commit of its accepted RESULT —
  * - dispatch of the first step = the moment the pacer released the task (before it waits for the starter);
@@ -50,7 +50,7 @@ export const latencyScenario: Scenario = {
       system.createTasks(Math.ceil((ratePerS * (duration.warmupMs + duration.measureMs)) / 1000) + 100),
     );
 
-    // The starter: one engine transaction for every task released since the previous one.
+    // The starter: one round of start envelopes for every task released since the previous one.
     const released: string[] = [];
     let wake: (() => void) | undefined;
     let stopping = false;
@@ -62,7 +62,7 @@ export const latencyScenario: Scenario = {
           continue;
         }
         const batch = released.splice(0, released.length);
-        await system.startTasks(batch).catch(() => (failedStarts += batch.length));
+        await system.startTasksThroughOwner(batch).catch(() => (failedStarts += batch.length));
       }
     })();
     ctx.defer(async () => {

@@ -11,6 +11,8 @@
  */
 import { BusAuth } from "../../src/bus/auth/bus-auth.js";
 import { BENCH_BUS_SECRETS } from "../support.js";
+import { GATEWAY_SENDER } from "../../src/bus/auth/bus-keys.js";
+import { insertStartEnvelopes } from "../../src/coordinator/start-envelope.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";
@@ -56,6 +58,11 @@ export interface BenchSystem {
   createTasks(count: number, tenants?: readonly string[]): Promise<string[]>;
   /** Dispatches each task's first step through the engine, `batch` tasks per transaction, and publishes. */
   startTasks(taskIds: readonly string[], batch?: number): Promise<void>;
+  /**
+   * Starts the tasks as the gateway does (issue 11 §2): one `task_started` envelope per task, signed as the gateway,
+   * into the outbox and published to the tenant's shard inbox; the coordinator applies them in its own batches.
+   */
+  startTasksThroughOwner(taskIds: readonly string[]): Promise<void>;
   /** A coordinator on the shared inbox; `close()` it (or let `close()` here do it). */
   startCoordinator(consumer?: string): Coordinator;
   /** A harness on `role:echo` with its own Redis connection. */
@@ -142,6 +149,21 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       const inputs = taskIds.slice(i, i + batch).map((taskId) => ({ orgId: orgOf.get(taskId) ?? BENCH_ORG, taskId, event: { type: "task_started" as const, eventId: `start:${taskId}` } }));
       const result = await engine.apply(runtime.pool, inputs);
       await publisher.publish(result.outbox);
+    }
+  };
+
+  const gatewaySigner = runtime.busAuth.signer(GATEWAY_SENDER);
+  const startTasksThroughOwner = async (taskIds: readonly string[]): Promise<void> => {
+    const byOrg = new Map<string, Array<{ taskId: string }>>();
+    for (const taskId of taskIds) {
+      const orgId = orgOf.get(taskId) ?? BENCH_ORG;
+      let created = byOrg.get(orgId);
+      if (!created) byOrg.set(orgId, (created = []));
+      created.push({ taskId });
+    }
+    for (const [orgId, created] of byOrg) {
+      const rows = await insertStartEnvelopes(runtime.pool, orgId, created, { signer: gatewaySigner, shardCount: config.shards.count });
+      await publisher.publish(rows);
     }
   };
 
@@ -237,7 +259,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       (await runtime.pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")).rows.map((r) => r.pid),
   };
 
-  return { config, db, runtime, engine, publisher, workflow, createTasks, startTasks, startCoordinator, startHarness, startHarnessProcess: startHarnessProcessFn, cpuSources, inboxProgress, close };
+  return { config, db, runtime, engine, publisher, workflow, createTasks, startTasks, startTasksThroughOwner, startCoordinator, startHarness, startHarnessProcess: startHarnessProcessFn, cpuSources, inboxProgress, close };
 }
 
 function pendingStep(taskId: string, orgId: string, stepId: string, destination: string, clearance: number): StepRecord {
