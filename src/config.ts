@@ -41,6 +41,11 @@ export interface CoordinatorConfig {
   maxSubQueriesPerAttempt: number;
   /** The coordinator keeps its tenants' audit-chain heads in memory instead of locking them in every batch. */
   auditHeadsInMemory: boolean;
+  /**
+   * How long an applied envelope's id is kept to recognise a redelivery (ms). It must outlast any redelivery: the
+   * stream's idle reclaim, the outbox relay and a dead letter replayed by hand.
+   */
+  dedupeRetentionMs: number;
 }
 
 /** Tenant shards and their leases (issue 11; src/coordinator/shards.ts, shard-leases.ts). */
@@ -232,6 +237,7 @@ export const defaultConfig: Config = {
     maxOutstandingSubQueries: 16,
     maxSubQueriesPerAttempt: 64,
     auditHeadsInMemory: true,
+    dedupeRetentionMs: 7 * 24 * 60 * 60 * 1000,
   },
   shards: {
     count: 64,
@@ -382,6 +388,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxOutstandingSubQueries: int(env, "SWITCHYARD_DELEGATION_MAX_OUTSTANDING", d.coordinator.maxOutstandingSubQueries, 1),
       maxSubQueriesPerAttempt: int(env, "SWITCHYARD_DELEGATION_MAX_PER_ATTEMPT", d.coordinator.maxSubQueriesPerAttempt, 1),
       auditHeadsInMemory: bool(env, "SWITCHYARD_AUDIT_HEADS_IN_MEMORY", d.coordinator.auditHeadsInMemory),
+      // At least an hour: a shorter window could forget an envelope the stream or the outbox relay still redelivers.
+      dedupeRetentionMs: int(env, "SWITCHYARD_DEDUPE_RETENTION_MS", d.coordinator.dedupeRetentionMs, 3_600_000),
     },
     shards: {
       count: int(env, "SWITCHYARD_SHARD_COUNT", d.shards.count, 1, 1024),

@@ -34,6 +34,7 @@ export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOp
     reclaimIdleMs: config.bus.reclaimIdleMs,
     sweepIntervalMs: config.coordinator.sweepIntervalMs,
     trimMaxLen: config.bus.trimMaxLen,
+    dedupeRetentionMs: config.coordinator.dedupeRetentionMs,
     shards: config.shards,
     logger,
     metrics,

@@ -27,9 +27,13 @@ import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-jo
 import { fireDueSteps } from "./due-steps.js";
 import { runPeriodically } from "./periodic-job.js";
 import { repairStrandedSteps } from "./stranded-steps.js";
+import { trimProcessedEnvelopes } from "./processed-envelopes.js";
 
 export { COORDINATOR_GROUP } from "./inbox-intake.js";
 import { COORDINATOR_GROUP } from "./inbox-intake.js";
+
+/** Applied envelope ids are kept this long by default (config: SWITCHYARD_DEDUPE_RETENTION_MS). */
+const DEFAULT_DEDUPE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** How often a paused coordinator (BUS_ENABLED off) looks at the flag again. */
 const PAUSE_CHECK_MS = 200;
@@ -53,6 +57,8 @@ export interface CoordinatorOptions {
   reclaimIdleMs: number;
   sweepIntervalMs: number;
   trimMaxLen: number;
+  /** How long applied envelope ids are kept for dedupe (ms). @defaultValue 7 days */
+  dedupeRetentionMs?: number;
   logger?: Logger;
   metrics?: Metrics;
   clock?: () => number;
@@ -126,6 +132,8 @@ export class Coordinator {
       onAcquired: async (acquired) => {
         options.metrics?.shardMoves.inc({ event: "acquired" }, acquired.length);
         await this.reader.acquired(acquired);
+        // The shard's previous owner may have held messages of its tenants (COORDINATOR_ENABLED off for them).
+        await this.hold?.discover(options.pool, { count: shards.count, owned: acquired });
       },
       beforeRelease: async (released) => {
         options.metrics?.shardMoves.inc({ event: "handed_over" }, released.length);
@@ -193,7 +201,6 @@ export class Coordinator {
         this.logger.warn({ err: error }, "could not take shards yet; retrying");
       });
       this.busOnSince = this.clock();
-      await this.hold?.discover(this.options.pool);
       const checkpoints = checkpointJobOf(this.options);
       const jobs = [...(checkpoints ? [{ name: "checkpoints", ...checkpoints }] : []), ...(this.options.background ?? [])];
       await Promise.all([
@@ -452,7 +459,8 @@ if (!this.health.absorb(error)) this.logger.error({ err: error }, "repairing str
 
   private async trimOnce(): Promise<void> {
     for (const stream of new Set([...this.streams, ...this.ownership.inboxes()])) await this.options.bus.trim(stream, this.options.trimMaxLen);
-    await this.options.pool.query("DELETE FROM processed_envelopes WHERE processed_at < now() - interval '7 days'");
+    const retentionMs = this.options.dedupeRetentionMs ?? DEFAULT_DEDUPE_RETENTION_MS;
+    await trimProcessedEnvelopes(this.options.pool, retentionMs);
   }
 
   private periodic(name: string, intervalMs: number, run: () => Promise<unknown>, options: { immediately?: boolean } = {}): Promise<void> {

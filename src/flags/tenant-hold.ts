@@ -5,10 +5,12 @@
  * steps, so a held result is applied before its step could time out.
  *
  * Which tenants may have held messages: those this process held, those with tasks in flight when it started
- * (held by an earlier process), and any tenant whose steps come due.
+ * (held by an earlier process) or when it took over their shard (held by the shard's previous owner), and any
+ * tenant whose steps come due.
  */
 import type { Bus, BusEntry } from "../bus/bus.js";
 import type { Logger } from "../logger.js";
+import { shardSqlClause, shardSqlParams } from "../coordinator/shards.js";
 import type { Queryable } from "../store/db.js";
 import type { CoordinatorFlags } from "./flag-types.js";
 import { HeldInbox, heldStreamName } from "./held-inbox.js";
@@ -59,10 +61,16 @@ export class TenantHold<Applied> {
     return entries.filter((entry) => !held.includes(entry));
   }
 
-  /** Adds the tenants with tasks in flight: an earlier process may have held their messages. */
-  async discover(db: Queryable): Promise<void> {
+  /**
+   * Adds the tenants with tasks in flight (of `shards` only, when given): an earlier process, or the coordinator
+   * that owned their shard before, may have held their messages.
+   */
+  async discover(db: Queryable, shards?: { count: number; owned: readonly number[] }): Promise<void> {
     try {
-      const { rows } = await db.query<{ org_id: string }>("SELECT DISTINCT org_id FROM tasks WHERE status IN ('running', 'parked')");
+      const { rows } = await db.query<{ org_id: string }>(
+        `SELECT DISTINCT org_id FROM tasks WHERE status IN ('running', 'parked') AND ${shardSqlClause("org_id", 1)}`,
+        shardSqlParams(shards),
+      );
       for (const row of rows) this.candidates.add(row.org_id);
     } catch (error) {
       this.options.logger.warn({ err: error }, "could not list active tenants; their held messages are applied when their steps come due");

@@ -1,7 +1,8 @@
 /**
  * COORDINATOR_ENABLED per tenant: a switched-off tenant's inbox messages are held (never dropped, never
  * applied), its steps do not time out meanwhile, other tenants are unaffected; switched on again, the held
- * messages are applied exactly once — also by a coordinator started after the one that held them.
+ * messages are applied exactly once — also by a coordinator started after the one that held them, or one that
+ * took over the tenant's shard from it.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { listAudit } from "../../src/governance/audit-log.js";
@@ -83,6 +84,27 @@ describe("COORDINATOR_ENABLED per tenant", () => {
     const task = await finished(rt, OFF, taskId);
     expect(task).toMatchObject({ status: "completed", steps: [{ attempts: 1 }] });
     expect(runs).toEqual([taskId]);
+  });
+
+  it("a coordinator that takes over a tenant's shard applies what the shard's previous owner held", async () => {
+    // A 10-minute step timeout: only the hold's own candidates, not a step coming due, can release the RESULT here.
+    await submit(rt, OFF, "name: slow\nsteps:\n  - { id: only, to: \"role:echo\", timeout: 10m, retries: 0 }\n");
+    const shards = { count: 64, leaseTtlMs: 1_000 };
+    const coordinators = [rt.startCoordinator({ consumer: "hold-a", shards }), rt.startCoordinator({ consumer: "hold-b", shards })];
+    await within(15_000, () => coordinators.every((c) => c.ownership.ownedShards().owned.length > 0), "the two coordinators to split the shards");
+    // Both started before the task: neither found the tenant in flight when it started.
+    const { taskId } = await rt.tasks.start({ orgId: OFF, workflow: "slow" });
+    await within(5_000, async () => (await heldLength()) === 1, "the RESULT to be held");
+    const holder = coordinators.find((c) => c.ownership.ownsTenant(OFF))!;
+    const heir = coordinators.find((c) => c !== holder)!;
+    await holder.close();
+    await within(10_000, () => heir.ownership.ownsTenant(OFF), "the other coordinator to take the tenant's shard");
+
+    await flip(rt, "COORDINATOR_ENABLED", "tenant", OFF, true);
+    await rt.flags.refresh();
+    expect(await finished(rt, OFF, taskId)).toMatchObject({ status: "completed", steps: [{ attempts: 1 }] });
+    expect(runs).toEqual([taskId]);
+    expect(await verifyChain(rt.pool, OFF)).toMatchObject({ ok: true });
   });
 
   it("the global value switches every tenant off; the sweeper fires nobody's due steps meanwhile", async () => {
