@@ -103,6 +103,9 @@ export function envelopeToEvent(envelope: Envelope, from: EventSender | StarterS
     return { ...base, event: { type: "task_started", eventId: startEventId(envelope.taskId) } };
   }
   if (from.kind === "starter") throw malformed(envelope, `${from.identity} sent a ${EnvelopeKind[envelope.kind] ?? envelope.kind} envelope: it sends only task starts`);
+  // A worker's envelope id becomes its event id, and event ids share one dedupe table with the ids the coordinator
+  // derives itself (`start:<task>`, …): an id in any other shape could take one of those first and shadow it.
+  if (from.kind === "queue" && !isUuid(envelope.id)) throw malformed(envelope, `envelope id ${JSON.stringify(envelope.id.slice(0, 80))} from ${from.endpoint} is not a UUID`);
   const sender: EventSender = from;
   switch (envelope.kind) {
     case EnvelopeKind.RESULT: {

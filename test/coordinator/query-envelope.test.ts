@@ -14,7 +14,7 @@ const WORKER: EventSender = { kind: "queue", endpoint: "role:boss" };
 
 function query(payload: unknown, extra: Partial<Exclude<EnvelopeInit, { $typeName: string }>> = {}) {
   return createEnvelope({
-    id: "q-1",
+    id: "5d1f3c2e-8a4b-4e6f-9c0d-1a2b3c4d5e6f",
     orgId: "acme",
     taskId: TASK,
     stepId: "plan",
@@ -84,11 +84,21 @@ describe("a QUERY off the wire", () => {
   });
 });
 
+describe("a worker's envelope id", () => {
+  it("must be a UUID: any other shape could take an id the coordinator derives itself (start:<task>) and shadow it", () => {
+    const shadow = query({ queries: [], turn: 0 }, { id: `start:${TASK}` });
+    expect(() => envelopeToEvent(shadow, WORKER)).toThrow(expect.objectContaining({ code: ErrorCode.MalformedEnvelope }));
+    expect(refusal(shadow)).toMatch(/envelope id "start:0b8e4f0c-.*" from role:boss is not a UUID/);
+    // The gateway writes ids of its own shapes (undelivered foreign results), and its MAC proves it is the gateway.
+    expect(envelopeToEvent(shadow, { kind: "gateway", agent: "helper" }).event.type).toBe("query");
+  });
+});
+
 describe("a RESULT's turn", () => {
   it("is read when the harness echoes it, and absent when it does not", () => {
     const result = (turn?: number) =>
       createEnvelope({
-        id: "r-1", orgId: "acme", taskId: TASK, stepId: "plan", kind: EnvelopeKind.RESULT, attempt: 1, status: ResultStatus.OK,
+        id: "7e2a4b6c-1d3f-4a5b-8c9d-0e1f2a3b4c5d", orgId: "acme", taskId: TASK, stepId: "plan", kind: EnvelopeKind.RESULT, attempt: 1, status: ResultStatus.OK,
         source: { kind: EndpointKind.ROLE, id: "boss" }, payload: jsonPayload({ ok: 1 }), ...(turn === undefined ? {} : { turn }),
       });
     const turnOf = (turn?: number) => {

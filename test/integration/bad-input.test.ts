@@ -30,7 +30,7 @@ describe("bad input at the coordinator", () => {
     await rt.cleanup();
   });
 
-  function result(fields: { taskId?: string; orgId?: string; attempt?: number }) {
+  function result(fields: { id?: string; taskId?: string; orgId?: string; attempt?: number }) {
     return createEnvelope({
       id: crypto.randomUUID(),
       orgId: ORG,
@@ -44,25 +44,28 @@ describe("bad input at the coordinator", () => {
   }
 
   it("dead-letters undecodable and malformed envelopes with a reason, and keeps processing the rest", async () => {
-    // Garbage bytes straight onto the stream, an envelope whose task id is not a UUID, and a CONTROL that is
-    // not a heartbeat; then a valid task that must still complete.
+    // Garbage bytes straight onto the stream, an envelope whose task id is not a UUID, a CONTROL that is not a
+    // heartbeat, and a worker's RESULT whose envelope id takes the shape of a task start's event id; then a valid
+    // task that must still complete.
     await rt.redis.xadd(streamKey(rt.prefix, COORDINATOR_STREAM), "*", "e", Buffer.from([0xff, 0x01, 0x02, 0x03]));
     await publishSigned(rt, "role:slowpoke", [result({ taskId: "not-a-uuid" })]);
     await publishSigned(rt, "role:slowpoke", [
-      createEnvelope({ id: "c1", orgId: ORG, taskId: crypto.randomUUID(), stepId: "a", kind: EnvelopeKind.CONTROL, payload: jsonPayload({ type: "reboot" }) }),
+      createEnvelope({ id: crypto.randomUUID(), orgId: ORG, taskId: crypto.randomUUID(), stepId: "a", kind: EnvelopeKind.CONTROL, payload: jsonPayload({ type: "reboot" }) }),
     ]);
+    await publishSigned(rt, "role:slowpoke", [result({ id: `start:${crypto.randomUUID()}`, taskId: crypto.randomUUID() })]);
     rt.startCoordinator();
     workers.start("echo", async () => "fine");
     const { taskId } = await rt.tasks.start({ orgId: "globex", workflow: "one" });
     await waitForTask(rt.tasks, "globex", taskId, { until: (t) => t.status === "completed" });
     const dead = await waitFor(async () => {
       const letters = await rt.bus.listDeadLetters(COORDINATOR_STREAM);
-      return letters.length >= 3 ? letters : undefined;
+      return letters.length >= 4 ? letters : undefined;
     });
     const reasons = dead.map((d) => d.reason).join("\n");
     expect(reasons).toMatch(/MALFORMED_ENVELOPE: envelope does not decode/);
     expect(reasons).toMatch(/MALFORMED_ENVELOPE: task_id "not-a-uuid" is not a UUID/);
     expect(reasons).toMatch(/MALFORMED_ENVELOPE: CONTROL envelope is not a heartbeat/);
+    expect(reasons).toMatch(/MALFORMED_ENVELOPE: envelope id "start:[0-9a-f-]+" from role:slowpoke is not a UUID/);
     const stats = await rt.bus.stats(COORDINATOR_STREAM, COORDINATOR_GROUP);
     expect(stats.pending).toBe(0);
   });
