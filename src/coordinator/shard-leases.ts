@@ -52,15 +52,26 @@ export async function recordShardCount(db: Queryable, count: number): Promise<vo
     [count],
   );
   const recorded = rows[0]?.shard_count;
-  if (recorded !== undefined && recorded !== count) {
-    throw new SwitchyardError(
-      ErrorCode.Config,
-      `SWITCHYARD_SHARD_COUNT is ${count}, but this database was set up with ${recorded} shards: every process must use ${recorded} ` +
-        `(changing it needs every coordinator stopped and the inboxes drained; see README, Scale-out)`,
-      { details: { variable: "SWITCHYARD_SHARD_COUNT", configured: count, recorded } },
-    );
-  }
+  if (recorded !== undefined && recorded !== count) throw shardCountMismatch(count, recorded);
   await db.query("INSERT INTO shard_leases (shard) SELECT generate_series(0, $1::int - 1) ON CONFLICT (shard) DO NOTHING", [count]);
+}
+
+/**
+ * For processes that write to shard inboxes without owning shards (the gateway): refuses a shard count other than
+ * the recorded one, whose inboxes no coordinator would read. Nothing is recorded before a coordinator ran.
+ */
+export async function checkShardCount(db: Queryable, count: number): Promise<void> {
+  const recorded = await readShardCount(db);
+  if (recorded !== undefined && recorded !== count) throw shardCountMismatch(count, recorded);
+}
+
+function shardCountMismatch(count: number, recorded: number): SwitchyardError {
+  return new SwitchyardError(
+    ErrorCode.Config,
+    `SWITCHYARD_SHARD_COUNT is ${count}, but this database was set up with ${recorded} shards: every process must use ${recorded} ` +
+      `(changing it needs every coordinator stopped and the inboxes drained; see README, Scale-out)`,
+    { details: { variable: "SWITCHYARD_SHARD_COUNT", configured: count, recorded } },
+  );
 }
 
 /** The recorded shard count, or undefined before any coordinator ran. */

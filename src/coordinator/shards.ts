@@ -54,6 +54,14 @@ export function shardSqlParams(shards: { count: number; owned: readonly number[]
   return shards ? [shards.count, [...shards.owned]] : [null, null];
 }
 
+/**
+ * The inbox a process outside the coordinator writes a tenant's envelopes to: its shard inbox when the process
+ * knows the deployment's shard count, else the shared inbox (every coordinator forwards from it, one hop more).
+ */
+export function inboxFor(orgId: string, shardCount: number | undefined): string {
+  return shardCount === undefined ? COORDINATOR_STREAM : inboxOf(orgId, shardCount);
+}
+
 /** Every shard number, 0 … count-1. */
 export function allShards(count: number): number[] {
   return Array.from({ length: count }, (_, shard) => shard);

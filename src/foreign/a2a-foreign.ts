@@ -92,6 +92,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     pool: options.pool,
     ...(options.publisher ? { publisher: options.publisher } : {}),
     maxPayloadBytes: config.bus.maxPayloadBytes,
+    shardCount: config.shards.count,
     signer: options.busAuth.lazySigner(GATEWAY_SENDER),
     logger: options.logger ?? silentLogger,
     ...(options.clock ? { clock: options.clock } : {}),

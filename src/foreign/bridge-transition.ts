@@ -20,12 +20,11 @@
  * `late`) for the operator, never merged into the RESULT already written.
  */
 import { isDeepStrictEqual } from "node:util";
-import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { StepError } from "../coordinator/model.js";
 import { artifactKnown, foreignOutput, mergeArtifacts, type ForeignArtifact } from "./a2a/artifacts.js";
 import { isInterruptedForeignState, isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
 import { isOpen, type BridgeRecord, type BridgeStatus } from "./bridge-store.js";
-import { foreignResultEnvelope, outputTooLarge, type OutboxEnvelope } from "./foreign-result.js";
+import { foreignResultEnvelope, outputTooLarge, type OutboxEnvelope, type ResultWriting } from "./foreign-result.js";
 import { priceHop, type HopRates } from "./pricing.js";
 
 /** What a push or a poll says about the foreign task. */
@@ -155,12 +154,12 @@ export interface PricedResult {
  * agent reported or the registry's `rates` and the elapsed time since the send started (since the hop, when a push
  * beat the sender's record of the send).
  */
-export function resultFor(bridge: BridgeRecord, end: Resolution, rates: HopRates, signer: EnvelopeSigner, maxPayloadBytes: number, nowMs: number): PricedResult {
+export function resultFor(bridge: BridgeRecord, end: Resolution, rates: HopRates, writing: ResultWriting, nowMs: number): PricedResult {
   const ok = end.state === "completed" && !end.error;
   const error = ok ? null : (end.error ?? stepErrorFor(bridge.agentKey, end.state, end.message));
   const started = bridge.sentAt ?? bridge.createdAt;
   const { cost, pricedBy } = priceHop(rates, bridge.usage ?? undefined, started ? nowMs - started.getTime() : 0);
-  const result = foreignResultEnvelope(bridge, "final", { ok, output: ok ? foreignOutput(bridge.artifacts) : null, error, cost, pricedBy }, signer, maxPayloadBytes, nowMs);
+  const result = foreignResultEnvelope(bridge, "final", { ok, output: ok ? foreignOutput(bridge.artifacts) : null, error, cost, pricedBy }, writing, nowMs);
   return { bridge: { ...bridge, pricedBy }, result };
 }
 

@@ -16,7 +16,7 @@
  * no longer keep the step alive — and none once the call has ended. The first progress beats at once; a beat while
  * the previous one is still being written is dropped (the next progress carries it).
  */
-import { COORDINATOR_STREAM } from "../bus/bus.js";
+import { inboxFor } from "../coordinator/shards.js";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, createEnvelope, jsonPayload } from "../bus/codec.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
@@ -39,6 +39,8 @@ export interface CallHeartbeatDeps {
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
   /** The gateway identity (`runtime.busAuth.lazySigner(GATEWAY_SENDER)`), as for the bridge's RESULT. */
   signer: EnvelopeSigner;
+  /** The deployment's shard count: heartbeats go straight to the tenant's shard inbox (else the shared one). */
+  shardCount?: number;
   logger?: Logger;
   clock?: () => number;
   /** The throttle's upper bound (see `heartbeatIntervalMs`). @defaultValue HEARTBEAT_MIN_INTERVAL_MS */
@@ -52,7 +54,7 @@ export function foreignHeartbeatId(bridgeId: string, n: number): string {
 }
 
 /** The `n`th heartbeat of the bridge's call, signed as the gateway speaking for the agent. */
-export function foreignHeartbeatEnvelope(bridge: HeartbeatBridge, n: number, signer: EnvelopeSigner, nowMs: number): OutboxEnvelope {
+export function foreignHeartbeatEnvelope(bridge: HeartbeatBridge, n: number, signer: EnvelopeSigner, nowMs: number, shardCount?: number): OutboxEnvelope {
   const envelopeId = foreignHeartbeatId(bridge.id, n);
   const bytes = signer.sign(
     createEnvelope({
@@ -68,7 +70,7 @@ export function foreignHeartbeatEnvelope(bridge: HeartbeatBridge, n: number, sig
       createdAtMs: BigInt(nowMs),
     }),
   );
-  return { orgId: bridge.orgId, stream: COORDINATOR_STREAM, envelopeId, bytes };
+  return { orgId: bridge.orgId, stream: inboxFor(bridge.orgId, shardCount), envelopeId, bytes };
 }
 
 /** The heartbeats of ONE call: `beat()` on each sign of life, `stop()` when the call has ended. */
@@ -119,7 +121,7 @@ export class CallHeartbeat {
 
   private async write(now: number): Promise<void> {
     const n = this.sent + 1;
-    const out = foreignHeartbeatEnvelope(this.bridge, n, this.deps.signer, now);
+    const out = foreignHeartbeatEnvelope(this.bridge, n, this.deps.signer, now, this.deps.shardCount);
     const { rows } = await this.deps.pool.query<{ id: string }>(
       `WITH live AS (
          UPDATE a2a_bridge b SET deadline_ms = GREATEST(b.deadline_ms, $6::bigint), updated_at = now()

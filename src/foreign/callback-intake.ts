@@ -118,7 +118,7 @@ export class CallbackIntake {
         const step = observe(entry.bridge, items[index]!.observation, this.options.maxPayloadBytes);
         entry.bridge = step.bridge;
         if (step.end) {
-          const priced = resultFor(step.bridge, step.end, entry.rates, this.options.signer, this.options.maxPayloadBytes, now);
+          const priced = resultFor(step.bridge, step.end, entry.rates, this.options, now);
           entry.bridge = priced.bridge;
           entry.results.push(priced.result);
         }

@@ -5,7 +5,7 @@
  * `foreign:<agent>`, deduplicated by its id. So a foreign resume takes the same locks, flags and hold streams as
  * every other resume, and the callback route never waits on a tenant's audit-chain head.
  */
-import { COORDINATOR_STREAM } from "../bus/bus.js";
+import { inboxFor } from "../coordinator/shards.js";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, jsonPayload } from "../bus/codec.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { StepError } from "../coordinator/model.js";
@@ -38,6 +38,16 @@ export interface OutboxEnvelope {
  */
 export type ForeignResultKind = "final" | "send-failed" | "not-sent";
 
+/** How the gateway writes a foreign RESULT for the coordinator. */
+export interface ResultWriting {
+  /** The gateway identity: the coordinator accepts a FOREIGN result only under it. */
+  signer: EnvelopeSigner;
+  /** The bus's payload cap. */
+  maxPayloadBytes: number;
+  /** The deployment's shard count: the RESULT goes straight to its tenant's shard inbox (else the shared one). */
+  shardCount?: number;
+}
+
 export function foreignResultId(bridgeId: string, kind: ForeignResultKind): string {
   return `a2a:${bridgeId}:${kind}`;
 }
@@ -56,10 +66,10 @@ export function foreignResultEnvelope(
   bridge: Pick<BridgeRecord, "id" | "orgId" | "taskId" | "stepId" | "attempt" | "agentKey">,
   kind: ForeignResultKind,
   outcome: ForeignOutcome,
-  signer: EnvelopeSigner,
-  maxPayloadBytes: number,
+  writing: ResultWriting,
   nowMs: number,
 ): OutboxEnvelope {
+  const { signer, maxPayloadBytes } = writing;
   const envelopeId = foreignResultId(bridge.id, kind);
   const encode = (result: ForeignOutcome) =>
     signer.sign(
@@ -86,7 +96,7 @@ export function foreignResultEnvelope(
     if (!isSwitchyardError(error) || error.code !== ErrorCode.PayloadTooLarge) throw error;
     bytes = encode({ ...outcome, ok: false, output: null, error: outputTooLarge(bridge.agentKey, maxPayloadBytes) });
   }
-  return { orgId: bridge.orgId, stream: COORDINATOR_STREAM, envelopeId, bytes };
+  return { orgId: bridge.orgId, stream: inboxFor(bridge.orgId, writing.shardCount), envelopeId, bytes };
 }
 
 export function outputTooLarge(agentKey: string, maxPayloadBytes: number): StepError {

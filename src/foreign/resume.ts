@@ -30,6 +30,8 @@ export interface BridgeResumeDeps {
   signer: EnvelopeSigner;
   /** The bus's payload cap: a larger output fails the step with FOREIGN_OUTPUT_TOO_LARGE. */
   maxPayloadBytes: number;
+  /** The deployment's shard count: RESULTs go straight to the tenant's shard inbox (else the shared one). */
+  shardCount?: number;
   logger?: Logger;
   clock?: () => number;
   /** Late artifacts (pushed after their bridge resolved) are counted here. */
@@ -81,7 +83,7 @@ export async function applyObservations(deps: BridgeResumeDeps, requests: readon
       const step = observe(working.bridge, observation, deps.maxPayloadBytes);
       working.bridge = step.bridge;
       if (step.end) {
-        const priced = resultFor(step.bridge, step.end, working.rates, deps.signer, deps.maxPayloadBytes, now);
+        const priced = resultFor(step.bridge, step.end, working.rates, deps, now);
         working.bridge = priced.bridge;
         working.results.push(priced.result);
       }
@@ -140,7 +142,7 @@ export async function failSend(deps: BridgeResumeDeps, bridgeId: string, error: 
     }
     if (bridge.status !== "pending_send") return undefined;
     // Nothing was sent, so nothing is charged.
-    const result = foreignResultEnvelope(bridge, reached ? "send-failed" : "not-sent", { ok: false, output: null, error, cost: 0 }, deps.signer, deps.maxPayloadBytes, now);
+    const result = foreignResultEnvelope(bridge, reached ? "send-failed" : "not-sent", { ok: false, output: null, error, cost: 0 }, deps, now);
     return (await writeBridges(client, [{ bridge: { ...bridge, status: "send_failed", lastState: error.code }, version: null, results: [result] }])).outbox;
   });
   if (outbox) await publish(deps, outbox);

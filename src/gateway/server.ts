@@ -37,6 +37,8 @@ import { createMetricsInterceptor } from "./request-metrics.js";
 import { WatchHub } from "./watch-hub.js";
 import { ADMIN_SERVICES, registerServices } from "./routes.js";
 import { foreignTransportsFor } from "../foreign/register-check.js";
+import { checkShardCount } from "../coordinator/shard-leases.js";
+import { isDatabaseUnavailable } from "../store/db.js";
 
 /** The parts of a runtime the gateway uses. */
 export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "busAuth" | "engine" | "publisher" | "tasks"> &
@@ -59,6 +61,12 @@ const SCRAPE_GAUGE = "switchyard_approvals_pending";
 export async function startGateway(runtime: GatewayRuntime, gatewayOptions: GatewayOptions = {}): Promise<Gateway> {
   const options = resolveGatewayOptions(gatewayOptions);
   const { logger, metrics, pool } = runtime;
+  // Starts and foreign RESULTs go to shard inboxes by SWITCHYARD_SHARD_COUNT: with another count than the
+  // coordinators recorded they would land in inboxes nobody reads. Postgres down: checked by nobody, logged.
+  await checkShardCount(pool, runtime.config.shards.count).catch((error: unknown) => {
+    if (!isDatabaseUnavailable(error)) throw error;
+    logger.warn({ err: error }, "could not check SWITCHYARD_SHARD_COUNT against the recorded shard count: the database is unreachable");
+  });
   const stopping = new AbortController();
   const tasks = new TaskService({
     pool,

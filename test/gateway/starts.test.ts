@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { streamKey } from "../../src/bus/keys.js";
 import { inboxOf } from "../../src/coordinator/shards.js";
+import { recordShardCount } from "../../src/coordinator/shard-leases.js";
+import { ErrorCode } from "../../src/errors.js";
+import { startGateway } from "../../src/gateway/server.js";
 import { StepStatus, TaskService } from "../../src/gen/switchyard/api/v1/tasks_pb.js";
 import { toValue } from "../../src/gateway/convert/values.js";
 import { waitForTasks } from "../support/wait.js";
@@ -27,6 +30,15 @@ describe("StartTask through the shard owner", () => {
   });
   afterAll(async () => {
     await fx.cleanup();
+  });
+
+  it("refuses to start with another shard count than the coordinators recorded (its starts would land in unread inboxes)", async () => {
+    await recordShardCount(fx.rt.pool, fx.rt.config.shards.count);
+    const halved = { ...fx.rt, config: { ...fx.rt.config, shards: { ...fx.rt.config.shards, count: fx.rt.config.shards.count / 2 } } };
+    await expect(startGateway(halved, { port: 0, host: "127.0.0.1" })).rejects.toMatchObject({
+      code: ErrorCode.Config,
+      message: expect.stringMatching(/^SWITCHYARD_SHARD_COUNT is 32, but this database was set up with 64 shards/),
+    });
   });
 
   it("groups concurrent starts, answers each with its own outcome, and leaves the dispatch to the owner", async () => {

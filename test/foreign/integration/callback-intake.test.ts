@@ -4,6 +4,9 @@
  * batch, outputs over the payload cap, and a tenant whose coordinator is switched off.
  */
 import { GATEWAY_SENDER } from "../../../src/bus/auth/bus-keys.js";
+import { COORDINATOR_STREAM } from "../../../src/bus/bus.js";
+import { streamKey } from "../../../src/bus/keys.js";
+import { inboxOf } from "../../../src/coordinator/shards.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { getLinkKey } from "../../../src/approvals/link-keys.js";
 import { setFlag } from "../../../src/flags/flag-store.js";
@@ -92,6 +95,9 @@ describe("A2A callback intake", () => {
       expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
       const { rows } = await rt.pool.query("SELECT count(*)::int AS n FROM outbox");
       expect(rows[0].n).toBe(0);
+      // Each RESULT went straight to the tenant's shard inbox, none through the shared one (one hop fewer).
+      expect(await rt.redis.xlen(streamKey(rt.prefix, inboxOf(ORG, rt.config.shards.count)))).toBe(hops.length);
+      expect(await rt.redis.xlen(streamKey(rt.prefix, COORDINATOR_STREAM))).toBe(0);
     });
 
     it("applies a push whose bridge changed since it was read through the locking path", async () => {
