@@ -1,8 +1,8 @@
 /**
  * Scenario (a): end-to-end workflow steps per second. A coordinator runs in this process and a harness (no-op
  * handler) in a child process, on the same Redis and Postgres. Each round creates N three-step tasks in bulk (untimed set-up), then
- * starts them all through the engine (`task_started`, one transaction per coordinator batch) and waits until
- * every task is completed. Each step is a dispatch hop (governed, audited, outbox → role:echo), a no-op handler
+ * starts them all as the gateway does (one signed `task_started` envelope per task, published to the tenant's shard
+ * inbox; the coordinator applies them in its own batches, between RESULTs) and waits until every task is completed. Each step is a dispatch hop (governed, audited, outbox → role:echo), a no-op handler
  * turn in the harness, and a result hop (RESULT → coordinator → step completed, next step dispatched).
  *
  * The clock runs from the start of the first dispatching transaction to the commit of the last step's RESULT;
@@ -42,7 +42,7 @@ async function round(ctx: ScenarioContext, system: BenchSystem, tracker: StepTra
   const cpuBefore = await sampleCpu(system.cpuSources);
   const harnessBefore = await harnessCpuMs();
   const done = await ctx.phase(`${label}: run ${steps.toLocaleString("en-US")} steps`, async () => {
-    await system.startTasks(taskIds);
+    await system.startTasksThroughOwner(taskIds);
     return pollUntil(() => tracker.completedTasks >= count, ctx.signal, 5);
   });
   const cpuAfter = await sampleCpu(system.cpuSources);
