@@ -185,6 +185,29 @@ export interface OriginConfig {
   replyDialAttempts: number;
 }
 
+/** OpenTelemetry tracing (issue 12 §3), from the standard OTEL_* variables; off unless an exporter is configured. */
+export interface TelemetryConfig {
+  /**
+   * Spans are recorded and exported: OTEL_TRACES_EXPORTER is set to something other than `none`, or
+   * OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; never with OTEL_SDK_DISABLED=true.
+   */
+  tracing: boolean;
+  /** OTEL_SERVICE_NAME; null: each process names itself (`switchyard-<role>`). */
+  serviceName: string | null;
+}
+
+/** Local services for a machine with nothing running (issue 12 §5). */
+export interface ServicesConfig {
+  /** REDIS_URL was set: an explicit URL is never replaced by an embedded service. */
+  redisUrlSet: boolean;
+  /** DATABASE_URL was set: likewise. */
+  databaseUrlSet: boolean;
+  /** SWITCHYARD_EMBEDDED_SERVICES: `auto` starts embedded services when nothing answers on the defaults; `off` never. */
+  embedded: "auto" | "off";
+  /** SWITCHYARD_DATA_DIR: where embedded services keep their data (relative to the working directory). */
+  dataDir: string;
+}
+
 export interface Config {
   redisUrl: string;
   databaseUrl: string;
@@ -201,6 +224,8 @@ export interface Config {
   remote: RemoteConfig;
   busAuth: BusAuthConfig;
   origin: OriginConfig;
+  telemetry: TelemetryConfig;
+  services: ServicesConfig;
 }
 
 export const defaultConfig: Config = {
@@ -261,6 +286,8 @@ export const defaultConfig: Config = {
     pollMs: 1_000,
   },  gateway: { host: "127.0.0.1", port: 8080, publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1024 * 1024, watchMaxPerTenant: 32, watchMaxStreams: 512 },
   metrics: { host: "127.0.0.1", port: null },
+  telemetry: { tracing: false, serviceName: null },
+  services: { redisUrlSet: false, databaseUrlSet: false, embedded: "auto", dataDir: ".switchyard" },
   checkpoints: { signingKeyPem: null, everyRows: 1000, everyMs: 60_000 },
   remote: { url: null, token: null },
   foreign: {
@@ -341,6 +368,18 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (value === "true") return true;
   if (value === "false") return false;
   throw new SwitchyardError(ErrorCode.Config, `${name} must be true or false, got ${JSON.stringify(raw)}`, { details: { variable: name } });
+}
+
+/** One of `values` (case-insensitive); unset or empty is the default. */
+function oneOf<const T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const value = raw.trim().toLowerCase();
+  const found = values.find((v) => v === value);
+  if (found === undefined) {
+    throw new SwitchyardError(ErrorCode.Config, `${name} must be one of ${values.join(", ")}, got ${JSON.stringify(raw)}`, { details: { variable: name } });
+  }
+  return found;
 }
 
 const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -430,6 +469,20 @@ export function loadConfig(env: Env = process.env): Config {
     },
     // Validated where it is used (the CLI names the flag and the variable in its error).
     remote: { url: env.SWITCHYARD_URL || null, token: env.SWITCHYARD_TOKEN || null },
+    telemetry: {
+      tracing:
+        !bool(env, "OTEL_SDK_DISABLED", false) &&
+        ((env.OTEL_TRACES_EXPORTER !== undefined && env.OTEL_TRACES_EXPORTER.trim() !== "" && env.OTEL_TRACES_EXPORTER.trim().toLowerCase() !== "none") ||
+          !!env.OTEL_EXPORTER_OTLP_ENDPOINT ||
+          !!env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT),
+      serviceName: env.OTEL_SERVICE_NAME || null,
+    },
+    services: {
+      redisUrlSet: !!env.REDIS_URL,
+      databaseUrlSet: !!env.DATABASE_URL,
+      embedded: oneOf(env, "SWITCHYARD_EMBEDDED_SERVICES", ["auto", "off"] as const, d.services.embedded),
+      dataDir: env.SWITCHYARD_DATA_DIR || d.services.dataDir,
+    },
     checkpoints: {
       signingKeyPem: env.SWITCHYARD_CHECKPOINT_KEY || null,
       everyRows: int(env, "SWITCHYARD_CHECKPOINT_EVERY_ROWS", d.checkpoints.everyRows, 1),
