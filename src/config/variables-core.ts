@@ -73,7 +73,7 @@ export const coreVariables: readonly Variable[] = [
   setting("SWITCHYARD_DEDUPE_RETENTION_MS", "coordinator.dedupeRetentionMs", integer(3_600_000), {
     group: "coordinator",
     readBy: ["coordinator"],
-    doc: "how long (ms; 7 days by default) applied envelope ids are kept to drop a redelivery (`processed_envelopes`, trimmed every 10 s)",
+    doc: "how long (ms) applied envelope ids are kept to drop a redelivery (`processed_envelopes`, trimmed every 10 s)",
   }),
   setting("SWITCHYARD_APPROVAL_TTL_MS", "coordinator.approvalTtlMs", integer(1), {
     group: "coordinator",
