@@ -106,7 +106,7 @@ export function text({ fallback }: FieldContext<string>): Field<string> {
   return { schema: withDefault(z.string(), fallback), accepts: "text", invalid: [] };
 }
 
-/** Any text, empty or not is the value (`null` when unset or empty). */
+/** Any text; unset or empty is the default (`null`: not set). */
 export function optionalText({ fallback }: FieldContext<string | null>): Field<string | null> {
   return { schema: withDefault<string | null>(z.string(), fallback), accepts: "text", invalid: [] };
 }
