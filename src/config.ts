@@ -11,7 +11,7 @@ import type { Config } from "./config/types.js";
 
 export type * from "./config/types.js";
 export { defaultConfig } from "./config/defaults.js";
-export { configProblems, type ConfigProblem } from "./config/load.js";
+export { configProblems, unknownVariables, type ConfigProblem, type UnknownVariable } from "./config/load.js";
 
 /** Reads configuration from the environment (default: `process.env`), validating every value. */
 export function loadConfig(env: Env = process.env): Config {

@@ -4,7 +4,7 @@
  */
 import type { Command } from "commander";
 import { assertRedisSafe } from "../bus/redis-check.js";
-import { loadConfig, type Config } from "../config.js";
+import { loadConfig, unknownVariables, type Config } from "../config.js";
 import { createLogger, silentLogger, type Logger } from "../logger.js";
 import { DependencyHealth } from "../dependency-health.js";
 import { untilDependenciesAnswer } from "../dependency-wait.js";
@@ -82,6 +82,9 @@ export class CliContext {
       if (this.globals.keyPrefix !== undefined) overrides.SWITCHYARD_KEY_PREFIX = this.globals.keyPrefix;
       if (this.globals.logLevel !== undefined) overrides.SWITCHYARD_LOG_LEVEL = this.globals.logLevel;
       this.loaded = loadConfig({ ...this.io.env, ...overrides });
+      for (const { name, suggestion } of unknownVariables(this.io.env)) {
+        this.note(`warning: ${name} is not a Switchyard setting and is ignored${suggestion ? ` (did you mean ${suggestion}?)` : ""}`);
+      }
     }
     return this.loaded;
   }

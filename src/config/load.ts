@@ -108,3 +108,43 @@ function configError(problems: ConfigProblem[]): SwitchyardError {
     details: { variable: problems[0]!.variable, variables: problems.map((p) => p.variable) },
   });
 }
+
+/** A `SWITCHYARD_*` variable the schema does not know, and the known name it most likely misspells. */
+export interface UnknownVariable {
+  name: string;
+  suggestion: string | undefined;
+}
+
+/**
+ * `SWITCHYARD_*` variables no setting reads: a misspelt name would otherwise be ignored without a word, and its
+ * setting silently left at the default. Other variables are not ours to judge.
+ */
+export function unknownVariables(env: Env): UnknownVariable[] {
+  const prefix = patternVariables[0].prefix;
+  return Object.keys(env)
+    .filter((name) => name.startsWith("SWITCHYARD_") && !byName.has(name) && !name.startsWith(prefix))
+    .sort()
+    .map((name) => ({ name, suggestion: closest(name) }));
+}
+
+/** The known name at the smallest edit distance, if it is close enough to be a typo (at most 3 edits). */
+function closest(name: string): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const known of byName.keys()) {
+    const distance = editDistance(name, known);
+    if (distance <= 3 && (best === undefined || distance < best.distance)) best = { name: known, distance };
+  }
+  return best?.name;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
