@@ -240,7 +240,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const running = await runningServer(pgData);
   if (running) {
     const owner = readOwner(ownerFile);
-    const adopted = !processAlive(owner) || owner === process.pid;
+    const adopted = !processAlive(owner);
     if (adopted) writeFileSync(ownerFile, `${process.pid}\n`);
     const removeHook = adopted ? stopOnExit(running.pid, "SIGINT") : () => {};
     let stopped = false;

@@ -28,8 +28,10 @@ export interface RedisServerOptions {
   dataDir: string;
   /** @defaultValue REDIS_SERVER_PORT when free, else any free port */
   port?: number;
-  /** The binary. @defaultValue the `redis-server` on PATH */
+  /** The binary. @defaultValue the `redis-server` found on `searchPath` */
   binary?: string;
+  /** Where to look for `redis-server` (PATH syntax). @defaultValue process.env.PATH */
+  searchPath?: string;
   /** @defaultValue 5 000 */
   stopGraceMs?: number;
   /** @defaultValue 30 000 */
@@ -89,7 +91,7 @@ function readRecord(file: string): ServerRecord | undefined {
 }
 
 export async function startRedisServer(options: RedisServerOptions): Promise<LocalService> {
-  const binary = options.binary ?? findRedisServer();
+  const binary = options.binary ?? findRedisServer(options.searchPath);
   if (!binary) throw new SwitchyardError(ErrorCode.Unavailable, HOW_TO_GET_REDIS, { details: { variable: "REDIS_URL" } });
   const dir = join(resolve(options.dataDir), "redis");
   const shown = join(options.displayDir ?? options.dataDir, "redis");
@@ -102,7 +104,7 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Loc
 
   const earlier = readRecord(recordFile);
   if (earlier && processAlive(earlier.pid) && (await pings(earlier.port))) {
-    const adopted = !processAlive(earlier.owner) || earlier.owner === process.pid;
+    const adopted = !processAlive(earlier.owner);
     if (adopted) writeFileSync(recordFile, JSON.stringify({ ...earlier, owner: process.pid }));
     const removeHook = adopted ? stopOnExit(earlier.pid, "SIGTERM") : () => {};
     let stopped = false;

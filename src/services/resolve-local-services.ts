@@ -39,6 +39,8 @@ export interface ResolveLocalServicesOptions {
   maxConnections?: number;
   /** How long a connect to a default or explicit address may take before it counts as "nothing answers". @defaultValue 1 000 */
   probeTimeoutMs?: number;
+  /** Where to look for `redis-server` (PATH syntax). @defaultValue process.env.PATH */
+  searchPath?: string;
   signal?: AbortSignal;
 }
 
@@ -97,7 +99,7 @@ export async function resolveLocalServices(options: ResolveLocalServicesOptions)
       const where = `${address.host}:${address.port}`;
       if (await answers(address.host, address.port, probe)) return existingService("Redis", config.redisUrl, `local server at ${where}`);
       if (!embedded) return nothingAnswers("Redis", config.redisUrl, where, "REDIS_URL", unreachable);
-      const service = await startRedisServer({ dataDir, displayDir, ...(options.signal ? { signal: options.signal } : {}) });
+      const service = await startRedisServer({ dataDir, displayDir, ...(options.searchPath !== undefined ? { searchPath: options.searchPath } : {}), ...(options.signal ? { signal: options.signal } : {}) });
       started.push(service);
       return service;
     })();
