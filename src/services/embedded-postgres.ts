@@ -248,6 +248,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       service: "PostgreSQL",
       url: urlFor(running.port, password, options.database),
       description: `embedded ${version} on 127.0.0.1:${running.port} (data in ${shown}; already running${adopted ? "" : `, started by pid ${owner}`})`,
+      embedded: true,
       owned: adopted,
       async stop() {
         if (!adopted || stopped) return;
@@ -289,6 +290,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     service: "PostgreSQL",
     url,
     description: `embedded ${version} on 127.0.0.1:${port} (data in ${shown})`,
+    embedded: true,
     owned: true,
     stop() {
       stopping ??= (async () => {

@@ -5,7 +5,7 @@
 import type { LocalService, ServiceName } from "./local-service.js";
 
 export function existingService(service: ServiceName, url: string, description: string): LocalService {
-  return { service, url, description, owned: false, stop: async () => {} };
+  return { service, url, description, embedded: false, owned: false, stop: async () => {} };
 }
 
 /** "127.0.0.1:5432" from a connection URL (no credentials, no path: safe to print). */

@@ -16,6 +16,8 @@ export interface LocalService {
    * 127.0.0.1:54329 (data in .switchyard/pg)" or "local server at 127.0.0.1:6379".
    */
   readonly description: string;
+  /** True for a server of Switchyard's own (embedded PostgreSQL, redis-server in the data folder), ours to migrate. */
+  readonly embedded: boolean;
   /** True when this process started it (or adopted one an earlier, dead process left running) and stops it. */
   readonly owned: boolean;
   /**

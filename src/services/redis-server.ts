@@ -112,6 +112,7 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Loc
       service: "Redis",
       url: `redis://127.0.0.1:${earlier.port}`,
       description: `redis-server ${version} on 127.0.0.1:${earlier.port} (no persistence; log in ${shown}; already running${adopted ? "" : `, started by pid ${earlier.owner}`})`,
+      embedded: true,
       owned: adopted,
       async stop() {
         if (!adopted || stopped) return;
@@ -145,6 +146,7 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Loc
     service: "Redis",
     url: `redis://127.0.0.1:${port}`,
     description: `redis-server ${version} on 127.0.0.1:${port} (no persistence; log in ${shown})`,
+    embedded: true,
     owned: true,
     stop() {
       stopping ??= (async () => {

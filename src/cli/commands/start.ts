@@ -16,6 +16,7 @@ import { readiness } from "../../readiness.js";
 import { installProcessGuards } from "../../process-guard.js";
 import { resolveLocalServices } from "../../services/resolve-local-services.js";
 import type { Config } from "../../config.js";
+import { migrate } from "../../store/migrate.js";
 import type { Logger } from "../../logger.js";
 
 /** How long each /readyz check of a standalone coordinator may take. */
@@ -135,8 +136,14 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
   // PostgreSQL and Redis: the configured ones, local servers, or embedded ones started here and stopped last. An
   // explicit URL that does not answer yet is waited for, like every long-running process does.
   const services = await resolveLocalServices({ config: ctx.config, cwd: ctx.io.cwd, unreachable: "wait", ...(ctx.io.signal ? { signal: ctx.io.signal } : {}) });
-  for (const service of [services.postgres, services.redis]) logger.info({ service: service.service, embedded: service.owned }, `${service.service}: ${service.description}`);
+  for (const service of [services.postgres, services.redis]) logger.info({ service: service.service, embedded: service.embedded }, `${service.service}: ${service.description}`);
   try {
+    // The embedded database is Switchyard's own: bring it to the current schema, as the demo does (any other
+    // database is migrated by its operator with `switchyard migrate`).
+    if (services.postgres.embedded) {
+      const migrated = await migrate({ connectionString: services.config.databaseUrl, createDatabase: true });
+      logger.info({ applied: migrated.applied, version: migrated.version }, "embedded database migrated");
+    }
     await runAllOn(ctx, options, roles, logger, services.config);
   } finally {
     await services.stop();
