@@ -4,6 +4,9 @@
  * behind, and the data folder can be started again with its data. One instance of each per file (initdb takes
  * seconds).
  */
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres } from "../../src/services/embedded-postgres.js";
@@ -104,5 +107,28 @@ describe("stop", () => {
     expect(kept.rows).toEqual([{ v: "still here" }]);
     redis = await startRedisServer({ dataDir: dir.path, port: await freePort(0) });
     expect(await pings(Number(new URL(redis.url).port))).toBe(true);
+  });
+});
+
+describe("a server left running by a Switchyard process that is gone", () => {
+  it("is taken over by the next start and stopped by it", async () => {
+    const own = scratchDir("adopt");
+    try {
+      const first = await startRedisServer({ dataDir: own.path, port: await freePort(0) });
+      const record = join(own.path, "redis", "server.json");
+      // Its starter "died": a pid that has exited.
+      const dead = spawnSync("true").pid;
+      writeFileSync(record, JSON.stringify({ ...JSON.parse(readFileSync(record, "utf8")), owner: dead }));
+      const next = await startRedisServer({ dataDir: own.path });
+      expect(next.url).toBe(first.url);
+      expect(next.owned).toBe(true);
+      expect(JSON.parse(readFileSync(record, "utf8")).owner).toBe(process.pid);
+      await next.stop();
+      expect(await pings(Number(new URL(next.url).port))).toBe(false);
+      expect(processesMentioning(own.path)).toEqual([]);
+      await first.stop();
+    } finally {
+      own.remove();
+    }
   });
 });
