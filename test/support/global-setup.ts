@@ -8,6 +8,7 @@ import type { TestProject } from "vitest/node";
 import { migrate } from "../../src/store/migrate.js";
 import { adminUrl, databaseUrl } from "./env.js";
 import { processAlive as alive } from "./processes.js";
+import { startTestServices } from "./test-services.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -17,10 +18,12 @@ declare module "vitest" {
 
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // First: with nothing answering and no URL set, this starts embedded services and points the env at them.
+  const stopServices = await startTestServices();
   const template = `sy_tpl_${process.pid}`;
   const admin = new pg.Client({ connectionString: adminUrl() });
-  await admin.connect();
   try {
+    await admin.connect();
     const stale = await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname ~ '^sy_(test|tpl)_[0-9]+'");
     for (const { datname } of stale.rows) {
       const pid = Number(/^sy_(?:test|tpl)_(\d+)/.exec(datname)![1]);
@@ -28,15 +31,22 @@ export default async function setup(project: TestProject): Promise<() => Promise
     }
     await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`);
     await admin.query(`CREATE DATABASE ${template}`);
+    await migrate({ connectionString: databaseUrl(template), createDatabase: false });
+  } catch (error) {
+    await stopServices();
+    throw error;
   } finally {
-    await admin.end();
+    await admin.end().catch(() => {});
   }
-  await migrate({ connectionString: databaseUrl(template), createDatabase: false });
   project.provide("templateDb", template);
   return async () => {
-    const client = new pg.Client({ connectionString: adminUrl() });
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => {});
-    await client.end();
+    try {
+      const client = new pg.Client({ connectionString: adminUrl() });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => {});
+      await client.end();
+    } finally {
+      await stopServices();
+    }
   };
 }

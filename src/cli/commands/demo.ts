@@ -13,6 +13,7 @@ import { runOrchestratorDemo } from "../demo/run-orchestrator-demo.js";
 import { runOriginDemo } from "../demo/run-origin-demo.js";
 import { ExitCode } from "../output.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { resolveLocalServices } from "../../services/resolve-local-services.js";
 
 interface DemoCommandOptions {
   tenant: string;
@@ -65,24 +66,31 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
           destination: ctx.io.stderr as NodeJS.WritableStream,
         });
         const stop = ctx.shutdownSignal((signal) => ctx.note(`received ${signal}: stopping the demo`));
+        // PostgreSQL and Redis: the configured ones, local servers, or embedded ones started (and stopped) here.
+        const services = await resolveLocalServices({ config: ctx.config, cwd: ctx.io.cwd, signal: stop.signal }).catch((error: unknown) => {
+          stop.dispose();
+          throw error;
+        });
+        const config = services.config;
         try {
+          for (const line of services.lines) ctx.print(line);
           if (scenario === "mcp") {
-            const mcp = await runMcpDemo({ config: ctx.config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
+            const mcp = await runMcpDemo({ config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!mcp.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
           if (scenario === "orchestrator") {
-            const fanOut = await runOrchestratorDemo({ config: ctx.config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
+            const fanOut = await runOrchestratorDemo({ config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!fanOut.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
           if (scenario === "origin") {
-            const origin = await runOriginDemo({ config: ctx.config, print: (line) => ctx.print(line), logger, tenant: options.tenant, timeoutMs: options.timeout * 1000, signal: stop.signal });
+            const origin = await runOriginDemo({ config, print: (line) => ctx.print(line), logger, tenant: options.tenant, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!origin.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
           const result = await runDemo({
-            config: ctx.config,
+            config,
             print: (line) => ctx.print(line),
             logger,
             tenant: options.tenant,
@@ -92,6 +100,7 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
           });
           if (!result.ok) throw new CommandExit(ExitCode.Failed);
         } finally {
+          await services.stop();
           stop.dispose();
         }
       }),

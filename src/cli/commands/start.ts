@@ -14,6 +14,10 @@ import { EXAMPLE_ROLES, startDevStack } from "../dev-stack.js";
 import { startMetricsServer, type MetricsServer } from "../../metrics/metrics-server.js";
 import { readiness } from "../../readiness.js";
 import { installProcessGuards } from "../../process-guard.js";
+import { resolveLocalServices } from "../../services/resolve-local-services.js";
+import type { Config } from "../../config.js";
+import { migrate } from "../../store/migrate.js";
+import type { Logger } from "../../logger.js";
 
 /** How long each /readyz check of a standalone coordinator may take. */
 const READINESS_TIMEOUT_MS = 2_000;
@@ -129,8 +133,26 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
     });
   }
   const logger = ctx.createLogger("switchyard");
+  // PostgreSQL and Redis: the configured ones, local servers, or embedded ones started here and stopped last. An
+  // explicit URL that does not answer yet is waited for, like every long-running process does.
+  const services = await resolveLocalServices({ config: ctx.config, cwd: ctx.io.cwd, unreachable: "wait", ...(ctx.io.signal ? { signal: ctx.io.signal } : {}) });
+  for (const service of [services.postgres, services.redis]) logger.info({ service: service.service, embedded: service.embedded }, `${service.service}: ${service.description}`);
+  try {
+    // The embedded database is Switchyard's own: bring it to the current schema, as the demo does (any other
+    // database is migrated by its operator with `switchyard migrate`).
+    if (services.postgres.embedded) {
+      const migrated = await migrate({ connectionString: services.config.databaseUrl, createDatabase: true });
+      logger.info({ applied: migrated.applied, version: migrated.version }, "embedded database migrated");
+    }
+    await runAllOn(ctx, options, roles, logger, services.config);
+  } finally {
+    await services.stop();
+  }
+}
+
+async function runAllOn(ctx: CliContext, options: AllOptions, roles: string[], logger: Logger, config: Config): Promise<void> {
   const stack = await startDevStack({
-    config: ctx.config,
+    config,
     logger,
     roles,
     waitForDependencies: true,
@@ -139,12 +161,12 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
     ...(options.gateway
       ? {
           gateway: {
-            port: options.port ?? ctx.config.gateway.port,
-            host: options.host ?? ctx.config.gateway.host,
-            readMaxBytes: ctx.config.gateway.maxBodyBytes,
-            watchMaxPerTenant: ctx.config.gateway.watchMaxPerTenant,
-            watchMaxStreams: ctx.config.gateway.watchMaxStreams,
-            shutdownGraceMs: ctx.config.harness.shutdownGraceMs,
+            port: options.port ?? config.gateway.port,
+            host: options.host ?? config.gateway.host,
+            readMaxBytes: config.gateway.maxBodyBytes,
+            watchMaxPerTenant: config.gateway.watchMaxPerTenant,
+            watchMaxStreams: config.gateway.watchMaxStreams,
+            shutdownGraceMs: config.harness.shutdownGraceMs,
           },
         }
       : {}),
