@@ -39,8 +39,8 @@ describe("a FOREIGN result's undelivered fact", () => {
     expect(undeliveredOf(foreignResultId("br-1", "final"), gateway)).toBeUndefined();
     expect(undeliveredOf(foreignResultId("br-1", "not-sent"), gateway, true)).toBeUndefined();
   });
-  it("is not set when a worker (or anyone but the gateway) uses such an id", () => {
-    expect(undeliveredOf(foreignResultId("br-1", "not-sent"), { kind: "queue", endpoint: "role:one" })).toBeUndefined();
+  it("is not set when anyone but the gateway uses such an id; a worker's is refused whole (its ids are UUIDs)", () => {
+    expect(() => undeliveredOf(foreignResultId("br-1", "not-sent"), { kind: "queue", endpoint: "role:one" })).toThrow(/from role:one is not a UUID/);
     expect(undeliveredOf(foreignResultId("br-1", "not-sent"), { kind: "coordinator" })).toBeUndefined();
   });
 });
