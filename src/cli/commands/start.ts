@@ -2,18 +2,13 @@
  * `switchyard start coordinator|harness|all` — the long-running processes. Each logs JSON lines to stdout and
  * stops gracefully on SIGINT/SIGTERM; a second signal exits at once with 130.
  */
-import { createCoordinator } from "../../coordinator-process.js";
-import { consumerName } from "../../bus/keys.js";
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { runHarnessProcess } from "../../harness/process.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
-import { EXAMPLE_ROLES, startDevStack } from "../dev-stack.js";
-import { startMetricsServer, type MetricsServer } from "../../metrics/metrics-server.js";
-import { readiness } from "../../readiness.js";
-import { installProcessGuards } from "../../process-guard.js";
+import { EXAMPLE_ROLES } from "../example-handlers.js";
+import type { MetricsServer } from "../../metrics/metrics-server.js";
 
 /** How long each /readyz check of a standalone coordinator may take. */
 const READINESS_TIMEOUT_MS = 2_000;
@@ -31,6 +26,11 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .option("--consumer <name>", "consumer name in the coordinator group (default: host-pid-random)")
     .action(
       run(async (ctx, options: { consumer?: string }) => {
+        const { createCoordinator } = await import("../../coordinator-process.js");
+        const { consumerName } = await import("../../bus/keys.js");
+        const { startMetricsServer } = await import("../../metrics/metrics-server.js");
+        const { readiness } = await import("../../readiness.js");
+        const { installProcessGuards } = await import("../../process-guard.js");
         const logger = ctx.createLogger("switchyard-coordinator");
         const { config } = ctx;
         const consumer = options.consumer ?? consumerName("coordinator");
@@ -77,6 +77,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .option("--concurrency <n>", "handlers running at once", intOption(1), 10)
     .action(
       run(async (ctx, options: { role?: string; team?: string; handler: string; concurrency: number }) => {
+        const { runHarnessProcess } = await import("../../harness/process.js");
         if ((options.role === undefined) === (options.team === undefined)) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "pass exactly one of --role or --team", { details: { path: "--role" } });
         }
@@ -128,6 +129,7 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
       details: { path: "--roles" },
     });
   }
+  const [{ startDevStack }, { installProcessGuards }] = await Promise.all([import("../dev-stack.js"), import("../../process-guard.js")]);
   const logger = ctx.createLogger("switchyard");
   const stack = await startDevStack({
     config: ctx.config,
