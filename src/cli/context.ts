@@ -146,7 +146,7 @@ export class CliContext {
 
   /** The full runtime (Postgres, Redis, bus, engine, task service) for one command; always closed. */
   async withRuntime<T>(fn: (runtime: Runtime) => Promise<T>, options: RuntimeOptions = {}): Promise<T> {
-    const runtime = await openRuntime(this.config, { logger: this.modules.logger.silentLogger, poolSize: 2, ...options });
+    const runtime = await openRuntime(this.config, { logger: this.modules.logger.silentLogger, poolSize: 2, longRunning: false, ...options });
     try {
       return await fn(runtime);
     } finally {
