@@ -139,6 +139,19 @@ describe("compiled CLI: help and version", () => {
   });
 });
 
+describe("compiled CLI: handler modules", () => {
+  it("loads a JavaScript handler as is, and a TypeScript one through tsx when tsx is installed (a checkout)", async () => {
+    const process = pathToFileURL(join(ROOT, "dist", "src", "harness", "process.js")).href;
+    const script = `const { loadHandler } = await import(${JSON.stringify(process)});
+      const js = await loadHandler("dist/examples/handlers/echo.js");
+      const ts = await loadHandler("examples/handlers/echo.ts");
+      process.stdout.write(JSON.stringify([typeof js, typeof ts, js === ts]));`;
+    const run = await node(["--input-type=module", "-e", script]);
+    expect(run.stderr).toBe("");
+    expect(JSON.parse(run.stdout)).toEqual(["function", "function", false]);
+  });
+});
+
 describe("compiled CLI: not built", () => {
   it("the bin says in one line that dist/ is missing and names npm run build", async () => {
     // A copy of the bin in a directory without dist/: what a checkout looks like before its first build.
