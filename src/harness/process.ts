@@ -101,7 +101,8 @@ async function importHandlerModule(absolute: string): Promise<{ default?: unknow
       });
     }
     tsx.register();
-    return (await import(url)) as { default?: unknown };
+    // Node keeps the failed import of `url` in its module map; the query makes the retry a fresh load.
+    return (await import(`${url}?typescript`)) as { default?: unknown };
   }
 }
 

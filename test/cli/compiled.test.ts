@@ -150,6 +150,24 @@ describe("compiled CLI: handler modules", () => {
     expect(run.stderr).toBe("");
     expect(JSON.parse(run.stdout)).toEqual(["function", "function", false]);
   });
+
+  it("without tsx (the image, an installed package) a TypeScript handler is a CONFIG error that says to compile it", async () => {
+    // A resolve hook that hides tsx, as `npm ci --omit=dev` does.
+    const hooks = `export async function resolve(specifier, context, next) {
+      if (specifier === "tsx" || specifier.startsWith("tsx/")) throw Object.assign(new Error("Cannot find package 'tsx'"), { code: "ERR_MODULE_NOT_FOUND" });
+      return next(specifier, context);
+    }`;
+    const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`;
+    const process = pathToFileURL(join(ROOT, "dist", "src", "harness", "process.js")).href;
+    const script = `const { loadHandler } = await import(${JSON.stringify(process)});
+      try { await loadHandler("examples/handlers/echo.ts"); process.stdout.write("loaded"); }
+      catch (error) { process.stdout.write(JSON.stringify({ code: error.code, message: error.message })); }`;
+    const run = await node(["--import", `data:text/javascript,${encodeURIComponent(register)}`, "--input-type=module", "-e", script]);
+    expect(JSON.parse(run.stdout)).toEqual({
+      code: "CONFIG",
+      message: `handler module ${join(ROOT, "examples/handlers/echo.ts")} is TypeScript and tsx is not installed: compile the handler to JavaScript (tsc) and pass the .js file`,
+    });
+  });
 });
 
 describe("compiled CLI: not built", () => {
