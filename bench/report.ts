@@ -57,6 +57,8 @@ export const TARGETS: readonly Target[] = [
     check: (v) => (v.has("shard_takeover_ms") && v.has("lease_ttl_ms") ? v.get("shard_takeover_ms")! <= v.get("lease_ttl_ms")! + 1_000 : undefined),
   },
   atMost("soak_rss_growth_pct", 10),
+  atMost("cli_help_ms", 400),
+  atMost("cli_task_start_ms", 600),
 ];
 
 export function formatNumber(n: number): string {

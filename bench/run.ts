@@ -9,6 +9,7 @@ import pg from "pg";
 import { Redis } from "ioredis";
 import { loadConfig } from "../src/config.js";
 import { bullmqScenario } from "./bullmq.js";
+import { cliStartupScenario } from "./cli-startup.js";
 import { rawRelayScenario } from "./raw-relay.js";
 import { endToEndScenario } from "./scenarios/end-to-end.js";
 import { governedHopsScenario } from "./scenarios/governed-hops.js";
@@ -46,8 +47,10 @@ import {
  *   (g) 2 coordinator processes vs 1, takeover → `hops_per_s_2_coordinators`, `hops_per_s_1_coordinator` (hops/s),
  *                                                `shard_takeover_ms`, `lease_ttl_ms` (ms)               scale-out
  *   (h) soak, opt-in (`--only soak`)           → `soak_rss_growth_pct` (%)              soak
+ *   one compiled `switchyard` process           → `cli_help_ms`, `cli_task_start_ms`,   cli-startup
+ *                                                  `cli_version_ms`, `node_startup_ms` (ms)
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, soakScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, cliStartupScenario, soakScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the

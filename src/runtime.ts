@@ -31,9 +31,9 @@ import { createPool, type Pool } from "./store/db.js";
 import { assertSchemaCurrent } from "./store/migrate.js";
 import { WorkflowCache } from "./store/workflow-store.js";
 import { createA2ADispatcher } from "./foreign/dispatcher.js";
-import { createA2AForeign, type A2AForeign, type BackgroundJob } from "./foreign/a2a-foreign.js";
+import type { A2AForeign, BackgroundJob } from "./foreign/a2a-foreign.js";
 import { createSecretCipher } from "./vault/secret-cipher.js";
-import { createReplySender, type ReplySender } from "./replies/reply-sender.js";
+import type { ReplySender } from "./replies/reply-sender.js";
 import { createDisabledReplySender } from "./replies/disabled-sender.js";
 
 export interface Runtime {
@@ -98,6 +98,14 @@ export interface RuntimeOptions {
   devBusSecret?: boolean;
   /** Check the schema version and Redis eviction policy first. @defaultValue true */
   checks?: boolean;
+  /**
+   * Build the parts only a running process uses: the A2A sender, sweep and callback deps (`a2a`, `foreignJobs`)
+   * and the reply sender that dials origin replies. A one-shot CLI command (`task start`, `task cancel`) sets
+   * false: it runs no background job, and their modules (the A2A and MCP SDKs, the forge clients) are then never
+   * loaded, which is most of its start-up time. Then `a2a` is undefined and `replies` dials nothing.
+   * @defaultValue true
+   */
+  longRunning?: boolean;
   clock?: () => number;
   /** The process's dependency tracker, when it outlives this runtime (a start-up that retries). @defaultValue a new one */
   health?: DependencyHealth;
@@ -179,14 +187,20 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   });
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
   const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes, replyDeadlineMs: replyDeadlineMs(config) });
-  if (!options.foreign) a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
-  replies = createRuntimeReplySender(config, pool, logger, metrics, health, options.replies ?? flags, options.clock);
+  const longRunning = options.longRunning ?? true;
+  if (!options.foreign && longRunning) {
+    const { createA2AForeign } = await import("./foreign/a2a-foreign.js");
+    a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
+  }
+  replies = longRunning
+    ? await createRuntimeReplySender(config, pool, logger, metrics, health, options.replies ?? flags, options.clock)
+    : createDisabledReplySender({ pool, logger });
   // The engine kicks after a commit that made reply rows pending; a caller's own sender (tests) wins.
   if (!options.replySender) replyKicks.attach(replies);
   return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], replyKicks, replies, close };
 }
 
-function createRuntimeReplySender(
+async function createRuntimeReplySender(
   config: Config,
   pool: Pool,
   logger: Logger,
@@ -194,9 +208,10 @@ function createRuntimeReplySender(
   health: DependencyHealth,
   switches: ReplySwitch,
   clock: (() => number) | undefined,
-): ReplySender {
+): Promise<ReplySender> {
   const cipher = createSecretCipher(config.origin.encryptionKeys);
   if (!cipher) return createDisabledReplySender({ pool, logger });
+  const { createReplySender } = await import("./replies/reply-sender.js");
   return createReplySender({
     pool,
     cipher,

@@ -14,6 +14,6 @@ export function createActionRunner(io: CliIo): ActionRunner {
   return (impl) =>
     async (...args) => {
       const command = args.at(-1) as Command;
-      await impl(CliContext.of(io, command), ...args.slice(0, -1));
+      await impl(await CliContext.of(io, command), ...args.slice(0, -1));
     };
 }

@@ -3,17 +3,17 @@
  * and helpers that open and always close the connections a command needs.
  */
 import type { Command } from "commander";
-import { assertRedisSafe } from "../bus/redis-check.js";
-import { loadConfig, unknownVariables, type Config } from "../config.js";
-import { createLogger, silentLogger, type Logger } from "../logger.js";
-import { DependencyHealth } from "../dependency-health.js";
-import { untilDependenciesAnswer } from "../dependency-wait.js";
-import { createMetrics } from "../metrics.js";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
-import { createPool, type Pool } from "../store/db.js";
-import { assertSchemaCurrent } from "../store/migrate.js";
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import type { Runtime, RuntimeOptions } from "../runtime.js";
+import type { Pool } from "../store/db.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { ExitCode, jsonLine } from "./output.js";
+
+// Every implementation module (pg, ioredis, the runtime) is imported when a command needs it, never here: this
+// file is loaded by every command's registration, so `switchyard --help` would otherwise pay for all of them.
+type ConfigModule = typeof import("../config.js");
+type LoggerModule = typeof import("../logger.js");
 
 export interface TextSink {
   write(text: string): unknown;
@@ -67,10 +67,13 @@ export class CliContext {
   constructor(
     readonly io: CliIo,
     private readonly globals: GlobalOptions,
+    private readonly modules: { config: ConfigModule; logger: LoggerModule },
   ) {}
 
-  static of(io: CliIo, command: Command): CliContext {
-    return new CliContext(io, command.optsWithGlobals<GlobalOptions>());
+  /** The context of one running command; loads the configuration and logging modules its sync getters use. */
+  static async of(io: CliIo, command: Command): Promise<CliContext> {
+    const [config, logger] = await Promise.all([import("../config.js"), import("../logger.js")]);
+    return new CliContext(io, command.optsWithGlobals<GlobalOptions>(), { config, logger });
   }
 
   /** The configuration: environment first, then the global flags on top (validated the same way). */
@@ -81,8 +84,8 @@ export class CliContext {
       if (this.globals.redisUrl !== undefined) overrides.REDIS_URL = this.globals.redisUrl;
       if (this.globals.keyPrefix !== undefined) overrides.SWITCHYARD_KEY_PREFIX = this.globals.keyPrefix;
       if (this.globals.logLevel !== undefined) overrides.SWITCHYARD_LOG_LEVEL = this.globals.logLevel;
-      this.loaded = loadConfig({ ...this.io.env, ...overrides });
-      for (const { name, suggestion } of unknownVariables(this.io.env)) {
+      this.loaded = this.modules.config.loadConfig({ ...this.io.env, ...overrides });
+      for (const { name, suggestion } of this.modules.config.unknownVariables(this.io.env)) {
         this.note(`warning: ${name} is not a Switchyard setting and is ignored${suggestion ? ` (did you mean ${suggestion}?)` : ""}`);
       }
     }
@@ -127,11 +130,12 @@ export class CliContext {
 
   /** Structured JSON logs on stdout, for the long-running processes. */
   createLogger(name = "switchyard"): Logger {
-    return createLogger({ level: this.config.logLevel, name, destination: this.io.stdout as NodeJS.WritableStream });
+    return this.modules.logger.createLogger({ level: this.config.logLevel, name, destination: this.io.stdout as NodeJS.WritableStream });
   }
 
   /** A small pool for one command, checked against the schema version; always closed. */
   async withPool<T>(fn: (pool: Pool) => Promise<T>): Promise<T> {
+    const [{ createPool }, { assertSchemaCurrent }] = await Promise.all([import("../store/db.js"), import("../store/migrate.js")]);
     const pool = createPool({ connectionString: this.config.databaseUrl, max: 2, applicationName: "switchyard-cli" });
     try {
       // A plain query first: the schema check reads a failed query as "no schema", which hides an unreachable server.
@@ -145,7 +149,7 @@ export class CliContext {
 
   /** The full runtime (Postgres, Redis, bus, engine, task service) for one command; always closed. */
   async withRuntime<T>(fn: (runtime: Runtime) => Promise<T>, options: RuntimeOptions = {}): Promise<T> {
-    const runtime = await openRuntime(this.config, { logger: silentLogger, poolSize: 2, ...options });
+    const runtime = await openRuntime(this.config, { logger: this.modules.logger.silentLogger, poolSize: 2, longRunning: false, ...options });
     try {
       return await fn(runtime);
     } finally {
@@ -194,7 +198,18 @@ export class CliContext {
  * database as "schema behind, run migrate", while a plain query first makes that "cannot connect".
  */
 export async function openRuntime(config: Config, options: RuntimeOptions & { waitForDependencies?: boolean } = {}): Promise<Runtime> {
+  const [{ createRuntime }, { assertSchemaCurrent }, { assertRedisSafe }] = await Promise.all([
+    import("../runtime.js"),
+    import("../store/migrate.js"),
+    import("../bus/redis-check.js"),
+  ]);
   if (options.waitForDependencies) {
+    const [{ silentLogger }, { createMetrics }, { DependencyHealth }, { untilDependenciesAnswer }] = await Promise.all([
+      import("../logger.js"),
+      import("../metrics.js"),
+      import("../dependency-health.js"),
+      import("../dependency-wait.js"),
+    ]);
     // Long-running processes: an unreachable Postgres or Redis at start-up is waited out (see dependency-wait.ts).
     // One tracker and one registry for every attempt, so an outage at start-up is logged once, not per attempt.
     const { waitForDependencies: _, ...rest } = options;

@@ -4,8 +4,6 @@
  * processes (`start coordinator`, `start harness`).
  */
 import { createCoordinator } from "../coordinator-process.js";
-import { fileURLToPath } from "node:url";
-import { join } from "node:path";
 import type { Config } from "../config.js";
 import { Coordinator } from "../coordinator/coordinator.js";
 import { createHarness, type Harness } from "../harness/harness.js";
@@ -18,10 +16,9 @@ import { openRuntime } from "./context.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
 import { replyDeadlineMs } from "../replies/reply-limits.js";
 
-/** Roles served by `examples/handlers/<role>.ts`. */
-export const EXAMPLE_ROLES = ["researcher", "analyst", "writer", "publisher", "echo", "orchestrator", "critic"] as const;
+import { exampleHandlerPath } from "./example-handlers.js";
 
-export const EXAMPLE_HANDLERS_DIR = fileURLToPath(new URL("../../examples/handlers/", import.meta.url));
+export { EXAMPLE_ROLES } from "./example-handlers.js";
 
 export interface DevStackOptions {
   config: Config;
@@ -57,7 +54,7 @@ export interface DevStack {
 export async function startDevStack(options: DevStackOptions): Promise<DevStack> {
   const { config, logger } = options;
   // Load every handler before connecting anything: a broken example fails fast and leaves nothing open.
-  const handlers = await Promise.all(options.roles.map((role) => loadHandler(join(EXAMPLE_HANDLERS_DIR, `${role}.ts`))));
+  const handlers = await Promise.all(options.roles.map((role) => loadHandler(exampleHandlerPath(role))));
   // One process publishes and verifies everything, so without SWITCHYARD_BUS_SECRET a random one serves.
   const runtime = await openRuntime(config, { logger, poolSize: 10, devBusSecret: true, waitForDependencies: options.waitForDependencies ?? false });
   const coordinator = createCoordinator(runtime, { consumer: options.consumer, logger });

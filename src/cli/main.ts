@@ -5,6 +5,11 @@
  * runs one invocation and returns its exit code without exiting, so tests run it in-process; executed directly
  * (`tsx src/cli/main.ts …`, `npm run switchyard -- …`, bin/switchyard.js) it sets `process.exitCode` and lets the
  * process end by itself once every connection is closed.
+ *
+ * Registering the commands is cheap on purpose: a commands/ file imports only commander and the small helpers
+ * (args, output, context, remote/session); whatever an action needs (pg, ioredis, the runtime, Connect, the A2A
+ * SDK) it imports when it runs. So `--help`, `--version` and a usage error load none of it; `bin/switchyard.js`
+ * runs the compiled form of this file (dist/src/cli/main.js). test/cli/compiled.test.ts holds both to that.
  */
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -30,6 +35,7 @@ import { registerTaskCommands } from "./commands/task.js";
 import { registerTenantCommands } from "./commands/tenant.js";
 import { registerVaultCommands } from "./commands/vault.js";
 import { registerWorkflowCommands } from "./commands/workflow.js";
+import { packageVersion } from "./version.js";
 import { ExitCode, exitCodeFor, formatErrorJson, formatErrorLine, toCliError } from "./output.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 
@@ -47,6 +53,7 @@ export function buildProgram(io: CliIo = defaultIo()): Command {
     .option("--log-level <level>", "log level of the long-running processes (overrides SWITCHYARD_LOG_LEVEL)")
     .option("--url <url>", "send tenant commands to this gateway instead of the database (overrides SWITCHYARD_URL)")
     .option("--token <key>", "API key for --url (overrides SWITCHYARD_TOKEN)")
+    .version(packageVersion(), "-V, --version", "print the version of switchyard")
     // Subcommands inherit these two settings, so they must be set before any command is added.
     .exitOverride()
     .configureOutput({

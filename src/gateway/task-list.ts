@@ -9,8 +9,9 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
 import { parseWorkflowRef } from "../store/workflow-store.js";
 
-export const DEFAULT_TASK_PAGE_SIZE = 50;
-export const MAX_TASK_PAGE_SIZE = 500;
+import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "./task-page.js";
+
+export { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "./task-page.js";
 
 export interface TaskListFilter {
   /** Empty or absent: every status. */

@@ -62,8 +62,9 @@ export async function loadHandler(handlerPath: string, cwd: string = process.cwd
   const absolute = resolvePath(cwd, handlerPath);
   let module: { default?: unknown };
   try {
-    module = (await import(pathToFileURL(absolute).href)) as { default?: unknown };
+    module = await importHandlerModule(absolute);
   } catch (error) {
+    if (error instanceof SwitchyardError) throw error;
     throw new SwitchyardError(ErrorCode.Config, `cannot load handler module ${absolute}: ${(error as Error).message ?? String(error)}`, {
       cause: error,
       details: { handlerPath: absolute },
@@ -77,6 +78,32 @@ export async function loadHandler(handlerPath: string, cwd: string = process.cwd
     );
   }
   return module.default as Handler;
+}
+
+/**
+ * Imports the module. The CLI runs compiled JavaScript, so plain Node cannot import a TypeScript handler: in a
+ * checkout (tsx is a dev dependency) tsx is registered for it on first need; where tsx is not installed (the
+ * image, an installed package) the error says to compile the handler.
+ */
+async function importHandlerModule(absolute: string): Promise<{ default?: unknown }> {
+  const url = pathToFileURL(absolute).href;
+  try {
+    return (await import(url)) as { default?: unknown };
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== "ERR_UNKNOWN_FILE_EXTENSION" || !/\.[cm]?ts$/.test(absolute)) throw error;
+    let tsx: { register(): unknown };
+    try {
+      tsx = (await import("tsx/esm/api")) as { register(): unknown };
+    } catch {
+      throw new SwitchyardError(ErrorCode.Config, `handler module ${absolute} is TypeScript and tsx is not installed: compile the handler to JavaScript (tsc) and pass the .js file`, {
+        cause: error,
+        details: { handlerPath: absolute },
+      });
+    }
+    tsx.register();
+    // Node keeps the failed import of `url` in its module map; the query makes the retry a fresh load.
+    return (await import(`${url}?typescript`)) as { default?: unknown };
+  }
 }
 
 function describe(value: unknown): string {

@@ -12,9 +12,9 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
 import { getWorkflow } from "../store/workflow-store.js";
 import { requireCipher, type SecretCipher } from "../vault/secret-cipher.js";
+import { INGEST_SOURCES, type IngestSource } from "./sources.js";
 
-export type IngestSource = "github" | "gitea" | "slack" | "cairn" | "generic";
-export const INGEST_SOURCES: readonly IngestSource[] = ["github", "gitea", "slack", "cairn", "generic"];
+export { INGEST_SOURCES, ingestUrl, type IngestSource } from "./sources.js";
 
 /** How long a rotated-out secret still verifies. */
 export const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
@@ -75,11 +75,6 @@ function toEndpoint(row: Row): IngestEndpoint {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
-}
-
-/** Where a provider posts deliveries for an endpoint (`publicUrl`: config.gateway.publicUrl). */
-export function ingestUrl(publicUrl: string, id: string): string {
-  return `${publicUrl.replace(/\/+$/, "")}/api/v1/ingest/${id}`;
 }
 
 export function sealAad(endpointId: string): string {

@@ -14,10 +14,10 @@ describe("unknown SWITCHYARD_* variables", () => {
     expect(loadConfig(env).logLevel).toBe("warn");
   });
 
-  it("are warned about on the CLI's stderr once the configuration is read", () => {
+  it("are warned about on the CLI's stderr once the configuration is read", async () => {
     const stderr: string[] = [];
     const io = defaultIo({ env: { SWITCHYARD_HEARTBEAT: "500" }, stdout: { write: () => true }, stderr: { write: (text: string) => stderr.push(text) } });
-    const context = new CliContext(io, {});
+    const context = new CliContext(io, {}, { config: await import("../../src/config.js"), logger: await import("../../src/logger.js") });
     expect(context.config.harness.heartbeatMs).toBe(10_000);
     expect(stderr).toEqual(["warning: SWITCHYARD_HEARTBEAT is not a Switchyard setting and is ignored (did you mean SWITCHYARD_HEARTBEAT_MS?)\n"]);
     void context.config;

@@ -4,7 +4,7 @@
  */
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { createApiKey, listApiKeys, revokeApiKey, type ApiKeyRecord, type NewApiKey } from "../../tenancy/api-keys.js";
+import type { ApiKeyRecord, NewApiKey } from "../../tenancy/api-keys.js";
 import { uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
@@ -47,6 +47,7 @@ export function registerApiKeyCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; admin?: boolean; name: string; json?: boolean }) => {
+        const { createApiKey } = await import("../../tenancy/api-keys.js");
         if ((options.tenant === undefined) === !options.admin) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "pass exactly one of --tenant T or --admin", { details: { path: "--tenant" } });
         }
@@ -66,6 +67,7 @@ export function registerApiKeyCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the key as JSON")
     .action(
       run(async (ctx, id: string, options: { json?: boolean }) => {
+        const { revokeApiKey } = await import("../../tenancy/api-keys.js");
         const key = await ctx.withPool((pool) => revokeApiKey(pool, id));
         if (options.json) return ctx.printJson(apiKeyJson(key));
         ctx.print(`revoked key ${key.id} (${key.prefix}…, "${key.name}") at ${formatTime(key.revokedAt)}`);
@@ -80,6 +82,7 @@ export function registerApiKeyCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
+        const { listApiKeys } = await import("../../tenancy/api-keys.js");
         const keys = await ctx.withPool((pool) => listApiKeys(pool, options.tenant !== undefined ? { orgId: options.tenant } : {}));
         if (options.json) return ctx.printJson({ apiKeys: keys.map(apiKeyJson) });
         ctx.print(

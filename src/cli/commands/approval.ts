@@ -4,7 +4,6 @@
  */
 import { InvalidArgumentError, type Command } from "commander";
 import type { ApprovalRow } from "../../coordinator/approval-store.js";
-import { createApprovalLinks, listLinkKeys, retireLinkKey, rotateLinkKey } from "../../approvals/link-signing.js";
 import type { Config } from "../../config.js";
 import { requireTenant, secondsOption, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
@@ -117,6 +116,7 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, id: string, options: { tenant: string; baseUrl?: string; ttl?: number; json?: boolean }) => {
+        const { createApprovalLinks } = await import("../../approvals/link-signing.js");
         const tenant = requireTenant(options.tenant);
         const baseUrl = options.baseUrl ?? publicUrl(ctx.config);
         const links = await ctx.withPool((pool) =>
@@ -141,6 +141,7 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; json?: boolean }) => {
+        const { listLinkKeys } = await import("../../approvals/link-signing.js");
         const tenant = requireTenant(options.tenant);
         const keys = await ctx.withPool((pool) => listLinkKeys(pool, tenant));
         if (options.json) return ctx.printJson({ keys });
@@ -166,6 +167,7 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; json?: boolean }) => {
+        const { rotateLinkKey } = await import("../../approvals/link-signing.js");
         const tenant = requireTenant(options.tenant);
         const kid = await ctx.withPool((pool) => rotateLinkKey(pool, tenant));
         if (options.json) return ctx.printJson({ kid });
@@ -187,6 +189,7 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, kid: string, options: { tenant: string; json?: boolean }) => {
+        const { retireLinkKey } = await import("../../approvals/link-signing.js");
         const tenant = requireTenant(options.tenant);
         const retired = await ctx.withPool((pool) => retireLinkKey(pool, tenant, kid));
         if (options.json) return ctx.printJson(retired);

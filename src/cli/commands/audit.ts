@@ -7,9 +7,8 @@ import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
 import type { AuditRow } from "../../domain.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { activeSigningKey, listCheckpointKeys, parseOperatorKey, rotateCheckpointKey } from "../../governance/checkpoint-keys.js";
 import type { VerifyWithCheckpointsResult } from "../../governance/checkpoint-verify.js";
-import { exportCheckpoints, listCheckpoints, parseCheckpointLines, signHead, type Checkpoint, type ExportedCheckpoint } from "../../governance/checkpoints.js";
+import type { Checkpoint, ExportedCheckpoint } from "../../governance/checkpoints.js";
 import { inFile, intOption, readInputFile, requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";
@@ -40,6 +39,7 @@ export function registerAuditCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; checkpoints?: string; json?: boolean }) => {
+        const { parseCheckpointLines } = await import("../../governance/checkpoints.js");
         const file = options.checkpoints !== undefined ? await readInputFile(ctx.io.cwd, options.checkpoints) : undefined;
         let fromFile: ExportedCheckpoint[] | undefined;
         try {
@@ -79,6 +79,8 @@ export function registerAuditCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; keyFile?: string; json?: boolean }) => {
+        const { activeSigningKey, parseOperatorKey } = await import("../../governance/checkpoint-keys.js");
+        const { signHead } = await import("../../governance/checkpoints.js");
         const tenant = requireTenant(options.tenant);
         const operatorKey = options.keyFile !== undefined ? parseOperatorKey((await readInputFile(ctx.io.cwd, options.keyFile)).text) : undefined;
         const outcome = await ctx.withPool(async (pool) => {
@@ -154,6 +156,7 @@ function registerCheckpointCommands(audit: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; json?: boolean }) => {
+        const { listCheckpoints } = await import("../../governance/checkpoints.js");
         const tenant = requireTenant(options.tenant);
         const rows = await ctx.withPool((pool) => listCheckpoints(pool, tenant));
         if (options.json) return ctx.printJson({ checkpoints: rows });
@@ -174,6 +177,7 @@ function registerCheckpointCommands(audit: Command, run: ActionRunner): void {
     .option("--out <file>", "write to this file instead of stdout")
     .action(
       run(async (ctx, options: { tenant?: string; out?: string }) => {
+        const { exportCheckpoints } = await import("../../governance/checkpoints.js");
         const tenant = options.tenant !== undefined ? requireTenant(options.tenant) : undefined;
         const text = await ctx.withPool((pool) => exportCheckpoints(pool, tenant));
         if (options.out === undefined) {
@@ -203,6 +207,7 @@ function registerCheckpointCommands(audit: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
+        const { rotateCheckpointKey } = await import("../../governance/checkpoint-keys.js");
         const kid = await ctx.withPool((pool) => rotateCheckpointKey(pool));
         if (options.json) return ctx.printJson({ kid });
         ctx.print(`new checkpoint signing key ${kid}; earlier keys are retired and still verify their checkpoints`);
@@ -220,6 +225,7 @@ function registerCheckpointCommands(audit: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
+        const { listCheckpointKeys } = await import("../../governance/checkpoint-keys.js");
         const keys = await ctx.withPool((pool) => listCheckpointKeys(pool));
         if (options.json) return ctx.printJson({ keys });
         ctx.print(

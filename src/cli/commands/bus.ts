@@ -2,7 +2,7 @@
  * `switchyard bus key` — derives the bus key of one publisher identity for an operator to hand to that process.
  */
 import type { Command } from "commander";
-import { derivePublisherKey, formatPublisherKey, GATEWAY_SENDER } from "../../bus/auth/bus-keys.js";
+import { GATEWAY_SENDER } from "../../bus/auth/bus-keys.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import type { ActionRunner } from "../action.js";
 
@@ -24,6 +24,7 @@ export function registerBusCommands(program: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { sender: string; kid?: string; json?: boolean }) => {
+        const { derivePublisherKey, formatPublisherKey } = await import("../../bus/auth/bus-keys.js");
         const secrets = ctx.config.busAuth.secrets;
         if (secrets.length === 0) {
           throw new SwitchyardError(ErrorCode.Config, "SWITCHYARD_BUS_SECRET is not set: bus keys are derived from it", { details: { path: "SWITCHYARD_BUS_SECRET" } });

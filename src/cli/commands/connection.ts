@@ -11,7 +11,6 @@ import type { ConnectionRecord } from "../../vault/connection-record.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
 import { formatTable } from "../output.js";
-import { withConnectionApi } from "../remote/connection-api.js";
 import { readSecretFromStdin, refuseSecretFlag } from "../secret-input.js";
 
 const TENANT_HELP = "tenant id (with --url the API key decides it)";
@@ -91,6 +90,7 @@ export function registerConnectionCommands(program: Command, run: ActionRunner):
     .option("--json", "print the connection as JSON")
     .action(
       run(async (ctx, options: AddOptions) => {
+        const { withConnectionApi } = await import("../remote/connection-api.js");
         const secret = await stdinSecret(ctx, options);
         await withConnectionApi(ctx, options.tenant, async (api) => {
           const added = await api.add(
@@ -117,6 +117,7 @@ export function registerConnectionCommands(program: Command, run: ActionRunner):
     .option("--json", "print the connection as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; id: string; secretStdin?: boolean; secret?: string; actor?: string; json?: boolean }) => {
+        const { withConnectionApi } = await import("../remote/connection-api.js");
         const secret = await stdinSecret(ctx, options);
         await withConnectionApi(ctx, options.tenant, async (api) => {
           const rotated = await api.rotate(options.id, secret, actorOf(ctx, options.actor));
@@ -136,6 +137,7 @@ export function registerConnectionCommands(program: Command, run: ActionRunner):
     .option("--json", "print the deleted connection as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; id: string; actor?: string; json?: boolean }) => {
+        const { withConnectionApi } = await import("../remote/connection-api.js");
         await withConnectionApi(ctx, options.tenant, async (api) => {
           const deleted = await api.delete(options.id, actorOf(ctx, options.actor));
           if (options.json) return ctx.printJson(connectionJson(deleted));
@@ -155,6 +157,7 @@ export function registerConnectionCommands(program: Command, run: ActionRunner):
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
+        const { withConnectionApi } = await import("../remote/connection-api.js");
         await withConnectionApi(ctx, options.tenant, async (api) => {
           const connections = await api.list();
           if (options.json) return ctx.printJson({ connections: connections.map(connectionJson) });

@@ -3,17 +3,11 @@
  * hop included (a local A2A agent the demo starts).
  */
 import type { Command } from "commander";
-import { createLogger } from "../../logger.js";
 import { secondsOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit } from "../context.js";
-import { runDemo } from "../demo/run-demo.js";
-import { runMcpDemo } from "../demo/run-mcp-demo.js";
-import { runOrchestratorDemo } from "../demo/run-orchestrator-demo.js";
-import { runOriginDemo } from "../demo/run-origin-demo.js";
 import { ExitCode } from "../output.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { resolveLocalServices } from "../../services/resolve-local-services.js";
 
 interface DemoCommandOptions {
   tenant: string;
@@ -60,6 +54,7 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
         if (scenario !== "workflow" && scenario !== "origin" && scenario !== "mcp" && scenario !== "orchestrator") {
           throw new SwitchyardError(ErrorCode.InvalidArgument, `unknown demo ${JSON.stringify(scenario)}: choose workflow (the default), origin, mcp or orchestrator`);
         }
+        const { createLogger } = await import("../../logger.js");
         const logger = createLogger({
           level: options.verbose ? ctx.config.logLevel : "warn",
           name: "switchyard-demo",
@@ -67,6 +62,7 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
         });
         const stop = ctx.shutdownSignal((signal) => ctx.note(`received ${signal}: stopping the demo`));
         // PostgreSQL and Redis: the configured ones, local servers, or embedded ones started (and stopped) here.
+        const { resolveLocalServices } = await import("../../services/resolve-local-services.js");
         const services = await resolveLocalServices({ config: ctx.config, cwd: ctx.io.cwd, signal: stop.signal }).catch((error: unknown) => {
           stop.dispose();
           throw error;
@@ -75,20 +71,24 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
         try {
           for (const line of services.lines) ctx.print(line);
           if (scenario === "mcp") {
+            const { runMcpDemo } = await import("../demo/run-mcp-demo.js");
             const mcp = await runMcpDemo({ config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!mcp.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
           if (scenario === "orchestrator") {
+            const { runOrchestratorDemo } = await import("../demo/run-orchestrator-demo.js");
             const fanOut = await runOrchestratorDemo({ config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!fanOut.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
           if (scenario === "origin") {
+            const { runOriginDemo } = await import("../demo/run-origin-demo.js");
             const origin = await runOriginDemo({ config, print: (line) => ctx.print(line), logger, tenant: options.tenant, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!origin.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
+          const { runDemo } = await import("../demo/run-demo.js");
           const result = await runDemo({
             config,
             print: (line) => ctx.print(line),

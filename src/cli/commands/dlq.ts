@@ -3,10 +3,8 @@
  * hops the coordinator gave up on without re-sending (stream `foreign:KEY`, listed only: src/foreign/dead-letters.ts).
  */
 import type { Command } from "commander";
-import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters, type DeadLetterView } from "../../bus/dead-letters.js";
-import { assertStreamName } from "../../bus/keys.js";
+import type { DeadLetterView } from "../../bus/dead-letters.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { isForeignStream, listForeignDeadLetters, refuseForeignReplay } from "../../foreign/dead-letters.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
@@ -31,6 +29,9 @@ export function registerDlqCommands(program: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { stream?: string; limit: number; json?: boolean }) => {
+        const { deadLetterView, findDeadLetterStreams } = await import("../../bus/dead-letters.js");
+        const { assertStreamName } = await import("../../bus/keys.js");
+        const { isForeignStream, listForeignDeadLetters } = await import("../../foreign/dead-letters.js");
         if (options.stream !== undefined) assertStreamName(options.stream);
         const letters = await ctx.withRuntime(
           async (runtime) => {
@@ -71,6 +72,9 @@ export function registerDlqCommands(program: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { stream: string; id?: string[]; all?: boolean; json?: boolean }) => {
+        const { replayAllDeadLetters } = await import("../../bus/dead-letters.js");
+        const { assertStreamName } = await import("../../bus/keys.js");
+        const { refuseForeignReplay } = await import("../../foreign/dead-letters.js");
         assertStreamName(options.stream);
         refuseForeignReplay(options.stream);
         if ((options.id === undefined) === !options.all) {

@@ -4,9 +4,7 @@
  */
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { describeScope, listFlags, setFlag, SYSTEM_CHAIN } from "../../flags/flag-store.js";
 import { FLAG_NAMES } from "../../flags/flag-types.js";
-import { FlagValues } from "../../flags/flag-values.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
 
@@ -62,6 +60,7 @@ export function registerFlagsCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the stored row as JSON")
     .action(
       run(async (ctx, name: string, value: string, options: SetOptions) => {
+        const { describeScope, setFlag, SYSTEM_CHAIN } = await import("../../flags/flag-store.js");
         const enabled = onOff(value);
         const { scopeKind, scope } = scopeOf(options);
         const row = await ctx.withPool((pool) => setFlag(pool, { name, scopeKind, scope, enabled, actor: options.actor, reason: options.reason }));
@@ -87,6 +86,8 @@ export function registerFlagsCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the values as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
+        const { listFlags } = await import("../../flags/flag-store.js");
+        const { FlagValues } = await import("../../flags/flag-values.js");
         const rows = await ctx.withPool((pool) => listFlags(pool));
         const views = new FlagValues(ctx.config.flags, rows).describe();
         if (options.json) return ctx.printJson(views);

@@ -4,19 +4,7 @@
  */
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import {
-  disableForeignAgent,
-  FOREIGN_DELIVERIES,
-  FOREIGN_PROTOCOLS,
-  listForeignAgents,
-  registerForeignAgent,
-  type ForeignAgentInput,
-  type ForeignAgentRecord,
-  type ForeignDelivery,
-  type ForeignProtocol,
-} from "../../foreign/registry.js";
-import { checkForeignRegistration, foreignTransportsFor } from "../../foreign/register-check.js";
-import { requireTenantRecord } from "../../tenancy/tenants.js";
+import { FOREIGN_DELIVERIES, FOREIGN_PROTOCOLS, type ForeignAgentInput, type ForeignAgentRecord, type ForeignDelivery, type ForeignProtocol } from "../../foreign/registry.js";
 import { requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable } from "../output.js";
@@ -124,6 +112,9 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
     .option("--json", "print the agent as JSON")
     .action(
       run(async (ctx, key: string, options: RegisterOptions) => {
+        const { registerForeignAgent } = await import("../../foreign/registry.js");
+        const { checkForeignRegistration, foreignTransportsFor } = await import("../../foreign/register-check.js");
+        const { requireTenantRecord } = await import("../../tenancy/tenants.js");
         const orgId = requireTenant(options.tenant);
         // The program's global `--url` (the gateway of remote commands) takes the flag wherever it is written.
         const baseUrl = options.url ?? register.optsWithGlobals<{ url?: string }>().url;
@@ -164,6 +155,7 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
+        const { listForeignAgents } = await import("../../foreign/registry.js");
         const orgId = requireTenant(options.tenant);
         const agents = await ctx.withPool((pool) => listForeignAgents(pool, orgId));
         if (options.json) return ctx.printJson({ agents: agents.map(foreignAgentJson) });
@@ -186,6 +178,7 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
     .option("--json", "print the agent as JSON")
     .action(
       run(async (ctx, key: string, options: { tenant?: string; json?: boolean }) => {
+        const { disableForeignAgent } = await import("../../foreign/registry.js");
         const orgId = requireTenant(options.tenant);
         const agent = await ctx.withPool((pool) => disableForeignAgent(pool, orgId, key));
         if (options.json) return ctx.printJson(foreignAgentJson(agent));

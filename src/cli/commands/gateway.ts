@@ -2,12 +2,9 @@
  * `switchyard start gateway` — the HTTP server for the tenant/SRE API, metrics and health. Runs until a signal.
  */
 import type { Command } from "commander";
-import { startGateway } from "../../gateway/server.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
-import { installProcessGuards } from "../../process-guard.js";
-import { GATEWAY_SENDER } from "../../bus/auth/bus-keys.js";
 
 export interface GatewayCommandOptions {
   port?: number;
@@ -34,6 +31,11 @@ export function registerGatewayCommand(program: Command, run: ActionRunner): voi
 }
 
 async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Promise<void> {
+  const [{ startGateway }, { installProcessGuards }, { GATEWAY_SENDER }] = await Promise.all([
+    import("../../gateway/server.js"),
+    import("../../process-guard.js"),
+    import("../../bus/auth/bus-keys.js"),
+  ]);
   const logger = ctx.createLogger("switchyard-gateway");
   const runtime = await openRuntime(ctx.config, { logger, waitForDependencies: true });
   try {

@@ -6,18 +6,8 @@
  */
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import {
-  createIngestEndpoint,
-  disableIngestEndpoint,
-  INGEST_SOURCES,
-  ingestUrl,
-  listIngestEndpoints,
-  rotateIngestSecret,
-  type IngestEndpoint,
-  type IngestSource,
-} from "../../ingest/endpoint-store.js";
-import { requireTenantRecord } from "../../tenancy/tenants.js";
-import { createSecretCipher } from "../../vault/secret-cipher.js";
+import type { IngestEndpoint } from "../../ingest/endpoint-store.js";
+import { INGEST_SOURCES, ingestUrl, type IngestSource } from "../../ingest/sources.js";
 import { requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
@@ -69,6 +59,9 @@ export function registerIngestCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the endpoint, URL and secret as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; source?: IngestSource; workflow?: string; json?: boolean }) => {
+        const { createIngestEndpoint } = await import("../../ingest/endpoint-store.js");
+        const { requireTenantRecord } = await import("../../tenancy/tenants.js");
+        const { createSecretCipher } = await import("../../vault/secret-cipher.js");
         const orgId = requireTenant(options.tenant);
         if (!options.source) throw new SwitchyardError(ErrorCode.InvalidArgument, `--source must be one of ${INGEST_SOURCES.join(", ")}`, { details: { path: "--source" } });
         if (!options.workflow) throw new SwitchyardError(ErrorCode.InvalidArgument, "--workflow must name a workflow", { details: { path: "--workflow" } });
@@ -95,6 +88,7 @@ export function registerIngestCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
+        const { listIngestEndpoints } = await import("../../ingest/endpoint-store.js");
         const orgId = requireTenant(options.tenant);
         const endpoints = await ctx.withPool((pool) => listIngestEndpoints(pool, orgId));
         const publicUrl = ctx.config.gateway.publicUrl;
@@ -118,6 +112,8 @@ export function registerIngestCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the endpoint and the new secret as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; id?: string; json?: boolean }) => {
+        const { rotateIngestSecret } = await import("../../ingest/endpoint-store.js");
+        const { createSecretCipher } = await import("../../vault/secret-cipher.js");
         const orgId = requireTenant(options.tenant);
         const id = requireId(options.id);
         const cipher = createSecretCipher(ctx.config.origin.encryptionKeys);
@@ -137,6 +133,7 @@ export function registerIngestCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the endpoint as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; id?: string; json?: boolean }) => {
+        const { disableIngestEndpoint } = await import("../../ingest/endpoint-store.js");
         const orgId = requireTenant(options.tenant);
         const id = requireId(options.id);
         const endpoint = await ctx.withPool((pool) => disableIngestEndpoint(pool, orgId, id));

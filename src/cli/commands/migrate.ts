@@ -2,7 +2,6 @@
  * `switchyard migrate` — creates the database if missing and applies pending migrations.
  */
 import type { Command } from "commander";
-import { migrate } from "../../store/migrate.js";
 import type { ActionRunner } from "../action.js";
 
 export function registerMigrateCommand(program: Command, run: ActionRunner): void {
@@ -20,6 +19,7 @@ export function registerMigrateCommand(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
+        const { migrate } = await import("../../store/migrate.js");
         const result = await migrate({ connectionString: ctx.config.databaseUrl, createDatabase: true });
         if (options.json) return ctx.printJson(result);
         for (const name of result.applied) ctx.print(`applied ${name}`);

@@ -2,10 +2,6 @@
  * `switchyard policy set|get` — a tenant's governance policy (versions 1, 2, 3 …; the latest applies).
  */
 import type { Command } from "commander";
-import { stringify } from "yaml";
-import { BUILTIN_DEFAULT_DOCUMENT } from "../../governance/default-policy.js";
-import { getPolicy, putPolicy } from "../../governance/policy-store.js";
-import { requireTenantRecord } from "../../tenancy/tenants.js";
 import { inFile, readInputFile, requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 
@@ -32,6 +28,8 @@ export function registerPolicyCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, file: string, options: TenantOptions) => {
+        const { putPolicy } = await import("../../governance/policy-store.js");
+        const { requireTenantRecord } = await import("../../tenancy/tenants.js");
         const tenant = requireTenant(options.tenant);
         const input = await readInputFile(ctx.io.cwd, file);
         const { version } = await ctx.withPool(async (pool) => {
@@ -63,6 +61,9 @@ export function registerPolicyCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: TenantOptions) => {
+        const { stringify } = await import("yaml");
+        const { BUILTIN_DEFAULT_DOCUMENT } = await import("../../governance/default-policy.js");
+        const { getPolicy } = await import("../../governance/policy-store.js");
         const tenant = requireTenant(options.tenant);
         const stored = await ctx.withPool((pool) => getPolicy(pool, tenant));
         const document = stored?.compiled.document ?? BUILTIN_DEFAULT_DOCUMENT;

@@ -3,8 +3,6 @@
  * and each shard's owner, fencing token and lease expiry. `--tenant T` names the shard (and owner) of one tenant.
  */
 import type { Command } from "commander";
-import { listLeases, listMembers, readShardCount } from "../../coordinator/shard-leases.js";
-import { shardOf } from "../../coordinator/shards.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
 
@@ -20,6 +18,8 @@ export function registerShardsCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
+        const { listLeases, listMembers, readShardCount } = await import("../../coordinator/shard-leases.js");
+        const { shardOf } = await import("../../coordinator/shards.js");
         const { count, members, leases } = await ctx.withPool(async (pool) => ({
           count: (await readShardCount(pool)) ?? ctx.config.shards.count,
           members: await listMembers(pool),

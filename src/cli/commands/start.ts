@@ -2,21 +2,14 @@
  * `switchyard start coordinator|harness|all` — the long-running processes. Each logs JSON lines to stdout and
  * stops gracefully on SIGINT/SIGTERM; a second signal exits at once with 130.
  */
-import { createCoordinator } from "../../coordinator-process.js";
-import { consumerName } from "../../bus/keys.js";
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { runHarnessProcess } from "../../harness/process.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
-import { EXAMPLE_ROLES, startDevStack } from "../dev-stack.js";
-import { startMetricsServer, type MetricsServer } from "../../metrics/metrics-server.js";
-import { readiness } from "../../readiness.js";
-import { installProcessGuards } from "../../process-guard.js";
-import { resolveLocalServices } from "../../services/resolve-local-services.js";
+import { EXAMPLE_ROLES } from "../example-handlers.js";
+import type { MetricsServer } from "../../metrics/metrics-server.js";
 import type { Config } from "../../config.js";
-import { migrate } from "../../store/migrate.js";
 import type { Logger } from "../../logger.js";
 
 /** How long each /readyz check of a standalone coordinator may take. */
@@ -35,6 +28,11 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .option("--consumer <name>", "consumer name in the coordinator group (default: host-pid-random)")
     .action(
       run(async (ctx, options: { consumer?: string }) => {
+        const { createCoordinator } = await import("../../coordinator-process.js");
+        const { consumerName } = await import("../../bus/keys.js");
+        const { startMetricsServer } = await import("../../metrics/metrics-server.js");
+        const { readiness } = await import("../../readiness.js");
+        const { installProcessGuards } = await import("../../process-guard.js");
         const logger = ctx.createLogger("switchyard-coordinator");
         const { config } = ctx;
         const consumer = options.consumer ?? consumerName("coordinator");
@@ -81,6 +79,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .option("--concurrency <n>", "handlers running at once", intOption(1), 10)
     .action(
       run(async (ctx, options: { role?: string; team?: string; handler: string; concurrency: number }) => {
+        const { runHarnessProcess } = await import("../../harness/process.js");
         if ((options.role === undefined) === (options.team === undefined)) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "pass exactly one of --role or --team", { details: { path: "--role" } });
         }
@@ -135,12 +134,14 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
   const logger = ctx.createLogger("switchyard");
   // PostgreSQL and Redis: the configured ones, local servers, or embedded ones started here and stopped last. An
   // explicit URL that does not answer yet is waited for, like every long-running process does.
+  const { resolveLocalServices } = await import("../../services/resolve-local-services.js");
   const services = await resolveLocalServices({ config: ctx.config, cwd: ctx.io.cwd, unreachable: "wait", ...(ctx.io.signal ? { signal: ctx.io.signal } : {}) });
   for (const service of [services.postgres, services.redis]) logger.info({ service: service.service, embedded: service.embedded }, `${service.service}: ${service.description}`);
   try {
     // The embedded database is Switchyard's own: bring it to the current schema, as the demo does (any other
     // database is migrated by its operator with `switchyard migrate`).
     if (services.postgres.embedded) {
+      const { migrate } = await import("../../store/migrate.js");
       const migrated = await migrate({ connectionString: services.config.databaseUrl, createDatabase: true });
       logger.info({ applied: migrated.applied, version: migrated.version }, "embedded database migrated");
     }
@@ -151,6 +152,7 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
 }
 
 async function runAllOn(ctx: CliContext, options: AllOptions, roles: string[], logger: Logger, config: Config): Promise<void> {
+  const [{ startDevStack }, { installProcessGuards }] = await Promise.all([import("../dev-stack.js"), import("../../process-guard.js")]);
   const stack = await startDevStack({
     config,
     logger,

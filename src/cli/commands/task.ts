@@ -20,7 +20,7 @@
 import { InvalidArgumentError, type Command } from "commander";
 import type { TaskStatus } from "../../coordinator/model.js";
 import type { TaskView } from "../../coordinator/tasks.js";
-import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "../../gateway/task-list.js";
+import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "../../gateway/task-page.js";
 import { intOption, parseJsonOption, secondsOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";

@@ -4,8 +4,7 @@
  */
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { createTenantWithKey } from "../../tenancy/bootstrap.js";
-import { listTenants, setTenantBudget, type TenantRecord } from "../../tenancy/tenants.js";
+import type { TenantRecord } from "../../tenancy/tenants.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
 import { formatNumber, formatTable, formatTime } from "../output.js";
@@ -40,6 +39,7 @@ export function registerTenantCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, org: string, options: { name?: string; dailyBudget?: number; keyName: string; json?: boolean }) => {
+        const { createTenantWithKey } = await import("../../tenancy/bootstrap.js");
         const created = await ctx.withPool((pool) =>
           createTenantWithKey(pool, { orgId: org, name: options.name ?? org, dailyBudget: options.dailyBudget ?? null, keyName: options.keyName }),
         );
@@ -56,6 +56,7 @@ export function registerTenantCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
+        const { listTenants } = await import("../../tenancy/tenants.js");
         const tenants = await ctx.withPool((pool) => listTenants(pool));
         if (options.json) return ctx.printJson({ tenants: tenants.map(tenantJson) });
         printTenants(ctx, tenants);
@@ -72,6 +73,7 @@ export function registerTenantCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the tenant as JSON")
     .action(
       run(async (ctx, org: string, options: { daily?: number; none?: boolean; json?: boolean }) => {
+        const { setTenantBudget } = await import("../../tenancy/tenants.js");
         if ((options.daily === undefined) === !options.none) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "pass exactly one of --daily N or --none", { details: { path: "--daily" } });
         }

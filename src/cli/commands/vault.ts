@@ -4,8 +4,6 @@
  * straight against the database with this process's key ring. Prints counts, never a secret.
  */
 import type { Command } from "commander";
-import { createSecretCipher, requireCipher } from "../../vault/secret-cipher.js";
-import { rewrapSecrets } from "../../vault/rewrap.js";
 import type { ActionRunner } from "../action.js";
 
 export function registerVaultCommands(program: Command, run: ActionRunner): void {
@@ -19,6 +17,8 @@ export function registerVaultCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the counts as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
+        const { createSecretCipher, requireCipher } = await import("../../vault/secret-cipher.js");
+        const { rewrapSecrets } = await import("../../vault/rewrap.js");
         const cipher = requireCipher(createSecretCipher(ctx.config.origin.encryptionKeys), "re-sealing secrets");
         const orgId = options.tenant?.trim() || undefined;
         const result = await ctx.withPool((pool) => rewrapSecrets(pool, cipher, orgId ? { orgId } : {}));

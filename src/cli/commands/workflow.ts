@@ -2,7 +2,6 @@
  * `switchyard workflow submit|get|list` — a tenant's versioned workflow definitions.
  */
 import type { Command } from "commander";
-import { stringify } from "yaml";
 import { readInputFile } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
@@ -70,6 +69,7 @@ export function registerWorkflowCommands(program: Command, run: ActionRunner): v
           });
         }
         ctx.print(`# ${stored.ref} (stored ${formatTime(stored.createdAt)})`);
+        const { stringify } = await import("yaml");
         ctx.io.stdout.write(stringify(definition));
       }),
     );

@@ -37,7 +37,7 @@ export function createDirectTenantApi(ctx: CliContext, tenant: string): TenantAp
         throw error;
       }
     })());
-  const openRuntimeOnce = (): Promise<Runtime> => (runtime ??= openRuntime(ctx.config, { logger: silentLogger, poolSize: 2 }));
+  const openRuntimeOnce = (): Promise<Runtime> => (runtime ??= openRuntime(ctx.config, { logger: silentLogger, poolSize: 2, longRunning: false }));
   /** Reads go through the runtime's pool when it is open anyway, else through the small one. */
   const reader = async () => (runtime ? (await runtime).pool : openPool());
 

@@ -5,15 +5,16 @@
  */
 import { requireTenant } from "../args.js";
 import type { CliContext } from "../context.js";
-import { createDirectTenantApi } from "./direct-api.js";
-import { createRemoteTenantApi } from "./remote-api.js";
 import type { TenantApi } from "./tenant-api.js";
 
 export const TENANT_OPTION_HELP = "tenant (org id); with --url the API key decides it";
 
 export async function withTenantApi<T>(ctx: CliContext, tenant: string | undefined, fn: (api: TenantApi) => Promise<T>): Promise<T> {
   const remote = ctx.remote;
-  const api = remote ? createRemoteTenantApi(remote, tenant?.trim() || undefined) : createDirectTenantApi(ctx, requireTenant(tenant));
+  // Loaded here, not at the top: every command's registration imports this file, and only one mode runs.
+  const api = remote
+    ? (await import("./remote-api.js")).createRemoteTenantApi(remote, tenant?.trim() || undefined)
+    : (await import("./direct-api.js")).createDirectTenantApi(ctx, requireTenant(tenant));
   try {
     return await fn(api);
   } finally {
