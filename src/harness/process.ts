@@ -13,6 +13,7 @@ import { createRedisBus } from "../bus/redis-bus.js";
 import { createRedisConnection } from "../bus/redis-connection.js";
 import { untilDependenciesAnswer } from "../dependency-wait.js";
 import { DependencyHealth } from "../dependency-health.js";
+import { endpointsOf, notAnswering, whenAnswering } from "../service-endpoints.js";
 import { readiness } from "../readiness.js";
 import { createMetrics } from "../metrics.js";
 import { startMetricsServer, type MetricsServer } from "../metrics/metrics-server.js";
@@ -135,16 +136,17 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
     // Started while Redis or Postgres is down (a restart during an outage): wait for them, as a running harness would.
     // Commands queue while Redis is away; a stop meanwhile closes the connection, which fails them and ends the wait.
     const stopWaiting = (): void => redis.disconnect();
+    const endpoints = endpointsOf(config);
     stop.signal.addEventListener("abort", stopWaiting, { once: true });
     await untilDependenciesAnswer(async () => {
       if (redis.status === "wait") {
         await redis.connect().catch((error: unknown) => {
-          // Named as Redis's: a bare ECONNREFUSED says nothing about whose socket it was.
-          throw new SwitchyardError(ErrorCode.Unavailable, "bus unreachable: cannot connect to Redis", { cause: error });
+          // Named as Redis's, with address and variable: a bare ECONNREFUSED says nothing about whose socket it was.
+          throw notAnswering(endpoints.redis, error);
         });
       }
       await assertRedisSafe(redis, { logger });
-      await flags?.refresh();
+      if (flags) await whenAnswering(endpoints.postgres, () => flags.refresh());
     }, { logger, signal: stop.signal }).finally(() => stop.signal.removeEventListener("abort", stopWaiting));
     flags?.start(stop.signal);
     if (config.metrics.port !== null) {

@@ -3,6 +3,7 @@
  */
 import type { Command } from "commander";
 import { migrate } from "../../store/migrate.js";
+import { whenAnswering } from "../../service-endpoints.js";
 import type { ActionRunner } from "../action.js";
 
 export function registerMigrateCommand(program: Command, run: ActionRunner): void {
@@ -20,7 +21,7 @@ export function registerMigrateCommand(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
-        const result = await migrate({ connectionString: ctx.config.databaseUrl, createDatabase: true });
+        const result = await whenAnswering(ctx.endpoints.postgres, () => migrate({ connectionString: ctx.config.databaseUrl, createDatabase: true }));
         if (options.json) return ctx.printJson(result);
         for (const name of result.applied) ctx.print(`applied ${name}`);
         ctx.print(result.applied.length > 0 ? `database at schema version ${result.version}` : `already up to date at schema version ${result.version}`);

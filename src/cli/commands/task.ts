@@ -21,7 +21,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import type { TaskStatus } from "../../coordinator/model.js";
 import type { TaskView } from "../../coordinator/tasks.js";
 import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "../../gateway/task-list.js";
-import { intOption, parseJsonOption, secondsOption } from "../args.js";
+import { intOption, parseJsonOption, secondsOption, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";
 import { ExitCode, formatNumber, formatTable, formatTime } from "../output.js";
@@ -91,7 +91,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
   task
     .command("get")
     .description("show a task and its steps")
-    .argument("<id>", "task id")
+    .argument("<id>", "task id", uuidOption)
     .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--json", "print the task as JSON (TaskView)")
     .action(
@@ -110,7 +110,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
   task
     .command("cancel")
     .description("cancel a task")
-    .argument("<id>", "task id")
+    .argument("<id>", "task id", uuidOption)
     .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--reason <reason>", "why (recorded in the audit log)", "cancelled from the CLI")
     .option("--actor <actor>", "who cancels (recorded in the audit log)", "cli")
@@ -137,7 +137,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
   task
     .command("reply")
     .description("post text to the conversation a task came from")
-    .argument("<id>", "task id")
+    .argument("<id>", "task id", uuidOption)
     .requiredOption("--text <text>", "the words to post (at most 16 KiB)")
     .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--idempotency-key <key>", "post at most once per key (default: sha256 of task id and text)")
