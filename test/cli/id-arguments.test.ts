@@ -26,7 +26,7 @@ describe("id arguments", () => {
     ["approval", "approve", "nope", "--tenant", "acme"],
     ["approval", "deny", "nope", "--tenant", "acme"],
     ["approval", "link", "nope", "--tenant", "acme"],
-    ["apikey", "revoke", "nope", "--tenant", "acme"],
+    ["apikey", "revoke", "nope"],
   ];
 
   it.each(positional)("%s %s refuses a non-UUID id with exit 2 naming the argument", async (...argv) => {
