@@ -62,7 +62,8 @@ async function explainStep(view: TaskView, step: StepView, facts: StallFacts, fl
 function unread(stream: string, reading: QueueReading): string | undefined {
   if (!reading.groupExists || reading.consumers === 0 || reading.idleMs === null) return `no harness has ever read ${stream}`;
   if (reading.idleMs < RECENT_READ_MS) return undefined;
-  const waiting = reading.undelivered !== null && reading.undelivered > 0 ? ` (${reading.undelivered} entries waiting)` : "";
+  const n = reading.undelivered ?? 0;
+  const waiting = n > 0 ? ` (${n} ${n === 1 ? "entry" : "entries"} waiting)` : "";
   return `no harness has read ${stream} for ${ago(reading.idleMs)}${waiting}`;
 }
 

@@ -259,8 +259,8 @@ async function waitWithProgress(
       stallMs: options.explainAfterSeconds * 1000,
       onStall: async (view, stalledMs) => {
         const lines = await explainer.explain(view);
-        const text = lines.join("\n");
-        // Said once per reason: a long stall repeats nothing until the reason changes.
+        // Said once per reason: a long stall repeats nothing until the reason changes (not merely its age).
+        const text = lines.join("\n").replace(/\d+ (s|min|h)\b/g, "");
         if (text === explained || lines.length === 0) return;
         explained = text;
         say(`no change for ${Math.round(stalledMs / 1000)} s:`);
