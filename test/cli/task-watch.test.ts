@@ -65,4 +65,18 @@ describe("stall explanations", () => {
     expect(finished.code).toBe(1);
     expect(JSON.parse(finished.last).status).toBe("cancelled");
   });
+
+  it("task watch names the foreign agent a step waits on, with its bridge and last state", async () => {
+    const egress = { SWITCHYARD_A2A_EGRESS_ENABLED: "true", SWITCHYARD_A2A_EGRESS_TENANTS: "*" };
+    expect((await cli.run(["foreign", "register", "weather", "--tenant", "acme", "--url", "https://weather.example.com:8443/a2a", "--skill", "forecast"])).code).toBe(0);
+    const flow = await cli.file("foreign.yaml", "name: ask-weather\nsteps:\n  - { id: ask, to: \"foreign:weather\" }\n");
+    expect((await cli.run(["workflow", "submit", flow, "--tenant", "acme"])).code).toBe(0);
+    // No coordinator runs the A2A sender here, so the bridge stays where dispatch left it.
+    const started = await cli.run(["task", "start", "ask-weather", "--tenant", "acme"], { env: egress });
+    const bridge = await cli.db.pool.query<{ id: string; status: string }>("SELECT id, status FROM a2a_bridge WHERE task_id = $1", [started.last]);
+    expect(bridge.rows).toHaveLength(1);
+    const watched = await cli.run(["task", "watch", started.last, "--tenant", "acme", "--timeout", "2.5", "--explain-after", "1"], { env: egress });
+    expect(watched.code).toBe(1);
+    expect(watched.stdout).toMatch(new RegExp(`  step ask: waiting on foreign:weather \\(bridge ${bridge.rows[0]!.id}, last state ${bridge.rows[0]!.status}, for \\d+ s\\)\n`));
+  });
 });
