@@ -28,6 +28,7 @@ import { ExitCode, formatNumber, formatTable, formatTime } from "../output.js";
 import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
 import { ErrorCode, isSwitchyardError } from "../../errors.js";
 import { createStallExplainer } from "../stall-explainer.js";
+import { taskSource } from "../task-stream.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
 
 interface StartOptions {
@@ -82,8 +83,8 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
             else ctx.print(started.taskId);
             return;
           }
-          const tasks = { get: (_org: string, id: string) => api.getTask(id) };
-          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: started.taskId, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter });
+          const tasks = taskSource(api, started.taskId);
+          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: started.taskId, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter }).finally(() => tasks.close());
           if (options.json) ctx.printJson(final);
           else ctx.print(started.taskId);
           if (final.status !== "completed") throw new CommandExit(ExitCode.Failed);
@@ -98,7 +99,8 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
    * "parked on approval …", "waiting on foreign:KEY (bridge …, last state working)", "held: COORDINATOR_ENABLED
    * is off for tenant T"), again whenever the reason changes. Exits 0 when the task completes, 1 when it fails, is
    * cancelled or `--timeout` passes. With `--json` the last stdout line is the TaskView and the rest goes to
-   * stderr. With `--url` it polls the API and explains only what the task view says (see stall-explainer.ts).
+   * stderr. With `--url` it follows the API's streaming Watch and explains only what the task view says (see
+ * stall-explainer.ts).
    */
   task
     .command("watch")
@@ -112,8 +114,8 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
       run(async (ctx, id: string, options: { tenant?: string; timeout?: number; explainAfter: number; json?: boolean }) => {
         await withTenantApi(ctx, options.tenant, async (api) => {
           const say = (line: string) => (options.json ? ctx.note(line) : ctx.print(line));
-          const tasks = { get: (_org: string, taskId: string) => api.getTask(taskId) };
-          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: id, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter });
+          const tasks = taskSource(api, id);
+          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: id, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter }).finally(() => tasks.close());
           if (options.json) ctx.printJson(final);
           if (final.status !== "completed") throw new CommandExit(ExitCode.Failed);
         });
