@@ -260,7 +260,8 @@ async function waitWithProgress(
       ...(options.timeoutSeconds !== undefined ? { timeoutMs: options.timeoutSeconds * 1000 } : {}),
       stallMs: options.explainAfterSeconds * 1000,
       onStall: async (view, stalledMs) => {
-        const lines = await explainer.explain(view);
+        // The watch matters more than its diagnosis: a failed explanation is said (once) and the watch goes on.
+        const lines = await explainer.explain(view).catch((error: unknown) => [`(cannot explain the stall: ${(error as Error).message})`]);
         // Said once per reason: a long stall repeats nothing until the reason changes (not merely its age).
         const text = lines.join("\n").replace(/\d+ (s|min|h)\b/g, "");
         if (text === explained || lines.length === 0) return;
