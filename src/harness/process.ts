@@ -138,7 +138,9 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
     const stopWaiting = (): void => redis.disconnect();
     const endpoints = endpointsOf(config);
     stop.signal.addEventListener("abort", stopWaiting, { once: true });
-    await untilDependenciesAnswer(async () => {
+    // A stop must end the wait even when a check is queued in ioredis' offline queue: disconnect() while it is
+    // reconnecting leaves queued commands pending for good, so the attempt itself gives way to the stop.
+    await untilDependenciesAnswer(() => untilStopped(stop.signal, async () => {
       if (redis.status === "wait") {
         await redis.connect().catch((error: unknown) => {
           // Named as Redis's, with address and variable: a bare ECONNREFUSED says nothing about whose socket it was.
@@ -147,7 +149,7 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
       }
       await assertRedisSafe(redis, { logger });
       if (flags) await whenAnswering(endpoints.postgres, () => flags.refresh());
-    }, { logger, signal: stop.signal }).finally(() => stop.signal.removeEventListener("abort", stopWaiting));
+    }), { logger, signal: stop.signal }).finally(() => stop.signal.removeEventListener("abort", stopWaiting));
     flags?.start(stop.signal);
     if (config.metrics.port !== null) {
       metricsServer = await startMetricsServer({
@@ -192,6 +194,18 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
     await pool.end().catch((error: unknown) => logger.warn({ err: error }, "closing the database pool failed"));
     removeGuards();
   }
+}
+
+/** Runs `attempt`, rejecting with CANCELLED as soon as `signal` aborts (the attempt is left to settle on its own). */
+function untilStopped<T>(signal: AbortSignal, attempt: () => Promise<T>): Promise<T> {
+  // `interrupted`: the CLI exits 130, as for any command the operator stopped.
+  const stopped = () => new SwitchyardError(ErrorCode.Cancelled, "stopped while waiting for Redis and Postgres", { details: { interrupted: true } });
+  if (signal.aborted) return Promise.reject(stopped());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(stopped());
+    signal.addEventListener("abort", onAbort, { once: true });
+    attempt().then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** QUIT waits for Redis; when Redis is unreachable that could be forever, so it gets a second before a hard close. */

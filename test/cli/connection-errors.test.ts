@@ -56,8 +56,7 @@ describe("connection errors", () => {
   it("names the service in a harness's start-up wait, and the wait still counts it as an outage", async () => {
     const config: Config = {
       ...defaultConfig,
-      // Postgres down, Redis up: aborting a wait on Redis itself does not end today (ioredis keeps the queued
-      // check pending after disconnect() while reconnecting), so the in-process test waits on Postgres.
+      // Postgres down, Redis up.
       redisUrl: cli.env.REDIS_URL!,
       bus: { ...defaultConfig.bus, keyPrefix: cli.env.SWITCHYARD_KEY_PREFIX! },
       databaseUrl: `postgres://postgres:hunter2secret@127.0.0.1:${deadPort}/switchyard`,
@@ -74,6 +73,25 @@ describe("connection errors", () => {
       await running.catch(() => {});
     }
     expect(logged).toContain(`postgres is unreachable; waiting for it before starting: PostgreSQL at 127.0.0.1:${deadPort} is not answering (DATABASE_URL)`);
+    expect(logged).not.toContain("hunter2secret");
+  });
+
+  it("names Redis in a harness's start-up wait, and a stop ends that wait", async () => {
+    const config: Config = {
+      ...defaultConfig,
+      redisUrl: `redis://:hunter2secret@127.0.0.1:${deadPort}`,
+      databaseUrl: cli.env.DATABASE_URL!,
+      busAuth: { secrets: TEST_BUS_SECRETS, publisherKeys: [] },
+    };
+    let logged = "";
+    const sink = new Writable({ write: (chunk, _encoding, done) => ((logged += String(chunk)), done()) });
+    const stop = new AbortController();
+    const running = runHarnessProcess({ config, role: "echo", handlerPath: "examples/handlers/echo.ts", logger: createLogger({ level: "warn", destination: sink }), signal: stop.signal });
+    await waitForProgress({ what: "the start-up wait's warning", progress: () => logged, done: (text) => text.includes("waiting for it before starting"), stallMs: 15_000 });
+    stop.abort();
+    // Before, the queued Redis check kept this wait (and the process) alive after a stop.
+    await expect(running).rejects.toMatchObject({ code: "CANCELLED", details: { interrupted: true } });
+    expect(logged).toContain(`redis is unreachable; waiting for it before starting: Redis at 127.0.0.1:${deadPort} is not answering (REDIS_URL)`);
     expect(logged).not.toContain("hunter2secret");
   });
 
