@@ -106,6 +106,8 @@ const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTU
  * (a foreign agent's card unreachable is FAILED_PRECONDITION about that agent, not an outage of ours).
  */
 export function unreachableDependencyOf(error: unknown): Dependency | undefined {
+  // Already named (service-endpoints.ts: "Redis at host:port is not answering (REDIS_URL)").
+  if (error instanceof SwitchyardError && error.code === ErrorCode.Unavailable && isDependency(error.details.dependency)) return error.details.dependency;
   if (error instanceof SwitchyardError && error.code === ErrorCode.Unavailable && error.message.startsWith("bus ")) {
     return isRedisConnectionError(error.cause, true) ? "redis" : undefined;
   }
@@ -114,6 +116,10 @@ export function unreachableDependencyOf(error: unknown): Dependency | undefined 
   if (isDatabaseUnavailable(error)) return "postgres";
   const cause = (error as { cause?: unknown } | null)?.cause;
   return cause !== undefined && cause !== error ? unreachableDependencyOf(cause) : undefined;
+}
+
+function isDependency(value: unknown): value is Dependency {
+  return (DEPENDENCIES as readonly unknown[]).includes(value);
 }
 
 /** `sockets`: a bare socket error counts too (only where the call is known to be a Redis call). */

@@ -4,6 +4,7 @@
  * stack coming up in any order — waits for them instead of exiting, as it would once running. Only
  * unreachability is waited out: a wrong schema version, an evicting Redis or bad credentials still fail at once.
  */
+import { SwitchyardError } from "./errors.js";
 import { sleep } from "./sleep.js";
 import { unreachableDependencyOf } from "./dependency-health.js";
 import type { Logger } from "./logger.js";
@@ -38,7 +39,9 @@ export async function untilDependenciesAnswer<T>(attempt: () => Promise<T>, opti
       waitingSince ??= now;
       if (now - warnedAt >= remindEveryMs) {
         warnedAt = now;
-        logger.warn({ dependency, err: error, waitingMs: now - waitingSince }, `${dependency} is unreachable; waiting for it before starting`);
+        // A named error already says which address and which variable ("Redis at … is not answering (REDIS_URL)").
+        const named = error instanceof SwitchyardError && error.details.dependency === dependency ? `: ${error.message}` : "";
+        logger.warn({ dependency, err: error, waitingMs: now - waitingSince }, `${dependency} is unreachable; waiting for it before starting${named}`);
       }
       await sleep(delayMs, options.signal);
       delayMs = Math.min(delayMs * 2, maxDelayMs);

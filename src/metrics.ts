@@ -36,8 +36,16 @@ export interface Metrics {
   orphanReplies: Counter<never>;
   strandedStepsRepaired: Counter<never>;
   batchSize: Histogram<never>;
-  /** Harness turns by stream and outcome (completed, failed, delegated, unsent, stale, abandoned). */
+  /** Harness turns by stream and outcome (completed, failed, non_retryable, delegated, unsent, stale, duplicate, abandoned). */
   harnessTurns: Counter<"stream" | "outcome">;
+  /** Time from a turn's start (entry taken) to its outcome sent, by stream and outcome. */
+  harnessTurnSeconds: Histogram<"stream" | "outcome">;
+  /** Turns running now in this harness process, by stream. */
+  harnessInFlight: Gauge<"stream">;
+  /** Age of a WORK/REPLY envelope (its `created_at`) when a harness read it for the first time, by stream. */
+  harnessReadLag: Histogram<"stream">;
+  /** HEARTBEAT envelopes a handler sent (`ctx.heartbeat()`), by stream. */
+  harnessHeartbeats: Counter<"stream">;
   /** Checkpoint signer runs per tenant: signed, or refused because the chain did not verify. */
   checkpoints: Counter<"outcome">;
   /** 1 while this process reaches the dependency (postgres, redis), 0 during an outage (src/dependency-health.ts). */
@@ -128,6 +136,22 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     }),
     batchSize: new Histogram({ name: "switchyard_coordinator_batch_size", help: "Inbound envelopes per coordinator transaction", buckets: [1, 5, 10, 25, 50, 100, 200, 500], registers: [registry] }),
     harnessTurns: new Counter({ name: "switchyard_harness_turns_total", help: "Harness turns by stream and outcome", labelNames: ["stream", "outcome"], registers: [registry] }),
+    harnessTurnSeconds: new Histogram({
+      name: "switchyard_harness_turn_seconds",
+      help: "Harness turn duration, entry taken to outcome sent, by stream and outcome",
+      labelNames: ["stream", "outcome"],
+      buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    }),
+    harnessInFlight: new Gauge({ name: "switchyard_harness_turns_in_flight", help: "Turns running now in this harness process", labelNames: ["stream"], registers: [registry] }),
+    harnessReadLag: new Histogram({
+      name: "switchyard_harness_read_lag_seconds",
+      help: "Age of an envelope (created_at) when a harness first read it: queueing before a worker took it",
+      labelNames: ["stream"],
+      buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    }),
+    harnessHeartbeats: new Counter({ name: "switchyard_harness_heartbeats_total", help: "HEARTBEAT envelopes sent by handlers (ctx.heartbeat)", labelNames: ["stream"], registers: [registry] }),
     checkpoints: new Counter({ name: "switchyard_audit_checkpoints_total", help: "Audit checkpoint signing by outcome (signed, refused)", labelNames: ["outcome"], registers: [registry] }),
     dependencyUp: new Gauge({ name: "switchyard_dependency_up", help: "1 while this process reaches the dependency, 0 during an outage", labelNames: ["dependency"], registers: [registry] }),
     dependencyOutages: new Counter({ name: "switchyard_dependency_outages_total", help: "Outages of a dependency (Postgres, Redis) this process saw start", labelNames: ["dependency"], registers: [registry] }),

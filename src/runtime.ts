@@ -5,14 +5,13 @@
  */
 import type { RedisClient } from "./bus/redis-connection.js";
 import type { Config } from "./config.js";
-import { ErrorCode, SwitchyardError } from "./errors.js";
 import type { Bus } from "./bus/bus.js";
 import { BusAuth } from "./bus/auth/bus-auth.js";
 import { generateDevSecret } from "./bus/auth/bus-keys.js";
 import { createRedisBus } from "./bus/redis-bus.js";
 import { createRedisConnection } from "./bus/redis-connection.js";
-import { parseRedisUrl } from "./bus/redis-url.js";
 import { DependencyHealth } from "./dependency-health.js";
+import { notAnswering, redisEndpoint, type ServiceEndpoints } from "./service-endpoints.js";
 import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
 import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
@@ -109,6 +108,8 @@ export interface RuntimeOptions {
   clock?: () => number;
   /** The process's dependency tracker, when it outlives this runtime (a start-up that retries). @defaultValue a new one */
   health?: DependencyHealth;
+  /** How connection errors name the services (the CLI names its flags). @defaultValue the URLs as DATABASE_URL / REDIS_URL */
+  endpoints?: ServiceEndpoints;
 }
 
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
@@ -145,8 +146,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   });
   try {
     await redis.connect().catch((error: unknown) => {
-      // Named as Redis's: a bare ECONNREFUSED would read as the database's.
-      throw new SwitchyardError(ErrorCode.Unavailable, `bus unreachable: cannot connect to Redis at ${hostOf(config.redisUrl)}`, { cause: error });
+      // Named as Redis's, with its address and variable: a bare ECONNREFUSED would read as the database's.
+      throw notAnswering(options.endpoints?.redis ?? redisEndpoint(config.redisUrl), error);
     });
     if (options.checks !== false) {
       await assertSchemaCurrent(pool);
@@ -230,16 +231,6 @@ async function createRuntimeReplySender(
     replyEnabled: (orgId) => switches.replyEnabled(orgId),
     ...(clock ? { clock } : {}),
   });
-}
-
-/** host:port of a URL, never its credentials. */
-function hostOf(url: string): string {
-  try {
-    const target = parseRedisUrl(url);
-    return target.kind === "single" ? new URL(url).host : `cluster ${target.nodes.map((n) => `${n.host}:${n.port}`).join(",")}`;
-  } catch {
-    return "(unparsable REDIS_URL)";
-  }
 }
 
 function createBusAuth(config: Config, options: RuntimeOptions, logger: Logger): BusAuth {

@@ -8,6 +8,7 @@ import type { Logger } from "../logger.js";
 import type { Runtime, RuntimeOptions } from "../runtime.js";
 import type { Pool } from "../store/db.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { endpointsOf, whenAnswering, type ServiceEndpoints } from "../service-endpoints.js";
 import { ExitCode, jsonLine } from "./output.js";
 
 // Every implementation module (pg, ioredis, the runtime) is imported when a command needs it, never here: this
@@ -133,14 +134,36 @@ export class CliContext {
     return this.modules.logger.createLogger({ level: this.config.logLevel, name, destination: this.io.stdout as NodeJS.WritableStream });
   }
 
-  /** A small pool for one command, checked against the schema version; always closed. */
-  async withPool<T>(fn: (pool: Pool) => Promise<T>): Promise<T> {
+  /**
+   * Where Postgres and Redis are and which setting named them (`--database-url` when that flag was given, else
+   * DATABASE_URL), for "PostgreSQL at 127.0.0.1:5499 is not answering (DATABASE_URL)".
+   */
+  get endpoints(): ServiceEndpoints {
+    return endpointsOf(this.config, {
+      postgres: this.globals.databaseUrl !== undefined ? "--database-url" : "DATABASE_URL",
+      redis: this.globals.redisUrl !== undefined ? "--redis-url" : "REDIS_URL",
+    });
+  }
+
+  /** A small pool for one command, checked against the schema version; closed by the caller. */
+  async openPool(): Promise<Pool> {
     const [{ createPool }, { assertSchemaCurrent }] = await Promise.all([import("../store/db.js"), import("../store/migrate.js")]);
     const pool = createPool({ connectionString: this.config.databaseUrl, max: 2, applicationName: "switchyard-cli" });
     try {
       // A plain query first: the schema check reads a failed query as "no schema", which hides an unreachable server.
-      await pool.query("SELECT 1");
+      await whenAnswering(this.endpoints.postgres, () => pool.query("SELECT 1"));
       await assertSchemaCurrent(pool);
+      return pool;
+    } catch (error) {
+      await pool.end().catch(() => {});
+      throw error;
+    }
+  }
+
+  /** A small pool for one command, checked against the schema version; always closed. */
+  async withPool<T>(fn: (pool: Pool) => Promise<T>): Promise<T> {
+    const pool = await this.openPool();
+    try {
       return await fn(pool);
     } finally {
       await pool.end().catch(() => {});
@@ -149,7 +172,7 @@ export class CliContext {
 
   /** The full runtime (Postgres, Redis, bus, engine, task service) for one command; always closed. */
   async withRuntime<T>(fn: (runtime: Runtime) => Promise<T>, options: RuntimeOptions = {}): Promise<T> {
-    const runtime = await openRuntime(this.config, { logger: this.modules.logger.silentLogger, poolSize: 2, longRunning: false, ...options });
+    const runtime = await openRuntime(this.config, { logger: this.modules.logger.silentLogger, poolSize: 2, longRunning: false, endpoints: this.endpoints, ...options });
     try {
       return await fn(runtime);
     } finally {
@@ -218,10 +241,11 @@ export async function openRuntime(config: Config, options: RuntimeOptions & { wa
     const once = { ...rest, metrics, health: options.health ?? new DependencyHealth({ logger, metrics, clock: options.clock }) };
     return untilDependenciesAnswer(() => openRuntime(config, once), { logger });
   }
-  const runtime = await createRuntime(config, { ...options, checks: false });
+  const endpoints = options.endpoints ?? endpointsOf(config);
+  const runtime = await createRuntime(config, { ...options, endpoints, checks: false });
   if (options.checks === false) return runtime;
   try {
-    await runtime.pool.query("SELECT 1");
+    await whenAnswering(endpoints.postgres, () => runtime.pool.query("SELECT 1"));
     await assertSchemaCurrent(runtime.pool);
     await assertRedisSafe(runtime.redis, options.logger ? { logger: options.logger } : {});
     return runtime;

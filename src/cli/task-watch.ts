@@ -1,6 +1,7 @@
 /**
- * Watches a task by polling until it reaches a terminal status, reporting each step change once. Used by
- * `task start --wait` and the demo.
+ * Watches a task by polling until it reaches a terminal status, reporting each step change once, and — when
+ * nothing changed for `stallMs` — asking `onStall` to say why. Used by `task start --wait`, `task watch` and the
+ * demo.
  */
 import { sleep } from "../sleep.js";
 import type { StepView, TaskService, TaskView } from "../coordinator/tasks.js";
@@ -22,6 +23,10 @@ export interface WatchTaskOptions {
   onStep?(step: StepView): void;
   /** Called after each poll in which the task status or any step changed (and after the first); may act, e.g. approve. */
   onChange?(view: TaskView): void | Promise<void>;
+  /** After this long without any change, `onStall` is called, then again every `stallMs` while still stalled. */
+  stallMs?: number;
+  /** Says why the task does not move (see src/diagnosis/); its failure ends the watch. */
+  onStall?(view: TaskView, stalledMs: number): void | Promise<void>;
 }
 
 export function isTerminal(view: TaskView): boolean {
@@ -33,6 +38,8 @@ export async function watchTask(options: WatchTaskOptions): Promise<TaskView> {
   const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
   const seen = new Map<string, string>();
   let lastStatus: string | undefined;
+  let lastChangeAt = Date.now();
+  let lastStallCallAt = 0;
   for (;;) {
     if (options.signal?.aborted) {
       throw new SwitchyardError(ErrorCode.Cancelled, `stopped watching task ${options.taskId}; it carries on`, {
@@ -52,6 +59,12 @@ export async function watchTask(options: WatchTaskOptions): Promise<TaskView> {
     changed ||= changes.length > 0;
     if (changed) await options.onChange?.(view);
     if (isTerminal(view)) return view;
+    const now = Date.now();
+    if (changed) lastChangeAt = now;
+    else if (options.onStall && options.stallMs !== undefined && now - lastChangeAt >= options.stallMs && now - lastStallCallAt >= options.stallMs) {
+      lastStallCallAt = now;
+      await options.onStall(view, now - lastChangeAt);
+    }
     if (Date.now() >= deadline) {
       throw new SwitchyardError(ErrorCode.Timeout, `task ${options.taskId} is still ${view.status} after ${formatNumber(options.timeoutMs! / 1000)} s`, {
         details: { taskId: options.taskId, status: view.status },

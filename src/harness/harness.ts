@@ -19,7 +19,7 @@ import { parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { HarnessFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import { createHarnessRecorder, type HarnessMetrics, type TurnRecording } from "./harness-metrics.js";
 import { findDuplicates } from "./duplicates.js";
 import { isHandledKind, type HarnessSource } from "./envelopes.js";
 import type { ResultReader } from "./result-reader.js";
@@ -88,8 +88,8 @@ export interface HarnessOptions {
    * loop backs off (up to 5 s) instead of logging each failed read. @defaultValue one of its own
    */
   health?: DependencyHealth;
-  /** Counts turns by outcome (`switchyard_harness_turns_total`) and reclaims. */
-  metrics?: Pick<Metrics, "harnessTurns" | "reclaims">;
+  /** Turns by outcome, their duration, in flight, read lag, heartbeats and reclaims (harness-metrics.ts). */
+  metrics?: HarnessMetrics;
 }
 
 export interface HarnessStats {
@@ -202,9 +202,13 @@ export function createHarness(options: HarnessOptions): Harness {
     health,
   };
 
-  function count(outcome: TurnOutcome): void {
+  const recorder = createHarnessRecorder(options.metrics, stream);
+  const recordings = new Map<string, TurnRecording>();
+
+  function count(entryId: string, outcome: TurnOutcome): void {
     counters[outcome] += 1;
-    options.metrics?.harnessTurns.inc({ stream, outcome });
+    recordings.get(entryId)?.ended(outcome);
+    recordings.delete(entryId);
   }
 
   async function deadLetter(entry: BusEntry): Promise<void> {
@@ -242,11 +246,13 @@ export function createHarness(options: HarnessOptions): Harness {
     const duplicates = await findDuplicates(handled, { bus, stream, health, logger });
     for (const entry of handled) {
       const duplicateOf = duplicates.get(entry.id);
-      const turn = startTurn(entry, turnDeps, { redelivered, ...(duplicateOf !== undefined ? { duplicateOf } : {}) });
+      const recording = recorder.started(entry, redelivered);
+      recordings.set(entry.id, recording);
+      const turn = startTurn(entry, { ...turnDeps, observer: recording.observer }, { redelivered, ...(duplicateOf !== undefined ? { duplicateOf } : {}) });
       inFlight.set(entry.id, turn);
       void turn.done.then((outcome) => {
         inFlight.delete(entry.id);
-        if (outcome !== "abandoned") count(outcome);
+        if (outcome !== "abandoned") count(entry.id, outcome);
         const wake = slotFreed;
         slotFreed = undefined;
         wake?.();
@@ -273,7 +279,7 @@ export function createHarness(options: HarnessOptions): Harness {
       const entries = await bus.reclaim({ stream, group, consumer, minIdleMs: reclaimIdleMs, count: free });
       if (entries.length > 0) {
         counters.reclaimed += await dispatch(entries, true);
-        options.metrics?.reclaims.inc({ stream }, entries.length);
+        recorder.reclaimed(entries.length);
         logger.info({ count: entries.length, entryIds: entries.map((e) => e.id) }, "reclaimed stalled entries");
       }
     } catch (error) {
@@ -342,7 +348,7 @@ export function createHarness(options: HarnessOptions): Harness {
     await Promise.race([Promise.all(turns.map((t) => t.done)), sleep(shutdownGraceMs, graceController.signal)]);
     graceController.abort();
     for (const turn of inFlight.values()) {
-      if (turn.abandon(`shutdown grace of ${shutdownGraceMs} ms exceeded`)) count("abandoned");
+      if (turn.abandon(`shutdown grace of ${shutdownGraceMs} ms exceeded`)) count(turn.entryId, "abandoned");
     }
     inFlight.clear();
   }

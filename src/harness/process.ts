@@ -13,6 +13,7 @@ import { createRedisBus } from "../bus/redis-bus.js";
 import { createRedisConnection } from "../bus/redis-connection.js";
 import { untilDependenciesAnswer } from "../dependency-wait.js";
 import { DependencyHealth } from "../dependency-health.js";
+import { endpointsOf, notAnswering, whenAnswering } from "../service-endpoints.js";
 import { readiness } from "../readiness.js";
 import { createMetrics } from "../metrics.js";
 import { startMetricsServer, type MetricsServer } from "../metrics/metrics-server.js";
@@ -162,17 +163,20 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
     // Started while Redis or Postgres is down (a restart during an outage): wait for them, as a running harness would.
     // Commands queue while Redis is away; a stop meanwhile closes the connection, which fails them and ends the wait.
     const stopWaiting = (): void => redis.disconnect();
+    const endpoints = endpointsOf(config);
     stop.signal.addEventListener("abort", stopWaiting, { once: true });
-    await untilDependenciesAnswer(async () => {
+    // A stop must end the wait even when a check is queued in ioredis' offline queue: disconnect() while it is
+    // reconnecting leaves queued commands pending for good, so the attempt itself gives way to the stop.
+    await untilDependenciesAnswer(() => untilStopped(stop.signal, async () => {
       if (redis.status === "wait") {
         await redis.connect().catch((error: unknown) => {
-          // Named as Redis's: a bare ECONNREFUSED says nothing about whose socket it was.
-          throw new SwitchyardError(ErrorCode.Unavailable, "bus unreachable: cannot connect to Redis", { cause: error });
+          // Named as Redis's, with address and variable: a bare ECONNREFUSED says nothing about whose socket it was.
+          throw notAnswering(endpoints.redis, error);
         });
       }
       await assertRedisSafe(redis, { logger });
-      await flags?.refresh();
-    }, { logger, signal: stop.signal }).finally(() => stop.signal.removeEventListener("abort", stopWaiting));
+      if (flags) await whenAnswering(endpoints.postgres, () => flags.refresh());
+    }), { logger, signal: stop.signal }).finally(() => stop.signal.removeEventListener("abort", stopWaiting));
     flags?.start(stop.signal);
     if (config.metrics.port !== null) {
       metricsServer = await startMetricsServer({
@@ -217,6 +221,18 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
     await pool.end().catch((error: unknown) => logger.warn({ err: error }, "closing the database pool failed"));
     removeGuards();
   }
+}
+
+/** Runs `attempt`, rejecting with CANCELLED as soon as `signal` aborts (the attempt is left to settle on its own). */
+function untilStopped<T>(signal: AbortSignal, attempt: () => Promise<T>): Promise<T> {
+  // `interrupted`: the CLI exits 130, as for any command the operator stopped.
+  const stopped = () => new SwitchyardError(ErrorCode.Cancelled, "stopped while waiting for Redis and Postgres", { details: { interrupted: true } });
+  if (signal.aborted) return Promise.reject(stopped());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(stopped());
+    signal.addEventListener("abort", onAbort, { once: true });
+    attempt().then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** QUIT waits for Redis; when Redis is unreachable that could be forever, so it gets a second before a hard close. */

@@ -83,6 +83,16 @@ export interface TurnDeps {
   turnCheck?: TurnCheck;
   /** Failures caused by an unreachable Redis/Postgres go here (logged once per outage) instead of one line each. */
   health?: DependencyHealth;
+  /** Told what metrics count beyond the outcome (harness-metrics.ts). */
+  observer?: TurnObserver;
+}
+
+/** What a turn tells its harness's metrics beyond its outcome. */
+export interface TurnObserver {
+  /** A HEARTBEAT envelope was published for the handler. */
+  heartbeatSent(): void;
+  /** The handler failed; `retryable` false fails the step now (no retry). */
+  handlerFailed(retryable: boolean): void;
 }
 
 export interface RunningTurn {
@@ -164,6 +174,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
         if (settled) return;
         await touch();
         await publish(heartbeatEnvelope(envelope, deps.source, deps.now()));
+        deps.observer?.heartbeatSent();
       },
       usage(report: UsageReport) {
         // Validate everything before adding anything, so a bad report leaves the totals untouched.
@@ -231,6 +242,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
       // The route stays off until an SRE turns it on: retrying the step now cannot help.
       if (info.code === ErrorCode.BusNotRouted) info.retryable = false;
       logger.warn({ err: error, code: info.code, retryable: info.retryable }, "handler failed");
+      deps.observer?.handlerFailed(info.retryable);
       outgoing = resultErrorEnvelope(envelope, deps.source, info, usage, work.turn, deps.now());
       outcome = "failed";
     } finally {

@@ -127,6 +127,6 @@ describe("migrate", () => {
     expect(bad.stderr).toMatch(/^error: CONFIG: DATABASE_URL must use postgres: or postgresql:/);
     const down = await cli.run(["workflow", "list", "--tenant", "x", "--database-url", "postgres://postgres@127.0.0.1:1/none"]);
     expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/^error: UNAVAILABLE: cannot connect/);
+    expect(down.stderr).toMatch(/^error: UNAVAILABLE: PostgreSQL at 127\.0\.0\.1:1 is not answering \(--database-url\)/);
   });
 });

@@ -99,6 +99,21 @@ describe("CLI remote mode", () => {
     await same(["workflow", "list", "--json"]);
   });
 
+  it("task watch follows the API's Watch stream, explains the parked step, and ends 0 once it completes", async () => {
+    const taskId = (await cli(["task", "start", "gated"], "remote")).last;
+    await untilStatus(taskId, "parked");
+    const approvalId = (JSON.parse((await cli(["approval", "list", "--json"], "remote")).stdout) as { approvals: Array<{ id: string; taskId: string }> }).approvals.find((a) => a.taskId === taskId)!.id;
+    const watching = cli(["task", "watch", taskId, "--timeout", "60", "--explain-after", "1"], "remote");
+    // Decided while the watch runs: the stream must deliver the change and the completion.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect((await cli(["approval", "approve", approvalId], "remote")).code).toBe(0);
+    const watched = await watching;
+    expect(watched.code).toBe(0);
+    expect(watched.stdout).toContain(`  step publish: parked on approval ${approvalId}\n`);
+    expect(watched.stdout).toMatch(/step publish \(role:echo\): completed/);
+    expect(watched.stdout).toMatch(new RegExp(`task ${taskId} completed`));
+  });
+
   it("an invalid workflow file fails the same way: exit 2, the file and the field path", async () => {
     const direct = await cli(["workflow", "submit", "bad.yaml", "--tenant", "acme"], "direct");
     const remote = await cli(["workflow", "submit", "bad.yaml"], "remote");

@@ -69,7 +69,7 @@ export function registerApprovalCommands(program: Command, run: ActionRunner): v
     approval
       .command(verb)
       .description(verb === "approve" ? "approve a pending approval; the parked step continues" : "deny a pending approval; the parked step fails")
-      .argument("<id>", "approval id")
+      .argument("<id>", "approval id", uuidOption)
       .option("--tenant <tenant>", TENANT_OPTION_HELP)
       .option("--actor <actor>", "who decides (recorded in the audit log)", "cli")
       .option("--reason <reason>", "why (recorded in the audit log)")

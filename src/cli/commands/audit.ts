@@ -9,7 +9,7 @@ import type { AuditRow } from "../../domain.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import type { VerifyWithCheckpointsResult } from "../../governance/checkpoint-verify.js";
 import type { Checkpoint, ExportedCheckpoint } from "../../governance/checkpoints.js";
-import { inFile, intOption, readInputFile, requireTenant } from "../args.js";
+import { inFile, intOption, readInputFile, requireTenant, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";
 import { describeVerification, ExitCode, formatTable, formatTime } from "../output.js";
@@ -113,7 +113,7 @@ export function registerAuditCommands(program: Command, run: ActionRunner): void
     .command("list")
     .description("list audit rows in seq order")
     .option("--tenant <tenant>", TENANT_OPTION_HELP)
-    .option("--task <id>", "only this task's rows")
+    .option("--task <id>", "only this task's rows", uuidOption)
     .option("--after <seq>", "only rows after this seq (paging)", intOption(0))
     .option("--limit <n>", "at most this many rows (1..10000)", intOption(1), 100)
     .option("--json", "print the result as JSON")

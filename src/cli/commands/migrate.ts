@@ -19,8 +19,8 @@ export function registerMigrateCommand(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
-        const { migrate } = await import("../../store/migrate.js");
-        const result = await migrate({ connectionString: ctx.config.databaseUrl, createDatabase: true });
+        const [{ migrate }, { whenAnswering }] = await Promise.all([import("../../store/migrate.js"), import("../../service-endpoints.js")]);
+        const result = await whenAnswering(ctx.endpoints.postgres, () => migrate({ connectionString: ctx.config.databaseUrl, createDatabase: true }));
         if (options.json) return ctx.printJson(result);
         for (const name of result.applied) ctx.print(`applied ${name}`);
         ctx.print(result.applied.length > 0 ? `database at schema version ${result.version}` : `already up to date at schema version ${result.version}`);

@@ -1,5 +1,5 @@
 /**
- * `switchyard task start|get|cancel|list` — run a workflow and watch or stop the run; list the tenant's runs.
+ * `switchyard task start|watch|get|cancel|reply|list` — run a workflow and watch or stop the run; list the tenant's runs.
  *
  * TaskView (the JSON of `task get --json` and the last line of `task start --json`):
  * ```json
@@ -21,11 +21,14 @@ import { InvalidArgumentError, type Command } from "commander";
 import type { TaskStatus } from "../../coordinator/model.js";
 import type { TaskView } from "../../coordinator/tasks.js";
 import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "../../gateway/task-page.js";
-import { intOption, parseJsonOption, secondsOption } from "../args.js";
+import { intOption, parseJsonOption, secondsOption, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";
 import { ExitCode, formatNumber, formatTable, formatTime } from "../output.js";
 import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
+import { ErrorCode, isSwitchyardError } from "../../errors.js";
+import { createStallExplainer } from "../stall-explainer.js";
+import { taskSource } from "../task-stream.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
 
 interface StartOptions {
@@ -34,8 +37,12 @@ interface StartOptions {
   idempotencyKey?: string;
   wait?: boolean;
   timeout?: number;
+  explainAfter: number;
   json?: boolean;
 }
+
+/** Seconds without any change before `--wait` / `task watch` say why the task does not move. */
+const DEFAULT_EXPLAIN_AFTER_S = 10;
 
 export function registerTaskCommands(program: Command, run: ActionRunner): void {
   const task = program.command("task").description("start, inspect and cancel tasks");
@@ -58,6 +65,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
     .option("--idempotency-key <key>", "start at most one task per key")
     .option("--wait", "wait for the task to finish, printing step progress")
     .option("--timeout <seconds>", "with --wait: give up after this long", secondsOption)
+    .option("--explain-after <seconds>", "with --wait: say why the task does not move after this long without a change", secondsOption, DEFAULT_EXPLAIN_AFTER_S)
     .option("--json", "print the task as JSON (TaskView) on the last line")
     .action(
       run(async (ctx, workflow: string, options: StartOptions) => {
@@ -75,10 +83,40 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
             else ctx.print(started.taskId);
             return;
           }
-          const tasks = { get: (_org: string, id: string) => api.getTask(id) };
-          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: started.taskId, timeoutSeconds: options.timeout });
+          const tasks = taskSource(api, started.taskId);
+          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: started.taskId, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter }).finally(() => tasks.close());
           if (options.json) ctx.printJson(final);
           else ctx.print(started.taskId);
+          if (final.status !== "completed") throw new CommandExit(ExitCode.Failed);
+        });
+      }),
+    );
+
+  /**
+   * `task watch ID --tenant T [--timeout SECONDS] [--explain-after SECONDS] [--json]` — follows a running task:
+   * a line per step change (as `task start --wait`), and after `--explain-after` seconds (default 10) without a
+   * change, why it does not move ("no harness has read role:echo for 30 s; HARNESS_ENABLED is off for role:echo",
+   * "parked on approval …", "waiting on foreign:KEY (bridge …, last state working)", "held: COORDINATOR_ENABLED
+   * is off for tenant T"), again whenever the reason changes. Exits 0 when the task completes, 1 when it fails, is
+   * cancelled or `--timeout` passes. With `--json` the last stdout line is the TaskView and the rest goes to
+   * stderr. With `--url` it follows the API's streaming Watch and explains only what the task view says (see
+ * stall-explainer.ts).
+   */
+  task
+    .command("watch")
+    .description("follow a task's steps and say why it does not move")
+    .argument("<id>", "task id", uuidOption)
+    .option("--tenant <tenant>", TENANT_OPTION_HELP)
+    .option("--timeout <seconds>", "give up after this long", secondsOption)
+    .option("--explain-after <seconds>", "say why the task does not move after this long without a change", secondsOption, DEFAULT_EXPLAIN_AFTER_S)
+    .option("--json", "print the task as JSON (TaskView) on the last line")
+    .action(
+      run(async (ctx, id: string, options: { tenant?: string; timeout?: number; explainAfter: number; json?: boolean }) => {
+        await withTenantApi(ctx, options.tenant, async (api) => {
+          const say = (line: string) => (options.json ? ctx.note(line) : ctx.print(line));
+          const tasks = taskSource(api, id);
+          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: id, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter }).finally(() => tasks.close());
+          if (options.json) ctx.printJson(final);
           if (final.status !== "completed") throw new CommandExit(ExitCode.Failed);
         });
       }),
@@ -91,7 +129,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
   task
     .command("get")
     .description("show a task and its steps")
-    .argument("<id>", "task id")
+    .argument("<id>", "task id", uuidOption)
     .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--json", "print the task as JSON (TaskView)")
     .action(
@@ -110,7 +148,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
   task
     .command("cancel")
     .description("cancel a task")
-    .argument("<id>", "task id")
+    .argument("<id>", "task id", uuidOption)
     .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--reason <reason>", "why (recorded in the audit log)", "cancelled from the CLI")
     .option("--actor <actor>", "who cancels (recorded in the audit log)", "cli")
@@ -137,7 +175,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
   task
     .command("reply")
     .description("post text to the conversation a task came from")
-    .argument("<id>", "task id")
+    .argument("<id>", "task id", uuidOption)
     .requiredOption("--text <text>", "the words to post (at most 16 KiB)")
     .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--idempotency-key <key>", "post at most once per key (default: sha256 of task id and text)")
@@ -208,9 +246,11 @@ function statusesOption(value: string): TaskStatus[] {
 async function waitWithProgress(
   ctx: CliContext,
   say: (line: string) => void,
-  options: { tasks: Parameters<typeof watchTask>[0]["tasks"]; tenant: string | undefined; taskId: string; timeoutSeconds: number | undefined },
+  options: { tasks: Parameters<typeof watchTask>[0]["tasks"]; tenant: string | undefined; taskId: string; timeoutSeconds: number | undefined; explainAfterSeconds: number },
 ): Promise<TaskView> {
   const stop = ctx.shutdownSignal();
+  const explainer = createStallExplainer(ctx);
+  let explained = "";
   try {
     const final = await watchTask({
       tasks: options.tasks,
@@ -218,18 +258,38 @@ async function waitWithProgress(
       taskId: options.taskId,
       signal: stop.signal,
       ...(options.timeoutSeconds !== undefined ? { timeoutMs: options.timeoutSeconds * 1000 } : {}),
+      stallMs: options.explainAfterSeconds * 1000,
+      onStall: async (view, stalledMs) => {
+        // The watch matters more than its diagnosis: a failed explanation is said (once) and the watch goes on.
+        const lines = await explainer.explain(view).catch((error: unknown) => [`(cannot explain the stall: ${(error as Error).message})`]);
+        // Said once per reason: a long stall repeats nothing until the reason changes (not merely its age).
+        const text = lines.join("\n").replace(/\d+ (s|min|h)\b/g, "");
+        if (text === explained || lines.length === 0) return;
+        explained = text;
+        say(`no change for ${Math.round(stalledMs / 1000)} s:`);
+        for (const line of lines) say(`  ${line}`);
+      },
       onStep: (step) => {
+        explained = "";
         say(formatStepLine(step));
         if (step.status === "parked" && step.approvalId) {
           const tenantFlag = options.tenant !== undefined ? ` --tenant ${options.tenant}` : "";
           say(`  decide with: switchyard approval approve ${step.approvalId}${tenantFlag}   (or: approval deny …)`);
         }
       },
+    }).catch(async (error: unknown) => {
+      // A timeout before the first explanation still says why: the hint the operator was waiting for.
+      if (isSwitchyardError(error, ErrorCode.Timeout) && explained === "") {
+        const lines = await explainer.explain(await options.tasks.get(options.tenant ?? "", options.taskId)).catch(() => []);
+        for (const line of lines) say(`  ${line}`);
+      }
+      throw error;
     });
     say(`task ${final.id} ${final.status}, cost ${formatNumber(final.cost)}${final.error ? ` — ${final.error.code}: ${final.error.message}` : ""}`);
     return final;
   } finally {
     stop.dispose();
+    await explainer.close();
   }
 }
 

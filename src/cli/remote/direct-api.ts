@@ -10,8 +10,7 @@ import { listAudit } from "../../governance/audit-log.js";
 import { verifyChainWithCheckpoints } from "../../governance/checkpoint-verify.js";
 import { silentLogger } from "../../logger.js";
 import type { Runtime } from "../../runtime.js";
-import { createPool, type Pool } from "../../store/db.js";
-import { assertSchemaCurrent } from "../../store/migrate.js";
+import type { Pool } from "../../store/db.js";
 import { getWorkflow, listWorkflows, submitWorkflow } from "../../store/workflow-store.js";
 import { listTasks } from "../../gateway/task-list.js";
 import { parseWorkflowDefinition, workflowToSource } from "../../workflow/definition.js";
@@ -25,19 +24,8 @@ export function createDirectTenantApi(ctx: CliContext, tenant: string): TenantAp
   let runtime: Promise<Runtime> | undefined;
 
   const openPool = (): Promise<Pool> =>
-    (pool ??= (async () => {
-      const opened = createPool({ connectionString: ctx.config.databaseUrl, max: 2, applicationName: "switchyard-cli" });
-      try {
-        // A plain query first: the schema check reads a failed query as "no schema", which hides an unreachable server.
-        await opened.query("SELECT 1");
-        await assertSchemaCurrent(opened);
-        return opened;
-      } catch (error) {
-        await opened.end().catch(() => {});
-        throw error;
-      }
-    })());
-  const openRuntimeOnce = (): Promise<Runtime> => (runtime ??= openRuntime(ctx.config, { logger: silentLogger, poolSize: 2, longRunning: false }));
+    (pool ??= ctx.openPool());
+  const openRuntimeOnce = (): Promise<Runtime> => (runtime ??= openRuntime(ctx.config, { logger: silentLogger, poolSize: 2, longRunning: false, endpoints: ctx.endpoints }));
   /** Reads go through the runtime's pool when it is open anyway, else through the small one. */
   const reader = async () => (runtime ? (await runtime).pool : openPool());
 

@@ -95,6 +95,13 @@ export function createRemoteTenantApi(target: RemoteTarget, tenant: string | und
     async getTask(id) {
       return taskFromProto((await call(() => tasks.get({ id }))).task!);
     },
+    async *watchTask(id, signal) {
+      try {
+        for await (const res of tasks.watch({ id }, { signal })) yield taskFromProto(res.task!);
+      } catch (error) {
+        throw switchyardErrorOf(error, target.url);
+      }
+    },
     async cancelTask(id, actor, reason) {
       const res = await call(() => tasks.cancel({ id, actor, reason }));
       return { task: taskFromProto(res.task!), alreadyFinished: res.alreadyFinished };

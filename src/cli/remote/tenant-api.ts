@@ -34,6 +34,8 @@ export interface TenantApi {
   listWorkflows(): Promise<WorkflowSummary[]>;
   startTask(request: { workflow: string; input: unknown; idempotencyKey?: string }): Promise<{ taskId: string; created: boolean; workflow: string }>;
   getTask(id: string): Promise<TaskView>;
+  /** The task now and at every change until it finishes (the API's streaming Watch); absent in direct mode, which polls. */
+  watchTask?(id: string, signal: AbortSignal): AsyncIterable<TaskView>;
   cancelTask(id: string, actor: string, reason: string): Promise<{ task: TaskView; alreadyFinished: boolean }>;
   /** Posts text to the task's reply address as the tenant; waits for the outcome (see TaskService.reply). */
   replyTask(request: { taskId: string; text: string; idempotencyKey?: string; actor: string }): Promise<ReplyOutcome>;
