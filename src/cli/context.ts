@@ -8,13 +8,14 @@ import type { Logger } from "../logger.js";
 import type { Runtime, RuntimeOptions } from "../runtime.js";
 import type { Pool } from "../store/db.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import { endpointsOf, whenAnswering, type ServiceEndpoints } from "../service-endpoints.js";
+import type { ServiceEndpoints } from "../service-endpoints.js";
 import { ExitCode, jsonLine } from "./output.js";
 
 // Every implementation module (pg, ioredis, the runtime) is imported when a command needs it, never here: this
 // file is loaded by every command's registration, so `switchyard --help` would otherwise pay for all of them.
 type ConfigModule = typeof import("../config.js");
 type LoggerModule = typeof import("../logger.js");
+type EndpointsModule = typeof import("../service-endpoints.js");
 
 export interface TextSink {
   write(text: string): unknown;
@@ -68,13 +69,13 @@ export class CliContext {
   constructor(
     readonly io: CliIo,
     private readonly globals: GlobalOptions,
-    private readonly modules: { config: ConfigModule; logger: LoggerModule },
+    private readonly modules: { config: ConfigModule; logger: LoggerModule; endpoints: EndpointsModule },
   ) {}
 
   /** The context of one running command; loads the configuration and logging modules its sync getters use. */
   static async of(io: CliIo, command: Command): Promise<CliContext> {
-    const [config, logger] = await Promise.all([import("../config.js"), import("../logger.js")]);
-    return new CliContext(io, command.optsWithGlobals<GlobalOptions>(), { config, logger });
+    const [config, logger, endpoints] = await Promise.all([import("../config.js"), import("../logger.js"), import("../service-endpoints.js")]);
+    return new CliContext(io, command.optsWithGlobals<GlobalOptions>(), { config, logger, endpoints });
   }
 
   /** The configuration: environment first, then the global flags on top (validated the same way). */
@@ -139,7 +140,7 @@ export class CliContext {
    * DATABASE_URL), for "PostgreSQL at 127.0.0.1:5499 is not answering (DATABASE_URL)".
    */
   get endpoints(): ServiceEndpoints {
-    return endpointsOf(this.config, {
+    return this.modules.endpoints.endpointsOf(this.config, {
       postgres: this.globals.databaseUrl !== undefined ? "--database-url" : "DATABASE_URL",
       redis: this.globals.redisUrl !== undefined ? "--redis-url" : "REDIS_URL",
     });
@@ -151,7 +152,7 @@ export class CliContext {
     const pool = createPool({ connectionString: this.config.databaseUrl, max: 2, applicationName: "switchyard-cli" });
     try {
       // A plain query first: the schema check reads a failed query as "no schema", which hides an unreachable server.
-      await whenAnswering(this.endpoints.postgres, () => pool.query("SELECT 1"));
+      await this.modules.endpoints.whenAnswering(this.endpoints.postgres, () => pool.query("SELECT 1"));
       await assertSchemaCurrent(pool);
       return pool;
     } catch (error) {
@@ -221,10 +222,11 @@ export class CliContext {
  * database as "schema behind, run migrate", while a plain query first makes that "cannot connect".
  */
 export async function openRuntime(config: Config, options: RuntimeOptions & { waitForDependencies?: boolean } = {}): Promise<Runtime> {
-  const [{ createRuntime }, { assertSchemaCurrent }, { assertRedisSafe }] = await Promise.all([
+  const [{ createRuntime }, { assertSchemaCurrent }, { assertRedisSafe }, { endpointsOf, whenAnswering }] = await Promise.all([
     import("../runtime.js"),
     import("../store/migrate.js"),
     import("../bus/redis-check.js"),
+    import("../service-endpoints.js"),
   ]);
   if (options.waitForDependencies) {
     const [{ silentLogger }, { createMetrics }, { DependencyHealth }, { untilDependenciesAnswer }] = await Promise.all([

@@ -17,7 +17,7 @@ describe("unknown SWITCHYARD_* variables", () => {
   it("are warned about on the CLI's stderr once the configuration is read", async () => {
     const stderr: string[] = [];
     const io = defaultIo({ env: { SWITCHYARD_HEARTBEAT: "500" }, stdout: { write: () => true }, stderr: { write: (text: string) => stderr.push(text) } });
-    const context = new CliContext(io, {}, { config: await import("../../src/config.js"), logger: await import("../../src/logger.js") });
+    const context = new CliContext(io, {}, { config: await import("../../src/config.js"), logger: await import("../../src/logger.js"), endpoints: await import("../../src/service-endpoints.js") });
     expect(context.config.harness.heartbeatMs).toBe(10_000);
     expect(stderr).toEqual(["warning: SWITCHYARD_HEARTBEAT is not a Switchyard setting and is ignored (did you mean SWITCHYARD_HEARTBEAT_MS?)\n"]);
     void context.config;

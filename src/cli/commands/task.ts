@@ -27,7 +27,6 @@ import { CommandExit, type CliContext } from "../context.js";
 import { ExitCode, formatNumber, formatTable, formatTime } from "../output.js";
 import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
 import { ErrorCode, isSwitchyardError } from "../../errors.js";
-import { createStallExplainer } from "../stall-explainer.js";
 import { taskSource } from "../task-stream.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
 
@@ -248,6 +247,7 @@ async function waitWithProgress(
   say: (line: string) => void,
   options: { tasks: Parameters<typeof watchTask>[0]["tasks"]; tenant: string | undefined; taskId: string; timeoutSeconds: number | undefined; explainAfterSeconds: number },
 ): Promise<TaskView> {
+  const { createStallExplainer } = await import("../stall-explainer.js");
   const stop = ctx.shutdownSignal();
   const explainer = createStallExplainer(ctx);
   let explained = "";
