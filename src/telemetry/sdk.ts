@@ -57,3 +57,13 @@ export async function startTracing(config: TelemetryConfig, options: StartTracin
       })()),
   };
 }
+
+/** Runs a process's main with tracing started (when on) and flushed/shut down after it returned or threw. */
+export async function withTracing<T>(config: TelemetryConfig, options: StartTracingOptions, main: () => Promise<T>): Promise<T> {
+  const tracing = await startTracing(config, options);
+  try {
+    return await main();
+  } finally {
+    await tracing.shutdown();
+  }
+}

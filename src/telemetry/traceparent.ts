@@ -49,3 +49,15 @@ export function activeTraceparent(): string | undefined {
   if (!span || !span.spanContext() || !trace.isSpanContextValid(span.spanContext())) return undefined;
   return traceparentOf(span);
 }
+
+/**
+ * The traceparent an envelope written for `stored`'s trace should carry: the active span when it belongs to that
+ * trace (the callback or egress span that caused the write), else `stored` itself. Group-committed work runs in
+ * whichever caller's context flushed the batch, so an active span of ANOTHER trace is never borrowed.
+ */
+export function continueTrace(stored: string | null | undefined): string | undefined {
+  const parent = parseTraceparent(stored);
+  if (!parent) return undefined;
+  const active = trace.getSpan(context.active())?.spanContext();
+  return active && active.traceId === parent.traceId && trace.isSpanContextValid(active) ? formatTraceparent(active) : (stored ?? undefined);
+}

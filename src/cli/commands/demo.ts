@@ -13,6 +13,7 @@ import { runOrchestratorDemo } from "../demo/run-orchestrator-demo.js";
 import { runOriginDemo } from "../demo/run-origin-demo.js";
 import { ExitCode } from "../output.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { startTracing } from "../../telemetry/sdk.js";
 
 interface DemoCommandOptions {
   tenant: string;
@@ -65,6 +66,8 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
           destination: ctx.io.stderr as NodeJS.WritableStream,
         });
         const stop = ctx.shutdownSignal((signal) => ctx.note(`received ${signal}: stopping the demo`));
+        // OTEL_* on: the demo's task can be followed in Jaeger/Tempo (README, "Tracing").
+        const tracing = await startTracing(ctx.config.telemetry, { role: "demo", logger });
         try {
           if (scenario === "mcp") {
             const mcp = await runMcpDemo({ config: ctx.config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
@@ -92,6 +95,7 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
           });
           if (!result.ok) throw new CommandExit(ExitCode.Failed);
         } finally {
+          await tracing.shutdown();
           stop.dispose();
         }
       }),

@@ -7,6 +7,7 @@ import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
 import { installProcessGuards } from "../../process-guard.js";
+import { withTracing } from "../../telemetry/sdk.js";
 import { GATEWAY_SENDER } from "../../bus/auth/bus-keys.js";
 
 export interface GatewayCommandOptions {
@@ -35,6 +36,10 @@ export function registerGatewayCommand(program: Command, run: ActionRunner): voi
 
 async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Promise<void> {
   const logger = ctx.createLogger("switchyard-gateway");
+  await withTracing(ctx.config.telemetry, { role: "gateway", logger }, () => serveGateway(ctx, options, logger));
+}
+
+async function serveGateway(ctx: CliContext, options: GatewayCommandOptions, logger: ReturnType<CliContext["createLogger"]>): Promise<void> {
   const runtime = await openRuntime(ctx.config, { logger, waitForDependencies: true });
   try {
     // The callback route publishes FOREIGN results as the gateway: without that key they would all be refused.

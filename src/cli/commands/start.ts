@@ -14,6 +14,7 @@ import { EXAMPLE_ROLES, startDevStack } from "../dev-stack.js";
 import { startMetricsServer, type MetricsServer } from "../../metrics/metrics-server.js";
 import { readiness } from "../../readiness.js";
 import { installProcessGuards } from "../../process-guard.js";
+import { withTracing } from "../../telemetry/sdk.js";
 
 /** How long each /readyz check of a standalone coordinator may take. */
 const READINESS_TIMEOUT_MS = 2_000;
@@ -32,35 +33,7 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .action(
       run(async (ctx, options: { consumer?: string }) => {
         const logger = ctx.createLogger("switchyard-coordinator");
-        const { config } = ctx;
-        const consumer = options.consumer ?? consumerName("coordinator");
-        // Named after the consumer, so an operator (or the fencing test) can tell the coordinators' sessions apart.
-        const runtime = await openRuntime(config, { logger, waitForDependencies: true, applicationName: `switchyard-coordinator ${consumer}`.slice(0, 63) });
-        const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
-        const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: runtime.health }) : () => {};
-        let metricsServer: MetricsServer | undefined;
-        try {
-          if (config.metrics.port !== null) {
-            metricsServer = await startMetricsServer({
-              registry: runtime.metrics.registry,
-              host: config.metrics.host,
-              port: config.metrics.port,
-              logger,
-              readiness: () => readiness({ pool: runtime.pool, redis: runtime.redis, health: runtime.health, timeoutMs: READINESS_TIMEOUT_MS }),
-            });
-            logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics and readiness");
-          }
-          const coordinator = createCoordinator(runtime, { consumer, logger });
-          logger.info("coordinator started");
-          await coordinator.start(stop.signal);
-          logger.info("coordinator stopped");
-        } finally {
-          await metricsServer?.close();
-          // Handlers stay until everything is closed: a second signal while closing still means "exit now".
-          await runtime.close();
-          stop.dispose();
-          removeGuards();
-        }
+        await withTracing(ctx.config.telemetry, { role: "coordinator", logger }, () => runCoordinator(ctx, options, logger));
       }),
     );
 
@@ -80,17 +53,18 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
         if ((options.role === undefined) === (options.team === undefined)) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "pass exactly one of --role or --team", { details: { path: "--role" } });
         }
-        await runHarnessProcess({
+        const logger = ctx.createLogger("switchyard-harness");
+        await withTracing(ctx.config.telemetry, { role: "harness", logger }, () => runHarnessProcess({
           config: ctx.config,
           ...(options.role !== undefined ? { role: options.role } : { team: options.team! }),
           handlerPath: options.handler,
           concurrency: options.concurrency,
-          logger: ctx.createLogger("switchyard-harness"),
+          logger,
           cwd: ctx.io.cwd,
           ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
           liveFlags: true,
           processGuards: ctx.io.handleSignals,
-        });
+        }));
         // A handler that ignores its abort signal would keep the process alive past the grace period; its entry is
         // left unacknowledged (another worker reclaims it), so once shutdown is done the process may simply go.
         if (!ctx.io.signal) setTimeout(() => process.exit(process.exitCode ?? 0), 1_000).unref();
@@ -129,6 +103,10 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
     });
   }
   const logger = ctx.createLogger("switchyard");
+  await withTracing(ctx.config.telemetry, { role: "all", logger }, () => runAllTraced(ctx, options, roles, logger));
+}
+
+async function runAllTraced(ctx: CliContext, options: AllOptions, roles: string[], logger: ReturnType<CliContext["createLogger"]>): Promise<void> {
   const stack = await startDevStack({
     config: ctx.config,
     logger,
@@ -163,5 +141,37 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
     stop.dispose();
     removeGuards();
     logger.info("stopped");
+  }
+}
+
+async function runCoordinator(ctx: CliContext, options: { consumer?: string }, logger: ReturnType<CliContext["createLogger"]>): Promise<void> {
+  const { config } = ctx;
+  const consumer = options.consumer ?? consumerName("coordinator");
+  // Named after the consumer, so an operator (or the fencing test) can tell the coordinators' sessions apart.
+  const runtime = await openRuntime(config, { logger, waitForDependencies: true, applicationName: `switchyard-coordinator ${consumer}`.slice(0, 63) });
+  const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
+  const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: runtime.health }) : () => {};
+  let metricsServer: MetricsServer | undefined;
+  try {
+    if (config.metrics.port !== null) {
+      metricsServer = await startMetricsServer({
+        registry: runtime.metrics.registry,
+        host: config.metrics.host,
+        port: config.metrics.port,
+        logger,
+        readiness: () => readiness({ pool: runtime.pool, redis: runtime.redis, health: runtime.health, timeoutMs: READINESS_TIMEOUT_MS }),
+      });
+      logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics and readiness");
+    }
+    const coordinator = createCoordinator(runtime, { consumer, logger });
+    logger.info("coordinator started");
+    await coordinator.start(stop.signal);
+    logger.info("coordinator stopped");
+  } finally {
+    await metricsServer?.close();
+    // Handlers stay until everything is closed: a second signal while closing still means "exit now".
+    await runtime.close();
+    stop.dispose();
+    removeGuards();
   }
 }
