@@ -4,7 +4,8 @@
  * - `switchyard.egress foreign:<agent>`: the sender's whole send of one bridge (retries, the card, the answer);
  * - `switchyard.a2a <Method>`: each A2A JSON-RPC call (SendMessage, GetTask, CancelTask), with its HTTP status; the
  *   request carries the call span's `traceparent` header, so an instrumented agent continues our trace;
- * - `switchyard.callback`: an authenticated push (verify → resume), with the HTTP status answered.
+ * - `switchyard.callback`: an authenticated push (verify → resume), with the HTTP status answered;
+ * - `switchyard.poll`: the poller asking the agent for the task (GetTask), and what it resolved.
  * Built only when tracing is on.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -45,6 +46,10 @@ export function endSpan(span: Span | undefined, error?: unknown, attributes: Rec
     span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
   }
   span.end();
+}
+
+export function startPollSpan(bridge: BridgeFacts): Span {
+  return tracer().startSpan("switchyard.poll", { kind: SpanKind.INTERNAL, attributes: bridgeAttributes(bridge) }, parentContext(bridge.traceparent));
 }
 
 /** Runs `fn` with `span` active (no context work without a span). */
