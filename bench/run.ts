@@ -20,6 +20,7 @@ import { replyEgressScenario } from "./scenarios/reply-egress.js";
 import { startsScenario } from "./scenarios/starts.js";
 import { scaleOutScenario } from "./scenarios/scale-out.js";
 import { soakScenario } from "./scenarios/soak.js";
+import { tracingCostScenario } from "./scenarios/tracing-cost.js";
 import { formatJsonLine, formatReport } from "./report.js";
 import {
   USAGE,
@@ -47,7 +48,7 @@ import {
  *                                                `shard_takeover_ms`, `lease_ttl_ms` (ms)               scale-out
  *   (h) soak, opt-in (`--only soak`)           → `soak_rss_growth_pct` (%)              soak
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, soakScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, soakScenario, tracingCostScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the
