@@ -14,9 +14,10 @@ export interface TracingInterceptorOptions {
   tenantOf?: (values: ContextValues) => string | undefined;
 }
 
+/** The Connect code as the semantic conventions spell it (`not_found`, `invalid_argument`). */
 function codeOf(error: unknown): string {
   const code = error instanceof ConnectError ? error.code : Code.Unknown;
-  return Code[code] ?? "Unknown";
+  return (Code[code] ?? "Unknown").replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
 }
 
 export function createTracingInterceptor(options: TracingInterceptorOptions = {}): Interceptor {
@@ -30,7 +31,7 @@ export function createTracingInterceptor(options: TracingInterceptorOptions = {}
     const finish = (error?: unknown) => {
       const tenant = options.tenantOf?.(req.contextValues);
       if (tenant) span.setAttribute("switchyard.tenant", tenant);
-      span.setAttribute("rpc.connect_rpc.status_code", error === undefined ? "ok" : codeOf(error).toLowerCase());
+      span.setAttribute("rpc.connect_rpc.status_code", error === undefined ? "ok" : codeOf(error));
       if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
       span.end();
     };
