@@ -53,6 +53,9 @@ export const tracingCostScenario: Scenario = {
     useTracerProvider(undefined);
     const off: number[] = [];
     const on: number[] = [];
+    // Node CPU per hop (µs) moves far less with the machine's load than hops/s does: the steadier comparison.
+    const offCpu: number[] = [];
+    const onCpu: number[] = [];
     for (let pair = 1; pair <= size.pairs && !ctx.signal.aborted; pair++) {
       // Alternating, so drift of the shared machine (or of the database as it grows) hits both sides alike.
       for (const traced of pair % 2 === 1 ? [false, true] : [true, false]) {
@@ -60,7 +63,8 @@ export const tracingCostScenario: Scenario = {
         const result = await round(ctx, system, `pair ${pair}/${size.pairs} tracing ${traced ? "on" : "off"}`, size.results);
         const rate = perSecond(result.auditRows, result.drainMs);
         (traced ? on : off).push(rate);
-        ctx.log(`pair ${pair}, tracing ${traced ? "on " : "off"}: ${Math.round(rate)} hops/s`);
+        if (typeof result.cpu.node_us === "number") (traced ? onCpu : offCpu).push(result.cpu.node_us);
+        ctx.log(`pair ${pair}, tracing ${traced ? "on " : "off"}: ${Math.round(rate)} hops/s, ${result.cpu.node_us} µs Node CPU per hop`);
       }
       useTracerProvider(undefined);
     }
@@ -71,7 +75,16 @@ export const tracingCostScenario: Scenario = {
     return [
       { name: "tracing_off_hops_per_s", value: offRate, unit: "hops/s", extra: { runs: off.map(Math.round), results_per_run: size.results } },
       { name: "tracing_on_hops_per_s", value: onRate, unit: "hops/s", extra: { runs: on.map(Math.round), spans_exported: exporter.spans } },
-      { name: "tracing_on_ratio", value: onRate / offRate, unit: "ratio", extra: { partial: ctx.signal.aborted } },
+      {
+        name: "tracing_on_ratio",
+        value: onRate / offRate,
+        unit: "ratio",
+        extra: {
+          node_cpu_us_per_hop_off: offCpu.length > 0 ? summarize(offCpu).p50 : null,
+          node_cpu_us_per_hop_on: onCpu.length > 0 ? summarize(onCpu).p50 : null,
+          partial: ctx.signal.aborted,
+        },
+      },
     ];
   },
 };
