@@ -180,9 +180,21 @@ export class Engine {
    * given, which only a caller retrying STALE_HEAD and advancing the cache after COMMIT may do (`apply`).
    */
   async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[], options: ApplyInTransactionOptions = {}): Promise<ApplyResult> {
-    const heads = options.heads;
-    // Tracing off: `spans` stays undefined and no span, context or attribute is built below.
-    const spans = options.spans ?? (tracingOn() ? new HopSpans() : undefined);
+    // Tracing off: no spans, and no span, context or attribute is built below.
+    if (options.spans || !tracingOn()) return this.applyEvents(client, inputs, options.heads, options.spans);
+    // Inside a caller's transaction: the commit is the caller's, so the spans end once the events are applied.
+    const spans = new HopSpans();
+    try {
+      const result = await this.applyEvents(client, inputs, options.heads, spans);
+      spans.end({ committed: "by the caller" });
+      return result;
+    } catch (error) {
+      spans.end({ committed: false, error });
+      throw error;
+    }
+  }
+
+  private async applyEvents(client: PoolClient, inputs: readonly EngineInput[], heads: AuditHeadCache | undefined, spans: HopSpans | undefined): Promise<ApplyResult> {
     const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [], replies: [] };
     // First: the lease rows are share-locked until COMMIT, so no takeover can slip in before this batch ends.
     if (this.fenceBy && inputs.length > 0) await this.fenceBy.fence(client, new Set(inputs.map((i) => i.orgId)));
@@ -279,11 +291,7 @@ export class Engine {
     // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
     await this.persist(client, before, states, effects, result, heads);
-    if (spans) {
-      spans.audited(result.audit);
-      // Called inside a caller's transaction: the commit is the caller's, so the spans end here.
-      if (!options.spans) spans.end({ committed: true });
-    }
+    spans?.audited(result.audit);
     return result;
   }
 

@@ -56,7 +56,7 @@ export class StartBatcher<I> {
   private batcherOf(orgId: string): MicroBatcher<I, StartSettled> {
     let batcher = this.batchers.get(orgId);
     if (!batcher) {
-      const { tasks, request, onCreated } = this.options;
+      const { tasks, onCreated } = this.options;
       batcher = new MicroBatcher({
         run: (items) =>
           tasks.startEach(

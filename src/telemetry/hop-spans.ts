@@ -106,10 +106,14 @@ export class HopSpans {
     }
   }
 
-  /** Ends every open span: `commit` once the transaction committed, or an error status when it did not. */
-  end(outcome: { committed: true } | { committed: false; error: unknown }): void {
+  /**
+   * Ends every open span: `commit` once the transaction committed; `applied` when the caller's transaction commits
+   * later (TaskService); an error status when it rolled back.
+   */
+  end(outcome: { committed: true | "by the caller" } | { committed: false; error: unknown }): void {
     for (const span of this.open) {
-      if (outcome.committed) span.addEvent("commit");
+      if (outcome.committed === true) span.addEvent("commit");
+      else if (outcome.committed) span.addEvent("applied");
       else {
         span.recordException(outcome.error instanceof Error ? outcome.error : String(outcome.error));
         span.setStatus({ code: SpanStatusCode.ERROR, message: "the batch rolled back" });
