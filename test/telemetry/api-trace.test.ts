@@ -48,6 +48,8 @@ describe("API spans", () => {
     expect(parseTraceparent(rows[0].traceparent)?.spanId).toBe(start!.spanContext().spanId);
     const hop = await settledHop(tracing, taskId);
     expect(parentOf(hop), picture).toBe(start!.spanContext().spanId);
+    // Applied by the shard owner's coordinator in its own transaction: governor, audit, then the commit.
+    expect(hop.events.map((e) => e.name)).toEqual(["governor", "audit", "commit"]);
   });
 
   it("records a refused call with its Connect code", async () => {

@@ -97,7 +97,8 @@ steps:
     expect(parent(first), picture).toBe(start);
     expect(first.attributes).toMatchObject({ "switchyard.tenant": ORG, "switchyard.action": "dispatch", "switchyard.verdict": "allow", "switchyard.step": "research" });
     expect(first.attributes["switchyard.audit.seq"]).toEqual(expect.any(Number));
-    expect(first.events.map((e) => e.name)).toEqual(["governor", "audit", "commit"]);
+    // Started inline (TaskService): the commit is the start's own transaction, after the span ends.
+    expect(first.events.map((e) => e.name)).toEqual(["governor", "audit", "applied"]);
 
     // research: WORK → turn (delegates) → QUERY hop → analyst turn → RESULT hop → REPLY → research turn again.
     const researchTurns = turns.filter((t) => t.attributes["switchyard.role"] === "role:researcher");
