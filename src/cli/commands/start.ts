@@ -83,7 +83,8 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .option("--port <n>", "the API gateway's port (0: any free port; default SWITCHYARD_GATEWAY_PORT or 8080)", intOption(0))
     .option("--host <host>", "the API gateway's interface (default SWITCHYARD_GATEWAY_HOST or 127.0.0.1)")
     .option("--no-gateway", "do not serve the API gateway")
-    .action(run(async (ctx, options: AllOptions) => runAll(ctx, options)));
+    // OTEL_* on: spans of every process in it are exported, and flushed once it stopped (README, "Tracing").
+    .action(run(async (ctx, options: AllOptions) => withTracing(ctx.config.telemetry, { role: "all", logger: ctx.createLogger("switchyard") }, () => runAll(ctx, options))));
 }
 
 interface AllOptions {
@@ -103,10 +104,6 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
     });
   }
   const logger = ctx.createLogger("switchyard");
-  await withTracing(ctx.config.telemetry, { role: "all", logger }, () => runAllTraced(ctx, options, roles, logger));
-}
-
-async function runAllTraced(ctx: CliContext, options: AllOptions, roles: string[], logger: ReturnType<CliContext["createLogger"]>): Promise<void> {
   const stack = await startDevStack({
     config: ctx.config,
     logger,
