@@ -21,6 +21,7 @@ import { replyEgressScenario } from "./scenarios/reply-egress.js";
 import { startsScenario } from "./scenarios/starts.js";
 import { scaleOutScenario } from "./scenarios/scale-out.js";
 import { soakScenario } from "./scenarios/soak.js";
+import { tracingCostScenario } from "./scenarios/tracing-cost.js";
 import { formatJsonLine, formatReport } from "./report.js";
 import {
   USAGE,
@@ -50,7 +51,7 @@ import {
  *   one compiled `switchyard` process           → `cli_help_ms`, `cli_task_start_ms`,   cli-startup
  *                                                  `cli_version_ms`, `node_startup_ms` (ms)
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, cliStartupScenario, soakScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, cliStartupScenario, soakScenario, tracingCostScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the

@@ -28,7 +28,7 @@ const SIZES = {
  */
 const COORDINATORS = 1;
 
-interface RoundResult {
+export interface RoundResult {
   results: number;
   auditRows: number;
   drainMs: number;
@@ -36,7 +36,7 @@ interface RoundResult {
   cpu: Record<string, number | null>;
 }
 
-async function round(ctx: ScenarioContext, system: BenchSystem, label: string, count: number): Promise<RoundResult> {
+export async function round(ctx: ScenarioContext, system: BenchSystem, label: string, count: number): Promise<RoundResult> {
   const taskIds = await ctx.phase(`${label}: create + start ${count.toLocaleString("en-US")} tasks (engine)`, async () => {
     const ids = await system.createTasks(count);
     await system.startTasks(ids);

@@ -22,6 +22,8 @@ import { derivedIdSource, sha256Hex, specToEnvelope } from "./envelopes.js";
 import { unavailableForeignDispatcher, type ForeignDispatcher } from "./foreign-dispatcher.js";
 import { DEFAULT_DELEGATION_LIMITS, type ApprovalSpec, type CoordinatorEvent, type DecideContext, type DelegationLimits, type Effect, type HopRecord, type StepRecord, type TaskRecord, type TaskState } from "./model.js";
 import { insertOutbox, type OutboxRow } from "./outbox.js";
+import { HopSpans } from "../telemetry/hop-spans.js";
+import { tracingOn } from "../telemetry/tracing.js";
 import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
 import { DEFAULT_SHARD_COUNT, inboxOf } from "./shards.js";
@@ -79,11 +81,15 @@ export interface EngineInput {
   dedupe?: boolean;
   /** When the triggering envelope was created (ms), for the hop latency metric. */
   createdAtMs?: number;
+  /** The W3C traceparent the triggering envelope carried: the hop's span is its child (tracing on only). */
+  traceparent?: string | undefined;
 }
 
 export interface ApplyInTransactionOptions {
   /** Audit-chain heads kept in memory (see `Engine.apply`). */
   heads?: AuditHeadCache;
+  /** The hop spans, ended by the caller once it knows whether the transaction committed (`apply`). */
+  spans?: HopSpans;
 }
 
 /** Metric label of a refused inbound event (`switchyard_inbox_refused_total{reason}`). */
@@ -153,9 +159,13 @@ export class Engine {
   async apply(pool: Pool, inputs: readonly EngineInput[]): Promise<ApplyResult> {
     const heads = this.heads;
     const result = await retryOnConflict(async () => {
+      const spans = tracingOn() ? new HopSpans() : undefined;
       try {
-        return await withTransaction(pool, (client) => this.applyInTransaction(client, inputs, { heads }));
+        const applied = await withTransaction(pool, (client) => this.applyInTransaction(client, inputs, { heads, ...(spans ? { spans } : {}) }));
+        spans?.end({ committed: true });
+        return applied;
       } catch (error) {
+        spans?.end({ committed: false, error });
         heads?.forget(inputs.map((i) => i.orgId));
         throw error;
       }
@@ -170,7 +180,21 @@ export class Engine {
    * given, which only a caller retrying STALE_HEAD and advancing the cache after COMMIT may do (`apply`).
    */
   async applyInTransaction(client: PoolClient, inputs: readonly EngineInput[], options: ApplyInTransactionOptions = {}): Promise<ApplyResult> {
-    const heads = options.heads;
+    // Tracing off: no spans, and no span, context or attribute is built below.
+    if (options.spans || !tracingOn()) return this.applyEvents(client, inputs, options.heads, options.spans);
+    // Inside a caller's transaction: the commit is the caller's, so the spans end once the events are applied.
+    const spans = new HopSpans();
+    try {
+      const result = await this.applyEvents(client, inputs, options.heads, spans);
+      spans.end({ committed: "by the caller" });
+      return result;
+    } catch (error) {
+      spans.end({ committed: false, error });
+      throw error;
+    }
+  }
+
+  private async applyEvents(client: PoolClient, inputs: readonly EngineInput[], heads: AuditHeadCache | undefined, spans: HopSpans | undefined): Promise<ApplyResult> {
     const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [], replies: [] };
     // First: the lease rows are share-locked until COMMIT, so no takeover can slip in before this batch ends.
     if (this.fenceBy && inputs.length > 0) await this.fenceBy.fence(client, new Set(inputs.map((i) => i.orgId)));
@@ -180,6 +204,7 @@ export class Engine {
 
     const orgIds = [...new Set(fresh.map((i) => i.orgId))];
     const { tasks, steps, tenantFacts: storedFacts } = await loadTasksForUpdate(client, fresh.map((i) => i.taskId), { orgIds, day: costDay(this.clock()) });
+    if (spans) await spans.loadRoots(client, fresh.map((i) => i.taskId));
     const states = new Map<string, TaskState>();
     const before = new Map<string, TaskState>();
     for (const [taskId, task] of tasks) {
@@ -211,13 +236,16 @@ export class Engine {
       let tenant = facts.get(orgId);
       if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now, storedFacts.get(orgId))));
       const reply = await replies.facts(client, state, input.event);
+      const span = spans?.start(input);
       const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant, reply));
       if (decision.refused) {
+        spans?.skipped(span, "refused", decision.refused);
         result.refused.push({ input, label: "wrong_sender", reason: decision.refused });
         this.logger.warn({ orgId, taskId: input.taskId, eventType: input.event.type, envelopeId: input.event.eventId }, `event refused: ${decision.refused}`);
         continue;
       }
       if (decision.ignored) {
+        spans?.skipped(span, "ignored", decision.ignored);
         result.ignored.push({ taskId: input.taskId, type: input.event.type, reason: decision.ignored });
         continue;
       }
@@ -230,7 +258,8 @@ export class Engine {
       }
       states.set(input.taskId, decision.state);
       replies.observe(decision.effects);
-      for (const effect of decision.effects) {
+      // With tracing on, the envelopes this event emits carry its span's traceparent.
+      for (const effect of spans ? spans.decided(span, decision.effects) : decision.effects) {
         if (effect.type === "foreign_dispatch") {
           const outcome = await this.foreign.dispatch(client, effect.envelope);
           if (outcome.accepted && outcome.sentHash) hashWhatWasSent(effects, effect.envelope.id, outcome.sentHash);
@@ -262,6 +291,7 @@ export class Engine {
     // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
     await this.persist(client, before, states, effects, result, heads);
+    spans?.audited(result.audit);
     return result;
   }
 

@@ -60,6 +60,7 @@ export function specToEnvelope(spec: EnvelopeSpec, inbox: string = COORDINATOR_E
     sourceStepId: spec.sourceStepId ?? "",
     resultRef: spec.resultRef ?? "",
     createdAtMs: BigInt(spec.createdAtMs),
+    ...(spec.traceparent ? { trace: { traceparent: spec.traceparent, tracestate: "" } } : {}),
   });
 }
 

@@ -68,7 +68,7 @@ export class InboxIntake {
       }
       try {
         const inbound = envelopeToEvent(entry.envelope, verdict.sender);
-        const input = { ...inbound, dedupe: inbound.event.type !== "heartbeat", createdAtMs: Number(entry.envelope.createdAtMs) || undefined };
+        const input = { ...inbound, dedupe: inbound.event.type !== "heartbeat", createdAtMs: Number(entry.envelope.createdAtMs) || undefined, traceparent: entry.envelope.trace?.traceparent };
         accepted.set(entry, { entryId: entryKey(entry), input, source: { stream: entry.stream, id: entry.id } });
       } catch (error) {
         if (!isSwitchyardError(error)) throw error;

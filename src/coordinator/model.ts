@@ -228,6 +228,8 @@ export interface EnvelopeSpec {
   sourceStepId?: string;
   resultRef?: string;
   createdAtMs: number;
+  /** W3C traceparent of the hop that emitted it (src/telemetry/hop-spans.ts); set only when tracing is on. */
+  traceparent?: string;
 }
 
 export interface ApprovalSpec {

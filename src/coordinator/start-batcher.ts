@@ -8,6 +8,8 @@
 import type { PoolClient } from "../store/db.js";
 import { isDatabaseUnavailable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
+import { activeTraceparent } from "../telemetry/traceparent.js";
+import { tracingOn } from "../telemetry/tracing.js";
 import type { StartedTask, StartSettled } from "./task-starts.js";
 import type { StartTaskRequest, TaskService } from "./tasks.js";
 
@@ -30,24 +32,36 @@ const OWNER_IN_FLIGHT = 2;
 
 export class StartBatcher<I> {
   private readonly batchers = new Map<string, MicroBatcher<I, StartSettled>>();
+  /** Tracing on: each item's caller span (the batch runs outside the callers' contexts). */
+  private readonly callerTrace = new WeakMap<object, string>();
 
   constructor(private readonly options: StartBatcherOptions<I>) {}
 
   async start(item: I): Promise<StartedTask> {
+    if (tracingOn() && typeof item === "object" && item !== null) {
+      const traceparent = activeTraceparent();
+      if (traceparent) this.callerTrace.set(item, traceparent);
+    }
     const settled = await this.batcherOf(this.options.request(item).orgId).submit(item);
     if (!settled.ok) throw settled.error;
     return settled.started;
   }
 
+  private requestOf(item: I): StartTaskRequest {
+    const request = this.options.request(item);
+    const traceparent = typeof item === "object" && item !== null ? this.callerTrace.get(item) : undefined;
+    return traceparent && !request.traceparent ? { ...request, traceparent } : request;
+  }
+
   private batcherOf(orgId: string): MicroBatcher<I, StartSettled> {
     let batcher = this.batchers.get(orgId);
     if (!batcher) {
-      const { tasks, request, onCreated } = this.options;
+      const { tasks, onCreated } = this.options;
       batcher = new MicroBatcher({
         run: (items) =>
           tasks.startEach(
             orgId,
-            items.map(request),
+            items.map((item) => this.requestOf(item)),
             onCreated ? { onCreated: (client, created) => onCreated(client, created.map((c) => ({ item: items[c.index]!, taskId: c.taskId }))) } : {},
           ),
         maxBatch: this.options.maxBatch ?? 100,

@@ -23,7 +23,8 @@ export function startEnvelopeId(taskId: string): string {
   return derivedIdSource(startEventId(taskId))();
 }
 
-export function createStartEnvelope(orgId: string, taskId: string, nowMs: number): Envelope {
+/** `traceparent`: the task's root trace context, when tracing is on (the owner's first hop continues it). */
+export function createStartEnvelope(orgId: string, taskId: string, nowMs: number, traceparent?: string): Envelope {
   return createEnvelope({
     id: startEnvelopeId(taskId),
     orgId,
@@ -32,6 +33,7 @@ export function createStartEnvelope(orgId: string, taskId: string, nowMs: number
     destination: COORDINATOR_ENDPOINT,
     payload: { data: PAYLOAD, contentType: TASK_STARTED_CONTENT_TYPE },
     createdAtMs: BigInt(nowMs),
+    ...(traceparent ? { trace: { traceparent, tracestate: "" } } : {}),
   });
 }
 
@@ -42,13 +44,13 @@ export interface StartOwner {
 }
 
 /** Writes the start envelopes of just-created tasks to the outbox, in the starting transaction. */
-export async function insertStartEnvelopes(client: Queryable, orgId: string, created: ReadonlyArray<{ taskId: string }>, owner: StartOwner): Promise<OutboxRow[]> {
+export async function insertStartEnvelopes(client: Queryable, orgId: string, created: ReadonlyArray<{ taskId: string; traceparent?: string }>, owner: StartOwner): Promise<OutboxRow[]> {
   const stream = inboxOf(orgId, owner.shardCount);
   const now = Date.now();
   return insertOutbox(
     client,
-    created.map(({ taskId }) => {
-      const envelope = createStartEnvelope(orgId, taskId, now);
+    created.map(({ taskId, traceparent }) => {
+      const envelope = createStartEnvelope(orgId, taskId, now, traceparent);
       return { orgId, stream, envelopeId: envelope.id, bytes: owner.signer.sign(envelope) };
     }),
   );

@@ -9,6 +9,9 @@ import { ErrorCode, SwitchyardError, isSwitchyardError } from "../errors.js";
 import { validateAddress, viewAddress, type ReplyAddress } from "../origin/reply-address.js";
 import type { PoolClient } from "../store/db.js";
 import { getWorkflow, type StoredWorkflow } from "../store/workflow-store.js";
+import { recordTaskStart } from "../telemetry/task-spans.js";
+import { activeTraceparent } from "../telemetry/traceparent.js";
+import { tracingOn } from "../telemetry/tracing.js";
 import type { StepRecord, TaskRecord } from "./model.js";
 import { insertTasks, pendingWorkflowStep, saveSteps } from "./task-store.js";
 import type { StartTaskRequest, TaskView } from "./tasks.js";
@@ -31,8 +34,8 @@ export type OnStartsCreated = (client: PoolClient, created: ReadonlyArray<{ inde
 
 export interface WrittenStarts {
   settled: StartSettled[];
-  /** The tasks created by this batch, in request order. */
-  created: Array<{ index: number; taskId: string; steps: StepRecord[] }>;
+  /** The tasks created by this batch, in request order; `traceparent`: the task's root trace context (tracing on). */
+  created: Array<{ index: number; taskId: string; steps: StepRecord[]; traceparent?: string }>;
 }
 
 /** What can be checked without the database, per request: the reply address it carries, or its error. */
@@ -68,7 +71,8 @@ export async function writeStarts(
     workflows.set(request.workflow, await getWorkflow(client, orgId, request.workflow).catch((error: unknown) => (isSwitchyardError(error) ? error : Promise.reject(error))));
   }
   const settled: Array<StartSettled | undefined> = [];
-  const rows: Array<{ index: number; task: TaskRecord; idempotencyKey: string | null; stored: StoredWorkflow }> = [];
+  const rows: Array<{ index: number; task: TaskRecord; idempotencyKey: string | null; stored: StoredWorkflow; traceparent?: string }> = [];
+  const traced = tracingOn();
   for (const [index, request] of requests.entries()) {
     const check = checked[index]!;
     const stored = check instanceof SwitchyardError ? check : workflows.get(request.workflow)!;
@@ -89,7 +93,9 @@ export async function writeStarts(
       finishedAtMs: null,
       replyTo: (check as { replyTo: ReplyAddress | null }).replyTo,
     };
-    rows.push({ index, task, idempotencyKey: request.idempotencyKey ?? null, stored });
+    const row = { index, task, idempotencyKey: request.idempotencyKey ?? null, stored };
+    // The task's trace starts here, as a child of the request that asked for it (captured where it was asked).
+    rows.push(traced ? { ...row, traceparent: recordTaskStart(orgId, task.id, `${stored.name}@${stored.version}`, request.traceparent ?? activeTraceparent()) } : row);
   }
   const inserted = await insertTasks(client, rows);
   // A key used before (or twice in this batch) names the task that has it.
@@ -111,7 +117,7 @@ export async function writeStarts(
       continue;
     }
     const steps = r.stored.definition.steps.map((s) => pendingWorkflowStep(r.task.id, orgId, s));
-    created.push({ index: r.index, taskId: r.task.id, steps });
+    created.push({ index: r.index, taskId: r.task.id, steps, ...(r.traceparent ? { traceparent: r.traceparent } : {}) });
     settled[r.index] = { ok: true, started: { taskId: r.task.id, created: true, workflow, view: createdView(r.task, workflow, createdAt, steps) } };
   }
   for (const c of created) await requests[c.index]!.onCreated?.(client, c.taskId);

@@ -205,9 +205,10 @@ export async function insertTask(client: Queryable, task: TaskRecord, idempotenc
  * the tenant already used (or an earlier row of the same call used) is skipped.
  */
 /** Inserts new tasks; answers the ids inserted (not those whose idempotency key was taken) with their creation time. */
-export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task: TaskRecord; idempotencyKey: string | null }>): Promise<Map<string, Date>> {
+/** `traceparent`: the task's root trace context (src/telemetry/task-spans.ts), when tracing is on. */
+export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task: TaskRecord; idempotencyKey: string | null; traceparent?: string | undefined }>): Promise<Map<string, Date>> {
   if (tasks.length === 0) return new Map();
-  const rows = tasks.map(({ task, idempotencyKey }) => ({
+  const rows = tasks.map(({ task, idempotencyKey, traceparent }) => ({
     id: task.id,
     org_id: task.orgId,
     workflow_name: task.workflowName,
@@ -218,12 +219,13 @@ export async function insertTasks(client: Queryable, tasks: ReadonlyArray<{ task
     cost: task.cost,
     idempotency_key: idempotencyKey,
     reply_to: task.replyTo,
+    traceparent: traceparent ?? null,
   }));
   const result = await client.query<{ id: string; created_at: Date }>(
-    `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key, reply_to)
-     SELECT x.id, x.org_id, x.workflow_name, x.workflow_version, coalesce(x.input, 'null'::jsonb), x.status, x.budget, x.cost, x.idempotency_key, x.reply_to
+    `INSERT INTO tasks (id, org_id, workflow_name, workflow_version, input, status, budget, cost, idempotency_key, reply_to, traceparent)
+     SELECT x.id, x.org_id, x.workflow_name, x.workflow_version, coalesce(x.input, 'null'::jsonb), x.status, x.budget, x.cost, x.idempotency_key, x.reply_to, x.traceparent
        FROM json_to_recordset($1::json) AS x(id uuid, org_id text, workflow_name text, workflow_version integer, input jsonb, status text,
-                                               budget double precision, cost double precision, idempotency_key text, reply_to jsonb)
+                                               budget double precision, cost double precision, idempotency_key text, reply_to jsonb, traceparent text)
      ON CONFLICT (org_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
      RETURNING id, created_at`,
     [JSON.stringify(rows)],

@@ -97,6 +97,8 @@ export interface StartTaskRequest {
    * delivery row) commits or rolls back with the task.
    */
   onCreated?: (client: PoolClient, taskId: string) => Promise<void>;
+  /** The W3C traceparent of the caller's span (an API request's), when tracing is on: the task's trace continues it. */
+  traceparent?: string | undefined;
 }
 
 export interface StepView {
@@ -171,7 +173,7 @@ export class TaskService {
       if (owner) return { settled: written.settled, outbox: await insertStartEnvelopes(client, orgId, written.created, owner), applied: undefined };
       const applied = await this.options.engine.applyInTransaction(
         client,
-        written.created.map((c) => ({ orgId, taskId: c.taskId, event: { type: "task_started" as const, eventId: startEventId(c.taskId) } })),
+        written.created.map((c) => ({ orgId, taskId: c.taskId, event: { type: "task_started" as const, eventId: startEventId(c.taskId) }, traceparent: c.traceparent })),
       );
       // The engine moved the tasks on from what was written: their views would be stale.
       const settled = written.settled.map((r) => (r.ok ? { ok: true as const, started: { ...r.started, view: undefined } } : r));

@@ -60,11 +60,13 @@ export interface BridgeRecord {
   usage: ForeignUsage | null;
   /** How the resolved hop was priced; null while open, or when nothing was charged (a failed send). */
   pricedBy: PricedBy | null;
+  /** W3C traceparent of the hop that dispatched it (tracing on; src/telemetry/foreign-spans.ts). */
+  traceparent?: string | null;
 }
 
 export const BRIDGE_COLUMNS = `id, org_id, task_id, step_id, attempt, agent_key, dialect, foreign_task_id, status, notification_token_hash,
   token_kid, request, clearance, artifacts, last_state, deadline_ms, delivery, next_poll_at, polls, late_artifacts, created_at, updated_at, resolved_at,
-  sent_at, sent_hash, usage, priced_by`;
+  sent_at, sent_hash, usage, priced_by, traceparent`;
 
 /** The same columns qualified with the alias `b`, for queries that join or update `a2a_bridge b`. */
 export const BRIDGE_COLUMNS_OF_B = BRIDGE_COLUMNS.split(",").map((c) => `b.${c.trim()}`).join(", ");
@@ -98,6 +100,7 @@ export function toBridge(row: Record<string, unknown>): BridgeRecord {
     sentHash: (row.sent_hash as string | null) ?? null,
     usage: (row.usage as ForeignUsage | null) ?? null,
     pricedBy: (row.priced_by as PricedBy | null) ?? null,
+    traceparent: (row.traceparent as string | null | undefined) ?? null,
   };
 }
 
@@ -115,14 +118,16 @@ export interface NewBridge {
   /** sha256 hex of the canonical JSON of `request` (send-fields.ts). */
   sentHash: string;
   clearance: number;
+  /** The dispatching hop's traceparent, when tracing is on. */
+  traceparent?: string | undefined;
 }
 
 /** Idempotent by id (the hop's envelope id): a replayed hop finds its bridge. */
 export async function insertBridge(db: Queryable, bridge: NewBridge): Promise<void> {
   await db.query(
-    `INSERT INTO a2a_bridge (id, org_id, task_id, step_id, attempt, agent_key, dialect, status, notification_token_hash, token_kid, request, clearance, sent_hash)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending_send', $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
-    [bridge.id, bridge.orgId, bridge.taskId, bridge.stepId, bridge.attempt, bridge.agentKey, bridge.dialect, bridge.notificationTokenHash, bridge.tokenKid, JSON.stringify(bridge.request ?? null), bridge.clearance, bridge.sentHash],
+    `INSERT INTO a2a_bridge (id, org_id, task_id, step_id, attempt, agent_key, dialect, status, notification_token_hash, token_kid, request, clearance, sent_hash, traceparent)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending_send', $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
+    [bridge.id, bridge.orgId, bridge.taskId, bridge.stepId, bridge.attempt, bridge.agentKey, bridge.dialect, bridge.notificationTokenHash, bridge.tokenKid, JSON.stringify(bridge.request ?? null), bridge.clearance, bridge.sentHash, bridge.traceparent ?? null],
   );
 }
 

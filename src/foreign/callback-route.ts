@@ -27,6 +27,8 @@ import type { CallbackIntake } from "./callback-intake.js";
 import { CallbackTokenError, checkCallbackToken, notificationTokenMatches, parseCallbackToken } from "./callback-token.js";
 import { TokenBuckets } from "./rate-limit.js";
 import { CALLBACK_PATH_PREFIX } from "./sender.js";
+import { CallbackTrace } from "../telemetry/foreign-spans.js";
+import { tracingOn } from "../telemetry/tracing.js";
 
 export interface A2ACallbackDeps {
   /** Bridge lookups and observations, group-committed across concurrent pushes; one per process. */
@@ -48,10 +50,21 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
   if (!url.pathname.startsWith(CALLBACK_PATH_PREFIX)) return false;
   const match = PATH_RE.exec(url.pathname);
   if (!match) return false;
+  if (!tracingOn()) return handleCallback(req, res, deps, url, match[1]!, undefined);
+  const traced = new CallbackTrace();
+  try {
+    return await handleCallback(req, res, deps, url, match[1]!, traced);
+  } finally {
+    traced.end(res);
+  }
+}
+
+/** `traced`: the callback's span (tracing on), started once the push is verified. */
+async function handleCallback(req: IncomingMessage, res: ServerResponse, deps: A2ACallbackDeps, url: URL, segment: string, traced: CallbackTrace | undefined): Promise<boolean> {
   const logger = deps.logger ?? silentLogger;
   try {
     if (req.method !== "POST") return answer(res, undefined, 405, "use POST", { allow: "POST" });
-    const bridgeId = decodePathSegment(match[1]!);
+    const bridgeId = decodePathSegment(segment);
     if (bridgeId === undefined) return answer(res, req, 401, "unknown callback");
     let target;
     try {
@@ -71,6 +84,7 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
       logger.warn({ bridgeId: bridge.id, orgId: bridge.orgId }, "A2A callback refused: notification token");
       return answer(res, req, 401, "the notification token does not match");
     }
+    traced?.verified(bridge);
     if (!deps.limiter.take(bridge.orgId)) return answer(res, req, 429, "too many callbacks for this tenant; slow down", { "retry-after": "1" });
 
     const body = await readCapped(req, deps.maxBodyBytes);
@@ -88,14 +102,16 @@ export async function handleA2ACallback(req: IncomingMessage, res: ServerRespons
     }
     let outcome;
     try {
-      outcome = await deps.intake.apply(target, {
+      const observation = {
         foreignTaskId: parsed.foreignTaskId,
         ...(parsed.state !== undefined ? { state: parsed.state } : {}),
         artifacts: parsed.artifacts,
         complete: parsed.complete,
         ...(parsed.message !== undefined ? { message: parsed.message } : {}),
         ...(parsed.usage ? { usage: parsed.usage } : {}),
-      });
+      };
+      outcome = await (traced ? traced.run(() => deps.intake.apply(target, observation)) : deps.intake.apply(target, observation));
+      traced?.resumed(outcome);
     } catch (error) {
       // Another bridge of the tenant already owns that foreign task id: the body lies about its task.
       if ((error as { code?: string }).code === "23505") return answer(res, undefined, 400, "TASK_MISMATCH: the task belongs to another callback");

@@ -77,6 +77,7 @@ export function createA2ADispatcher(options: A2ADispatcherOptions = {}): Foreign
         request: sendable.request,
         sentHash: hash,
         clearance: envelope.clearanceFloor,
+        traceparent: envelope.traceparent,
       });
       options.onBridge?.();
       return { accepted: true, sentHash: hash };

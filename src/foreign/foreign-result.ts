@@ -6,6 +6,8 @@
  * every other resume, and the callback route never waits on a tenant's audit-chain head.
  */
 import { inboxFor } from "../coordinator/shards.js";
+import { continueTrace } from "../telemetry/traceparent.js";
+import { tracingOn } from "../telemetry/tracing.js";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, jsonPayload } from "../bus/codec.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { StepError } from "../coordinator/model.js";
@@ -63,7 +65,7 @@ export function isNotSentResultId(envelopeId: string): boolean {
  * FOREIGN_OUTPUT_TOO_LARGE: the agent answered, but nothing that large may enter the bus or the step record.
  */
 export function foreignResultEnvelope(
-  bridge: Pick<BridgeRecord, "id" | "orgId" | "taskId" | "stepId" | "attempt" | "agentKey">,
+  bridge: Pick<BridgeRecord, "id" | "orgId" | "taskId" | "stepId" | "attempt" | "agentKey" | "traceparent">,
   kind: ForeignResultKind,
   outcome: ForeignOutcome,
   writing: ResultWriting,
@@ -71,6 +73,8 @@ export function foreignResultEnvelope(
 ): OutboxEnvelope {
   const { signer, maxPayloadBytes } = writing;
   const envelopeId = foreignResultId(bridge.id, kind);
+  // The hop that applies this RESULT continues the bridge's trace (through the callback or egress span when active).
+  const traceparent = tracingOn() ? continueTrace(bridge.traceparent) : undefined;
   const encode = (result: ForeignOutcome) =>
     signer.sign(
       createEnvelope({
@@ -87,6 +91,7 @@ export function foreignResultEnvelope(
         ...(result.error ? { error: { code: result.error.code, message: result.error.message, retryable: result.error.retryable ?? false } } : {}),
         usage: { cost: result.cost, ...(result.pricedBy ? { pricedBy: result.pricedBy } : {}) },
         createdAtMs: BigInt(nowMs),
+        ...(traceparent ? { trace: { traceparent, tracestate: "" } } : {}),
       }),
     );
   let bytes: Uint8Array;

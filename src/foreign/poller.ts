@@ -30,6 +30,8 @@ import { EgressReason, type BreakerRegistry } from "./egress/index.js";
 import { SwitchyardError } from "../errors.js";
 import { findForeignAgent } from "./registry.js";
 import { applyObservation, type BridgeResumeDeps } from "./resume.js";
+import { endSpan, inSpan, startPollSpan } from "../telemetry/foreign-spans.js";
+import { tracingOn } from "../telemetry/tracing.js";
 import type { ForeignTransports } from "./transport.js";
 
 /** Failed GetTasks after which a bridge whose task reported its end resolves with what was collected. */
@@ -105,6 +107,18 @@ export class ForeignPoller {
   }
 
   private async pollOne(bridge: BridgeRecord, signal: AbortSignal | undefined): Promise<PollResult> {
+    if (!tracingOn()) return this.pollBridge(bridge, signal);
+    // Tracing on: the poll (its GetTask, the RESULT it may write) joins the task's trace through the bridge.
+    const span = startPollSpan(bridge);
+    const result = await inSpan(span, () => this.pollBridge(bridge, signal)).catch((error: unknown) => {
+      endSpan(span, error);
+      throw error;
+    });
+    endSpan(span, undefined, { "switchyard.outcome": result });
+    return result;
+  }
+
+  private async pollBridge(bridge: BridgeRecord, signal: AbortSignal | undefined): Promise<PollResult> {
     const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, agent: bridge.agentKey });
     // Set when the agent said (by push) that the task completed and only its artifacts are being confirmed.
     const ended = isTerminalForeignState(bridge.lastState as ForeignTaskState) ? (bridge.lastState as ForeignTaskState) : undefined;

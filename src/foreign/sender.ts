@@ -35,6 +35,8 @@ import type { PushTarget } from "./a2a/client.js";
 import { isInterruptedForeignState, isTerminalForeignState } from "./a2a/task-state.js";
 import type { ForeignObservation } from "./bridge-transition.js";
 import type { ForeignTransports, TransportSendResult } from "./transport.js";
+import { endSpan, inSpan, startEgressSpan } from "../telemetry/foreign-spans.js";
+import { tracingOn } from "../telemetry/tracing.js";
 import { findForeignAgent, type ForeignAgentRecord } from "./registry.js";
 import { EgressReason, isTransientFailure, withRetries, type BreakerRegistry } from "./egress/index.js";
 
@@ -208,6 +210,8 @@ export class ForeignSender {
     // Whether any request may have reached the agent, over all of the send's tries: only a send that failed before
     // anything left is reported `not-sent`, which lets the step re-send it (src/coordinator/decide.ts).
     const reach: SendProgress = { mayHaveReached: false };
+    // Tracing on only: the egress span, in the task's trace through the bridge's stored traceparent.
+    const span = tracingOn() ? startEgressSpan(bridge) : undefined;
     try {
       if (this.options.egress && !this.options.egress.egressEnabled(bridge.orgId)) {
         throw new SwitchyardError(ErrorCode.PolicyDenied, `A2A egress is switched off for tenant ${bridge.orgId} (A2A_EGRESS_ENABLED); nothing was sent`, {
@@ -222,11 +226,13 @@ export class ForeignSender {
       // A call's progress heartbeats its step (call-heartbeat.ts), only while the call runs.
       const stepTimeoutMs = claimed.stepTimeoutMs ?? this.options.defaultStepTimeoutMs ?? defaultConfig.coordinator.defaultStepTimeoutMs;
       const heartbeat = new CallHeartbeat({ ...this.options, logger: log }, bridge, stepTimeoutMs);
-      const sent = await this.send(agent, bridge, deadlineMs, reach, { stepTimeoutMs, progress: () => heartbeat.beat() }).finally(() => heartbeat.stop());
+      const sent = await inSpan(span, () => this.send(agent, bridge, deadlineMs, reach, { stepTimeoutMs, progress: () => heartbeat.beat() })).finally(() => heartbeat.stop());
       if (heartbeat.count > 0) log.debug({ heartbeats: heartbeat.count }, "the call's progress heartbeated its step");
-      await this.recordAnswer(bridge, sent, deadlineMs, log);
+      await inSpan(span, () => this.recordAnswer(bridge, sent, deadlineMs, log));
+      endSpan(span, undefined, { "switchyard.delivery": sent.delivery, "switchyard.dialect": sent.dialect });
       log.info({ foreignTaskId: sent.foreignTaskId, dialect: sent.dialect, delivery: sent.delivery }, "foreign task opened");
     } catch (error) {
+      endSpan(span, error);
       if (reach.startedAs !== undefined) {
         // The call was under way (the bridge left pending_send): its failure is what the agent did with the task.
         const why = SwitchyardError.from(error);

@@ -7,7 +7,7 @@
  * This is the one place a tenant call's tenant is decided: every method of every tenant service gets it from
  * `tenantCall(ctx)`, so a check made here (the tenant exists) holds for all of them, present and future.
  */
-import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { isDatabaseUnavailable, type Queryable } from "../store/db.js";
@@ -106,6 +106,11 @@ export function tenantCall(ctx: HandlerContext): TenantCall {
   const call = ctx.values.get(tenantKey);
   if (!call) throw new ConnectError("no tenant resolved for this call", Code.Internal);
   return call;
+}
+
+/** The tenant a call was resolved to, when the auth interceptor resolved one (for the API span). */
+export function resolvedTenant(values: ContextValues): string | undefined {
+  return values.get(tenantKey)?.orgId;
 }
 
 /** The admin principal of an AdminService handler. */

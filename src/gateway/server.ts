@@ -2,8 +2,8 @@
  * The gateway: one Node HTTP server for the Connect API (JSON and binary, so curl works), `/metrics`, `/healthz`,
  * `/readyz`, the signed approval links, the A2A callback route and any extra routes.
  *
- * Every RPC passes three interceptors, outermost first: errors (anything thrown becomes a ConnectError a person can
- * act on), metrics, auth (the API key decides the caller and the tenant). Tenant services run under row-level
+ * Every RPC passes four interceptors, outermost first: tracing (a span per call when tracing is on), errors (anything
+ * thrown becomes a ConnectError a person can act on), metrics, auth (the API key decides the caller and the tenant). Tenant services run under row-level
  * security: reads through `withTenantTransaction`, task operations through a TaskService built with
  * `transact: tenantScoped(pool)`.
  *
@@ -29,7 +29,8 @@ import { tenantScoped } from "../store/tenant-scope.js";
 import { replyDeadlineMs } from "../replies/reply-limits.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { createSecretCipher } from "../vault/secret-cipher.js";
-import { createAuthInterceptor } from "./auth.js";
+import { createAuthInterceptor, resolvedTenant } from "./auth.js";
+import { createTracingInterceptor } from "../telemetry/api-spans.js";
 import { createErrorInterceptor } from "./errors.js";
 import { readiness, sendJson } from "./health.js";
 import { resolveGatewayOptions, type ExtraRoute, type GatewayOptions } from "./options.js";
@@ -105,7 +106,8 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       watches,
       stopping: stopping.signal,
     }),
-    interceptors: [createErrorInterceptor(logger, runtime.health), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
+    // Tracing outermost: its span covers the whole call and records the Connect code the caller gets.
+    interceptors: [createTracingInterceptor({ tenantOf: resolvedTenant }), createErrorInterceptor(logger, runtime.health), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
     readMaxBytes: options.readMaxBytes,
     // A misspelt field (`idempotencyKy`) must not be silently dropped: it would quietly change what the call does.
     // Zeros and `false` are written out, so a curl user sees `"created": false` and `"attempts": 0`.

@@ -36,6 +36,9 @@ import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
 import { waitForReplyOutcome } from "../replies/reply-outcome.js";
 import type { Queryable } from "../store/db.js";
 import type { Handler, HandlerContext, ReplyOptions, UsageReport, Work } from "./types.js";
+import type { Span } from "@opentelemetry/api";
+import { endTurnSpan, stampTrace, startTurnSpan, withSpan } from "../telemetry/turn-spans.js";
+import { tracingOn } from "../telemetry/tracing.js";
 
 export interface HarnessReplies {
   /** Read with `org_id` in every WHERE clause (the tenant boundary), like the result reader. */
@@ -137,12 +140,15 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
   let abandoned = false;
   let settled = false;
   let touchTimer: NodeJS.Timeout | undefined;
+  // Tracing on only (src/telemetry/turn-spans.ts): the turn's span, and the trace its envelopes carry.
+  const traced = tracingOn();
+  let span: Span | undefined;
 
   const touch = (): Promise<void> => deps.bus.touch(deps.stream, deps.group, deps.consumer, [entry.id]);
 
   async function publish(outgoing: Envelope): Promise<void> {
     // Signing encodes and validates (MALFORMED_ENVELOPE / PAYLOAD_TOO_LARGE), as publishing did.
-    await deps.bus.publishEncoded([{ stream: answerInbox(envelope), data: deps.signer.sign(outgoing) }]);
+    await deps.bus.publishEncoded([{ stream: answerInbox(envelope), data: deps.signer.sign(stampTrace(span, outgoing)) }]);
   }
 
   async function run(): Promise<TurnOutcome> {
@@ -165,6 +171,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
       if (!current) return skipUnrun("stale", {}, "stale entry skipped: its turn already stood down");
     }
 
+    if (traced) span = startTurnSpan(envelope, deps.source);
     const markers = createDelegationMarkers(work, { stream: deps.stream, ...(deps.routed ? { routed: deps.routed } : {}) });
     const ctx: HandlerContext = {
       signal: controller.signal,
@@ -222,7 +229,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
     // Sub-queries the QUERY asks (0 for awaitMore), logged with the outcome.
     let queries: number | undefined;
     try {
-      const value: unknown = await deps.handler(work, ctx);
+      const value: unknown = await withSpan(span, () => deps.handler(work, ctx));
       usage.durationMs = performance.now() - started;
       const marker = markers.markerOf(value);
       if (marker) {
@@ -241,6 +248,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
       const info = errorInfoOf(error);
       // The route stays off until an SRE turns it on: retrying the step now cannot help.
       if (info.code === ErrorCode.BusNotRouted) info.retryable = false;
+      span?.setAttribute("switchyard.error", info.code);
       logger.warn({ err: error, code: info.code, retryable: info.retryable }, "handler failed");
       deps.observer?.handlerFailed(info.retryable);
       outgoing = resultErrorEnvelope(envelope, deps.source, info, usage, work.turn, deps.now());
@@ -279,7 +287,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
   async function send(outgoing: Envelope, outcome: TurnOutcome, usage?: TurnUsage, turn?: number, queries?: number): Promise<TurnOutcome> {
     try {
       // Signing encodes and validates (MALFORMED_ENVELOPE / PAYLOAD_TOO_LARGE) before anything is written.
-      const data = deps.signer.sign(outgoing);
+      const data = deps.signer.sign(stampTrace(span, outgoing));
       // One round trip: the outcome, then (only once it is on the stream) the acknowledgement.
       await deps.bus.publishAndAck([{ stream: answerInbox(envelope), data }], { stream: deps.stream, group: deps.group, ids: [entry.id] });
     } catch (error) {
@@ -311,11 +319,11 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
     return outcome;
   }
 
-  const done = run()
-    .catch((error: unknown): TurnOutcome => {
-      logger.error({ err: error }, "turn crashed; the entry stays pending and will be reclaimed");
-      return "unsent";
-    })
+  const ran = run().catch((error: unknown): TurnOutcome => {
+    logger.error({ err: error }, "turn crashed; the entry stays pending and will be reclaimed");
+    return "unsent";
+  });
+  const done = (traced ? ran.then((outcome) => (endTurnSpan(span, outcome), outcome)) : ran)
     .finally(() => {
       settled = true;
       clearInterval(touchTimer);

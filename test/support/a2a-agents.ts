@@ -128,6 +128,8 @@ export interface RunningA2AAgent {
   readonly calls: string[];
   /** How often the well-known card was requested. */
   readonly cardRequests: () => number;
+  /** The W3C `traceparent` header of every JSON-RPC request that carried one (tracing tests). */
+  readonly traceparents: string[];
   /** Changes what the card advertises from now on (for cache refresh tests). */
   updateCard(change: { skills?: string[]; push?: boolean }): void;
   /** Makes the card route answer with this status (e.g. 503) until set back to undefined. */
@@ -205,6 +207,11 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
   };
 
   const app = express();
+  const traceparents: string[] = [];
+  app.use("/a2a/jsonrpc", (req, _res, next) => {
+    if (typeof req.headers.traceparent === "string") traceparents.push(req.headers.traceparent);
+    next();
+  });
   app.use("/.well-known/agent-card.json", (_req, res, next) => {
     cardCount += 1;
     if (cardStatus !== undefined) res.status(cardStatus).json({ error: "unavailable" });
@@ -238,6 +245,7 @@ export async function startA2AAgent(options: StartA2AAgentOptions): Promise<Runn
     baseUrl,
     cardUrl: `${baseUrl}/.well-known/agent-card.json`,
     rpcUrl,
+    traceparents,
     received,
     pushes,
     calls,

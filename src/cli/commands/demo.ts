@@ -8,6 +8,7 @@ import type { ActionRunner } from "../action.js";
 import { CommandExit } from "../context.js";
 import { ExitCode } from "../output.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { startTracing } from "../../telemetry/sdk.js";
 
 interface DemoCommandOptions {
   tenant: string;
@@ -68,6 +69,9 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
           throw error;
         });
         const config = services.config;
+        // OTEL_* on: the demo's task can be followed in Jaeger/Tempo (README, "Tracing").
+        const { startTracing } = await import("../../telemetry/sdk.js");
+        const tracing = await startTracing(config.telemetry, { role: "demo", logger });
         try {
           for (const line of services.lines) ctx.print(line);
           if (scenario === "mcp") {
@@ -100,6 +104,7 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
           });
           if (!result.ok) throw new CommandExit(ExitCode.Failed);
         } finally {
+          await tracing.shutdown();
           await services.stop();
           stop.dispose();
         }

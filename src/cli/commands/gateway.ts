@@ -31,12 +31,17 @@ export function registerGatewayCommand(program: Command, run: ActionRunner): voi
 }
 
 async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Promise<void> {
+  const logger = ctx.createLogger("switchyard-gateway");
+  const { withTracing } = await import("../../telemetry/sdk.js");
+  await withTracing(ctx.config.telemetry, { role: "gateway", logger }, () => serveGateway(ctx, options, logger));
+}
+
+async function serveGateway(ctx: CliContext, options: GatewayCommandOptions, logger: ReturnType<CliContext["createLogger"]>): Promise<void> {
   const [{ startGateway }, { installProcessGuards }, { GATEWAY_SENDER }] = await Promise.all([
     import("../../gateway/server.js"),
     import("../../process-guard.js"),
     import("../../bus/auth/bus-keys.js"),
   ]);
-  const logger = ctx.createLogger("switchyard-gateway");
   const runtime = await openRuntime(ctx.config, { logger, waitForDependencies: true });
   try {
     // The callback route publishes FOREIGN results as the gateway: without that key they would all be refused.

@@ -28,41 +28,9 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .option("--consumer <name>", "consumer name in the coordinator group (default: host-pid-random)")
     .action(
       run(async (ctx, options: { consumer?: string }) => {
-        const { createCoordinator } = await import("../../coordinator-process.js");
-        const { consumerName } = await import("../../bus/keys.js");
-        const { startMetricsServer } = await import("../../metrics/metrics-server.js");
-        const { readiness } = await import("../../readiness.js");
-        const { installProcessGuards } = await import("../../process-guard.js");
+        const { withTracing } = await import("../../telemetry/sdk.js");
         const logger = ctx.createLogger("switchyard-coordinator");
-        const { config } = ctx;
-        const consumer = options.consumer ?? consumerName("coordinator");
-        // Named after the consumer, so an operator (or the fencing test) can tell the coordinators' sessions apart.
-        const runtime = await openRuntime(config, { logger, waitForDependencies: true, applicationName: `switchyard-coordinator ${consumer}`.slice(0, 63) });
-        const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
-        const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: runtime.health }) : () => {};
-        let metricsServer: MetricsServer | undefined;
-        try {
-          if (config.metrics.port !== null) {
-            metricsServer = await startMetricsServer({
-              registry: runtime.metrics.registry,
-              host: config.metrics.host,
-              port: config.metrics.port,
-              logger,
-              readiness: () => readiness({ pool: runtime.pool, redis: runtime.redis, health: runtime.health, timeoutMs: READINESS_TIMEOUT_MS }),
-            });
-            logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics and readiness");
-          }
-          const coordinator = createCoordinator(runtime, { consumer, logger });
-          logger.info("coordinator started");
-          await coordinator.start(stop.signal);
-          logger.info("coordinator stopped");
-        } finally {
-          await metricsServer?.close();
-          // Handlers stay until everything is closed: a second signal while closing still means "exit now".
-          await runtime.close();
-          stop.dispose();
-          removeGuards();
-        }
+        await withTracing(ctx.config.telemetry, { role: "coordinator", logger }, () => runCoordinator(ctx, options, logger));
       }),
     );
 
@@ -79,21 +47,22 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .option("--concurrency <n>", "handlers running at once", intOption(1), 10)
     .action(
       run(async (ctx, options: { role?: string; team?: string; handler: string; concurrency: number }) => {
-        const { runHarnessProcess } = await import("../../harness/process.js");
+        const [{ runHarnessProcess }, { withTracing }] = await Promise.all([import("../../harness/process.js"), import("../../telemetry/sdk.js")]);
         if ((options.role === undefined) === (options.team === undefined)) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "pass exactly one of --role or --team", { details: { path: "--role" } });
         }
-        await runHarnessProcess({
+        const logger = ctx.createLogger("switchyard-harness");
+        await withTracing(ctx.config.telemetry, { role: "harness", logger }, () => runHarnessProcess({
           config: ctx.config,
           ...(options.role !== undefined ? { role: options.role } : { team: options.team! }),
           handlerPath: options.handler,
           concurrency: options.concurrency,
-          logger: ctx.createLogger("switchyard-harness"),
+          logger,
           cwd: ctx.io.cwd,
           ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
           liveFlags: true,
           processGuards: ctx.io.handleSignals,
-        });
+        }));
         // A handler that ignores its abort signal would keep the process alive past the grace period; its entry is
         // left unacknowledged (another worker reclaims it), so once shutdown is done the process may simply go.
         if (!ctx.io.signal) setTimeout(() => process.exit(process.exitCode ?? 0), 1_000).unref();
@@ -112,7 +81,13 @@ export function registerStartCommands(program: Command, run: ActionRunner): void
     .option("--port <n>", "the API gateway's port (0: any free port; default SWITCHYARD_GATEWAY_PORT or 8080)", intOption(0))
     .option("--host <host>", "the API gateway's interface (default SWITCHYARD_GATEWAY_HOST or 127.0.0.1)")
     .option("--no-gateway", "do not serve the API gateway")
-    .action(run(async (ctx, options: AllOptions) => runAll(ctx, options)));
+    // OTEL_* on: spans of every process in it are exported, and flushed once it stopped (README, "Tracing").
+    .action(
+      run(async (ctx, options: AllOptions) => {
+        const { withTracing } = await import("../../telemetry/sdk.js");
+        await withTracing(ctx.config.telemetry, { role: "all", logger: ctx.createLogger("switchyard") }, () => runAll(ctx, options));
+      }),
+    );
 }
 
 interface AllOptions {
@@ -187,5 +162,44 @@ async function runAllOn(ctx: CliContext, options: AllOptions, roles: string[], l
     stop.dispose();
     removeGuards();
     logger.info("stopped");
+  }
+}
+
+async function runCoordinator(ctx: CliContext, options: { consumer?: string }, logger: ReturnType<CliContext["createLogger"]>): Promise<void> {
+  const [{ createCoordinator }, { consumerName }, { startMetricsServer }, { readiness }, { installProcessGuards }] = await Promise.all([
+    import("../../coordinator-process.js"),
+    import("../../bus/keys.js"),
+    import("../../metrics/metrics-server.js"),
+    import("../../readiness.js"),
+    import("../../process-guard.js"),
+  ]);
+  const { config } = ctx;
+  const consumer = options.consumer ?? consumerName("coordinator");
+  // Named after the consumer, so an operator (or the fencing test) can tell the coordinators' sessions apart.
+  const runtime = await openRuntime(config, { logger, waitForDependencies: true, applicationName: `switchyard-coordinator ${consumer}`.slice(0, 63) });
+  const stop = ctx.shutdownSignal((signal) => logger.info({ signal }, "stopping gracefully; send the signal again to exit at once"));
+  const removeGuards = ctx.io.handleSignals ? installProcessGuards({ logger, health: runtime.health }) : () => {};
+  let metricsServer: MetricsServer | undefined;
+  try {
+    if (config.metrics.port !== null) {
+      metricsServer = await startMetricsServer({
+        registry: runtime.metrics.registry,
+        host: config.metrics.host,
+        port: config.metrics.port,
+        logger,
+        readiness: () => readiness({ pool: runtime.pool, redis: runtime.redis, health: runtime.health, timeoutMs: READINESS_TIMEOUT_MS }),
+      });
+      logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics and readiness");
+    }
+    const coordinator = createCoordinator(runtime, { consumer, logger });
+    logger.info("coordinator started");
+    await coordinator.start(stop.signal);
+    logger.info("coordinator stopped");
+  } finally {
+    await metricsServer?.close();
+    // Handlers stay until everything is closed: a second signal while closing still means "exit now".
+    await runtime.close();
+    stop.dispose();
+    removeGuards();
   }
 }

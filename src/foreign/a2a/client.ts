@@ -31,6 +31,7 @@ import { jsonRpcRequestId, withRequestId } from "./null-id-answer.js";
 import type { Logger } from "../../logger.js";
 import type { ForeignUsage } from "../bridge-transition.js";
 import { firstUsage } from "../pricing.js";
+import { endSpan, startA2ACallSpan, withTraceHeader } from "../../telemetry/foreign-spans.js";
 
 export interface A2AClientOptions {
   /** The guarded fetch. Tests may pass `globalThis.fetch`; production never should. */
@@ -147,9 +148,12 @@ export function createA2AClient(options: A2AClientOptions): A2AClient {
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const observed: { status?: number } = {};
+    // Tracing on only: a span per call, whose traceparent the request carries.
+    const span = startA2ACallSpan(method, endpoint.url);
     const observingFetch: typeof globalThis.fetch = async (input, init) => {
-      const answer = await options.fetch(input, init);
+      const answer = await options.fetch(input, withTraceHeader(init, span));
       observed.status = answer.status;
+      span?.setAttribute("http.response.status_code", answer.status);
       // A success answer with `"id": null` to our one request is still ours (null-id-answer.ts).
       const { response, rewritten } = await withRequestId(answer, jsonRpcRequestId(init?.body));
       if (rewritten) {
@@ -160,9 +164,13 @@ export function createA2AClient(options: A2AClientOptions): A2AClient {
     };
     try {
       const client = await sdkClient(endpoint, protocol, card.name ?? "", observingFetch);
-      return await run(client, { signal: combined });
+      const result = await run(client, { signal: combined });
+      endSpan(span);
+      return result;
     } catch (error) {
-      throw mapCallError(error, { method, endpoint: endpoint.url, httpStatus: observed.status, signal, timeout, timeoutMs });
+      const mapped = mapCallError(error, { method, endpoint: endpoint.url, httpStatus: observed.status, signal, timeout, timeoutMs });
+      endSpan(span, mapped);
+      throw mapped;
     }
   }
 

@@ -1,0 +1,69 @@
+/**
+ * Starting and stopping the OpenTelemetry SDK in a process entry (`switchyard start …`, the demo), only when
+ * `config.telemetry.tracing` is on. The SDK is imported lazily: a process with tracing off never loads it (start-up
+ * time, memory), and product code only ever sees `@opentelemetry/api` (tracing.ts).
+ *
+ * The OTLP/HTTP exporter reads the standard OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout) itself.
+ */
+import { context, propagation, trace } from "@opentelemetry/api";
+import type { TelemetryConfig } from "../config.js";
+import type { Logger } from "../logger.js";
+import { useTracerProvider } from "./tracing.js";
+
+export interface Tracing {
+  /** Exports what is buffered and stops the SDK; idempotent, never throws (a collector that is down loses spans). */
+  shutdown(): Promise<void>;
+}
+
+const off: Tracing = { shutdown: async () => {} };
+
+export interface StartTracingOptions {
+  /** `switchyard-<role>` names the service when OTEL_SERVICE_NAME is unset. */
+  role: string;
+  logger: Logger;
+}
+
+export async function startTracing(config: TelemetryConfig, options: StartTracingOptions): Promise<Tracing> {
+  if (!config.tracing) return off;
+  const [{ NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
+    import("@opentelemetry/sdk-trace-node"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+  ]);
+  const serviceName = config.serviceName ?? `switchyard-${options.role}`;
+  const exporter = new OTLPTraceExporter();
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ "service.name": serviceName }),
+    spanProcessors: [new BatchSpanProcessor(exporter)],
+  });
+  // Global: the AsyncLocalStorage context manager (an API request's span is the parent of what it starts) and the
+  // W3C propagator for any instrumented library.
+  provider.register();
+  useTracerProvider(provider);
+  options.logger.info({ serviceName }, "tracing on: spans are exported");
+  let stopping: Promise<void> | undefined;
+  return {
+    shutdown: () =>
+      (stopping ??= (async () => {
+        useTracerProvider(undefined);
+        try {
+          await provider.shutdown();
+        } catch (error) {
+          options.logger.warn({ err: error }, "could not export the last spans at shutdown");
+        }
+        trace.disable();
+        context.disable();
+        propagation.disable();
+      })()),
+  };
+}
+
+/** Runs a process's main with tracing started (when on) and flushed/shut down after it returned or threw. */
+export async function withTracing<T>(config: TelemetryConfig, options: StartTracingOptions, main: () => Promise<T>): Promise<T> {
+  const tracing = await startTracing(config, options);
+  try {
+    return await main();
+  } finally {
+    await tracing.shutdown();
+  }
+}
