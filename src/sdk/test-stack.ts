@@ -195,7 +195,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     runtime,
     databaseUrl,
     keyPrefix,
-    submitWorkflow(source) {
+    async submitWorkflow(source) {
       return submitWorkflow(runtime.pool, orgId, parseWorkflowDefinition(source));
     },
     register(queue, handler, registerOptions = {}) {
