@@ -24,8 +24,9 @@ const MAX_RETRIES = 10;
 const MAX_CLEARANCE = 10;
 const DEFAULT_BACKOFF_MS = 1000;
 
-const ROOT_KEYS = ["name", "description", "budget", "steps"] as const;
-const STEP_KEYS = ["id", "to", "needs", "timeout", "retries", "backoff", "cost_estimate", "clearance", "approval", "input_schema", "output_schema"] as const;
+/** The keys a definition and a step may have; schemas/workflow.schema.json lists the same (a test keeps them equal). */
+export const ROOT_KEYS = ["name", "description", "budget", "steps"] as const;
+export const STEP_KEYS = ["id", "to", "needs", "timeout", "retries", "backoff", "cost_estimate", "clearance", "approval", "input_schema", "output_schema"] as const;
 // Words people reach for from other workflow tools; a suggestion beats a bare "unknown key".
 const KEY_ALIASES: Record<string, string> = {
   depends_on: "needs", dependsOn: "needs", depends: "needs", after: "needs", requires: "needs",
