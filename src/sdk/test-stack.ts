@@ -10,17 +10,20 @@
  * Timings are the tests' (100 ms reads and sweeps, 5 s step timeout) so a retry or a timeout is seen in seconds.
  */
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { Coordinator } from "../coordinator/coordinator.js";
 import type { TaskView } from "../coordinator/tasks.js";
 import { defaultConfig, loadConfig, type Config } from "../config.js";
+import { assertRedisSafe } from "../bus/redis-check.js";
 import { deleteKeys } from "../bus/redis-scan.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { createHarness, type Harness } from "../harness/harness.js";
 import type { Handler } from "../harness/types.js";
 import type { Logger } from "../logger.js";
 import { createRuntime, type Runtime } from "../runtime.js";
-import { migrate } from "../store/migrate.js";
+import { defaultMigrationsDir, migrate } from "../store/migrate.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
 import { createStepTurnCheck } from "../store/step-turn-check.js";
 import { submitWorkflow, type SubmittedWorkflow } from "../store/workflow-store.js";
@@ -95,6 +98,15 @@ function stackConfig(redisUrl: string, databaseUrl: string, keyPrefix: string): 
   };
 }
 
+/**
+ * The migrations: beside the source in a checkout (src/store → migrations/), at the package root in an installed
+ * package, where the compiled code sits one folder deeper (dist/src/store) and `files` ships migrations/ at the top.
+ */
+function migrationsDir(): string {
+  const installed = fileURLToPath(new URL("../../../migrations/", import.meta.url));
+  return existsSync(defaultMigrationsDir) ? defaultMigrationsDir : installed;
+}
+
 function withDatabase(url: string, name: string): string {
   const parsed = new URL(url);
   parsed.pathname = `/${name}`;
@@ -160,8 +172,16 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   const base = stackConfig(redisUrl, databaseUrl, keyPrefix);
   const config = options.configure ? options.configure(base) : base;
   try {
-    await migrate({ connectionString: databaseUrl, createDatabase: false });
-    runtime = await createRuntime(config, { devBusSecret: true, ...(options.logger ? { logger: options.logger } : {}), applicationName: "switchyard-test-stack" });
+    await migrate({ connectionString: databaseUrl, createDatabase: false, dir: migrationsDir() });
+    // checks off: the schema is the one just migrated (and the runtime's own check would look for the migrations
+    // beside the compiled code, where an installed package has none); Redis is still checked below.
+    runtime = await createRuntime(config, { devBusSecret: true, checks: false, ...(options.logger ? { logger: options.logger } : {}), applicationName: "switchyard-test-stack" });
+    try {
+      await assertRedisSafe(runtime.redis, { logger: runtime.logger });
+    } catch (error) {
+      await runtime.close();
+      throw error;
+    }
   } catch (error) {
     await dropDatabase().catch(() => {});
     throw error;
