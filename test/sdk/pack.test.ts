@@ -5,7 +5,8 @@
  *
  * Builds dist/, packs a staged copy of the package (package.json with `files: ["dist", "migrations", "schemas"]` —
  * the real `files`/`prepare` are the build's to set), installs the tarball into `mktemp -d`, then typechecks and
- * runs there a typed handler and its unit test that import only `switchyard/harness` and `switchyard/testing`.
+ * runs there a typed handler and its unit test that import only `switchyard/harness` and `switchyard/testing`, and a
+ * workflow test on `createTestStack` (which needs REDIS_URL / DATABASE_URL or the local defaults).
  */
 import { execFile } from "node:child_process";
 import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -65,6 +66,28 @@ test("types the input", async () => {
 
 // skipLibCheck, as `tsc --init` sets it: the package's declarations name types of dependencies whose @types are
 // devDependencies here (pg), which a worker project does not install.
+const WORKFLOW_TEST = `import test from "node:test";
+import assert from "node:assert/strict";
+import type { Handler } from "switchyard/harness";
+import { createTestStack } from "switchyard/testing";
+import type { Order } from "./handler.js";
+
+const pricer: Handler<{ task: Order }, { total: number }> = (work) => ({ total: work.input.task.quantity * 2.5 });
+
+test("runs a workflow through the real coordinator on a scratch database", async () => {
+  const stack = await createTestStack();
+  try {
+    await stack.submitWorkflow({ name: "order", steps: [{ id: "price", to: "role:pricer", output_schema: { type: "object", required: ["total"] } }] });
+    stack.register("role:pricer", pricer);
+    const task = await stack.runTask("order", { item: "tea", quantity: 4 });
+    assert.equal(task.status, "completed");
+    assert.deepEqual(task.steps[0]?.output, { total: 10 });
+  } finally {
+    await stack.close();
+  }
+});
+`;
+
 const TSCONFIG = { compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, outDir: "out", types: ["node"], skipLibCheck: true }, include: ["*.ts"] };
 
 describe.skipIf(!ENABLED)("the packed package (SWITCHYARD_PACK_TEST=1)", () => {
@@ -95,10 +118,12 @@ describe.skipIf(!ENABLED)("the packed package (SWITCHYARD_PACK_TEST=1)", () => {
     await writeFile(join(project, "tsconfig.json"), JSON.stringify(TSCONFIG));
     await writeFile(join(project, "handler.ts"), HANDLER);
     await writeFile(join(project, "handler.test.ts"), HANDLER_TEST);
+    // Uses REDIS_URL / DATABASE_URL (inherited) or the local defaults, and the migrations shipped in the package.
+    await writeFile(join(project, "workflow.test.ts"), WORKFLOW_TEST);
 
     await run(join(project, "node_modules/.bin/tsc"), ["-p", "."], { cwd: project });
     const tested = await run(process.execPath, ["--test", "out/"], { cwd: project });
-    expect(tested.stdout).toMatch(/# pass 3/);
+    expect(tested.stdout).toMatch(/# pass 4/);
     expect(tested.stdout).toMatch(/# fail 0/);
   }, SLOW_MS);
 });
