@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import { clusterToolsAvailable } from "./test/support/redis-cluster.js";
 
@@ -22,7 +23,17 @@ if (!cluster && !warned.switchyardClusterWarned) {
   );
 }
 
+/**
+ * Inside this repo the package's own entry points resolve to the source (no build needed); tsconfig.json's `paths`
+ * says the same to the typechecker. Outside, `exports` in package.json points at dist/.
+ */
+const SDK_ALIASES = ["harness", "testing", "client"].map((entry) => ({
+  find: `switchyard/${entry}`,
+  replacement: fileURLToPath(new URL(`./src/sdk/${entry}.ts`, import.meta.url)),
+}));
+
 export default defineConfig({
+  resolve: { alias: SDK_ALIASES },
   test: {
     globalSetup: ["test/support/global-setup.ts"],
     // A backstop, not a budget: waits for work are progress-based (test/support/wait.ts) and fail after
@@ -31,7 +42,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     projects: [
-      { extends: true, test: { name: "redis", include: ["test/**/*.test.ts"] } },
+      // The examples' own tests (examples/handlers/*.test.ts) run with the rest.
+      { extends: true, test: { name: "redis", include: ["test/**/*.test.ts", "examples/**/*.test.ts"] } },
       ...(cluster
         ? [
             {

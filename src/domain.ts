@@ -113,6 +113,10 @@ export interface StepDefinition {
   costEstimate: number;
   clearance: number;
   approval: boolean;
+  /** JSON Schema the step's input (`{ task, steps }`) must match at dispatch; absent: unchecked (src/workflow/step-schemas.ts). */
+  inputSchema?: unknown;
+  /** JSON Schema the handler's output must match at result; absent: unchecked. */
+  outputSchema?: unknown;
 }
 
 export interface WorkflowDefinition {

@@ -2,7 +2,7 @@
  * Analyses a topic. Reached by delegation from the researcher (its input is the query payload `{ topic }`) or as
  * a workflow step (input `{ task, steps }`).
  */
-import type { Handler } from "../../src/harness/index.js";
+import type { Handler } from "switchyard/harness";
 import { topicOf } from "./topic.js";
 
 const analyst: Handler = (work, ctx) => {

@@ -6,7 +6,7 @@
  * orchestrator demo's replies arrive in an order other than the order they were asked in.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Handler } from "../../src/harness/index.js";
+import type { Handler } from "switchyard/harness";
 import { topicOf } from "./topic.js";
 
 const THINKING_MS = 300;

@@ -13,7 +13,7 @@
  * only when none did. Returning before `outstanding` is empty would also be allowed — the late replies would be
  * recorded as orphans — but this orchestrator wants every view it asked for.
  */
-import type { Handler, HandlerContext, SubQueryRequest } from "../../src/harness/index.js";
+import type { Handler, HandlerContext, SubQueryRequest } from "switchyard/harness";
 import { record, topicOf } from "./topic.js";
 
 /** One resumed turn as the orchestrator saw it: its own account of the fan-in, returned with the output. */

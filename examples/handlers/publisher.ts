@@ -2,7 +2,7 @@
  * Pretends to publish the draft from its needed steps and returns where it went. Publishing nowhere real keeps
  * the demo inside the perimeter; the URL is stable per task so a retried attempt "publishes" to the same place.
  */
-import type { Handler } from "../../src/harness/index.js";
+import type { Handler } from "switchyard/harness";
 
 const publisher: Handler = (work) => ({
   published: true,

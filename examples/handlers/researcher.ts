@@ -5,7 +5,7 @@
  * `ctx.delegate(...)` and the harness stands the turn down; the second runs when the analyst's REPLY arrives, with
  * `work.resume` set, and pulls the analyst's stored output through `ctx.readResult`.
  */
-import type { Handler } from "../../src/harness/index.js";
+import type { Handler } from "switchyard/harness";
 import { topicOf } from "./topic.js";
 
 const researcher: Handler = async (work, ctx) => {

@@ -3,7 +3,7 @@
  * address (`work.replyTo`); the handler writes only the words: where they go and with which credential is decided
  * by the delivery and the tenant's connection, never here.
  */
-import type { Handler } from "../../src/harness/index.js";
+import type { Handler } from "switchyard/harness";
 
 interface IngestInput {
   source?: string;

@@ -1,7 +1,7 @@
 /**
  * Writes a draft from the research output among its needed steps (`input.steps`).
  */
-import type { Handler } from "../../src/harness/index.js";
+import type { Handler } from "switchyard/harness";
 import { record, stepOutputs, topicOf } from "./topic.js";
 
 /** The needed step that looks like research (has `findings`), preferring one named `research`. */

@@ -4,7 +4,7 @@
  * guarded by the step's status and attempt, so a duplicated, stale or reordered event changes nothing.
  */
 import { Draft, roundCost } from "./draft.js";
-import { deliverNextReply, dispatchStep, finishStep, recordOrphan, releaseCheckpoint, stepTimeoutMs } from "./hops.js";
+import { deliverNextReply, dispatchStep, finishStep, recordOrphan, releaseCheckpoint, stepSchemaError, stepTimeoutMs } from "./hops.js";
 import { onQuery } from "./stand-down.js";
 import { TERMINAL_STEP_STATUSES, type CoordinatorEvent, type DecideContext, type Decision, type StepError, type StepRecord, type TaskState, type TaskStatus } from "./model.js";
 import { actorOf, refuseSender } from "./sender-guard.js";
@@ -74,23 +74,26 @@ function onResult(draft: Draft, event: EventOf<"result">): string | undefined {
   const delta = cost - draft.estimateOf(step);
   draft.accrue(delta);
   draft.updateStep(step.stepId, { cost: roundCost(step.cost + delta) });
+  // An output that does not match the step's output_schema fails the step closed, as if the handler had failed.
+  const outputError = event.ok ? stepSchemaError(draft, step, "output", event.output) : undefined;
+  const ok = event.ok && !outputError;
   draft.audit({
     action: "result",
     actor: actorOf(event.sender, step),
     destination: "coordinator",
-    verdict: event.ok ? "accepted" : "failed",
-    rule: "builtin:result",
-    reason: resultReason(event, cost),
+    verdict: ok ? "accepted" : "failed",
+    rule: outputError ? "builtin:output-schema" : "builtin:result",
+    reason: outputError ? outputError.message : resultReason(event, cost),
     payloadHash: event.payloadHash,
     cost,
     stepId: step.stepId,
     envelopeId: event.eventId,
   });
-  if (event.ok) {
+  if (ok) {
     finishStep(draft, step.stepId, { ok: true, output: event.output, error: null });
     return undefined;
   }
-  const error = event.error ?? { code: "HANDLER_FAILED", message: "worker reported an error", retryable: true };
+  const error = outputError ?? event.error ?? { code: "HANDLER_FAILED", message: "worker reported an error", retryable: true };
   const undelivered = event.undelivered === true;
   if (error.retryable !== false && step.attempt < maxAttempts(draft, step, undelivered)) {
     releaseCheckpoint(draft, step.stepId, `attempt ${step.attempt} of ${step.stepId} failed and is retried`);

@@ -8,6 +8,7 @@ import { parseDestination, type ActionType, type HopFacts, type Verdict } from "
 import { viewAddress } from "../origin/reply-address.js";
 import { Draft, roundCost } from "./draft.js";
 import { MAX_DELEGATION_DEPTH, type EnvelopeSpec, type StepError, type StepRecord } from "./model.js";
+import { checkAgainstSchema, schemaError, type SchemaSide } from "../workflow/step-schemas.js";
 
 const encoder = new TextEncoder();
 
@@ -27,6 +28,21 @@ export function stepInput(draft: Draft, step: StepRecord): unknown {
 function replyToField(draft: Draft): { replyTo?: { kind: string; display: string } } {
   const view = viewAddress(draft.task.replyTo);
   return view ? { replyTo: view } : {};
+}
+
+/**
+ * The step error of a workflow step's input (at dispatch) or output (at result) that does not match the schema its
+ * definition names; undefined when it matches or there is none. Delegated work has no schema.
+ */
+export function stepSchemaError(draft: Draft, step: StepRecord, side: SchemaSide, value: unknown): StepError | undefined {
+  if (step.kind !== "workflow") return undefined;
+  const def = draft.workflow.steps.find((s) => s.id === step.stepId);
+  const schema = side === "input" ? def?.inputSchema : def?.outputSchema;
+  if (schema == null) return undefined;
+  // A workflow version is immutable, so (tenant, name@version, step, side) always names the same schema.
+  const key = `${draft.task.orgId}\n${draft.task.workflowName}@${draft.task.workflowVersion}\n${step.stepId}\n${side}`;
+  const mismatch = checkAgainstSchema(key, schema, value);
+  return mismatch ? schemaError(side, step.stepId, mismatch) : undefined;
 }
 
 export function stepTimeoutMs(draft: Draft, step: StepRecord): number {
@@ -78,13 +94,18 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
   const cost = draft.estimateOf(step);
   const envelopeId = draft.ctx.newId();
   // `turn` is echoed by the QUERY or RESULT of this turn, so an outcome of an older turn can be told apart.
-  const payloadJson = JSON.stringify({ input: stepInput(draft, step), turn: step.turns, ...replyToField(draft) });
+  const input = stepInput(draft, step);
+  const payloadJson = JSON.stringify({ input, turn: step.turns, ...replyToField(draft) });
   const payloadHash = draft.ctx.hashPayload(payloadJson);
   const facts = hopFacts(draft, step, action, step.destination, cost);
+  // Checked before the governor: an input the handler cannot take is never parked for a human to approve.
+  const inputError = stepSchemaError(draft, step, "input", input);
 
   let verdict: Verdict;
   if (encoder.encode(payloadJson).byteLength > draft.ctx.maxPayloadBytes) {
     verdict = { verdict: "deny", rule: "builtin:payload-size", reason: `step input exceeds ${draft.ctx.maxPayloadBytes} bytes` };
+  } else if (inputError) {
+    verdict = { verdict: "deny", rule: "builtin:input-schema", reason: inputError.message };
   } else if (approvedBy) {
     verdict = approvedVerdict(draft.ctx.govern(facts), approvedBy);
   } else {
@@ -115,7 +136,8 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
     return;
   }
   if (verdict.verdict === "deny") {
-    const error = verdict.rule === "builtin:payload-size" ? { code: "PAYLOAD_TOO_LARGE", message: verdict.reason, retryable: false } : errorFor(verdict);
+    const error =
+      verdict.rule === "builtin:payload-size" ? { code: "PAYLOAD_TOO_LARGE", message: verdict.reason, retryable: false } : verdict.rule === "builtin:input-schema" && inputError ? inputError : errorFor(verdict);
     finishStep(draft, stepId, { ok: false, error, output: null });
     return;
   }

@@ -2,6 +2,7 @@
  * How a failed turn is described to the coordinator: a stable code, a message and whether a retry can help.
  */
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { isNonRetryableError } from "./handler-errors.js";
 
 export interface ErrorInfo {
   code: string;
@@ -25,8 +26,12 @@ function clip(message: string): string {
   return message.length <= MAX_MESSAGE_CHARS ? message : `${message.slice(0, MAX_MESSAGE_CHARS)}…`;
 }
 
-/** A SwitchyardError keeps its code; anything else thrown by a handler is HANDLER_FAILED and retryable. */
+/**
+ * A NonRetryableError keeps its code and is never retried; a SwitchyardError keeps its code (INVALID_ARGUMENT and a
+ * few more are not retried); anything else thrown by a handler is HANDLER_FAILED and retryable.
+ */
 export function errorInfoOf(error: unknown): ErrorInfo {
+  if (isNonRetryableError(error)) return { code: error.code, message: clip(error.message), retryable: false };
   if (error instanceof SwitchyardError) {
     return { code: error.code, message: clip(error.message), retryable: !NON_RETRYABLE.has(error.code) };
   }

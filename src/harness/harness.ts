@@ -26,7 +26,7 @@ import type { ResultReader } from "./result-reader.js";
 import type { TurnCheck } from "./turn-check.js";
 import type { HarnessReplies } from "./turn.js";
 import { startTurn, type RunningTurn, type TurnOutcome } from "./turn.js";
-import type { Handler } from "./types.js";
+import type { AnyHandler } from "./types.js";
 
 /** The consumer group every harness reads its stream with. */
 export const HARNESS_GROUP = "harness";
@@ -42,7 +42,8 @@ export interface HarnessOptions {
   role?: string;
   /** The team queue to consume (`team:NAME`); exactly one of `role` and `team`. */
   team?: string;
-  handler: Handler;
+  /** Any `Handler<Input, Output>`; the harness hands it `work.input` as the coordinator sent it. */
+  handler: AnyHandler;
   /**
    * Signs what the harness publishes to the coordinator (RESULT, QUERY, heartbeat) as its queue's identity:
    * `runtime.busAuth.signer("role:NAME")`. The coordinator refuses anything unsigned or signed as another queue.

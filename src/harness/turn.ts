@@ -18,6 +18,7 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { createDelegationMarkers } from "./delegation-markers.js";
 import { errorInfoOf } from "./error-info.js";
+import { addUsage } from "./handler-usage.js";
 import {
   encodeJsonPayload,
   heartbeatEnvelope,
@@ -35,7 +36,7 @@ import type { TurnCheck } from "./turn-check.js";
 import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
 import { waitForReplyOutcome } from "../replies/reply-outcome.js";
 import type { Queryable } from "../store/db.js";
-import type { Handler, HandlerContext, ReplyOptions, UsageReport, Work } from "./types.js";
+import type { AnyHandler, HandlerContext, ReplyOptions, UsageReport, Work } from "./types.js";
 import type { Span } from "@opentelemetry/api";
 import { endTurnSpan, stampTrace, startTurnSpan, withSpan } from "../telemetry/turn-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
@@ -72,7 +73,7 @@ export interface TurnDeps {
   consumer: string;
   source: HarnessSource;
   signer: EnvelopeSigner;
-  handler: Handler;
+  handler: AnyHandler;
   logger: Logger;
   maxPayloadBytes: number;
   heartbeatMs: number;
@@ -111,14 +112,6 @@ export interface RunningTurn {
 
 function invalid(message: string, details: Record<string, unknown> = {}): SwitchyardError {
   return new SwitchyardError(ErrorCode.InvalidArgument, message, { details });
-}
-
-function nonNegative(value: number | undefined, name: string, integer: boolean): number {
-  if (value === undefined) return 0;
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || (integer && !Number.isInteger(value))) {
-    throw invalid(`usage.${name} must be a ${integer ? "non-negative integer" : "non-negative number"}, got ${String(value)}`);
-  }
-  return value;
 }
 
 /**
@@ -184,13 +177,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
         deps.observer?.heartbeatSent();
       },
       usage(report: UsageReport) {
-        // Validate everything before adding anything, so a bad report leaves the totals untouched.
-        const cost = nonNegative(report.cost, "cost", false);
-        const inputTokens = nonNegative(report.inputTokens, "inputTokens", true);
-        const outputTokens = nonNegative(report.outputTokens, "outputTokens", true);
-        usage.cost += cost;
-        usage.inputTokens += inputTokens;
-        usage.outputTokens += outputTokens;
+        addUsage(usage, report);
       },
       delegate: markers.delegate,
       delegateAll: markers.delegateAll,
@@ -229,7 +216,8 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
     // Sub-queries the QUERY asks (0 for awaitMore), logged with the outcome.
     let queries: number | undefined;
     try {
-      const value: unknown = await withSpan(span, () => deps.handler(work, ctx));
+      // The input's type is the handler's promise to itself (a step input schema checks it); the harness cannot.
+      const value: unknown = await withSpan(span, () => deps.handler(work as Work<never>, ctx));
       usage.durationMs = performance.now() - started;
       const marker = markers.markerOf(value);
       if (marker) {

@@ -76,8 +76,12 @@ export interface Resume {
   outstanding: string[];
 }
 
-/** One unit of work: a step attempt, either fresh (WORK) or resumed after a delegation (REPLY). */
-export interface Work {
+/**
+ * One unit of work: a step attempt, either fresh (WORK) or resumed after a delegation (REPLY). `Input` types
+ * `work.input`; nothing checks it at run time unless the workflow step names an input schema (the coordinator
+ * validates the step's input against it at dispatch).
+ */
+export interface Work<Input = unknown> {
   orgId: string;
   taskId: string;
   stepId: string;
@@ -94,7 +98,7 @@ export interface Work {
    * The step input. For workflow steps: `{ task: <task input>, steps: { <needed step id>: <output> } }`; for
    * delegated work: the query payload. On resume: the same input the first turn saw.
    */
-  input: unknown;
+  input: Input;
   /** Set when this turn resumes one that delegated. */
   resume?: Resume;
   /**
@@ -200,4 +204,15 @@ export interface HandlerContext {
   reply(text: string, options?: ReplyOptions): Promise<ReplyOutcome>;
 }
 
-export type Handler = (work: Work, ctx: HandlerContext) => Promise<unknown> | unknown;
+/**
+ * A worker's code: runs one turn of a step and returns its output (`Output`, JSON), or a delegation marker from
+ * `ctx.delegate` / `ctx.delegateAll` / `ctx.awaitMore`. Throwing fails the attempt: a `NonRetryableError` (or a
+ * SwitchyardError with INVALID_ARGUMENT) fails the step at once, anything else is retried as the step allows.
+ */
+export type Handler<Input = unknown, Output = unknown> = (work: Work<Input>, ctx: HandlerContext) => Promise<Output | Delegation> | Output | Delegation;
+
+/**
+ * A handler of any input type, as the harness takes it: `Work<never>` accepts every `Handler<Input, Output>`
+ * (parameters are contravariant). The harness cannot know the type; a step's input schema is what checks it.
+ */
+export type AnyHandler = Handler<never, unknown>;

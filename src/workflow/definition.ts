@@ -9,6 +9,7 @@ import { findDependencyCycles } from "./graph.js";
 import { invalidWorkflow, type WorkflowProblem } from "./problems.js";
 import { decodeSource } from "./source.js";
 import { editDistance } from "../edit-distance.js";
+import { schemaProblem } from "./step-schemas.js";
 
 export { topologicalOrder, dependents } from "./graph.js";
 export { MAX_SOURCE_CHARS, type WorkflowProblem } from "./problems.js";
@@ -23,8 +24,9 @@ const MAX_RETRIES = 10;
 const MAX_CLEARANCE = 10;
 const DEFAULT_BACKOFF_MS = 1000;
 
-const ROOT_KEYS = ["name", "description", "budget", "steps"] as const;
-const STEP_KEYS = ["id", "to", "needs", "timeout", "retries", "backoff", "cost_estimate", "clearance", "approval"] as const;
+/** The keys a definition and a step may have; schemas/workflow.schema.json lists the same (a test keeps them equal). */
+export const ROOT_KEYS = ["name", "description", "budget", "steps"] as const;
+export const STEP_KEYS = ["id", "to", "needs", "timeout", "retries", "backoff", "cost_estimate", "clearance", "approval", "input_schema", "output_schema"] as const;
 // Words people reach for from other workflow tools; a suggestion beats a bare "unknown key".
 const KEY_ALIASES: Record<string, string> = {
   depends_on: "needs", dependsOn: "needs", depends: "needs", after: "needs", requires: "needs",
@@ -32,6 +34,7 @@ const KEY_ALIASES: Record<string, string> = {
   retry: "retries", max_retries: "retries", attempts: "retries", cost: "cost_estimate",
   timeout_ms: "timeout", backoff_ms: "backoff", requires_approval: "approval", approve: "approval",
   title: "name", desc: "description", step_list: "steps", max_cost: "budget",
+  input: "input_schema", output: "output_schema", schema: "input_schema", inputs: "input_schema", outputs: "output_schema",
 };
 
 export interface ParseWorkflowOptions {
@@ -56,6 +59,7 @@ export function workflowToSource(def: WorkflowDefinition): Record<string, unknow
   const steps = def.steps.map((s) => ({
     id: s.id, to: formatDestination(s.to), needs: [...s.needs], ...(s.timeoutMs != null ? { timeout: s.timeoutMs } : {}),
     retries: s.retries, backoff: s.backoffMs, cost_estimate: s.costEstimate, clearance: s.clearance, approval: s.approval,
+    ...schemasOf(s, "input_schema", "output_schema"),
   }));
   const optional = { ...(def.description != null ? { description: def.description } : {}), ...(def.budget != null ? { budget: def.budget } : {}) };
   return { name: def.name, ...optional, steps };
@@ -69,8 +73,17 @@ export function canonicalDefinition(def: WorkflowDefinition): WorkflowDefinition
   const steps = def.steps.map((s): StepDefinition => ({
     id: s.id, to: { kind: s.to.kind, id: s.to.id }, needs: [...s.needs].sort(), timeoutMs: s.timeoutMs ?? null,
     retries: s.retries, backoffMs: s.backoffMs, costEstimate: s.costEstimate, clearance: s.clearance, approval: s.approval,
+    ...schemasOf(s, "inputSchema", "outputSchema"),
   }));
   return { name: def.name, ...(def.description != null ? { description: def.description } : {}), budget: def.budget ?? null, steps };
+}
+
+/**
+ * A step's schemas under the given key names, only those it has: a definition without schemas keeps the canonical
+ * form (and digest) it had before schemas existed, so resubmitting it still finds the stored version.
+ */
+function schemasOf<I extends string, O extends string>(s: StepDefinition, input: I, output: O): Partial<Record<I | O, unknown>> {
+  return { ...(s.inputSchema != null ? { [input]: s.inputSchema } : {}), ...(s.outputSchema != null ? { [output]: s.outputSchema } : {}) } as Partial<Record<I | O, unknown>>;
 }
 
 /** sha256 (hex) of the canonical definition as JSON with sorted keys: equal for definitions that run the same way. */
@@ -198,6 +211,12 @@ function readStep(raw: unknown, base: string, add: (path: string, reason: string
   if (raw.approval != null) {
     if (typeof raw.approval !== "boolean") add(at("approval"), `must be true or false, got ${describe(raw.approval)}`);
     else step.approval = raw.approval;
+  }
+  for (const [key, field] of [["input_schema", "inputSchema"], ["output_schema", "outputSchema"]] as const) {
+    if (raw[key] == null) continue;
+    const problem = schemaProblem(raw[key]);
+    if (problem) add(at(key), problem);
+    else step[field] = raw[key];
   }
   return { step, id, explicitNeeds };
 }
