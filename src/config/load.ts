@@ -11,6 +11,7 @@ import type { Variable } from "./variable.js";
 import { coreVariables } from "./variables-core.js";
 import { flagVariables } from "./variables-flags.js";
 import { foreignVariables, patternVariables } from "./variables-foreign.js";
+import { editDistance } from "../edit-distance.js";
 
 export type Env = Record<string, string | undefined>;
 
@@ -135,16 +136,4 @@ function closest(name: string): string | undefined {
     if (distance <= 3 && (best === undefined || distance < best.distance)) best = { name: known, distance };
   }
   return best?.name;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }
