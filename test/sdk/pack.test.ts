@@ -87,7 +87,7 @@ test("runs a workflow through the real coordinator on a scratch database", async
 });
 `;
 
-const TSCONFIG = { compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, outDir: "out", types: ["node"], skipLibCheck: true }, include: ["*.ts"] };
+const TSCONFIG = { compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, outDir: "out", types: ["node"] }, include: ["*.ts"] };
 
 describe.skipIf(!ENABLED)("the packed package (SWITCHYARD_PACK_TEST=1)", () => {
   const scratch: string[] = [];
