@@ -28,6 +28,9 @@ import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
 import { DEFAULT_SHARD_COUNT, inboxOf } from "./shards.js";
 import { accrueDailyCost, costDay, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
+import { AdmissionGate } from "../fairness/admission.js";
+import { loadAdmission, saveAdmission, type HeldStep } from "../fairness/admission-load.js";
+import { NO_LIMITS, type LimitSource } from "../fairness/limits.js";
 
 /** Sources take the transaction's client: a second pooled connection per transaction can exhaust the pool. */
 export interface PolicySource {
@@ -66,6 +69,8 @@ export interface EngineOptions {
    * them first (governance/audit-heads.ts); `false` always locks and reads them. @defaultValue true
    */
   auditHeadsInMemory?: boolean;
+  /** Dispatch limits in force (issue 15: the live table). @defaultValue none: every dispatch is admitted */
+  limits?: LimitSource;
 }
 
 /** Proves, inside a transaction, that its writer still owns the tenants' shards (shard-ownership.ts); FENCED if not. */
@@ -218,6 +223,8 @@ export class Engine {
     const applied = new Set<string>();
     const queue = [...fresh];
     const now = this.clock();
+    const admissionFacts = await loadAdmission(client, (this.options.limits ?? NO_LIMITS).limits(), destinationsOf(states, fresh));
+    const gate = admissionFacts ? new AdmissionGate(admissionFacts, now) : undefined;
     const facts = new Map<string, TenantFacts>();
     const dailyDeltas = new Map<string, number>();
     const replies = new ReplyBatch(this.replyFacts);
@@ -237,7 +244,7 @@ export class Engine {
       if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now, storedFacts.get(orgId))));
       const reply = await replies.facts(client, state, input.event);
       const span = spans?.start(input);
-      const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant, reply));
+      const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant, reply, gate));
       if (decision.refused) {
         spans?.skipped(span, "refused", decision.refused);
         result.refused.push({ input, label: "wrong_sender", reason: decision.refused });
@@ -290,13 +297,14 @@ export class Engine {
     await this.forgetRefused(client, result.refused, applied);
     // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
-    await this.persist(client, before, states, effects, result, heads);
+    await this.persist(client, before, states, effects, result, heads, gate);
     spans?.audited(result.audit);
     return result;
   }
 
-  private context(policy: CompiledPolicy, eventId: string, tenant: TenantFacts, reply: ReplyEventFacts | undefined): DecideContext {
+  private context(policy: CompiledPolicy, eventId: string, tenant: TenantFacts, reply: ReplyEventFacts | undefined, admission: AdmissionGate | undefined): DecideContext {
     return {
+      ...(admission ? { admission } : {}),
       replyLimits: this.options.replyLimits ?? DEFAULT_REPLY_LIMITS,
       ...(reply ? { reply } : {}),
       tenant,
@@ -346,15 +354,23 @@ export class Engine {
     effects: Effect[],
     result: ApplyResult,
     heads: AuditHeadCache | undefined,
+    gate: AdmissionGate | undefined,
   ): Promise<void> {
     const changedSteps: StepRecord[] = [];
+    const unheld: StepRecord[] = [];
+    const held: HeldStep[] = [];
     const changedTasks: TaskRecord[] = [];
     for (const [taskId, state] of after) {
       const prior = before.get(taskId)!;
       // Decisions copy the task record even when nothing in it changed: compare what `saveTasks` writes, so a
       // plain step completion does not rewrite the task row (a non-HOT update of every task in the batch).
       if (taskRowChanged(prior.task, state.task)) changedTasks.push(state.task);
-      for (const [stepId, step] of state.steps) if (prior.steps.get(stepId) !== step) changedSteps.push(step);
+      for (const [stepId, step] of state.steps) {
+        const was = prior.steps.get(stepId);
+        if (was === step) continue;
+        changedSteps.push(step);
+        if (was?.status === "held" && step.status !== "held") unheld.push(step);
+      }
     }
     const auditEntries: AuditEntry[] = [];
     const outgoing: Array<{ orgId: string; stream: string; envelopeId: string; bytes: Uint8Array }> = [];
@@ -411,6 +427,9 @@ export class Engine {
         case "reply_bucket":
           buckets.set(`${effect.orgId}\u0000${effect.actor}`, effect);
           break;
+        case "hold":
+          held.push(effect.held);
+          break;
         case "foreign_dispatch":
           break;
       }
@@ -422,6 +441,8 @@ export class Engine {
     await insertReplies(client, newReplies);
     await updateReplies(client, replyUpdates);
     await saveBuckets(client, [...buckets.values()]);
+    // After the steps (held rows reference them); a step held again by a failed release keeps its place.
+    await saveAdmission(client, held.filter((h) => after.get(h.taskId)?.steps.get(h.stepId)?.status === "held"), unheld, gate?.changedBuckets() ?? []);
     result.outbox = await insertOutbox(client, outgoing);
     // Last: appending locks the tenant's chain head until COMMIT, and every other transaction of the tenant
     // (other coordinators, task starts, approvals) queues on that lock, so nothing else should run under it.
@@ -473,6 +494,25 @@ function senderKey(event: CoordinatorEvent): string {
 /** Whether any column `saveTasks` writes differs; a changed error is always a new object. */
 function taskRowChanged(before: TaskRecord, after: TaskRecord): boolean {
   return before.status !== after.status || before.cost !== after.cost || before.error !== after.error || before.finishedAtMs !== after.finishedAtMs;
+}
+
+/**
+ * Every destination each tenant of the batch may dispatch to: its workflows' steps, the steps it has (delegations
+ * included) and the sub-queries the batch asks for.
+ */
+function destinationsOf(states: ReadonlyMap<string, TaskState>, inputs: readonly EngineInput[]): Map<string, Set<string>> {
+  const pairs = new Map<string, Set<string>>();
+  const add = (orgId: string, destination: string) => {
+    let set = pairs.get(orgId);
+    if (!set) pairs.set(orgId, (set = new Set()));
+    set.add(destination);
+  };
+  for (const { task, workflow, steps } of states.values()) {
+    for (const def of workflow.steps) add(task.orgId, `${def.to.kind}:${def.to.id}`);
+    for (const step of steps.values()) add(task.orgId, step.destination);
+  }
+  for (const input of inputs) if (input.event.type === "query") for (const q of input.event.queries) add(input.orgId, q.destination);
+  return pairs;
 }
 
 /** Workflow steps in definition order, then delegation steps in creation order. */

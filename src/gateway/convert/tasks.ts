@@ -34,6 +34,7 @@ export const taskStatuses = enumMapping<TaskStatus, ProtoTaskStatus>("task statu
 
 export const stepStatuses = enumMapping<StepStatus, ProtoStepStatus>("step status", [
   ["pending", ProtoStepStatus.PENDING],
+  ["held", ProtoStepStatus.HELD],
   ["dispatched", ProtoStepStatus.DISPATCHED],
   ["retrying", ProtoStepStatus.RETRYING],
   ["parked", ProtoStepStatus.PARKED],
