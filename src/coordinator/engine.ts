@@ -222,8 +222,10 @@ export class Engine {
     const effects: Effect[] = [];
     const applied = new Set<string>();
     const queue = [...fresh];
-    const now = this.clock();
+    // The clock is read after the admission load: a dispatch that takes a slot a committed result freed is then
+    // never stamped earlier than that result's row.
     const admissionFacts = await loadAdmission(client, (this.options.limits ?? NO_LIMITS).limits(), destinationsOf(states, fresh));
+    const now = this.clock();
     const gate = admissionFacts ? new AdmissionGate(admissionFacts, now) : undefined;
     const facts = new Map<string, TenantFacts>();
     const dailyDeltas = new Map<string, number>();
