@@ -62,6 +62,17 @@ export class AdmissionGate implements AdmissionCheck {
     if (!limits.governs(orgId, destination)) return ADMIT;
     const tenant = this.tenant(orgId);
     const dest = this.destination(destination);
+    const verdict = this.check(orgId, destination, released, tenant, dest);
+    if (!verdict.admit && !released) {
+      // A step held by this batch is queued like one held before it: the batch's later steps line up behind it.
+      tenant.heldByDestination.set(destination, (tenant.heldByDestination.get(destination) ?? 0) + 1);
+      dest.held += 1;
+    }
+    return verdict;
+  }
+
+  private check(orgId: string, destination: string, released: boolean, tenant: TenantLoad, dest: DestinationLoad): Admission {
+    const { limits } = this.facts;
     const ownHeld = tenant.heldByDestination.get(destination) ?? 0;
     if (!released && ownHeld > 0) return hold(`queued behind ${ownHeld} earlier held step(s) of this tenant on ${destination}`);
     const capacity = limits.capacity(destination);

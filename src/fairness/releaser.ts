@@ -43,6 +43,7 @@ interface Load {
 /** One round: releases what the limits and fair shares allow now; returns the outbox rows to publish. */
 export async function releaseHeldSteps(options: ReleaserOptions): Promise<{ released: number; outbox: OutboxRow[] }> {
   const loads = await readLoads(options.pool);
+  observeHeld(options.metrics, loads, options.serves);
   const ours = [...new Set(loads.filter((l) => l.held > 0 && options.serves(l.orgId)).map((l) => l.orgId))];
   if (ours.length === 0) return { released: 0, outbox: [] };
   const limits = options.limits.limits();
@@ -63,7 +64,16 @@ export async function releaseHeldSteps(options: ReleaserOptions): Promise<{ rele
   const entries = await pickSteps(options.pool, plans, options.batch ?? 500);
   if (entries.length === 0) return { released: 0, outbox: [] };
   const result = await applyIsolating({ engine: options.engine, pool: options.pool, logger: options.logger }, entries);
+  const now = options.clock();
+  for (const entry of entries) options.metrics?.queueDelay.observe({ tenant: entry.input.orgId, destination: entry.destination }, Math.max(0, now - entry.heldAtMs) / 1000);
   return { released: entries.length, outbox: result.outbox };
+}
+
+/** The held-steps gauge: this coordinator's tenants only (another owner reports its own), reset each round. */
+function observeHeld(metrics: Metrics | undefined, loads: readonly Load[], serves: (orgId: string) => boolean): void {
+  if (!metrics) return;
+  metrics.heldSteps.reset();
+  for (const l of loads) if (l.held > 0 && serves(l.orgId)) metrics.heldSteps.set({ tenant: l.orgId, destination: l.destination }, l.held);
 }
 
 /** Held and in-flight counts per (destination, tenant), on every destination that has held steps. */
@@ -112,7 +122,9 @@ async function readHeadroom(db: Queryable, limits: LimitTable, orgIds: readonly 
  * The held steps the plans name, each tenant's in its order (priority, then arrival), interleaved as planned: one
  * `release` event each, in one engine batch.
  */
-async function pickSteps(db: Queryable, plans: ReadonlyArray<{ destination: string; order: string[] }>, limit: number): Promise<DecodedEntry[]> {
+type ReleaseEntry = DecodedEntry & { destination: string; heldAtMs: number };
+
+async function pickSteps(db: Queryable, plans: ReadonlyArray<{ destination: string; order: string[] }>, limit: number): Promise<ReleaseEntry[]> {
   const wanted = new Map<string, { destination: string; orgId: string; n: number }>();
   for (const plan of plans) {
     for (const orgId of plan.order) {
@@ -123,10 +135,10 @@ async function pickSteps(db: Queryable, plans: ReadonlyArray<{ destination: stri
     }
   }
   const asked = [...wanted.values()];
-  const { rows } = await db.query<{ org_id: string; destination: string; task_id: string; step_id: string; seq: string }>(
-    `SELECT h.org_id, h.destination, h.task_id, h.step_id, h.seq
+  const { rows } = await db.query<{ org_id: string; destination: string; task_id: string; step_id: string; seq: string; held_at_ms: string }>(
+    `SELECT h.org_id, h.destination, h.task_id, h.step_id, h.seq, h.held_at_ms
      FROM unnest($1::text[], $2::text[], $3::int[]) AS x(destination, org_id, n)
-     CROSS JOIN LATERAL (SELECT org_id, destination, task_id, step_id, seq FROM held_steps h
+     CROSS JOIN LATERAL (SELECT org_id, destination, task_id, step_id, seq, held_at_ms FROM held_steps h
                          WHERE h.destination = x.destination AND h.org_id = x.org_id ORDER BY priority DESC, seq LIMIT x.n) h`,
     [asked.map((a) => a.destination), asked.map((a) => a.orgId), asked.map((a) => a.n)],
   );
@@ -135,13 +147,13 @@ async function pickSteps(db: Queryable, plans: ReadonlyArray<{ destination: stri
     const key = pairKey(row.org_id, row.destination);
     queues.set(key, [...(queues.get(key) ?? []), row]);
   }
-  const entries: DecodedEntry[] = [];
+  const entries: ReleaseEntry[] = [];
   for (const plan of plans) {
     for (const orgId of plan.order) {
       const row = queues.get(pairKey(orgId, plan.destination))?.shift();
       if (!row || entries.length >= limit) continue;
       const eventId = `release:${row.task_id}:${row.step_id}:${row.seq}`;
-      entries.push({ entryId: eventId, input: { orgId: row.org_id, taskId: row.task_id, event: { type: "release", eventId, stepId: row.step_id } } });
+      entries.push({ entryId: eventId, destination: row.destination, heldAtMs: Number(row.held_at_ms), input: { orgId: row.org_id, taskId: row.task_id, event: { type: "release", eventId, stepId: row.step_id } } });
     }
   }
   return entries;

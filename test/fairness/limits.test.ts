@@ -82,6 +82,29 @@ describe("per-tenant dispatch limits", () => {
     expect(steps[0]!.n).toBe(0);
   });
 
+  it("priority orders a tenant's held steps: higher first, then arrival; task get says why a step waits", async () => {
+    const workflow = (name: string, priority: number) => `name: ${name}\nsteps:\n  - { id: a, to: "role:prio", timeout: 120s, priority: ${priority} }\n`;
+    rt = await createTestRuntime();
+    await submitWorkflow(rt.pool, "prio", parseWorkflowDefinition(workflow("low", 1)));
+    await submitWorkflow(rt.pool, "prio", parseWorkflowDefinition(workflow("high", 5)));
+    await setLimit(rt.pool, limit({ orgId: "prio", destination: "role:prio", maxInFlight: 1 }), { actor: "test", reason: "priority test" });
+    await rt.limits.refresh();
+    // Started before any coordinator runs: the first is admitted, the rest are held in the order started.
+    const first = await start("prio", 1, "low");
+    const low = await start("prio", 4, "low");
+    const high = await start("prio", 4, "high");
+    const held = await rt.tasks.get("prio", high[0]!);
+    expect(held.steps[0]).toMatchObject({ status: "held", queuedReason: "queued behind 4 earlier held step(s) of this tenant on role:prio" });
+    const lowView = await rt.tasks.get("prio", low[0]!);
+    expect(lowView.steps[0]).toMatchObject({ status: "held", queuedReason: "queued behind tenant limit (1/1 in flight on role:prio)" });
+    coordinators.push(rt.startCoordinator());
+    workers = new Workers(rt);
+    workers.start("prio", async () => ({ ok: true }), { concurrency: 4 });
+    await waitForTasks(rt.pool, { intervalMs: 100 });
+    const { rows } = await rt.pool.query<{ task_id: string }>(`SELECT task_id FROM audit_log WHERE org_id = 'prio' AND action = 'dispatch' AND verdict = 'allow' ORDER BY seq`);
+    expect(rows.map((r) => r.task_id)).toEqual([...first, ...high, ...low]);
+  });
+
   it("a rate of 50/s is held within 10%", async () => {
     await setUp(`name: job\nsteps:\n  - { id: a, to: "role:rated", timeout: 120s }\n`, [limit({ orgId: "rated", destination: "role:rated", ratePerSec: 50, burst: 10 })], ["rated"]);
     coordinators.push(rt!.startCoordinator());
