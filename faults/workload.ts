@@ -50,14 +50,15 @@ export function orchestratorWorkflowYaml(): string {
 
 /** Migrates the suite's database, creates the tenants and submits the workflow through the API; returns each tenant's key. */
 /**
- * Limits that hold steps back with this workload (2 harnesses × 10 per role): every role's capacity is 12, the
- * first tenant may have at most 4 `branch` steps in flight, the second weighs twice the first.
+ * Limits that hold steps back with this workload (2 harnesses × 10 per role): every role's capacity is 16, the
+ * first tenant may have at most 6 `branch` steps in flight, the second weighs twice the first. Tighter than this,
+ * the paced starts outgrow what the roles may take and the backlog outlasts the 8 s step timeout.
  */
 export function fairnessLimits(tenants: readonly string[]): string[][] {
   const reason = ["--reason", "fault suite --limits", "--actor", "faults"];
   return [
-    ...ROLES.map((role) => ["limits", "set", "--destination", `role:${role}`, "--max-in-flight", "12", ...reason]),
-    ["limits", "set", "--tenant", tenants[0]!, "--destination", "role:branch", "--max-in-flight", "4", ...reason],
+    ...ROLES.map((role) => ["limits", "set", "--destination", `role:${role}`, "--max-in-flight", "16", ...reason]),
+    ["limits", "set", "--tenant", tenants[0]!, "--destination", "role:branch", "--max-in-flight", "6", ...reason],
     ["limits", "set", "--tenant", tenants[1]!, "--weight", "2", ...reason],
   ];
 }

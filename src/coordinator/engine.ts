@@ -29,7 +29,7 @@ import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
 import { DEFAULT_SHARD_COUNT, inboxOf } from "./shards.js";
 import { accrueDailyCost, costDay, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
 import { AdmissionGate } from "../fairness/admission.js";
-import { loadAdmission, saveAdmission, type HeldStep } from "../fairness/admission-load.js";
+import { destinationsOf, loadAdmission, saveAdmission, type HeldStep } from "../fairness/admission-load.js";
 import { NO_LIMITS, type LimitSource } from "../fairness/limits.js";
 
 /** Sources take the transaction's client: a second pooled connection per transaction can exhaust the pool. */
@@ -224,7 +224,9 @@ export class Engine {
     const queue = [...fresh];
     // The clock is read after the admission load: a dispatch that takes a slot a committed result freed is then
     // never stamped earlier than that result's row.
-    const admissionFacts = await loadAdmission(client, (this.options.limits ?? NO_LIMITS).limits(), destinationsOf(states, fresh));
+    const limits = (this.options.limits ?? NO_LIMITS).limits();
+    // Dormant without limits: not even the batch's destinations are gathered.
+    const admissionFacts = limits.empty ? undefined : await loadAdmission(client, limits, destinationsOf(states, fresh));
     const now = this.clock();
     const gate = admissionFacts ? new AdmissionGate(admissionFacts, now) : undefined;
     const facts = new Map<string, TenantFacts>();
@@ -496,25 +498,6 @@ function senderKey(event: CoordinatorEvent): string {
 /** Whether any column `saveTasks` writes differs; a changed error is always a new object. */
 function taskRowChanged(before: TaskRecord, after: TaskRecord): boolean {
   return before.status !== after.status || before.cost !== after.cost || before.error !== after.error || before.finishedAtMs !== after.finishedAtMs;
-}
-
-/**
- * Every destination each tenant of the batch may dispatch to: its workflows' steps, the steps it has (delegations
- * included) and the sub-queries the batch asks for.
- */
-function destinationsOf(states: ReadonlyMap<string, TaskState>, inputs: readonly EngineInput[]): Map<string, Set<string>> {
-  const pairs = new Map<string, Set<string>>();
-  const add = (orgId: string, destination: string) => {
-    let set = pairs.get(orgId);
-    if (!set) pairs.set(orgId, (set = new Set()));
-    set.add(destination);
-  };
-  for (const { task, workflow, steps } of states.values()) {
-    for (const def of workflow.steps) add(task.orgId, `${def.to.kind}:${def.to.id}`);
-    for (const step of steps.values()) add(task.orgId, step.destination);
-  }
-  for (const input of inputs) if (input.event.type === "query") for (const q of input.event.queries) add(input.orgId, q.destination);
-  return pairs;
 }
 
 /** Workflow steps in definition order, then delegation steps in creation order. */

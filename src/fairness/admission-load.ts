@@ -11,6 +11,7 @@
 import type { Queryable } from "../store/db.js";
 import type { AdmissionFacts, Bucket, DestinationLoad, TenantLoad } from "./admission.js";
 import { pairKey, type LimitTable } from "./limits.js";
+import type { CoordinatorEvent, TaskState } from "../coordinator/model.js";
 
 /** Advisory-lock namespace of tenant admission (`pg_advisory_xact_lock(ns, hashtext(org))`). */
 const ADMISSION_LOCK_NAMESPACE = 0x5f15;
@@ -117,4 +118,23 @@ export async function saveAdmission(
       [buckets.map((b) => b.orgId), buckets.map((b) => b.destination), buckets.map((b) => b.tokens), buckets.map((b) => Math.round(b.atMs))],
     );
   }
+}
+
+/**
+ * Every destination each tenant of the batch may dispatch to: its workflows' steps, the steps it has (delegations
+ * included) and the sub-queries the batch asks for.
+ */
+export function destinationsOf(states: ReadonlyMap<string, TaskState>, inputs: ReadonlyArray<{ orgId: string; event: CoordinatorEvent }>): Map<string, Set<string>> {
+  const pairs = new Map<string, Set<string>>();
+  const add = (orgId: string, destination: string) => {
+    let set = pairs.get(orgId);
+    if (!set) pairs.set(orgId, (set = new Set()));
+    set.add(destination);
+  };
+  for (const { task, workflow, steps } of states.values()) {
+    for (const def of workflow.steps) add(task.orgId, `${def.to.kind}:${def.to.id}`);
+    for (const step of steps.values()) add(task.orgId, step.destination);
+  }
+  for (const input of inputs) if (input.event.type === "query") for (const q of input.event.queries) add(input.orgId, q.destination);
+  return pairs;
 }
