@@ -22,6 +22,7 @@ import { startsScenario } from "./scenarios/starts.js";
 import { scaleOutScenario } from "./scenarios/scale-out.js";
 import { soakScenario } from "./scenarios/soak.js";
 import { tracingCostScenario } from "./scenarios/tracing-cost.js";
+import { fairnessScenario } from "./scenarios/fairness.js";
 import { formatJsonLine, formatReport } from "./report.js";
 import {
   USAGE,
@@ -47,12 +48,14 @@ import {
  *                                                  `start_p50_ms`, `start_p99_ms` (ms)
  *   (g) 2 coordinator processes vs 1, takeover → `hops_per_s_2_coordinators`, `hops_per_s_1_coordinator` (hops/s),
  *                                                `shard_takeover_ms`, `lease_ttl_ms` (ms)               scale-out
+ *   tenant fairness (issue 15)               → `fair_beta_p99_ratio` (x),               fairness
+ *                                                  `fair_alpha_drain_overhead_pct` (%)
  *   (h) soak, opt-in (`--only soak`)           → `soak_rss_growth_pct` (%)              soak
  *   one compiled `switchyard` process           → `cli_help_ms`, `cli_task_start_ms`,   cli-startup
  *                                                  `cli_version_ms`, `node_startup_ms`,
  *                                                  `cli_task_start_unbundled_ms` (ms)
  */
-export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, cliStartupScenario, soakScenario, tracingCostScenario];
+export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, cliStartupScenario, soakScenario, tracingCostScenario, fairnessScenario];
 
 /**
  * Server versions and host facts printed at the top of the report, so figures can be compared fairly; also the

@@ -20,6 +20,8 @@ export interface SuiteOptions {
   maxMinutes: number;
   /** Each handler execution works for a uniform random time in [min, max] ms: longer work keeps more in flight when a fault lands. */
   workMs: [number, number];
+  /** Set dispatch limits before the run (issue 15): steps are held and released through every fault. */
+  limits: boolean;
 }
 
 export const USAGE = `usage: npm run faults -- [options]
@@ -41,6 +43,8 @@ target is met, 1 when it is missed, 2 when the suite itself could not run.
   --stall-seconds N    "stuck" = nothing moved for N s after the faults (default 45)
   --max-minutes N      hard bound on the run (default 20)
   --work-ms MIN-MAX    each handler execution's work time, uniform (default 50-400: some dozen steps in flight)
+  --limits             set dispatch limits first (each role's capacity below its harnesses', a tenant cap, a
+                       weight), so steps are held back in Postgres and released through every fault
 `;
 
 function int(name: string, raw: string | undefined, fallback: number, min: number): number {
@@ -66,6 +70,7 @@ export function parseOptions(argv: readonly string[]): SuiteOptions | null {
       "stall-seconds": { type: "string" },
       "max-minutes": { type: "string" },
       "work-ms": { type: "string" },
+      limits: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -83,6 +88,7 @@ export function parseOptions(argv: readonly string[]): SuiteOptions | null {
     stallSeconds: int("stall-seconds", values["stall-seconds"], 45, 5),
     maxMinutes: int("max-minutes", values["max-minutes"], 20, 1),
     workMs: range("work-ms", values["work-ms"], [50, 400]),
+    limits: values.limits === true,
   };
 }
 

@@ -18,7 +18,7 @@ import { readAudit, readOutcome, verifyChains } from "./outcome.js";
 import { seededRandom, sleep } from "./random.js";
 import { formatJson, formatReport, missedTargets, type RunReport } from "./report.js";
 import { cleanupStale, RUNS_ROOT, startServices, type Services } from "./services.js";
-import { prepareTenants, ROLES, Starter, submitWorkflow } from "./workload.js";
+import { fairnessLimits, prepareTenants, ROLES, Starter, submitWorkflow } from "./workload.js";
 
 const TENANTS = ["faults-a", "faults-b"];
 const HARNESSES_PER_ROLE = 2;
@@ -69,8 +69,8 @@ async function main(argv: readonly string[]): Promise<number> {
     services = await startServices({ redisPort: options.redisPort || (await freePort()), pgPort: options.pgPort || (await freePort()), runDir, log });
     const databaseUrl = services.databaseUrl("switchyard");
     const cliEnv = { DATABASE_URL: databaseUrl, REDIS_URL: services.redisUrl, SWITCHYARD_KEY_PREFIX: KEY_PREFIX, SWITCHYARD_LOG_LEVEL: "warn" };
-    const keys = await prepareTenants({ tenants: TENANTS, env: cliEnv });
-    log(`migrated; tenants ${TENANTS.join(", ")} created`);
+    const keys = await prepareTenants({ tenants: TENANTS, env: cliEnv, ...(options.limits ? { commands: fairnessLimits(TENANTS) } : {}) });
+    log(`migrated; tenants ${TENANTS.join(", ")} created${options.limits ? "; dispatch limits set (--limits)" : ""}`);
     const handlerPath = writeHandlerModule(runDir, { dir: execDir, workMs: options.workMs });
     fleet = new Fleet({
       coordinators: options.coordinators,

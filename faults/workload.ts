@@ -49,7 +49,21 @@ export function orchestratorWorkflowYaml(): string {
 }
 
 /** Migrates the suite's database, creates the tenants and submits the workflow through the API; returns each tenant's key. */
-export async function prepareTenants(options: { tenants: readonly string[]; env: Record<string, string> }): Promise<Map<string, string>> {
+/**
+ * Limits that hold steps back with this workload (2 harnesses × 10 per role): every role's capacity is 16, the
+ * first tenant may have at most 6 `branch` steps in flight, the second weighs twice the first. Tighter than this,
+ * the paced starts outgrow what the roles may take and the backlog outlasts the 8 s step timeout.
+ */
+export function fairnessLimits(tenants: readonly string[]): string[][] {
+  const reason = ["--reason", "fault suite --limits", "--actor", "faults"];
+  return [
+    ...ROLES.map((role) => ["limits", "set", "--destination", `role:${role}`, "--max-in-flight", "16", ...reason]),
+    ["limits", "set", "--tenant", tenants[0]!, "--destination", "role:branch", "--max-in-flight", "6", ...reason],
+    ["limits", "set", "--tenant", tenants[1]!, "--weight", "2", ...reason],
+  ];
+}
+
+export async function prepareTenants(options: { tenants: readonly string[]; env: Record<string, string>; commands?: readonly string[][] }): Promise<Map<string, string>> {
   const cli = async (args: string[]) => {
     const out = await runCliCommand(args, options.env);
     if (out.code !== 0) throw new Error(`switchyard ${args.join(" ")} exited ${out.code}:\n${out.stderr}${out.stdout}`);
@@ -61,6 +75,7 @@ export async function prepareTenants(options: { tenants: readonly string[]; env:
     const created = JSON.parse((await cli(["tenant", "create", tenant, "--json"])).trim().split("\n").pop()!) as { key: string };
     keys.set(tenant, created.key);
   }
+  for (const command of options.commands ?? []) await cli([...command]);
   return keys;
 }
 

@@ -39,6 +39,7 @@ export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOp
     logger,
     metrics,
     flags: runtime.flags,
+    limits: runtime.limits,
     health: runtime.health,
     checkpoints: createCheckpointJob({
       pool,

@@ -117,6 +117,8 @@ export interface StepDefinition {
   inputSchema?: unknown;
   /** JSON Schema the handler's output must match at result; absent: unchecked. */
   outputSchema?: unknown;
+  /** 1–5: orders the tenant's held steps on a destination, higher first (src/fairness/). Absent: 3. */
+  priority?: number;
 }
 
 export interface WorkflowDefinition {

@@ -31,6 +31,10 @@ export interface Metrics {
   /** Inbox envelopes refused by bus authentication or the sender check, by reason (README, Bus authentication). */
   inboxRefused: Counter<"reason">;
   outboxLag: Histogram<never>;
+  /** Steps held back by dispatch limits, per tenant and destination, as the releaser last read them (its own tenants). */
+  heldSteps: Gauge<"tenant" | "destination">;
+  /** How long released steps were held, per tenant and destination. */
+  queueDelay: Histogram<"tenant" | "destination">;
   auditAppendLatency: Histogram<never>;
   delegationDepthExceeded: Counter<never>;
   orphanReplies: Counter<never>;
@@ -115,6 +119,19 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
       name: "switchyard_outbox_lag_seconds",
       help: "Age of outbox rows when published",
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10],
+      registers: [registry],
+    }),
+    heldSteps: new Gauge({
+      name: "switchyard_held_steps",
+      help: "Ready steps held back by a dispatch limit (tenant fairness), per tenant and destination, of the tenants this coordinator owns",
+      labelNames: ["tenant", "destination"],
+      registers: [registry],
+    }),
+    queueDelay: new Histogram({
+      name: "switchyard_queue_delay_seconds",
+      help: "How long a step was held back by a dispatch limit before its release, per tenant and destination",
+      labelNames: ["tenant", "destination"],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers: [registry],
     }),
     auditAppendLatency: new Histogram({

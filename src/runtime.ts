@@ -23,6 +23,7 @@ import { TaskService } from "./coordinator/tasks.js";
 import { FlaggedOutboxPublisher } from "./flags/flagged-publisher.js";
 import type { FlagSwitches } from "./flags/flag-types.js";
 import { LiveFlags } from "./flags/live-flags.js";
+import { LiveLimits } from "./fairness/live-limits.js";
 import { PolicyCache } from "./governance/policy-store.js";
 import { silentLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -53,6 +54,8 @@ export interface Runtime {
   tasks: TaskService;
   /** Live flags (environment defaults + table `flags`, re-read every `config.flags.pollMs`); pass to coordinators and harnesses. */
   flags: LiveFlags;
+  /** Dispatch limits (issue 15), re-read like the flags. */
+  limits: LiveLimits;
   /** FOREIGN over A2A (sender, sweep, callback deps) when the engine uses the A2A dispatcher; undefined with `options.foreign`. */
   a2a: A2AForeign | undefined;
   /** Where the engine kicks the reply sender after a commit made rows pending: `replyKicks.attach(sender)`. */
@@ -122,6 +125,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   // Commands wait in the offline queue across a Redis restart instead of failing; reconnects back off.
   const redis = createRedisConnection(config.redisUrl, { health });
   const flags = new LiveFlags({ db: pool, defaults: config.flags, logger, health });
+  const limits = new LiveLimits({ db: pool, pollMs: config.flags.pollMs, logger, health });
   let closed = false;
   let a2a: A2AForeign | undefined;
   let replies: ReplySender | undefined;
@@ -131,6 +135,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     a2a?.close();
     await replies?.close().catch(() => {});
     await flags.stop();
+    await limits.stop();
     await bus.close().catch(() => {});
     redis.disconnect();
     await pool.end().catch(() => {});
@@ -165,6 +170,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     logger.warn({ err: error }, "could not read table flags; using the environment's defaults until it can be read");
   }
   flags.start();
+  // Like the flags: until the table can be read, no limits apply.
+  await limits.refresh().catch((error: unknown) => logger.warn({ err: error }, "could not read table dispatch_limits; no limits until it can be read"));
+  limits.start();
   const busAuth = createBusAuth(config, options, logger);
   const policies = new PolicyCache({ pool, ttlMs: 1000 });
   const workflows = new WorkflowCache(pool);
@@ -182,6 +190,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
     shardCount: config.shards.count,
     auditHeadsInMemory: config.coordinator.auditHeadsInMemory,
+    limits,
     logger,
     metrics,
     clock: options.clock,
@@ -198,7 +207,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     : createDisabledReplySender({ pool, logger });
   // The engine kicks after a commit that made reply rows pending; a caller's own sender (tests) wins.
   if (!options.replySender) replyKicks.attach(replies);
-  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, a2a, foreignJobs: a2a?.jobs ?? [], replyKicks, replies, close };
+  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, limits, a2a, foreignJobs: a2a?.jobs ?? [], replyKicks, replies, close };
 }
 
 async function createRuntimeReplySender(

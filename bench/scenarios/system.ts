@@ -45,6 +45,8 @@ export interface SystemOptions {
   batchSize?: number;
   /** Pool size of the coordinator's runtime. @defaultValue 10 */
   poolSize?: number;
+  /** Obey the dispatch limits (`runtime.limits`, table dispatch_limits) and run the releaser (issue 15). @defaultValue false */
+  limits?: boolean;
 }
 
 export interface BenchSystem {
@@ -109,6 +111,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
     auditHeadsInMemory: config.coordinator.auditHeadsInMemory,
     logger: runtime.logger,
     metrics,
+    ...(options.limits ? { limits: runtime.limits } : {}),
   });
   const publisher = new ProbedPublisher({ pool: runtime.pool, bus: runtime.bus, staleMs: config.coordinator.outboxStaleMs, logger: runtime.logger, metrics });
   publisher.profile = engine.profile;
@@ -190,6 +193,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       // loaded box that takes longer than the repair's default 5 s quiet time, and the sweep would "repair" (dispatch)
       // them, adding a `repair` audit row each. The sweep still runs; it only waits as long as the step timeout.
       strandedRepair: { intervalMs: 10_000, quietMs: STEP_TIMEOUT_MS },
+      ...(options.limits ? { limits: runtime.limits } : {}),
     });
     void coordinator.start();
     closers.push(() => coordinator.close());

@@ -24,6 +24,7 @@ import { registerConnectionCommands } from "./commands/connection.js";
 import { registerDemoCommand } from "./commands/demo.js";
 import { registerDlqCommands } from "./commands/dlq.js";
 import { registerFlagsCommands } from "./commands/flags.js";
+import { registerLimitsCommands } from "./commands/limits.js";
 import { registerShardsCommands } from "./commands/shards.js";
 import { registerForeignCommands } from "./commands/foreign.js";
 import { registerGatewayCommand } from "./commands/gateway.js";
@@ -77,6 +78,7 @@ export function buildProgram(io: CliIo = defaultIo()): Command {
   registerDlqCommands(program, run);
   registerBusCommands(program, run);
   registerFlagsCommands(program, run);
+  registerLimitsCommands(program, run);
   registerShardsCommands(program, run);
   registerTenantCommands(program, run);
   registerApiKeyCommands(program, run);

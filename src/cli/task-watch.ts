@@ -99,6 +99,7 @@ export function formatStepLine(step: StepView): string {
   if (step.attempts > 0) line += `, attempt ${step.attempts}`;
   if (step.status === "parked" && step.approvalId) line += ` — waiting for approval ${step.approvalId}`;
   if (step.status === "waiting") line += ` — ${waitingFor(step)}`;
+  if (step.status === "held") line += ` — ${step.queuedReason ?? "queued behind a dispatch limit"}`;
   if (step.status === "completed" && step.cost > 0) line += `, cost ${formatNumber(step.cost)}`;
   if (step.error && (step.status === "failed" || step.status === "retrying")) line += ` — ${step.error.code}: ${step.error.message}`;
   return line;

@@ -28,6 +28,8 @@ import { fireDueSteps } from "./due-steps.js";
 import { runPeriodically } from "./periodic-job.js";
 import { repairStrandedSteps } from "./stranded-steps.js";
 import { trimProcessedEnvelopes } from "./processed-envelopes.js";
+import type { LimitSource } from "../fairness/limits.js";
+import { ReleaseLoop } from "../fairness/releaser.js";
 
 export { COORDINATOR_GROUP } from "./inbox-intake.js";
 import { COORDINATOR_GROUP } from "./inbox-intake.js";
@@ -86,6 +88,11 @@ export interface CoordinatorOptions {
   background?: ReadonlyArray<{ name: string; intervalMs: number; run: (now: number) => Promise<unknown> }>;
   /** Tenant shards (config.shards): how many, and how long a lease lasts. @defaultValue 64 shards, 5 s */
   shards?: { count: number; leaseTtlMs: number };
+  /**
+   * Dispatch limits (issue 15, `runtime.limits`): with them, a loop beside the inbox releases the held steps of the
+   * tenants this coordinator owns (src/fairness/releaser.ts). @defaultValue no releaser (held steps wait)
+   */
+  limits?: LimitSource;
 }
 
 export class Coordinator {
@@ -118,6 +125,8 @@ export class Coordinator {
   private readonly reader: InboxReader;
   /** The batch being applied now (awaited before a shard is handed over). */
   private applying: Promise<unknown> = Promise.resolve();
+  /** Lets held steps go (with limits only). */
+  private readonly releases: ReleaseLoop | undefined;
   constructor(private readonly options: CoordinatorOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "coordinator", consumer: options.consumer });
     this.clock = options.clock ?? Date.now;
@@ -167,6 +176,21 @@ export class Coordinator {
       tenantOn: (orgId) => this.tenantOn(orgId),
       routing: { owns: (orgId) => this.ownership.ownsTenant(orgId), inboxOf: (orgId) => inboxOf(orgId, shards.count) },
     });
+    this.releases = options.limits
+      ? new ReleaseLoop({
+          engine: this.engine,
+          pool: options.pool,
+          logger: this.logger,
+          limits: options.limits,
+          serves: (orgId) => this.ownership.ownsTenant(orgId) && this.tenantOn(orgId),
+          clock: this.clock,
+          metrics: options.metrics,
+          publish: async (rows) => {
+            for (const row of rows) this.streams.add(row.stream);
+            if (this.busOn()) await this.options.publisher.publish(rows);
+          },
+        })
+      : undefined;
     this.expireApprovals = approvalExpirySweep({ ...options, engine: this.engine, logger: this.logger, tenants: () => this.servedTenants(), shards: () => this.ownership.ownedShards() });
     this.hold = options.flags
       ? new TenantHold<AppliedBatch>({
@@ -208,6 +232,7 @@ export class Coordinator {
         this.inboxLoop(),
         this.periodic("sweep", this.options.sweepIntervalMs, () => this.sweepOnce()),
         this.periodic("trim", 10_000, () => this.trimOnce()),
+        ...(this.releases ? [this.releases.run(this.abort.signal)] : []),
         // Jobs run once at start: e.g. the FOREIGN sender only reacts to kicks once it has run in this process.
         ...jobs.map((job) => this.periodic(job.name, job.intervalMs, () => job.run(this.clock()), { immediately: true })),
       ]);
@@ -360,6 +385,8 @@ export class Coordinator {
     // With the bus switched off meanwhile, the rows stay in the outbox for the relay once it is on again.
     const published = this.busOn() ? this.options.publisher.publish(applied.outbox) : Promise.resolve();
     await Promise.all([acked, published]);
+    // A result may have freed a slot on a limited destination.
+    this.releases?.kick();
   }
 
   /** Applies one batch, acknowledges and publishes it. Exposed for tests and benchmarks that drive the coordinator step by step. */

@@ -47,6 +47,9 @@ export function decide(state: TaskState, event: CoordinatorEvent, ctx: DecideCon
     case "repair":
       ignored = onRepair(draft, event);
       break;
+    case "release":
+      ignored = onRelease(draft, event);
+      break;
     case "reply_request":
       ignored = decideReplyRequest(draft, event);
       break;
@@ -180,6 +183,15 @@ function onStepDue(draft: Draft, event: EventOf<"step_due">): string | undefined
   } else {
     finishStep(draft, step.stepId, { ok: false, output: null, error: timeoutError(draft, step) });
   }
+  return undefined;
+}
+
+/** The releaser chose a held step: dispatched now (governed as any hop), or held again if a limit still says no. */
+function onRelease(draft: Draft, event: EventOf<"release">): string | undefined {
+  const step = draft.step(event.stepId);
+  if (!step || step.status !== "held") return "not held";
+  if (!draft.isTaskOpen()) return "task is not open";
+  dispatchStep(draft, step.stepId, undefined, { released: true });
   return undefined;
 }
 

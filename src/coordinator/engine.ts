@@ -28,6 +28,9 @@ import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
 import { DEFAULT_SHARD_COUNT, inboxOf } from "./shards.js";
 import { accrueDailyCost, costDay, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
+import { AdmissionGate } from "../fairness/admission.js";
+import { destinationsOf, loadAdmission, saveAdmission, type HeldStep } from "../fairness/admission-load.js";
+import { NO_LIMITS, type LimitSource } from "../fairness/limits.js";
 
 /** Sources take the transaction's client: a second pooled connection per transaction can exhaust the pool. */
 export interface PolicySource {
@@ -66,6 +69,8 @@ export interface EngineOptions {
    * them first (governance/audit-heads.ts); `false` always locks and reads them. @defaultValue true
    */
   auditHeadsInMemory?: boolean;
+  /** Dispatch limits in force (issue 15: the live table). @defaultValue none: every dispatch is admitted */
+  limits?: LimitSource;
 }
 
 /** Proves, inside a transaction, that its writer still owns the tenants' shards (shard-ownership.ts); FENCED if not. */
@@ -217,7 +222,13 @@ export class Engine {
     const effects: Effect[] = [];
     const applied = new Set<string>();
     const queue = [...fresh];
+    // The clock is read after the admission load: a dispatch that takes a slot a committed result freed is then
+    // never stamped earlier than that result's row.
+    const limits = (this.options.limits ?? NO_LIMITS).limits();
+    // Dormant without limits: not even the batch's destinations are gathered.
+    const admissionFacts = limits.empty ? undefined : await loadAdmission(client, limits, destinationsOf(states, fresh));
     const now = this.clock();
+    const gate = admissionFacts ? new AdmissionGate(admissionFacts, now) : undefined;
     const facts = new Map<string, TenantFacts>();
     const dailyDeltas = new Map<string, number>();
     const replies = new ReplyBatch(this.replyFacts);
@@ -237,7 +248,7 @@ export class Engine {
       if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now, storedFacts.get(orgId))));
       const reply = await replies.facts(client, state, input.event);
       const span = spans?.start(input);
-      const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant, reply));
+      const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant, reply, gate));
       if (decision.refused) {
         spans?.skipped(span, "refused", decision.refused);
         result.refused.push({ input, label: "wrong_sender", reason: decision.refused });
@@ -290,13 +301,14 @@ export class Engine {
     await this.forgetRefused(client, result.refused, applied);
     // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
-    await this.persist(client, before, states, effects, result, heads);
+    await this.persist(client, before, states, effects, result, heads, gate);
     spans?.audited(result.audit);
     return result;
   }
 
-  private context(policy: CompiledPolicy, eventId: string, tenant: TenantFacts, reply: ReplyEventFacts | undefined): DecideContext {
+  private context(policy: CompiledPolicy, eventId: string, tenant: TenantFacts, reply: ReplyEventFacts | undefined, admission: AdmissionGate | undefined): DecideContext {
     return {
+      ...(admission ? { admission } : {}),
       replyLimits: this.options.replyLimits ?? DEFAULT_REPLY_LIMITS,
       ...(reply ? { reply } : {}),
       tenant,
@@ -346,15 +358,23 @@ export class Engine {
     effects: Effect[],
     result: ApplyResult,
     heads: AuditHeadCache | undefined,
+    gate: AdmissionGate | undefined,
   ): Promise<void> {
     const changedSteps: StepRecord[] = [];
+    const unheld: StepRecord[] = [];
+    const held: HeldStep[] = [];
     const changedTasks: TaskRecord[] = [];
     for (const [taskId, state] of after) {
       const prior = before.get(taskId)!;
       // Decisions copy the task record even when nothing in it changed: compare what `saveTasks` writes, so a
       // plain step completion does not rewrite the task row (a non-HOT update of every task in the batch).
       if (taskRowChanged(prior.task, state.task)) changedTasks.push(state.task);
-      for (const [stepId, step] of state.steps) if (prior.steps.get(stepId) !== step) changedSteps.push(step);
+      for (const [stepId, step] of state.steps) {
+        const was = prior.steps.get(stepId);
+        if (was === step) continue;
+        changedSteps.push(step);
+        if (was?.status === "held" && step.status !== "held") unheld.push(step);
+      }
     }
     const auditEntries: AuditEntry[] = [];
     const outgoing: Array<{ orgId: string; stream: string; envelopeId: string; bytes: Uint8Array }> = [];
@@ -411,6 +431,9 @@ export class Engine {
         case "reply_bucket":
           buckets.set(`${effect.orgId}\u0000${effect.actor}`, effect);
           break;
+        case "hold":
+          held.push(effect.held);
+          break;
         case "foreign_dispatch":
           break;
       }
@@ -422,6 +445,8 @@ export class Engine {
     await insertReplies(client, newReplies);
     await updateReplies(client, replyUpdates);
     await saveBuckets(client, [...buckets.values()]);
+    // After the steps (held rows reference them); a step held again by a failed release keeps its place.
+    await saveAdmission(client, held.filter((h) => after.get(h.taskId)?.steps.get(h.stepId)?.status === "held"), unheld, gate?.changedBuckets() ?? []);
     result.outbox = await insertOutbox(client, outgoing);
     // Last: appending locks the tenant's chain head until COMMIT, and every other transaction of the tenant
     // (other coordinators, task starts, approvals) queues on that lock, so nothing else should run under it.

@@ -88,8 +88,17 @@ function hopFacts(draft: Draft, step: StepRecord, action: ActionType, destinatio
  * budget exceeded, a tightened policy) still fails the hop closed.
  * approved this exact hop.
  */
-export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approvalId: string; actor: string }): void {
+export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approvalId: string; actor: string }, options: { released?: boolean } = {}): void {
   const step = draft.step(stepId)!;
+  // Admission comes before the governor: a held step has made no hop yet (no audit row, nothing sent), and is
+  // governed when it is released. A hop a human approved is not held again: the approval was for going now.
+  if (!approvedBy && draft.ctx.admission) {
+    const gate = draft.ctx.admission.admit(draft.task.orgId, step.destination, options.released ?? false);
+    if (!gate.admit) {
+      holdStep(draft, step, gate.reason);
+      return;
+    }
+  }
   const action = actionFor(step);
   const cost = draft.estimateOf(step);
   const envelopeId = draft.ctx.newId();
@@ -168,6 +177,28 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
   };
   draft.effects.push(action === "a2a_egress" ? { type: "foreign_dispatch", envelope } : { type: "send", envelope });
 }
+
+/** The step waits in `held_steps` (by priority, then arrival) until the releaser lets it go. */
+function holdStep(draft: Draft, step: StepRecord, reason: string): void {
+  const def = draft.workflow.steps.find((s) => s.id === step.stepId);
+  draft.updateStep(step.stepId, { status: "held", dueAtMs: null });
+  draft.effects.push({
+    type: "hold",
+    held: {
+      orgId: draft.task.orgId,
+      taskId: draft.task.id,
+      stepId: step.stepId,
+      destination: step.destination,
+      priority: step.kind === "workflow" ? (def?.priority ?? DEFAULT_PRIORITY) : DEFAULT_PRIORITY,
+      concurrencyKey: null,
+      reason,
+      heldAtMs: draft.ctx.now,
+    },
+  });
+}
+
+/** A step's priority when its definition names none (the middle of 1–5). */
+export const DEFAULT_PRIORITY = 3;
 
 /**
  * A step reached a terminal outcome. Delegation steps report back to their origin; workflow steps that fail

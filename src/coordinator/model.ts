@@ -5,9 +5,12 @@
 import type { ActionType, AuditEntry, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
 import type { ReplyAddress } from "../origin/reply-address.js";
 import type { ReplyEventFacts, ReplyLimits, ReplyRecord, ReplyUpdate } from "../replies/reply-types.js";
+import type { AdmissionCheck } from "../fairness/admission.js";
+import type { HeldStep } from "../fairness/admission-load.js";
 
 export type TaskStatus = "running" | "parked" | "completed" | "failed" | "cancelled";
-export type StepStatus = "pending" | "dispatched" | "retrying" | "parked" | "waiting" | "completed" | "failed" | "cancelled";
+/** `held`: ready, but held back in Postgres by a dispatch limit until the releaser lets it go (src/fairness/). */
+export type StepStatus = "pending" | "held" | "dispatched" | "retrying" | "parked" | "waiting" | "completed" | "failed" | "cancelled";
 
 export const TERMINAL_STEP_STATUSES: readonly StepStatus[] = ["completed", "failed", "cancelled"];
 export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = ["completed", "failed", "cancelled"];
@@ -193,6 +196,8 @@ export type CoordinatorEvent =
   | (EventBase & { type: "cancel"; actor: string; reason: string })
   /** The sweep found a pending step whose needs are all complete: a transition was lost; dispatch what is ready. */
   | (EventBase & { type: "repair" })
+  /** The releaser (src/fairness/releaser.ts) chose this held step to go next. */
+  | (EventBase & { type: "release"; stepId: string })
   /**
    * Post `text` to the task's reply address (issue 9): from a worker (a CONTROL envelope; `stepId`/`attempt` name
    * the step it works on) or from the tenant through the API (`stepId` null). `requestId` is how the caller finds
@@ -268,7 +273,9 @@ export type Effect =
   /** A parked reply decided: pending (approved) or refused. */
   | { type: "update_reply"; update: ReplyUpdate }
   /** The reply token bucket of (tenant, actor) after a reply took a token. */
-  | { type: "reply_bucket"; orgId: string; actor: string; tokens: number; atMs: number };
+  | { type: "reply_bucket"; orgId: string; actor: string; tokens: number; atMs: number }
+  /** A ready step held back by a dispatch limit: its `held_steps` row (written, or its reason updated). */
+  | { type: "hold"; held: HeldStep };
 
 export interface DecideContext {
   now: number;
@@ -290,6 +297,8 @@ export interface DecideContext {
   delegationLimits?: DelegationLimits;
   /** I/O facts the shell gathered for a `reply_request` or a reply's `approval_decided` before deciding. */
   reply?: ReplyEventFacts;
+  /** Dispatch limits (issue 15); absent when none applies to the batch: every dispatch is admitted. */
+  admission?: AdmissionCheck;
 }
 
 export interface Decision {

@@ -116,6 +116,8 @@ export interface StepView {
    * checkpoint; empty when it has none). `arrived`: the reply was received and is queued behind the running turn.
    */
   awaiting: AwaitedReplyView[];
+  /** Why a `held` step waits, e.g. `queued behind tenant limit (3/3 in flight on role:writer)` (src/fairness/). */
+  queuedReason?: string;
 }
 
 export interface AwaitedReplyView {
@@ -321,6 +323,8 @@ export async function getTaskView(db: Queryable, orgId: string, taskId: string):
   const stepRows = await db.query(`SELECT ${STEP_COLUMNS} FROM steps WHERE task_id = $1 ORDER BY kind DESC, updated_at, step_id`, [taskId]);
   const stored = await getWorkflow(db, orgId, `${row.workflow_name}@${row.workflow_version}`);
   const order = new Map(stored.definition.steps.map((s, i) => [s.id, i]));
+  const held = await db.query<{ step_id: string; reason: string }>("SELECT step_id, reason FROM held_steps WHERE task_id = $1", [taskId]);
+  const queued = new Map(held.rows.map((r) => [r.step_id, r.reason]));
   const steps = stepRows.rows
     .map((r) => toStep(r))
     .sort((a, b) => (order.get(a.stepId) ?? 1e9) - (order.get(b.stepId) ?? 1e9));
@@ -346,6 +350,7 @@ export async function getTaskView(db: Queryable, orgId: string, taskId: string):
       error: s.error,
       approvalId: s.approvalId,
       awaiting: awaitingOf(s),
+      ...(s.status === "held" && queued.has(s.stepId) ? { queuedReason: queued.get(s.stepId)! } : {}),
     })),
     replyTo: viewAddress(row.reply_to == null ? null : (tryAddress(row.reply_to) ?? null)),
     replies: await listReplies(db, orgId, taskId),

@@ -15,7 +15,7 @@ import type { FlagFact, QueueReading, StallFacts } from "./stall-facts.js";
 const RECENT_READ_MS = 5_000;
 
 /** Steps whose next move belongs to someone else than the coordinator's own clock. */
-const OPEN_STEP_STATUSES: ReadonlySet<string> = new Set(["pending", "dispatched", "retrying", "parked", "waiting"]);
+const OPEN_STEP_STATUSES: ReadonlySet<string> = new Set(["pending", "held", "dispatched", "retrying", "parked", "waiting"]);
 
 export async function explainStall(view: TaskView, facts: StallFacts, now: number = Date.now()): Promise<string[]> {
   if (TERMINAL_TASK_STATUSES.includes(view.status)) return [];

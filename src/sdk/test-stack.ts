@@ -191,6 +191,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     metrics: runtime.metrics,
     logger: runtime.logger,
     flags: runtime.flags,
+    limits: runtime.limits,
   });
   void coordinator.start();
   const harnesses: Harness[] = [];

@@ -26,7 +26,7 @@ const DEFAULT_BACKOFF_MS = 1000;
 
 /** The keys a definition and a step may have; schemas/workflow.schema.json lists the same (a test keeps them equal). */
 export const ROOT_KEYS = ["name", "description", "budget", "steps"] as const;
-export const STEP_KEYS = ["id", "to", "needs", "timeout", "retries", "backoff", "cost_estimate", "clearance", "approval", "input_schema", "output_schema"] as const;
+export const STEP_KEYS = ["id", "to", "needs", "timeout", "retries", "backoff", "cost_estimate", "clearance", "approval", "input_schema", "output_schema", "priority"] as const;
 // Words people reach for from other workflow tools; a suggestion beats a bare "unknown key".
 const KEY_ALIASES: Record<string, string> = {
   depends_on: "needs", dependsOn: "needs", depends: "needs", after: "needs", requires: "needs",
@@ -59,7 +59,7 @@ export function workflowToSource(def: WorkflowDefinition): Record<string, unknow
   const steps = def.steps.map((s) => ({
     id: s.id, to: formatDestination(s.to), needs: [...s.needs], ...(s.timeoutMs != null ? { timeout: s.timeoutMs } : {}),
     retries: s.retries, backoff: s.backoffMs, cost_estimate: s.costEstimate, clearance: s.clearance, approval: s.approval,
-    ...schemasOf(s, "input_schema", "output_schema"),
+    ...schemasOf(s, "input_schema", "output_schema"), ...(s.priority !== undefined ? { priority: s.priority } : {}),
   }));
   const optional = { ...(def.description != null ? { description: def.description } : {}), ...(def.budget != null ? { budget: def.budget } : {}) };
   return { name: def.name, ...optional, steps };
@@ -73,7 +73,7 @@ export function canonicalDefinition(def: WorkflowDefinition): WorkflowDefinition
   const steps = def.steps.map((s): StepDefinition => ({
     id: s.id, to: { kind: s.to.kind, id: s.to.id }, needs: [...s.needs].sort(), timeoutMs: s.timeoutMs ?? null,
     retries: s.retries, backoffMs: s.backoffMs, costEstimate: s.costEstimate, clearance: s.clearance, approval: s.approval,
-    ...schemasOf(s, "inputSchema", "outputSchema"),
+    ...schemasOf(s, "inputSchema", "outputSchema"), ...(s.priority !== undefined ? { priority: s.priority } : {}),
   }));
   return { name: def.name, ...(def.description != null ? { description: def.description } : {}), budget: def.budget ?? null, steps };
 }
@@ -202,6 +202,11 @@ function readStep(raw: unknown, base: string, add: (path: string, reason: string
   if (raw.backoff != null) step.backoffMs = readDuration(raw.backoff, at("backoff"), true, add) ?? DEFAULT_BACKOFF_MS;
   if (raw.retries != null) step.retries = readInteger(raw.retries, at("retries"), MAX_RETRIES, add);
   if (raw.clearance != null) step.clearance = readInteger(raw.clearance, at("clearance"), MAX_CLEARANCE, add);
+  if (raw.priority != null) {
+    // Orders the tenant's held steps (src/fairness/); absent means the middle, 3.
+    if (typeof raw.priority !== "number" || !Number.isInteger(raw.priority) || raw.priority < 1 || raw.priority > 5) add(at("priority"), `must be a whole number from 1 to 5 (higher goes first), got ${describe(raw.priority)}`);
+    else step.priority = raw.priority;
+  }
   if (raw.cost_estimate != null) {
     const cost = raw.cost_estimate;
     if (typeof cost !== "number" || !Number.isFinite(cost) || cost < 0) {

@@ -102,6 +102,7 @@ export async function createTestRuntime(
         metrics: runtime.metrics,
         logger: runtime.logger,
         flags: runtime.flags,
+        limits: runtime.limits,
         ...overrides,
       });
       coordinators.push(coordinator);

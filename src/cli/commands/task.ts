@@ -309,7 +309,7 @@ export function printTask(ctx: CliContext, view: TaskView): void {
   ctx.print(
     formatTable(
       ["step", "status", "attempts", "cost", "destination", "note"],
-      view.steps.map((s) => [s.id, s.status, s.attempts, s.cost, s.destination, s.error ? `${s.error.code}: ${s.error.message}` : s.approvalId ? `approval ${s.approvalId}` : ""]),
+      view.steps.map((s) => [s.id, s.status, s.attempts, s.cost, s.destination, s.error ? `${s.error.code}: ${s.error.message}` : s.approvalId ? `approval ${s.approvalId}` : s.queuedReason ?? ""]),
     ),
   );
   if (view.replyTo) ctx.print(`\nreplies go to ${view.replyTo.display} (${view.replyTo.kind})`);

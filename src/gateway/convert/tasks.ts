@@ -34,6 +34,7 @@ export const taskStatuses = enumMapping<TaskStatus, ProtoTaskStatus>("task statu
 
 export const stepStatuses = enumMapping<StepStatus, ProtoStepStatus>("step status", [
   ["pending", ProtoStepStatus.PENDING],
+  ["held", ProtoStepStatus.HELD],
   ["dispatched", ProtoStepStatus.DISPATCHED],
   ["retrying", ProtoStepStatus.RETRYING],
   ["parked", ProtoStepStatus.PARKED],
@@ -93,6 +94,7 @@ export function taskToProto(view: TaskView): MessageInitShape<typeof TaskSchema>
       error: errorToProto(s.error),
       ...(s.approvalId !== null ? { approvalId: s.approvalId } : {}),
       awaiting: s.awaiting.map((a) => ({ correlationId: a.correlationId, delegateStepId: a.delegateStepId, arrived: a.arrived })),
+      ...(s.queuedReason !== undefined ? { queuedReason: s.queuedReason } : {}),
     })),
     ...(view.replyTo ? { replyTo: { kind: view.replyTo.kind, display: view.replyTo.display } } : {}),
     replies: view.replies.map(replyToProto),
@@ -159,6 +161,7 @@ function stepFromProto(step: Step): StepView {
     error: errorFromProto(step.error),
     approvalId: step.approvalId ?? null,
     awaiting: step.awaiting.map((a) => ({ correlationId: a.correlationId, delegateStepId: a.delegateStepId, arrived: a.arrived })),
+    ...(step.queuedReason !== undefined ? { queuedReason: step.queuedReason } : {}),
   };
 }
 

@@ -17,6 +17,8 @@ import { enumMapping, toTimestamp } from "../convert/values.js";
 import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters } from "../../bus/dead-letters.js";
 import { isForeignStream, listForeignDeadLetters, refuseForeignReplay } from "../../foreign/dead-letters.js";
 import type { ServiceDeps } from "./deps.js";
+import { clearLimit, listLimits, setLimit } from "../../fairness/limit-store.js";
+import type { DispatchLimitRow } from "../../fairness/limits.js";
 
 const DEFAULT_DEAD_LETTER_LIMIT = 100;
 const MAX_DEAD_LETTER_LIMIT = 10_000;
@@ -49,8 +51,47 @@ function streamName(stream: string, path: string): string {
   return stream;
 }
 
+function limitToProto(limit: DispatchLimitRow) {
+  return {
+    orgId: limit.orgId,
+    destination: limit.destination,
+    ...(limit.maxInFlight !== null ? { maxInFlight: limit.maxInFlight } : {}),
+    ...(limit.ratePerSec !== null ? { ratePerSec: limit.ratePerSec } : {}),
+    ...(limit.burst !== null ? { burst: limit.burst } : {}),
+    ...(limit.weight !== null ? { weight: limit.weight } : {}),
+    updatedBy: limit.updatedBy,
+    reason: limit.reason,
+    updatedAt: toTimestamp(limit.updatedAt),
+  };
+}
+
 export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService> {
   return {
+    async setDispatchLimit(req, ctx) {
+      const admin = adminCall(ctx);
+      const l = req.limit;
+      if (!l) throw new SwitchyardError(ErrorCode.InvalidArgument, "limit: required", { details: { path: "limit" } });
+      const row = await setLimit(
+        deps.pool,
+        { orgId: l.orgId, destination: l.destination, maxInFlight: l.maxInFlight ?? null, ratePerSec: l.ratePerSec ?? null, burst: l.burst ?? null, weight: l.weight ?? null },
+        { actor: principalActor(admin), reason: req.reason },
+      );
+      deps.logger.info({ orgId: row.orgId, destination: row.destination, key: admin.keyPrefix }, "dispatch limit set through the admin API");
+      return { limit: limitToProto(row) };
+    },
+
+    async clearDispatchLimit(req, ctx) {
+      const admin = adminCall(ctx);
+      const cleared = await clearLimit(deps.pool, { orgId: req.orgId, destination: req.destination }, { actor: principalActor(admin), reason: req.reason });
+      deps.logger.info({ orgId: req.orgId, destination: req.destination, cleared, key: admin.keyPrefix }, "dispatch limit cleared through the admin API");
+      return { cleared };
+    },
+
+    async listDispatchLimits(_req, ctx) {
+      adminCall(ctx);
+      return { limits: (await listLimits(deps.pool)).map(limitToProto) };
+    },
+
     async setFlag(req, ctx) {
       const admin = adminCall(ctx);
       const flag = await setFlag(deps.pool, {

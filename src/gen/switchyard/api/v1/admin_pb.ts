@@ -12,7 +12,192 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchyard/api/v1/admin.proto.
  */
 export const file_switchyard_api_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS9hZG1pbi5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEivgEKBEZsYWcSDAoEbmFtZRgBIAEoCRI0CgpzY29wZV9raW5kGAIgASgOMiAuc3dpdGNoeWFyZC5hcGkudjEuRmxhZ1Njb3BlS2luZBINCgVzY29wZRgDIAEoCRIPCgdlbmFibGVkGAQgASgIEhIKCnVwZGF0ZWRfYnkYBSABKAkSDgoGcmVhc29uGAYgASgJEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpABChpBZG1pblNlcnZpY2VTZXRGbGFnUmVxdWVzdBIMCgRuYW1lGAEgASgJEjQKCnNjb3BlX2tpbmQYAiABKA4yIC5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnU2NvcGVLaW5kEg0KBXNjb3BlGAMgASgJEg8KB2VuYWJsZWQYBCABKAgSDgoGcmVhc29uGAUgASgJIkQKG0FkbWluU2VydmljZVNldEZsYWdSZXNwb25zZRIlCgRmbGFnGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuRmxhZyIeChxBZG1pblNlcnZpY2VMaXN0RmxhZ3NSZXF1ZXN0IkcKHUFkbWluU2VydmljZUxpc3RGbGFnc1Jlc3BvbnNlEiYKBWZsYWdzGAEgAygLMhcuc3dpdGNoeWFyZC5hcGkudjEuRmxhZyK4AQoKRGVhZExldHRlchIOCgZzdHJlYW0YASABKAkSCgoCaWQYAiABKAkSEwoLb3JpZ2luYWxfaWQYAyABKAkSDgoGcmVhc29uGAQgASgJEhIKCmRlbGl2ZXJpZXMYBSABKAUSDQoFYXRfbXMYBiABKAMSDQoFYnl0ZXMYByABKAUSNwoIZW52ZWxvcGUYCCABKAsyJS5zd2l0Y2h5YXJkLmFwaS52MS5EZWFkTGV0dGVyRW52ZWxvcGUiYAoSRGVhZExldHRlckVudmVsb3BlEgoKAmlkGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGb3JnX2lkGAMgASgJEg8KB3Rhc2tfaWQYBCABKAkSDwoHc3RlcF9pZBgFIAEoCSJDCiJBZG1pblNlcnZpY2VMaXN0RGVhZExldHRlcnNSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRINCgVsaW1pdBgCIAEoBSJaCiNBZG1pblNlcnZpY2VMaXN0RGVhZExldHRlcnNSZXNwb25zZRIzCgxkZWFkX2xldHRlcnMYASADKAsyHS5zd2l0Y2h5YXJkLmFwaS52MS5EZWFkTGV0dGVyIlAKJEFkbWluU2VydmljZVJlcGxheURlYWRMZXR0ZXJzUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSCwoDaWRzGAIgAygJEgsKA2FsbBgDIAEoCCI5CiVBZG1pblNlcnZpY2VSZXBsYXlEZWFkTGV0dGVyc1Jlc3BvbnNlEhAKCHJlcGxheWVkGAEgASgFIoIBCgZUZW5hbnQSDgoGb3JnX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSGQoMZGFpbHlfYnVkZ2V0GAMgASgBSACIAQESLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDwoNX2RhaWx5X2J1ZGdldCKBAgoGQXBpS2V5EgoKAmlkGAEgASgJEisKBGtpbmQYAiABKA4yHS5zd2l0Y2h5YXJkLmFwaS52MS5BcGlLZXlLaW5kEg4KBm9yZ19pZBgDIAEoCRIMCgRuYW1lGAQgASgJEg4KBnByZWZpeBgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXZva2VkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3VzZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIn0KH0FkbWluU2VydmljZUNyZWF0ZVRlbmFudFJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSGQoMZGFpbHlfYnVkZ2V0GAMgASgBSACIAQESEAoIa2V5X25hbWUYBCABKAlCDwoNX2RhaWx5X2J1ZGdldCKJAQogQWRtaW5TZXJ2aWNlQ3JlYXRlVGVuYW50UmVzcG9uc2USKQoGdGVuYW50GAEgASgLMhkuc3dpdGNoeWFyZC5hcGkudjEuVGVuYW50EioKB2FwaV9rZXkYAiABKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5BcGlLZXkSDgoGc2VjcmV0GAMgASgJIiAKHkFkbWluU2VydmljZUxpc3RUZW5hbnRzUmVxdWVzdCJNCh9BZG1pblNlcnZpY2VMaXN0VGVuYW50c1Jlc3BvbnNlEioKB3RlbmFudHMYASADKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5UZW5hbnQiYAoiQWRtaW5TZXJ2aWNlU2V0VGVuYW50QnVkZ2V0UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSGQoMZGFpbHlfYnVkZ2V0GAIgASgBSACIAQFCDwoNX2RhaWx5X2J1ZGdldCJQCiNBZG1pblNlcnZpY2VTZXRUZW5hbnRCdWRnZXRSZXNwb25zZRIpCgZ0ZW5hbnQYASABKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5UZW5hbnQiTgofQWRtaW5TZXJ2aWNlQ3JlYXRlQXBpS2V5UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDQoFYWRtaW4YAiABKAgSDAoEbmFtZRgDIAEoCSJeCiBBZG1pblNlcnZpY2VDcmVhdGVBcGlLZXlSZXNwb25zZRIqCgdhcGlfa2V5GAEgASgLMhkuc3dpdGNoeWFyZC5hcGkudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSItCh9BZG1pblNlcnZpY2VSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIk4KIEFkbWluU2VydmljZVJldm9rZUFwaUtleVJlc3BvbnNlEioKB2FwaV9rZXkYASABKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5BcGlLZXkiMAoeQWRtaW5TZXJ2aWNlTGlzdEFwaUtleXNSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCSJOCh9BZG1pblNlcnZpY2VMaXN0QXBpS2V5c1Jlc3BvbnNlEisKCGFwaV9rZXlzGAEgAygLMhkuc3dpdGNoeWFyZC5hcGkudjEuQXBpS2V5KpwBCg1GbGFnU2NvcGVLaW5kEh8KG0ZMQUdfU0NPUEVfS0lORF9VTlNQRUNJRklFRBAAEhoKFkZMQUdfU0NPUEVfS0lORF9HTE9CQUwQARIaChZGTEFHX1NDT1BFX0tJTkRfVEVOQU5UEAISGAoURkxBR19TQ09QRV9LSU5EX1JPTEUQAxIYChRGTEFHX1NDT1BFX0tJTkRfVEVBTRAEKlsKCkFwaUtleUtpbmQSHAoYQVBJX0tFWV9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTQVBJX0tFWV9LSU5EX1RFTkFOVBABEhYKEkFQSV9LRVlfS0lORF9BRE1JThACMs4JCgxBZG1pblNlcnZpY2USaAoHU2V0RmxhZxItLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVNldEZsYWdSZXF1ZXN0Gi4uc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlU2V0RmxhZ1Jlc3BvbnNlEm4KCUxpc3RGbGFncxIvLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3RGbGFnc1JlcXVlc3QaMC5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0RmxhZ3NSZXNwb25zZRKAAQoPTGlzdERlYWRMZXR0ZXJzEjUuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBo2LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3REZWFkTGV0dGVyc1Jlc3BvbnNlEoYBChFSZXBsYXlEZWFkTGV0dGVycxI3LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVJlcGxheURlYWRMZXR0ZXJzUmVxdWVzdBo4LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVJlcGxheURlYWRMZXR0ZXJzUmVzcG9uc2USdwoMQ3JlYXRlVGVuYW50EjIuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlQ3JlYXRlVGVuYW50UmVxdWVzdBozLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUNyZWF0ZVRlbmFudFJlc3BvbnNlEnQKC0xpc3RUZW5hbnRzEjEuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdFRlbmFudHNSZXF1ZXN0GjIuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdFRlbmFudHNSZXNwb25zZRKAAQoPU2V0VGVuYW50QnVkZ2V0EjUuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlU2V0VGVuYW50QnVkZ2V0UmVxdWVzdBo2LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVNldFRlbmFudEJ1ZGdldFJlc3BvbnNlEncKDENyZWF0ZUFwaUtleRIyLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUNyZWF0ZUFwaUtleVJlcXVlc3QaMy5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VDcmVhdGVBcGlLZXlSZXNwb25zZRJ3CgxSZXZva2VBcGlLZXkSMi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VSZXZva2VBcGlLZXlSZXF1ZXN0GjMuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlUmV2b2tlQXBpS2V5UmVzcG9uc2USdAoLTGlzdEFwaUtleXMSMS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0QXBpS2V5c1JlcXVlc3QaMi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0QXBpS2V5c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS9hZG1pbi5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEioAIKDURpc3BhdGNoTGltaXQSDgoGb3JnX2lkGAEgASgJEhMKC2Rlc3RpbmF0aW9uGAIgASgJEhoKDW1heF9pbl9mbGlnaHQYAyABKAVIAIgBARIZCgxyYXRlX3Blcl9zZWMYBCABKAFIAYgBARISCgVidXJzdBgFIAEoBUgCiAEBEhMKBndlaWdodBgGIAEoBUgDiAEBEhIKCnVwZGF0ZWRfYnkYByABKAkSDgoGcmVhc29uGAggASgJEi4KCnVwZGF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhAKDl9tYXhfaW5fZmxpZ2h0Qg8KDV9yYXRlX3Blcl9zZWNCCAoGX2J1cnN0QgkKB193ZWlnaHQiZgojQWRtaW5TZXJ2aWNlU2V0RGlzcGF0Y2hMaW1pdFJlcXVlc3QSLwoFbGltaXQYASABKAsyIC5zd2l0Y2h5YXJkLmFwaS52MS5EaXNwYXRjaExpbWl0Eg4KBnJlYXNvbhgCIAEoCSJXCiRBZG1pblNlcnZpY2VTZXREaXNwYXRjaExpbWl0UmVzcG9uc2USLwoFbGltaXQYASABKAsyIC5zd2l0Y2h5YXJkLmFwaS52MS5EaXNwYXRjaExpbWl0IlwKJUFkbWluU2VydmljZUNsZWFyRGlzcGF0Y2hMaW1pdFJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEhMKC2Rlc3RpbmF0aW9uGAIgASgJEg4KBnJlYXNvbhgDIAEoCSI5CiZBZG1pblNlcnZpY2VDbGVhckRpc3BhdGNoTGltaXRSZXNwb25zZRIPCgdjbGVhcmVkGAEgASgIIicKJUFkbWluU2VydmljZUxpc3REaXNwYXRjaExpbWl0c1JlcXVlc3QiWgomQWRtaW5TZXJ2aWNlTGlzdERpc3BhdGNoTGltaXRzUmVzcG9uc2USMAoGbGltaXRzGAEgAygLMiAuc3dpdGNoeWFyZC5hcGkudjEuRGlzcGF0Y2hMaW1pdCK+AQoERmxhZxIMCgRuYW1lGAEgASgJEjQKCnNjb3BlX2tpbmQYAiABKA4yIC5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnU2NvcGVLaW5kEg0KBXNjb3BlGAMgASgJEg8KB2VuYWJsZWQYBCABKAgSEgoKdXBkYXRlZF9ieRgFIAEoCRIOCgZyZWFzb24YBiABKAkSLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAikAEKGkFkbWluU2VydmljZVNldEZsYWdSZXF1ZXN0EgwKBG5hbWUYASABKAkSNAoKc2NvcGVfa2luZBgCIAEoDjIgLnN3aXRjaHlhcmQuYXBpLnYxLkZsYWdTY29wZUtpbmQSDQoFc2NvcGUYAyABKAkSDwoHZW5hYmxlZBgEIAEoCBIOCgZyZWFzb24YBSABKAkiRAobQWRtaW5TZXJ2aWNlU2V0RmxhZ1Jlc3BvbnNlEiUKBGZsYWcYASABKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnIh4KHEFkbWluU2VydmljZUxpc3RGbGFnc1JlcXVlc3QiRwodQWRtaW5TZXJ2aWNlTGlzdEZsYWdzUmVzcG9uc2USJgoFZmxhZ3MYASADKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnIrgBCgpEZWFkTGV0dGVyEg4KBnN0cmVhbRgBIAEoCRIKCgJpZBgCIAEoCRITCgtvcmlnaW5hbF9pZBgDIAEoCRIOCgZyZWFzb24YBCABKAkSEgoKZGVsaXZlcmllcxgFIAEoBRINCgVhdF9tcxgGIAEoAxINCgVieXRlcxgHIAEoBRI3CghlbnZlbG9wZRgIIAEoCzIlLnN3aXRjaHlhcmQuYXBpLnYxLkRlYWRMZXR0ZXJFbnZlbG9wZSJgChJEZWFkTGV0dGVyRW52ZWxvcGUSCgoCaWQYASABKAkSDAoEa2luZBgCIAEoCRIOCgZvcmdfaWQYAyABKAkSDwoHdGFza19pZBgEIAEoCRIPCgdzdGVwX2lkGAUgASgJIkMKIkFkbWluU2VydmljZUxpc3REZWFkTGV0dGVyc1JlcXVlc3QSDgoGc3RyZWFtGAEgASgJEg0KBWxpbWl0GAIgASgFIloKI0FkbWluU2VydmljZUxpc3REZWFkTGV0dGVyc1Jlc3BvbnNlEjMKDGRlYWRfbGV0dGVycxgBIAMoCzIdLnN3aXRjaHlhcmQuYXBpLnYxLkRlYWRMZXR0ZXIiUAokQWRtaW5TZXJ2aWNlUmVwbGF5RGVhZExldHRlcnNSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRILCgNpZHMYAiADKAkSCwoDYWxsGAMgASgIIjkKJUFkbWluU2VydmljZVJlcGxheURlYWRMZXR0ZXJzUmVzcG9uc2USEAoIcmVwbGF5ZWQYASABKAUiggEKBlRlbmFudBIOCgZvcmdfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIZCgxkYWlseV9idWRnZXQYAyABKAFIAIgBARIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIPCg1fZGFpbHlfYnVkZ2V0IoECCgZBcGlLZXkSCgoCaWQYASABKAkSKwoEa2luZBgCIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLkFwaUtleUtpbmQSDgoGb3JnX2lkGAMgASgJEgwKBG5hbWUYBCABKAkSDgoGcHJlZml4GAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAifQofQWRtaW5TZXJ2aWNlQ3JlYXRlVGVuYW50UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIZCgxkYWlseV9idWRnZXQYAyABKAFIAIgBARIQCghrZXlfbmFtZRgEIAEoCUIPCg1fZGFpbHlfYnVkZ2V0IokBCiBBZG1pblNlcnZpY2VDcmVhdGVUZW5hbnRSZXNwb25zZRIpCgZ0ZW5hbnQYASABKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5UZW5hbnQSKgoHYXBpX2tleRgCIAEoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLkFwaUtleRIOCgZzZWNyZXQYAyABKAkiIAoeQWRtaW5TZXJ2aWNlTGlzdFRlbmFudHNSZXF1ZXN0Ik0KH0FkbWluU2VydmljZUxpc3RUZW5hbnRzUmVzcG9uc2USKgoHdGVuYW50cxgBIAMoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLlRlbmFudCJgCiJBZG1pblNlcnZpY2VTZXRUZW5hbnRCdWRnZXRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIZCgxkYWlseV9idWRnZXQYAiABKAFIAIgBAUIPCg1fZGFpbHlfYnVkZ2V0IlAKI0FkbWluU2VydmljZVNldFRlbmFudEJ1ZGdldFJlc3BvbnNlEikKBnRlbmFudBgBIAEoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLlRlbmFudCJOCh9BZG1pblNlcnZpY2VDcmVhdGVBcGlLZXlSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRINCgVhZG1pbhgCIAEoCBIMCgRuYW1lGAMgASgJIl4KIEFkbWluU2VydmljZUNyZWF0ZUFwaUtleVJlc3BvbnNlEioKB2FwaV9rZXkYASABKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIi0KH0FkbWluU2VydmljZVJldm9rZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkiTgogQWRtaW5TZXJ2aWNlUmV2b2tlQXBpS2V5UmVzcG9uc2USKgoHYXBpX2tleRgBIAEoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLkFwaUtleSIwCh5BZG1pblNlcnZpY2VMaXN0QXBpS2V5c1JlcXVlc3QSDgoGb3JnX2lkGAEgASgJIk4KH0FkbWluU2VydmljZUxpc3RBcGlLZXlzUmVzcG9uc2USKwoIYXBpX2tleXMYASADKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5BcGlLZXkqnAEKDUZsYWdTY29wZUtpbmQSHwobRkxBR19TQ09QRV9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWRkxBR19TQ09QRV9LSU5EX0dMT0JBTBABEhoKFkZMQUdfU0NPUEVfS0lORF9URU5BTlQQAhIYChRGTEFHX1NDT1BFX0tJTkRfUk9MRRADEhgKFEZMQUdfU0NPUEVfS0lORF9URUFNEAQqWwoKQXBpS2V5S2luZBIcChhBUElfS0VZX0tJTkRfVU5TUEVDSUZJRUQQABIXChNBUElfS0VZX0tJTkRfVEVOQU5UEAESFgoSQVBJX0tFWV9LSU5EX0FETUlOEAIy7AwKDEFkbWluU2VydmljZRJoCgdTZXRGbGFnEi0uc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlU2V0RmxhZ1JlcXVlc3QaLi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VTZXRGbGFnUmVzcG9uc2USbgoJTGlzdEZsYWdzEi8uc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdEZsYWdzUmVxdWVzdBowLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3RGbGFnc1Jlc3BvbnNlEoABCg9MaXN0RGVhZExldHRlcnMSNS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0RGVhZExldHRlcnNSZXF1ZXN0GjYuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2UShgEKEVJlcGxheURlYWRMZXR0ZXJzEjcuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlUmVwbGF5RGVhZExldHRlcnNSZXF1ZXN0Gjguc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlUmVwbGF5RGVhZExldHRlcnNSZXNwb25zZRJ3CgxDcmVhdGVUZW5hbnQSMi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VDcmVhdGVUZW5hbnRSZXF1ZXN0GjMuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlQ3JlYXRlVGVuYW50UmVzcG9uc2USdAoLTGlzdFRlbmFudHMSMS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0VGVuYW50c1JlcXVlc3QaMi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0VGVuYW50c1Jlc3BvbnNlEoABCg9TZXRUZW5hbnRCdWRnZXQSNS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VTZXRUZW5hbnRCdWRnZXRSZXF1ZXN0GjYuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlU2V0VGVuYW50QnVkZ2V0UmVzcG9uc2USdwoMQ3JlYXRlQXBpS2V5EjIuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlQ3JlYXRlQXBpS2V5UmVxdWVzdBozLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUNyZWF0ZUFwaUtleVJlc3BvbnNlEncKDFJldm9rZUFwaUtleRIyLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVJldm9rZUFwaUtleVJlcXVlc3QaMy5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VSZXZva2VBcGlLZXlSZXNwb25zZRJ0CgtMaXN0QXBpS2V5cxIxLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3RBcGlLZXlzUmVxdWVzdBoyLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3RBcGlLZXlzUmVzcG9uc2USgwEKEFNldERpc3BhdGNoTGltaXQSNi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VTZXREaXNwYXRjaExpbWl0UmVxdWVzdBo3LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVNldERpc3BhdGNoTGltaXRSZXNwb25zZRKJAQoSQ2xlYXJEaXNwYXRjaExpbWl0Ejguc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlQ2xlYXJEaXNwYXRjaExpbWl0UmVxdWVzdBo5LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUNsZWFyRGlzcGF0Y2hMaW1pdFJlc3BvbnNlEokBChJMaXN0RGlzcGF0Y2hMaW1pdHMSOC5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0RGlzcGF0Y2hMaW1pdHNSZXF1ZXN0Gjkuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdERpc3BhdGNoTGltaXRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+
+/**
+ * Limits of one scope. `org_id` empty: a destination's capacity (max_in_flight). `destination` empty: the tenant's
+ * weight and overall max in flight. Both set: the tenant's max in flight and rate on that destination.
+ *
+ * @generated from message switchyard.api.v1.DispatchLimit
+ */
+export type DispatchLimit = Message<"switchyard.api.v1.DispatchLimit"> & {
+  /**
+   * @generated from field: string org_id = 1;
+   */
+  orgId: string;
+
+  /**
+   * `role:NAME`, `team:NAME` or `foreign:KEY`.
+   *
+   * @generated from field: string destination = 2;
+   */
+  destination: string;
+
+  /**
+   * @generated from field: optional int32 max_in_flight = 3;
+   */
+  maxInFlight?: number;
+
+  /**
+   * Token bucket: dispatches per second, and how many may be saved up (default one second's worth).
+   *
+   * @generated from field: optional double rate_per_sec = 4;
+   */
+  ratePerSec?: number;
+
+  /**
+   * @generated from field: optional int32 burst = 5;
+   */
+  burst?: number;
+
+  /**
+   * Share of a contended destination relative to other tenants (1–1000, default 1).
+   *
+   * @generated from field: optional int32 weight = 6;
+   */
+  weight?: number;
+
+  /**
+   * @generated from field: string updated_by = 7;
+   */
+  updatedBy: string;
+
+  /**
+   * @generated from field: string reason = 8;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 9;
+   */
+  updatedAt?: Timestamp;
+};
+
+/**
+ * Describes the message switchyard.api.v1.DispatchLimit.
+ * Use `create(DispatchLimitSchema)` to create a new message.
+ */
+export const DispatchLimitSchema: GenMessage<DispatchLimit> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 0);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceSetDispatchLimitRequest
+ */
+export type AdminServiceSetDispatchLimitRequest = Message<"switchyard.api.v1.AdminServiceSetDispatchLimitRequest"> & {
+  /**
+   * `updated_by` and `updated_at` are ignored (the key and the time of the call are recorded).
+   *
+   * @generated from field: switchyard.api.v1.DispatchLimit limit = 1;
+   */
+  limit?: DispatchLimit;
+
+  /**
+   * Why (recorded with the change); required.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceSetDispatchLimitRequest.
+ * Use `create(AdminServiceSetDispatchLimitRequestSchema)` to create a new message.
+ */
+export const AdminServiceSetDispatchLimitRequestSchema: GenMessage<AdminServiceSetDispatchLimitRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 1);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceSetDispatchLimitResponse
+ */
+export type AdminServiceSetDispatchLimitResponse = Message<"switchyard.api.v1.AdminServiceSetDispatchLimitResponse"> & {
+  /**
+   * @generated from field: switchyard.api.v1.DispatchLimit limit = 1;
+   */
+  limit?: DispatchLimit;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceSetDispatchLimitResponse.
+ * Use `create(AdminServiceSetDispatchLimitResponseSchema)` to create a new message.
+ */
+export const AdminServiceSetDispatchLimitResponseSchema: GenMessage<AdminServiceSetDispatchLimitResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 2);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceClearDispatchLimitRequest
+ */
+export type AdminServiceClearDispatchLimitRequest = Message<"switchyard.api.v1.AdminServiceClearDispatchLimitRequest"> & {
+  /**
+   * @generated from field: string org_id = 1;
+   */
+  orgId: string;
+
+  /**
+   * @generated from field: string destination = 2;
+   */
+  destination: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceClearDispatchLimitRequest.
+ * Use `create(AdminServiceClearDispatchLimitRequestSchema)` to create a new message.
+ */
+export const AdminServiceClearDispatchLimitRequestSchema: GenMessage<AdminServiceClearDispatchLimitRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 3);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceClearDispatchLimitResponse
+ */
+export type AdminServiceClearDispatchLimitResponse = Message<"switchyard.api.v1.AdminServiceClearDispatchLimitResponse"> & {
+  /**
+   * False when the scope had no limits.
+   *
+   * @generated from field: bool cleared = 1;
+   */
+  cleared: boolean;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceClearDispatchLimitResponse.
+ * Use `create(AdminServiceClearDispatchLimitResponseSchema)` to create a new message.
+ */
+export const AdminServiceClearDispatchLimitResponseSchema: GenMessage<AdminServiceClearDispatchLimitResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 4);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceListDispatchLimitsRequest
+ */
+export type AdminServiceListDispatchLimitsRequest = Message<"switchyard.api.v1.AdminServiceListDispatchLimitsRequest"> & {
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceListDispatchLimitsRequest.
+ * Use `create(AdminServiceListDispatchLimitsRequestSchema)` to create a new message.
+ */
+export const AdminServiceListDispatchLimitsRequestSchema: GenMessage<AdminServiceListDispatchLimitsRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 5);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceListDispatchLimitsResponse
+ */
+export type AdminServiceListDispatchLimitsResponse = Message<"switchyard.api.v1.AdminServiceListDispatchLimitsResponse"> & {
+  /**
+   * @generated from field: repeated switchyard.api.v1.DispatchLimit limits = 1;
+   */
+  limits: DispatchLimit[];
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceListDispatchLimitsResponse.
+ * Use `create(AdminServiceListDispatchLimitsResponseSchema)` to create a new message.
+ */
+export const AdminServiceListDispatchLimitsResponseSchema: GenMessage<AdminServiceListDispatchLimitsResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 6);
 
 /**
  * @generated from message switchyard.api.v1.Flag
@@ -63,7 +248,7 @@ export type Flag = Message<"switchyard.api.v1.Flag"> & {
  * Use `create(FlagSchema)` to create a new message.
  */
 export const FlagSchema: GenMessage<Flag> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 0);
+  messageDesc(file_switchyard_api_v1_admin, 7);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetFlagRequest
@@ -104,7 +289,7 @@ export type AdminServiceSetFlagRequest = Message<"switchyard.api.v1.AdminService
  * Use `create(AdminServiceSetFlagRequestSchema)` to create a new message.
  */
 export const AdminServiceSetFlagRequestSchema: GenMessage<AdminServiceSetFlagRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 1);
+  messageDesc(file_switchyard_api_v1_admin, 8);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetFlagResponse
@@ -121,7 +306,7 @@ export type AdminServiceSetFlagResponse = Message<"switchyard.api.v1.AdminServic
  * Use `create(AdminServiceSetFlagResponseSchema)` to create a new message.
  */
 export const AdminServiceSetFlagResponseSchema: GenMessage<AdminServiceSetFlagResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 2);
+  messageDesc(file_switchyard_api_v1_admin, 9);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListFlagsRequest
@@ -134,7 +319,7 @@ export type AdminServiceListFlagsRequest = Message<"switchyard.api.v1.AdminServi
  * Use `create(AdminServiceListFlagsRequestSchema)` to create a new message.
  */
 export const AdminServiceListFlagsRequestSchema: GenMessage<AdminServiceListFlagsRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 3);
+  messageDesc(file_switchyard_api_v1_admin, 10);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListFlagsResponse
@@ -151,7 +336,7 @@ export type AdminServiceListFlagsResponse = Message<"switchyard.api.v1.AdminServ
  * Use `create(AdminServiceListFlagsResponseSchema)` to create a new message.
  */
 export const AdminServiceListFlagsResponseSchema: GenMessage<AdminServiceListFlagsResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 4);
+  messageDesc(file_switchyard_api_v1_admin, 11);
 
 /**
  * @generated from message switchyard.api.v1.DeadLetter
@@ -209,7 +394,7 @@ export type DeadLetter = Message<"switchyard.api.v1.DeadLetter"> & {
  * Use `create(DeadLetterSchema)` to create a new message.
  */
 export const DeadLetterSchema: GenMessage<DeadLetter> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 5);
+  messageDesc(file_switchyard_api_v1_admin, 12);
 
 /**
  * @generated from message switchyard.api.v1.DeadLetterEnvelope
@@ -248,7 +433,7 @@ export type DeadLetterEnvelope = Message<"switchyard.api.v1.DeadLetterEnvelope">
  * Use `create(DeadLetterEnvelopeSchema)` to create a new message.
  */
 export const DeadLetterEnvelopeSchema: GenMessage<DeadLetterEnvelope> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 6);
+  messageDesc(file_switchyard_api_v1_admin, 13);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListDeadLettersRequest
@@ -274,7 +459,7 @@ export type AdminServiceListDeadLettersRequest = Message<"switchyard.api.v1.Admi
  * Use `create(AdminServiceListDeadLettersRequestSchema)` to create a new message.
  */
 export const AdminServiceListDeadLettersRequestSchema: GenMessage<AdminServiceListDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 7);
+  messageDesc(file_switchyard_api_v1_admin, 14);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListDeadLettersResponse
@@ -291,7 +476,7 @@ export type AdminServiceListDeadLettersResponse = Message<"switchyard.api.v1.Adm
  * Use `create(AdminServiceListDeadLettersResponseSchema)` to create a new message.
  */
 export const AdminServiceListDeadLettersResponseSchema: GenMessage<AdminServiceListDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 8);
+  messageDesc(file_switchyard_api_v1_admin, 15);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceReplayDeadLettersRequest
@@ -320,7 +505,7 @@ export type AdminServiceReplayDeadLettersRequest = Message<"switchyard.api.v1.Ad
  * Use `create(AdminServiceReplayDeadLettersRequestSchema)` to create a new message.
  */
 export const AdminServiceReplayDeadLettersRequestSchema: GenMessage<AdminServiceReplayDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 9);
+  messageDesc(file_switchyard_api_v1_admin, 16);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceReplayDeadLettersResponse
@@ -337,7 +522,7 @@ export type AdminServiceReplayDeadLettersResponse = Message<"switchyard.api.v1.A
  * Use `create(AdminServiceReplayDeadLettersResponseSchema)` to create a new message.
  */
 export const AdminServiceReplayDeadLettersResponseSchema: GenMessage<AdminServiceReplayDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 10);
+  messageDesc(file_switchyard_api_v1_admin, 17);
 
 /**
  * @generated from message switchyard.api.v1.Tenant
@@ -371,7 +556,7 @@ export type Tenant = Message<"switchyard.api.v1.Tenant"> & {
  * Use `create(TenantSchema)` to create a new message.
  */
 export const TenantSchema: GenMessage<Tenant> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 11);
+  messageDesc(file_switchyard_api_v1_admin, 18);
 
 /**
  * An API key as listed: never the secret, only its first characters.
@@ -429,7 +614,7 @@ export type ApiKey = Message<"switchyard.api.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 12);
+  messageDesc(file_switchyard_api_v1_admin, 19);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceCreateTenantRequest
@@ -465,7 +650,7 @@ export type AdminServiceCreateTenantRequest = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceCreateTenantRequestSchema)` to create a new message.
  */
 export const AdminServiceCreateTenantRequestSchema: GenMessage<AdminServiceCreateTenantRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 13);
+  messageDesc(file_switchyard_api_v1_admin, 20);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceCreateTenantResponse
@@ -494,7 +679,7 @@ export type AdminServiceCreateTenantResponse = Message<"switchyard.api.v1.AdminS
  * Use `create(AdminServiceCreateTenantResponseSchema)` to create a new message.
  */
 export const AdminServiceCreateTenantResponseSchema: GenMessage<AdminServiceCreateTenantResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 14);
+  messageDesc(file_switchyard_api_v1_admin, 21);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListTenantsRequest
@@ -507,7 +692,7 @@ export type AdminServiceListTenantsRequest = Message<"switchyard.api.v1.AdminSer
  * Use `create(AdminServiceListTenantsRequestSchema)` to create a new message.
  */
 export const AdminServiceListTenantsRequestSchema: GenMessage<AdminServiceListTenantsRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 15);
+  messageDesc(file_switchyard_api_v1_admin, 22);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListTenantsResponse
@@ -524,7 +709,7 @@ export type AdminServiceListTenantsResponse = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceListTenantsResponseSchema)` to create a new message.
  */
 export const AdminServiceListTenantsResponseSchema: GenMessage<AdminServiceListTenantsResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 16);
+  messageDesc(file_switchyard_api_v1_admin, 23);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetTenantBudgetRequest
@@ -548,7 +733,7 @@ export type AdminServiceSetTenantBudgetRequest = Message<"switchyard.api.v1.Admi
  * Use `create(AdminServiceSetTenantBudgetRequestSchema)` to create a new message.
  */
 export const AdminServiceSetTenantBudgetRequestSchema: GenMessage<AdminServiceSetTenantBudgetRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 17);
+  messageDesc(file_switchyard_api_v1_admin, 24);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetTenantBudgetResponse
@@ -565,7 +750,7 @@ export type AdminServiceSetTenantBudgetResponse = Message<"switchyard.api.v1.Adm
  * Use `create(AdminServiceSetTenantBudgetResponseSchema)` to create a new message.
  */
 export const AdminServiceSetTenantBudgetResponseSchema: GenMessage<AdminServiceSetTenantBudgetResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 18);
+  messageDesc(file_switchyard_api_v1_admin, 25);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceCreateApiKeyRequest
@@ -596,7 +781,7 @@ export type AdminServiceCreateApiKeyRequest = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceCreateApiKeyRequestSchema)` to create a new message.
  */
 export const AdminServiceCreateApiKeyRequestSchema: GenMessage<AdminServiceCreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 19);
+  messageDesc(file_switchyard_api_v1_admin, 26);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceCreateApiKeyResponse
@@ -620,7 +805,7 @@ export type AdminServiceCreateApiKeyResponse = Message<"switchyard.api.v1.AdminS
  * Use `create(AdminServiceCreateApiKeyResponseSchema)` to create a new message.
  */
 export const AdminServiceCreateApiKeyResponseSchema: GenMessage<AdminServiceCreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 20);
+  messageDesc(file_switchyard_api_v1_admin, 27);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceRevokeApiKeyRequest
@@ -637,7 +822,7 @@ export type AdminServiceRevokeApiKeyRequest = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceRevokeApiKeyRequestSchema)` to create a new message.
  */
 export const AdminServiceRevokeApiKeyRequestSchema: GenMessage<AdminServiceRevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 21);
+  messageDesc(file_switchyard_api_v1_admin, 28);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceRevokeApiKeyResponse
@@ -654,7 +839,7 @@ export type AdminServiceRevokeApiKeyResponse = Message<"switchyard.api.v1.AdminS
  * Use `create(AdminServiceRevokeApiKeyResponseSchema)` to create a new message.
  */
 export const AdminServiceRevokeApiKeyResponseSchema: GenMessage<AdminServiceRevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 22);
+  messageDesc(file_switchyard_api_v1_admin, 29);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListApiKeysRequest
@@ -673,7 +858,7 @@ export type AdminServiceListApiKeysRequest = Message<"switchyard.api.v1.AdminSer
  * Use `create(AdminServiceListApiKeysRequestSchema)` to create a new message.
  */
 export const AdminServiceListApiKeysRequestSchema: GenMessage<AdminServiceListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 23);
+  messageDesc(file_switchyard_api_v1_admin, 30);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListApiKeysResponse
@@ -690,7 +875,7 @@ export type AdminServiceListApiKeysResponse = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceListApiKeysResponseSchema)` to create a new message.
  */
 export const AdminServiceListApiKeysResponseSchema: GenMessage<AdminServiceListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 24);
+  messageDesc(file_switchyard_api_v1_admin, 31);
 
 /**
  * @generated from enum switchyard.api.v1.FlagScopeKind
@@ -857,6 +1042,35 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof AdminServiceListApiKeysRequestSchema;
     output: typeof AdminServiceListApiKeysResponseSchema;
+  },
+  /**
+   * Sets (replaces) the dispatch limits of one scope (tenant fairness): a destination's capacity, a tenant's weight
+   * and overall cap, or a tenant's cap and rate on one destination. Audited; in force within ~1 s.
+   *
+   * @generated from rpc switchyard.api.v1.AdminService.SetDispatchLimit
+   */
+  setDispatchLimit: {
+    methodKind: "unary";
+    input: typeof AdminServiceSetDispatchLimitRequestSchema;
+    output: typeof AdminServiceSetDispatchLimitResponseSchema;
+  },
+  /**
+   * Removes the limits of one scope (audited).
+   *
+   * @generated from rpc switchyard.api.v1.AdminService.ClearDispatchLimit
+   */
+  clearDispatchLimit: {
+    methodKind: "unary";
+    input: typeof AdminServiceClearDispatchLimitRequestSchema;
+    output: typeof AdminServiceClearDispatchLimitResponseSchema;
+  },
+  /**
+   * @generated from rpc switchyard.api.v1.AdminService.ListDispatchLimits
+   */
+  listDispatchLimits: {
+    methodKind: "unary";
+    input: typeof AdminServiceListDispatchLimitsRequestSchema;
+    output: typeof AdminServiceListDispatchLimitsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchyard_api_v1_admin, 0);

@@ -1,0 +1,76 @@
+/**
+ * The dispatch limits a running process obeys: table `dispatch_limits`, re-read every `pollMs` (default 1 s, the
+ * flags' poll) so a change made with `switchyard limits set` is in force everywhere within about a second. Reads are
+ * synchronous (a snapshot swapped whole on each poll); a failed poll keeps the last good snapshot.
+ */
+import type { DependencyHealth } from "../dependency-health.js";
+import { silentLogger, type Logger } from "../logger.js";
+import { sleep } from "../sleep.js";
+import type { Queryable } from "../store/db.js";
+import { listLimits } from "./limit-store.js";
+import { LimitTable, type LimitSource } from "./limits.js";
+
+export interface LiveLimitsOptions {
+  db: Queryable;
+  /** @defaultValue 1000 */
+  pollMs?: number;
+  logger?: Logger;
+  health?: DependencyHealth;
+}
+
+export class LiveLimits implements LimitSource {
+  private table = new LimitTable();
+  private readonly logger: Logger;
+  private poller: { controller: AbortController; done: Promise<void> } | undefined;
+  private failing = false;
+  private signature = "";
+
+  constructor(private readonly options: LiveLimitsOptions) {
+    this.logger = (options.logger ?? silentLogger).child({ component: "limits" });
+  }
+
+  limits(): LimitTable {
+    return this.table;
+  }
+
+  /** Reads the table now; throws when the read fails. */
+  async refresh(): Promise<void> {
+    const rows = await listLimits(this.options.db);
+    const signature = JSON.stringify(rows.map((r) => [r.orgId, r.destination, r.maxInFlight, r.ratePerSec, r.burst, r.weight]));
+    if (signature === this.signature) return;
+    this.signature = signature;
+    this.table = new LimitTable(rows);
+    this.logger.info({ limits: rows.map((r) => ({ tenant: r.orgId, destination: r.destination, maxInFlight: r.maxInFlight, ratePerSec: r.ratePerSec, weight: r.weight })) }, "dispatch limits read");
+  }
+
+  /** Re-reads the table every `pollMs` until `stop()` or the signal. Idempotent. */
+  start(signal?: AbortSignal): void {
+    if (this.poller || signal?.aborted) return;
+    const controller = new AbortController();
+    signal?.addEventListener("abort", () => controller.abort(), { once: true });
+    this.poller = { controller, done: this.poll(controller.signal) };
+  }
+
+  async stop(): Promise<void> {
+    const poller = this.poller;
+    if (!poller) return;
+    poller.controller.abort();
+    await poller.done;
+    this.poller = undefined;
+  }
+
+  private async poll(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await sleep(this.options.pollMs ?? 1000, signal, { unref: true });
+      if (signal.aborted) break;
+      try {
+        await this.refresh();
+        this.failing = false;
+      } catch (error) {
+        if (this.options.health?.absorb(error)) this.logger.debug({ err: error }, "reading limits failed; keeping the last values read");
+        else if (!this.failing) this.logger.warn({ err: error }, "reading limits failed; keeping the last values read");
+        this.failing = true;
+      }
+    }
+  }
+}

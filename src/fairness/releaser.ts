@@ -1,0 +1,205 @@
+/**
+ * The releaser: a shard owner's loop that lets held steps go (issue 15). Each round reads, in one statement, every
+ * tenant's held and in-flight counts on the destinations that have held steps (all shards: fair shares are computed
+ * over everyone, see fair-share.ts), plans the releases of the tenants this coordinator owns, picks their held steps
+ * in order (priority, then arrival) and applies one `release` event per step through the fenced engine, which
+ * checks the limits again under the task lock and governs the hop as any dispatch. A step released twice (two
+ * owners around a takeover) is dispatched once: the second release finds it no longer `held`.
+ *
+ * It runs when kicked (after the coordinator commits a batch: a slot may have freed) and at least every `pollMs`
+ * (a slot freed by another coordinator's tenant, a token that refilled).
+ */
+import type { Pool, Queryable } from "../store/db.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import { sleep } from "../sleep.js";
+import type { Engine } from "../coordinator/engine.js";
+import { applyIsolating, type DecodedEntry } from "../coordinator/isolated-apply.js";
+import type { OutboxRow } from "../coordinator/outbox.js";
+import { refill } from "./admission.js";
+import { planReleases, type TenantDemand } from "./fair-share.js";
+import { pairKey, type LimitSource, type LimitTable } from "./limits.js";
+
+export interface ReleaserOptions {
+  engine: Engine;
+  pool: Pool;
+  logger: Logger;
+  limits: LimitSource;
+  /** Whether this coordinator releases the tenant's steps now (owns its shard, its coordinator flag is on). */
+  serves: (orgId: string) => boolean;
+  clock: () => number;
+  metrics?: Metrics;
+  /** Steps released per round at most. @defaultValue 500 */
+  batch?: number;
+}
+
+interface Load {
+  destination: string;
+  orgId: string;
+  inFlight: number;
+  held: number;
+}
+
+/** One round: releases what the limits and fair shares allow now; returns the outbox rows to publish. */
+export async function releaseHeldSteps(options: ReleaserOptions): Promise<{ released: number; outbox: OutboxRow[] }> {
+  const loads = await readLoads(options.pool);
+  observeHeld(options.metrics, loads, options.serves);
+  const ours = [...new Set(loads.filter((l) => l.held > 0 && options.serves(l.orgId)).map((l) => l.orgId))];
+  if (ours.length === 0) return { released: 0, outbox: [] };
+  const limits = options.limits.limits();
+  const headroom = await readHeadroom(options.pool, limits, ours, options.clock());
+  const plans: Array<{ destination: string; order: string[] }> = [];
+  const byDestination = new Map<string, Load[]>();
+  for (const load of loads) byDestination.set(load.destination, [...(byDestination.get(load.destination) ?? []), load]);
+  for (const [destination, rows] of byDestination) {
+    if (!rows.some((r) => r.held > 0 && options.serves(r.orgId))) continue;
+    const demands: TenantDemand[] = rows.map((r) => {
+      const room = options.serves(r.orgId) ? headroom(r.orgId, destination, r.inFlight) : undefined;
+      return { orgId: r.orgId, weight: limits.weight(r.orgId), inFlight: r.inFlight, held: r.held, ours: options.serves(r.orgId), ...(room !== undefined ? { headroom: room } : {}) };
+    });
+    const order = planReleases(limits.capacity(destination), demands);
+    if (order.length > 0) plans.push({ destination, order: order.slice(0, options.batch ?? 500) });
+  }
+  if (plans.length === 0) return { released: 0, outbox: [] };
+  const entries = await pickSteps(options.pool, plans, options.batch ?? 500);
+  if (entries.length === 0) return { released: 0, outbox: [] };
+  const result = await applyIsolating({ engine: options.engine, pool: options.pool, logger: options.logger }, entries);
+  const now = options.clock();
+  for (const entry of entries) options.metrics?.queueDelay.observe({ tenant: entry.input.orgId, destination: entry.destination }, Math.max(0, now - entry.heldAtMs) / 1000);
+  return { released: entries.length, outbox: result.outbox };
+}
+
+/** The held-steps gauge: this coordinator's tenants only (another owner reports its own), reset each round. */
+function observeHeld(metrics: Metrics | undefined, loads: readonly Load[], serves: (orgId: string) => boolean): void {
+  if (!metrics) return;
+  metrics.heldSteps.reset();
+  for (const l of loads) if (l.held > 0 && serves(l.orgId)) metrics.heldSteps.set({ tenant: l.orgId, destination: l.destination }, l.held);
+}
+
+/** Held and in-flight counts per (destination, tenant), on every destination that has held steps. */
+async function readLoads(db: Queryable): Promise<Load[]> {
+  const { rows } = await db.query<{ destination: string; org_id: string; in_flight: number; held: number }>(
+    `WITH held AS (SELECT destination, org_id, count(*)::int AS n FROM held_steps GROUP BY 1, 2),
+          flying AS (SELECT destination, org_id, count(*)::int AS n FROM steps
+                     WHERE status = 'dispatched' AND destination IN (SELECT DISTINCT destination FROM held) GROUP BY 1, 2)
+     SELECT coalesce(h.destination, f.destination) AS destination, coalesce(h.org_id, f.org_id) AS org_id,
+            coalesce(f.n, 0) AS in_flight, coalesce(h.n, 0) AS held
+     FROM held h FULL JOIN flying f ON f.destination = h.destination AND f.org_id = h.org_id`,
+  );
+  return rows.map((r) => ({ destination: r.destination, orgId: r.org_id, inFlight: r.in_flight, held: r.held }));
+}
+
+/**
+ * How many more steps each of our tenants' own limits let go on a destination (max in flight there and overall,
+ * the tokens in its bucket): planning past them would only make the engine hold the steps again.
+ */
+async function readHeadroom(db: Queryable, limits: LimitTable, orgIds: readonly string[], now: number): Promise<(orgId: string, destination: string, inFlight: number) => number | undefined> {
+  const limited = orgIds.filter((o) => limits.tenantLimited(o));
+  if (limited.length === 0) return () => undefined;
+  const { rows } = await db.query<{ totals: Array<[string, number]>; buckets: Array<[string, string, number, string]> }>(
+    `SELECT
+       (SELECT coalesce(json_agg(json_build_array(org_id, n)), '[]') FROM
+          (SELECT org_id, count(*)::int AS n FROM steps WHERE status = 'dispatched' AND org_id = ANY($1::text[]) GROUP BY 1) x) AS totals,
+       (SELECT coalesce(json_agg(json_build_array(org_id, destination, tokens, at_ms)), '[]') FROM dispatch_buckets WHERE org_id = ANY($1::text[])) AS buckets`,
+    [limited],
+  );
+  const totals = new Map(rows[0]!.totals.map(([o, n]) => [o, Number(n)]));
+  const buckets = new Map(rows[0]!.buckets.map(([o, d, tokens, at]) => [pairKey(o, d), { tokens: Number(tokens), atMs: Number(at) }]));
+  return (orgId, destination, inFlight) => {
+    if (!limits.tenantLimited(orgId)) return undefined;
+    let room = Number.POSITIVE_INFINITY;
+    const pairMax = limits.maxInFlight(orgId, destination);
+    if (pairMax !== undefined) room = Math.min(room, pairMax - inFlight);
+    const tenantMax = limits.tenantMaxInFlight(orgId);
+    if (tenantMax !== undefined) room = Math.min(room, tenantMax - (totals.get(orgId) ?? 0));
+    const rate = limits.rate(orgId, destination);
+    if (rate) room = Math.min(room, Math.floor(refill(buckets.get(pairKey(orgId, destination)), rate, now).tokens));
+    return room === Number.POSITIVE_INFINITY ? undefined : Math.max(0, room);
+  };
+}
+
+/**
+ * The held steps the plans name, each tenant's in its order (priority, then arrival), interleaved as planned: one
+ * `release` event each, in one engine batch.
+ */
+type ReleaseEntry = DecodedEntry & { destination: string; heldAtMs: number };
+
+async function pickSteps(db: Queryable, plans: ReadonlyArray<{ destination: string; order: string[] }>, limit: number): Promise<ReleaseEntry[]> {
+  const wanted = new Map<string, { destination: string; orgId: string; n: number }>();
+  for (const plan of plans) {
+    for (const orgId of plan.order) {
+      const key = pairKey(orgId, plan.destination);
+      const w = wanted.get(key) ?? { destination: plan.destination, orgId, n: 0 };
+      w.n += 1;
+      wanted.set(key, w);
+    }
+  }
+  const asked = [...wanted.values()];
+  const { rows } = await db.query<{ org_id: string; destination: string; task_id: string; step_id: string; seq: string; held_at_ms: string }>(
+    `SELECT h.org_id, h.destination, h.task_id, h.step_id, h.seq, h.held_at_ms
+     FROM unnest($1::text[], $2::text[], $3::int[]) AS x(destination, org_id, n)
+     CROSS JOIN LATERAL (SELECT org_id, destination, task_id, step_id, seq, held_at_ms FROM held_steps h
+                         WHERE h.destination = x.destination AND h.org_id = x.org_id ORDER BY priority DESC, seq LIMIT x.n) h`,
+    [asked.map((a) => a.destination), asked.map((a) => a.orgId), asked.map((a) => a.n)],
+  );
+  const queues = new Map<string, typeof rows>();
+  for (const row of rows) {
+    const key = pairKey(row.org_id, row.destination);
+    queues.set(key, [...(queues.get(key) ?? []), row]);
+  }
+  const entries: ReleaseEntry[] = [];
+  for (const plan of plans) {
+    for (const orgId of plan.order) {
+      const row = queues.get(pairKey(orgId, plan.destination))?.shift();
+      if (!row || entries.length >= limit) continue;
+      const eventId = `release:${row.task_id}:${row.step_id}:${row.seq}`;
+      entries.push({ entryId: eventId, destination: row.destination, heldAtMs: Number(row.held_at_ms), input: { orgId: row.org_id, taskId: row.task_id, event: { type: "release", eventId, stepId: row.step_id } } });
+    }
+  }
+  return entries;
+}
+
+export interface ReleaseLoopOptions extends ReleaserOptions {
+  /** Publishes what a round released (the coordinator's outbox publisher). */
+  publish: (rows: OutboxRow[]) => Promise<void>;
+  /** Longest wait between rounds without a kick. @defaultValue 50 ms with limits in force, 1 s without */
+  pollMs?: number;
+}
+
+/** Runs `releaseHeldSteps` when kicked and every `pollMs`, one round at a time, until the signal. */
+export class ReleaseLoop {
+  private wake: (() => void) | undefined;
+  private kicked = false;
+
+  constructor(private readonly options: ReleaseLoopOptions) {}
+
+  /** A slot may have freed: run a round soon. Cheap; kicks while a round runs fold into one more round. */
+  kick(): void {
+    this.kicked = true;
+    this.wake?.();
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      if (!this.kicked) {
+        const idleMs = this.options.pollMs ?? (this.options.limits.limits().empty ? 1000 : 50);
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          void sleep(idleMs, signal, { unref: true }).then(resolve);
+        });
+        this.wake = undefined;
+      }
+      this.kicked = false;
+      if (signal.aborted) break;
+      try {
+        const started = performance.now();
+        const { released, outbox } = await releaseHeldSteps(this.options);
+        if (released > 0) this.options.logger.debug({ released, published: outbox.length, ms: Math.round(performance.now() - started) }, "held steps released");
+        if (outbox.length > 0) await this.options.publish(outbox);
+      } catch (error) {
+        this.options.logger.warn({ err: error }, "releasing held steps failed; retried on the next round");
+        await sleep(200, signal);
+      }
+    }
+  }
+}
