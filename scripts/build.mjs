@@ -68,3 +68,4 @@ if (!existsSync(entry) || !statSync(entry).isFile()) {
   process.exit(1);
 }
 process.stdout.write(`build: compiled to ${relative(root, dist)}/, copied ${assets} asset files\n`);
+await import("./build-console.mjs"); // the console (web/) into dist/console/
