@@ -1,0 +1,203 @@
+/**
+ * The console in a real browser (issue 13): headless Chromium against a real gateway + coordinator + workers + A2A
+ * agent on loopback. A tenant signs in (with the keyboard), starts the demo workflow, watches its steps change live,
+ * approves the parked step on the Approvals page, reads the audit rows and verifies the chain; an admin flips a flag
+ * and finds its audit row, and replays a dead letter. Any console error, page error or failed request fails it.
+ *
+ * Screenshots go to docs/console/ with SWITCHYARD_CONSOLE_SCREENSHOTS=1 (`npm run console:screenshots`), else to a
+ * scratch folder. Skips, saying why, only when no Chromium binary is installed.
+ */
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitForProgress } from "../support/wait.js";
+import { findChromium, launchChromium, NO_CHROMIUM, pageText, waitForSelector, watchProblems, type PageProblems } from "./browser.js";
+import { buildConsole, DEAD_STREAM, startConsoleStack, TENANT, type ConsoleStack } from "./stack.js";
+
+const chromiumPath = findChromium();
+if (!chromiumPath) console.warn(`\n!! ${NO_CHROMIUM}\n`);
+
+const SHOTS = process.env.SWITCHYARD_CONSOLE_SCREENSHOTS === "1" ? fileURLToPath(new URL("../../docs/console/", import.meta.url)) : mkdtempSync(join(tmpdir(), "console-shots-"));
+
+describe.skipIf(!chromiumPath)("the console in Chromium", () => {
+  let stack: ConsoleStack;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let problems: PageProblems;
+  let taskId = "";
+
+  beforeAll(async () => {
+    buildConsole();
+    mkdirSync(SHOTS, { recursive: true });
+    stack = await startConsoleStack();
+    browser = await launchChromium(chromiumPath!);
+    context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+    problems = watchProblems(context);
+    page = await context.newPage();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  const go = async (hash: string, selector: string, what: string) => {
+    // Hash navigation, as a link does: no reload, the session and the app stay.
+    await page.evaluate(`window.location.hash = ${JSON.stringify(hash)}`);
+    await waitForSelector(page, selector, what);
+  };
+  const noProblems = () => expect(problems.list(), "console errors or failed requests in the page").toEqual([]);
+
+  it("signs a tenant in with the keyboard, keeping the key out of the page", async () => {
+    await page.goto(stack.consoleUrl);
+    await waitForSelector(page, "#apiKey", "the sign-in form");
+    await shot("sign-in");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement && document.activeElement.id")).toBe("apiKey");
+    await page.keyboard.type(stack.tenantKey);
+    await page.keyboard.press("Enter");
+    await waitForSelector(page, "nav[aria-label=Pages]", "the signed-in console");
+    expect(await pageText(page)).toContain(`tenant ${TENANT}`);
+    const kept = String(await page.evaluate("JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie, html: document.documentElement.outerHTML })"));
+    expect(kept).not.toContain(stack.tenantKey);
+    // HttpOnly: the page's script cannot read the session cookie.
+    expect(kept).not.toContain("switchyard_session");
+    noProblems();
+  });
+
+  it("starts the demo workflow and shows its steps changing live until the approval parks it", async () => {
+    await waitForSelector(page, "summary", "the start form");
+    await page.click("summary");
+    await page.selectOption("select[name=workflow]", "research-report");
+    await page.fill("#task-input", JSON.stringify({ topic: "browser-tested consoles" }));
+    await page.click("form:has(#task-input) button[type=submit]");
+    await waitForSelector(page, ".dag .dag-node", "the task page with its DAG");
+    taskId = decodeURIComponent(/#\/tasks\/([^/?]+)/.exec(page.url())?.[1] ?? "");
+    expect(taskId).toMatch(/^[0-9a-f-]{36}$/);
+
+    // The DAG as the page shows it over time, without a reload: the Watch stream moves it.
+    const seen = new Set<string>();
+    const dag = () => page.$$eval(".dag-node", (nodes) => nodes.map((n) => `${n.getAttribute("data-step")}=${[...n.classList].find((c) => c.startsWith("status-"))}`).join(" "));
+    await waitForProgress({
+      what: "the publish step to show parked on the task page",
+      progress: async () => {
+        const now = await dag();
+        seen.add(now);
+        return now;
+      },
+      done: (now) => now.includes("publish=status-parked"),
+      describeStuck: (now) => `DAG: ${now}`,
+      intervalMs: 50,
+    });
+    expect(seen.size, `DAG states seen: ${[...seen].join(" | ")}`).toBeGreaterThan(1);
+    const last = await dag();
+    for (const step of ["research", "fact-check", "draft"]) expect(last).toContain(`${step}=status-completed`);
+    // Status by text and shape, not colour alone.
+    expect(await page.locator(".dag-node[data-step=publish] text").first().textContent()).toContain("⏸");
+    expect(await page.locator("[data-step=publish] .status").first().textContent()).toContain("parked");
+    await shot("task-parked");
+    noProblems();
+  });
+
+  it("approves the parked step on the Approvals page and the task completes", async () => {
+    await go("#/approvals", ".card[data-approval]", "the pending approval");
+    const card = page.locator(".card[data-approval]").first();
+    expect(await card.textContent()).toContain("publish");
+    await shot("approvals");
+    await card.locator("input[name=reason]").fill("looks right");
+    await card.locator("button.approve").click();
+    await waitForSelector(page, "tr[data-approval] .status-approved", "the approval among the decided ones");
+    const row = await page.locator("tr[data-approval]").first().innerText();
+    expect(row).toContain("console");
+    expect(row).toContain("looks right");
+
+    await go(`#/tasks/${taskId}`, "h1 .status-completed", "the task to show completed");
+    const audit = await page.locator("table.audit tbody").innerText();
+    for (const action of ["dispatch", "a2a_egress", "requires_approval"]) expect(audit).toContain(action);
+    expect(await page.locator("table.audit tbody tr").count()).toBeGreaterThanOrEqual(6);
+    expect(await page.locator("[data-testid=task-cost]").innerText()).toMatch(/\/ 100$/);
+    await shot("task-completed");
+    noProblems();
+  });
+
+  it("verifies the tenant's audit chain", async () => {
+    await go("#/audit", "button[type=submit]", "the audit page");
+    await page.click("button[type=submit]");
+    await waitForSelector(page, "[data-testid=verify-result]", "the verification result");
+    expect(await page.locator("[data-testid=verify-result]").innerText()).toMatch(new RegExp(`The chain of ${TENANT} verifies: \\d+ rows`));
+    await shot("audit");
+    noProblems();
+  });
+
+  it("shows the workflow's DAG and a bad new version's problems at their lines", async () => {
+    await go("#/workflows/research-report@1", ".workflow .dag-node", "the workflow's DAG");
+    expect(await page.locator("pre.yaml").innerText()).toContain("foreign:fact-checker");
+    problems.allowOnce("/switchyard.api.v1.WorkflowService/Submit", 400);
+    await page.fill("#workflow-source", ["name: broken", "steps:", "  - id: a", "    to: role:writer", "    needs: [ghost]", ""].join("\n"));
+    await page.click(".submit-workflow button[type=submit]");
+    await waitForSelector(page, ".violations li", "the validation problems");
+    const problem = await page.locator(".violations").innerText();
+    expect(problem).toMatch(/line 5/);
+    expect(problem).toContain("ghost");
+    await shot("workflows");
+    noProblems();
+  });
+
+  it("lists the foreign agent", async () => {
+    await go("#/agents", ".card[data-agent=fact-checker]", "the fact-checker's card");
+    expect(await page.locator(".card[data-agent=fact-checker]").innerText()).toContain("fact-check");
+    await shot("agents");
+    noProblems();
+  });
+
+  it("fits a phone's width", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await go(`#/tasks/${taskId}`, "h1 .status-completed", "the task page on a phone");
+    await go("#/tasks", `tr[data-task="${taskId}"]`, "the tasks list on a phone");
+    const overflow = Number(await page.evaluate("document.documentElement.scrollWidth - window.innerWidth"));
+    expect(overflow, "the page scrolls sideways on a phone").toBeLessThanOrEqual(0);
+    await shot("tasks-phone");
+    await page.setViewportSize({ width: 1366, height: 900 });
+    await go("#/tasks", `tr[data-task="${taskId}"] .status-completed`, "the tasks list");
+    await shot("tasks");
+    noProblems();
+  });
+
+  it("as an admin, flips a flag with a reason and finds its audit row, and replays a dead letter", async () => {
+    await page.click("text=Sign out");
+    await waitForSelector(page, "#apiKey", "the sign-in form after signing out");
+    await page.fill("#apiKey", stack.adminKey);
+    await page.click("button[type=submit]");
+    await waitForSelector(page, ".tenant-picker select option[value=demo]", "the admin's tenant picker");
+    await page.selectOption(".tenant-picker select", TENANT);
+
+    await go("#/operations", 'tr[data-flag="A2A_EGRESS_ENABLED/tenant:demo"]', "the tenant's egress flag");
+    const flag = page.locator('tr[data-flag="A2A_EGRESS_ENABLED/tenant:demo"]');
+    expect(await flag.innerText()).toContain("on");
+    await flag.locator("input[name=reason]").fill("console test: egress off after the run");
+    await flag.locator("button").click();
+    await waitForSelector(page, 'tr[data-flag="A2A_EGRESS_ENABLED/tenant:demo"] .flag-off', "the flag to show off");
+    expect(await flag.innerText()).toContain("console test: egress off after the run");
+
+    const letter = page.locator("tr[data-dead-letter]").first();
+    expect(await letter.innerText()).toContain(DEAD_STREAM);
+    await shot("operations");
+    expect((await stack.deadLetterCounts()).dead).toBe(1);
+    await letter.locator("button").click();
+    await waitForSelector(page, "p[role=status]:has-text('Replayed 1 entry')", "the replay's outcome");
+    const counts = await stack.deadLetterCounts();
+    expect(counts.dead).toBe(0);
+    expect(counts.live).toBeGreaterThan(0);
+
+    await go("#/audit", "table.audit tbody tr", "the tenant's audit rows");
+    const rows = await page.locator("table.audit tbody tr").allInnerTexts();
+    const flagRow = rows.find((r) => r.includes("A2A_EGRESS_ENABLED"));
+    expect(flagRow, rows.slice(-5).join("\n")).toBeDefined();
+    expect(flagRow).toMatch(/flag\s+off/);
+    noProblems();
+  });
+});
