@@ -81,16 +81,17 @@ export async function launchChromium(executablePath: string): Promise<Browser> {
 }
 
 /**
- * Waits until `selector` is visible in the page, failing only once the page's main text stopped changing for
+ * Waits until `selector` is visible in the page (or, with `attached`, in it at all: an <option>), failing only once the page's main text stopped changing for
  * `stallMs` (and then saying what the page showed): a slow page that keeps moving is waited for.
  */
-export async function waitForSelector(page: Page, selector: string, what: string, stallMs = 20_000): Promise<void> {
+export async function waitForSelector(page: Page, selector: string, what: string, options: { stallMs?: number; attached?: boolean } = {}): Promise<void> {
+  const present = async () => (options.attached ? (await page.locator(selector).count()) > 0 : await page.locator(selector).first().isVisible().catch(() => false));
   await waitForProgress({
     what,
-    progress: async () => ({ visible: await page.locator(selector).first().isVisible().catch(() => false), text: await pageText(page) }),
+    progress: async () => ({ visible: await present(), text: await pageText(page) }),
     done: (state) => state.visible,
     key: (state) => state.text,
-    stallMs,
+    stallMs: options.stallMs ?? 20_000,
     intervalMs: 100,
     describeStuck: (state) => `the page (${page.url()}) shows:\n${state.text.slice(0, 2000)}`,
   });

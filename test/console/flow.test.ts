@@ -172,7 +172,7 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
     await waitForSelector(page, "#apiKey", "the sign-in form after signing out");
     await page.fill("#apiKey", stack.adminKey);
     await page.click("button[type=submit]");
-    await waitForSelector(page, ".tenant-picker select option[value=demo]", "the admin's tenant picker");
+    await waitForSelector(page, ".tenant-picker option[value=demo]", "the admin's tenant picker", { attached: true });
     await page.selectOption(".tenant-picker select", TENANT);
 
     await go("#/operations", 'tr[data-flag="A2A_EGRESS_ENABLED/tenant:demo"]', "the tenant's egress flag");
@@ -195,9 +195,10 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
 
     await go("#/audit", "table.audit tbody tr", "the tenant's audit rows");
     const rows = await page.locator("table.audit tbody tr").allInnerTexts();
-    const flagRow = rows.find((r) => r.includes("A2A_EGRESS_ENABLED"));
-    expect(flagRow, rows.slice(-5).join("\n")).toBeDefined();
-    expect(flagRow).toMatch(/flag\s+off/);
+    // The demo's switch-on is the tenant chain's first row; the console's switch-off is the last.
+    const flagRows = rows.filter((r) => r.includes("A2A_EGRESS_ENABLED"));
+    expect(flagRows.map((r) => /flag\s+(on|off)/.exec(r)?.[1]), rows.slice(-5).join("\n")).toEqual(["on", "off"]);
+    expect(flagRows[1]).toContain("console-sre");
     noProblems();
   });
 });

@@ -4,10 +4,11 @@ import { timestampDate, ValueSchema, type Timestamp, type Value } from "@bufbuil
 import { ApprovalStatus } from "../../src/gen/switchyard/api/v1/approvals_pb.js";
 import { StepStatus, TaskStatus } from "../../src/gen/switchyard/api/v1/tasks_pb.js";
 
-/** `STEP_STATUS_COMPLETED` → `completed`. */
+/** `StepStatus.COMPLETED` → `completed` (protobuf-es names enum values without their `STEP_STATUS_` prefix). */
 function enumWord(names: Record<number, string>, prefix: string, value: number): string {
-  const name = names[value] ?? "";
-  return name.startsWith(prefix) ? name.slice(prefix.length).toLowerCase() : "unknown";
+  const name = names[value];
+  if (name === undefined || value === 0) return "unknown";
+  return (name.startsWith(prefix) ? name.slice(prefix.length) : name).toLowerCase();
 }
 
 export const taskStatusWord = (s: TaskStatus) => enumWord(TaskStatus, "TASK_STATUS_", s);

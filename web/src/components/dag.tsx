@@ -21,7 +21,7 @@ export interface DagEdge {
   delegation?: boolean;
 }
 
-const WIDTH = 170;
+const WIDTH = 200;
 const HEIGHT = 54;
 
 export function Dag({ nodes, edges, title }: { nodes: DagNode[]; edges: DagEdge[]; title: string }) {
