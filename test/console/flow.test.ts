@@ -56,6 +56,14 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
     await page.goto(stack.consoleUrl);
     await waitForSelector(page, "#apiKey", "the sign-in form");
     await shot("sign-in");
+    problems.allowOnce("/console/session", 401);
+    await page.fill("#apiKey", "sy_not-a-key-anyone-made");
+    await page.click("button[type=submit]");
+    await waitForSelector(page, ".sign-in .problem", "the refusal of an unknown key");
+    expect(await page.locator(".sign-in .problem").innerText()).toMatch(/unknown|invalid|API key/i);
+    expect(await page.inputValue("#apiKey"), "the refused key is cleared from the form").toBe("");
+    await page.reload();
+    await waitForSelector(page, "#apiKey", "the sign-in form");
     await page.keyboard.press("Tab");
     expect(await page.evaluate("document.activeElement && document.activeElement.id")).toBe("apiKey");
     await page.keyboard.type(stack.tenantKey);
@@ -73,6 +81,12 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
     await waitForSelector(page, "summary", "the start form");
     await page.click("summary");
     await page.selectOption("select[name=workflow]", "research-report");
+    // Input that is not JSON is refused in the page, and starts nothing.
+    await page.fill("#task-input", "{topic: unquoted");
+    await page.click("form:has(#task-input) button[type=submit]");
+    await waitForSelector(page, "form:has(#task-input) .problem", "the refusal of input that is not JSON");
+    expect(await page.locator("form:has(#task-input) .problem").innerText()).toContain("not JSON");
+    expect((await stack.stack.runtime.pool.query("SELECT count(*)::int AS n FROM tasks")).rows[0].n).toBe(0);
     await page.fill("#task-input", JSON.stringify({ topic: "browser-tested consoles" }));
     await page.click("form:has(#task-input) button[type=submit]");
     await waitForSelector(page, ".dag .dag-node", "the task page with its DAG");
