@@ -107,6 +107,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       ingestEndpoints,
       publicUrl: runtime.config.gateway.publicUrl,
       foreignTransports: runtime.a2a?.transports ?? foreignTransportsFor(runtime.config.foreign),
+      ...(runtime.a2a ? { breakers: runtime.a2a.breakers } : {}),
       tasks,
       starts,
       bus: runtime.bus,
