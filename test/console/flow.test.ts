@@ -134,6 +134,9 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
     for (const action of ["dispatch", "a2a_egress", "requires_approval"]) expect(audit).toContain(action);
     expect(await page.locator("table.audit tbody tr").count()).toBeGreaterThanOrEqual(6);
     expect(await page.locator("[data-testid=task-cost]").innerText()).toMatch(/\/ 100$/);
+    // Attempts and bridges: the approval's decider on publish's attempt, the agent's completed bridge on fact-check.
+    expect(await page.locator("[data-step=publish] .timeline").innerText()).toMatch(/approved by console/);
+    expect(await page.locator("[data-step=fact-check] .bridges").innerText()).toMatch(/attempt 1: completed/);
     await shot("task-completed");
     noProblems();
   });
@@ -163,7 +166,11 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
 
   it("lists the foreign agent", async () => {
     await go("#/agents", ".card[data-agent=fact-checker]", "the fact-checker's card");
-    expect(await page.locator(".card[data-agent=fact-checker]").innerText()).toContain("fact-check");
+    await waitForSelector(page, ".card[data-agent=fact-checker] tr[data-bridge]", "the fact-checker's bridges");
+    const card = await page.locator(".card[data-agent=fact-checker]").innerText();
+    expect(card).toContain("fact-check");
+    expect(card).toMatch(/Breaker: .*(closed|unknown)/);
+    expect(card).toContain("completed");
     await shot("agents");
     noProblems();
   });
@@ -196,6 +203,11 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
     await flag.locator("button").click();
     await waitForSelector(page, 'tr[data-flag="A2A_EGRESS_ENABLED/tenant:demo"] .flag-off', "the flag to show off");
     expect(await flag.innerText()).toContain("console test: egress off after the run");
+    // The change, newest first in the history, names the audit row that records it.
+    const change = page.locator("table.flag-history tbody tr").first();
+    expect(await change.innerText()).toContain("console test: egress off after the run");
+    const recorded = await change.getAttribute("data-change");
+    expect(recorded).toMatch(new RegExp(`^${TENANT}#\\d+$`));
 
     const letter = page.locator("tr[data-dead-letter]").first();
     expect(await letter.innerText()).toContain(DEAD_STREAM);
@@ -213,6 +225,7 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
     const flagRows = rows.filter((r) => r.includes("A2A_EGRESS_ENABLED"));
     expect(flagRows.map((r) => /flag\s+(on|off)/.exec(r)?.[1]), rows.slice(-5).join("\n")).toEqual(["on", "off"]);
     expect(flagRows[1]).toContain("console-sre");
+    expect(flagRows[1]!.split("\t")[0]).toBe(recorded!.split("#")[1]);
     noProblems();
   });
 });

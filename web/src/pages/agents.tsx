@@ -1,13 +1,13 @@
 /**
  * Foreign agents: the tenant's registry, one card per agent with what the registration says (protocol, delivery,
- * skills, egress host, clearance, cost). Breaker state and recent bridges come from ForeignAgentService.Status
- * once the gateway offers it; until then the page says they are not available.
+ * skills, egress host, clearance, cost), its circuit breaker and its recent bridges.
  */
 import { ForeignDelivery, ForeignProtocol } from "../../../src/gen/switchyard/api/v1/foreign_pb.js";
 import { ProblemBox } from "../components/problem";
 import { useLoad } from "../components/use-load";
 import { useConsole } from "../context";
 import { formatCost, formatTime } from "../format";
+import { AgentStatus } from "./agent-status";
 
 const PROTOCOLS: Record<number, string> = {
   [ForeignProtocol.AUTO]: "A2A (from the card)",
@@ -57,6 +57,7 @@ export function AgentsPage() {
               <dt>Updated</dt>
               <dd>{formatTime(a.updatedAt)}</dd>
             </dl>
+            <AgentStatus agentKey={a.agentKey} />
           </article>
         ))}
       </div>

@@ -1,6 +1,6 @@
 /**
  * Live flags: every row that overrides an environment default, each switchable with a required reason (audited
- * like `switchyard flags set`), and a form to set any flag for any scope.
+ * like `switchyard flags set`), a form to set any flag for any scope, and the history of changes.
  */
 import { useState } from "preact/hooks";
 import type { Flag } from "../../../src/gen/switchyard/api/v1/admin_pb.js";
@@ -9,6 +9,7 @@ import { ProblemBox } from "../components/problem";
 import { useAction, useLoad } from "../components/use-load";
 import { useConsole } from "../context";
 import { formatTime } from "../format";
+import { FlagHistory } from "./ops-flag-history";
 
 const FLAG_NAMES = ["BUS_ENABLED", "COORDINATOR_ENABLED", "HARNESS_ENABLED", "BUS_ROUTED", "A2A_EGRESS_ENABLED", "REPLY_ENABLED"];
 const SCOPES: { word: string; kind: FlagScopeKind }[] = [
@@ -29,6 +30,7 @@ export function Flags() {
   const action = useAction();
   const [name, setName] = useState(FLAG_NAMES[0]!);
   const [kind, setKind] = useState(FlagScopeKind.GLOBAL);
+  const [round, setRound] = useState(0);
   const set = (flag: { name: string; scopeKind: FlagScopeKind; scope: string }, enabled: boolean, form: HTMLFormElement) => {
     const input = form.elements.namedItem("reason") as HTMLInputElement;
     const reason = input.value.trim();
@@ -42,6 +44,7 @@ export function Flags() {
       await api.admin.setFlag({ ...flag, enabled, reason });
       input.value = "";
       flags.reload();
+      setRound((r) => r + 1);
     });
   };
   return (
@@ -130,6 +133,7 @@ export function Flags() {
           Set flag
         </button>
       </form>
+      <FlagHistory round={round} />
     </section>
   );
 }

@@ -1,4 +1,4 @@
-/** A task's audit rows as the demo's hop table, and one step's timeline of hops (time, and time to the next). */
+/** A task's (or tenant's) audit rows as the demo's hop table: seq, time, action, verdict, rule, actor, cost, time to the next row. */
 import type { AuditRow } from "../../../src/gen/switchyard/api/v1/audit_pb.js";
 import { formatCost, formatDuration, formatMs } from "../format";
 
@@ -42,20 +42,5 @@ export function AuditTable({ rows }: { rows: AuditRow[] }) {
         </tbody>
       </table>
     </div>
-  );
-}
-
-export function StepTimeline({ rows }: { rows: AuditRow[] }) {
-  if (rows.length === 0) return null;
-  const start = Number(rows[0]!.atMs);
-  return (
-    <ol class="timeline" aria-label="Hops of this step">
-      {rows.map((r) => (
-        <li>
-          <span class="timeline-at">+{formatDuration(Number(r.atMs) - start)}</span> {r.action} → {r.destination || "—"} <span class={`verdict verdict-${r.verdict}`}>{r.verdict}</span>
-          {r.reason ? <span class="hint"> ({r.reason})</span> : null}
-        </li>
-      ))}
-    </ol>
   );
 }

@@ -15,7 +15,8 @@ import { useAction, useLoad } from "../components/use-load";
 import { useConsole } from "../context";
 import { formatCost, formatTime, isFinished, jsonOf, stepStatusWord, taskStatusWord } from "../format";
 import { href } from "../router";
-import { AuditTable, StepTimeline } from "./task-audit";
+import { StepAttempts, StepBridges } from "./step-attempts";
+import { AuditTable } from "./task-audit";
 
 export function TaskPage({ id }: { id: string }) {
   const { api } = useConsole();
@@ -52,7 +53,7 @@ export function TaskPage({ id }: { id: string }) {
   const edges: DagEdge[] = [...graph.edges];
   for (const step of task.steps.filter((s) => s.kind === StepKind.DELEGATION)) {
     nodes.push({ id: step.id, destination: step.destination, status: stepStatusWord(step.status), delegation: true });
-    edges.push({ from: step.id.replace(/\.d\d+$/, ""), to: step.id, delegation: true });
+    edges.push({ from: step.parentStepId ?? step.id.replace(/\.d\d+$/, ""), to: step.id, delegation: true });
   }
   const rows = audit.data?.rows ?? [];
   return (
@@ -104,6 +105,15 @@ export function TaskPage({ id }: { id: string }) {
                   </dd>
                 </>
               )}
+              {step.parentStepId && (
+                <>
+                  <dt>Delegated by</dt>
+                  <dd>
+                    {step.parentStepId} (depth {step.depth}
+                    {step.correlationId ? `, correlation ${step.correlationId}` : ""})
+                  </dd>
+                </>
+              )}
               {step.awaiting.length > 0 && (
                 <>
                   <dt>Waiting for</dt>
@@ -119,7 +129,8 @@ export function TaskPage({ id }: { id: string }) {
                 </>
               )}
             </dl>
-            <StepTimeline rows={rows.filter((r) => r.stepId === step.id)} />
+            <StepAttempts attempts={step.history} />
+            <StepBridges bridges={step.bridges} />
             <h4>Output</h4>
             <JsonView value={jsonOf(step.output)} name={`${task.id}-${step.id}-output`} />
           </article>
