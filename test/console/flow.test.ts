@@ -111,7 +111,7 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
     const last = await dag();
     for (const step of ["research", "fact-check", "draft"]) expect(last).toContain(`${step}=status-completed`);
     // Status by text and shape, not colour alone.
-    expect(await page.locator(".dag-node[data-step=publish] text").first().textContent()).toContain("⏸");
+    expect(await page.locator(".dag-node[data-step=publish] text").first().textContent()).toContain("‖");
     expect(await page.locator("[data-step=publish] .status").first().textContent()).toContain("parked");
     await shot("task-parked");
     noProblems();

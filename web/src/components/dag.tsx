@@ -22,7 +22,7 @@ export interface DagEdge {
 }
 
 const WIDTH = 200;
-const HEIGHT = 54;
+const HEIGHT = 66;
 
 export function Dag({ nodes, edges, title }: { nodes: DagNode[]; edges: DagEdge[]; title: string }) {
   const laid = useMemo(() => {
@@ -63,8 +63,12 @@ export function Dag({ nodes, edges, title }: { nodes: DagNode[]; edges: DagEdge[
               {n.status ? `${shapeOf(n.status)} ` : ""}
               {n.id}
             </text>
-            <text x={10} y={38} class="dag-sub">
-              {n.status ? `${n.status} · ` : ""}
+            {n.status && (
+              <text x={10} y={37} class="dag-sub">
+                {n.status}
+              </text>
+            )}
+            <text x={10} y={n.status ? 54 : 40} class="dag-sub">
               {n.destination}
             </text>
           </g>

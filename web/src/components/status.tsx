@@ -1,14 +1,14 @@
 /**
  * A status as text, a shape and a colour, so it reads without colour vision too. The shape is decoration
- * (aria-hidden); the word carries the meaning.
+ * (aria-hidden); the word carries the meaning. The symbols are ones common fonts have (⏸ and ⧗ are not).
  */
 const SHAPES: Record<string, string> = {
   pending: "○",
   running: "▶",
   dispatched: "▶",
   retrying: "↻",
-  parked: "⏸",
-  waiting: "⧗",
+  parked: "‖",
+  waiting: "…",
   completed: "✓",
   approved: "✓",
   failed: "✗",

@@ -26,7 +26,7 @@ export function AgentsPage() {
       <h1>Foreign agents</h1>
       <ProblemBox problem={list.problem} />
       {!list.loading && agents.length === 0 && <p class="hint">No foreign agents are registered for this tenant.</p>}
-      <div class="cards">
+      <div class="cards wide">
         {agents.map((a) => (
           <article class="card" data-agent={a.agentKey}>
             <h2>

@@ -36,6 +36,7 @@ export function ApprovalsPage() {
         ))}
       </div>
       <h2>Decided</h2>
+      {decided.length === 0 && <p class="hint">None decided yet.</p>}
       <div class="table-wrap">
         <table>
           <thead>
