@@ -3,25 +3,12 @@
  * session cookie, and the CSRF token on every call. An admin session names the tenant it looks at in
  * `Switchyard-Tenant`, as the CLI does with an admin key.
  */
-import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import type { DescService } from "@bufbuild/protobuf";
-import { AdminService } from "../../src/gen/switchyard/api/v1/admin_pb.js";
-import { ApprovalService } from "../../src/gen/switchyard/api/v1/approvals_pb.js";
-import { AuditService } from "../../src/gen/switchyard/api/v1/audit_pb.js";
 import { ErrorDetailSchema } from "../../src/gen/switchyard/api/v1/errors_pb.js";
-import { ForeignAgentService } from "../../src/gen/switchyard/api/v1/foreign_pb.js";
-import { TaskService } from "../../src/gen/switchyard/api/v1/tasks_pb.js";
-import { WorkflowService } from "../../src/gen/switchyard/api/v1/workflows_pb.js";
+import { createServiceClients, type SwitchyardServiceClients } from "../../src/sdk/service-clients.js";
 
-export interface ApiClients {
-  tasks: Client<typeof TaskService>;
-  approvals: Client<typeof ApprovalService>;
-  audit: Client<typeof AuditService>;
-  workflows: Client<typeof WorkflowService>;
-  foreign: Client<typeof ForeignAgentService>;
-  admin: Client<typeof AdminService>;
-}
+export type ApiClients = SwitchyardServiceClients;
 
 export interface ApiOptions {
   csrfToken: string;
@@ -48,15 +35,7 @@ export function createApi(options: ApiOptions): ApiClients {
     interceptors: [headers],
     fetch: (input, init) => globalThis.fetch(input, { ...init, credentials: "same-origin" }),
   });
-  const client = <S extends DescService>(service: S) => createClient(service, transport);
-  return {
-    tasks: client(TaskService),
-    approvals: client(ApprovalService),
-    audit: client(AuditService),
-    workflows: client(WorkflowService),
-    foreign: client(ForeignAgentService),
-    admin: client(AdminService),
-  };
+  return createServiceClients(transport);
 }
 
 export interface Problem {

@@ -19,7 +19,7 @@ const DELIVERIES: Record<number, string> = { [ForeignDelivery.AUTO]: "push, else
 
 export function AgentsPage() {
   const { api, tenant } = useConsole();
-  const list = useLoad((signal) => api.foreign.list({}, { signal }), [api, tenant]);
+  const list = useLoad((signal) => api.foreignAgents.list({}, { signal }), [api, tenant]);
   const agents = list.data?.agents ?? [];
   return (
     <section>

@@ -11,6 +11,7 @@ import { useAction, useLoad } from "../components/use-load";
 import { useConsole } from "../context";
 import { approvalStatusWord, formatCost, formatTime } from "../format";
 import { href } from "../router";
+import { Table } from "../components/table";
 
 const REFRESH_MS = 3000;
 
@@ -37,44 +38,28 @@ export function ApprovalsPage() {
       </div>
       <h2>Decided</h2>
       {decided.length === 0 && <p class="hint">None decided yet.</p>}
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Approval</th>
-              <th scope="col">Task / step</th>
-              <th scope="col">Action</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">By</th>
-              <th scope="col">Via</th>
-              <th scope="col">Reason</th>
-              <th scope="col">At</th>
-            </tr>
-          </thead>
-          <tbody>
-            {decided.map((a) => (
-              <tr data-approval={a.id}>
-                <td>
-                  <code>{a.id}</code>
-                </td>
-                <td>
-                  <a href={href("tasks", a.taskId)}>{a.taskId}</a> / {a.stepId}
-                </td>
-                <td>
-                  {a.action} → {a.destination}
-                </td>
-                <td>
-                  <Status word={approvalStatusWord(a.status)} />
-                </td>
-                <td>{a.decidedBy ?? "—"}</td>
-                <td>{a.decidedVia ?? "—"}</td>
-                <td>{a.decisionReason ?? ""}</td>
-                <td>{formatTime(a.decidedAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table headers={["Approval", "Task / step", "Action", "Outcome", "By", "Via", "Reason", "At"]}>
+        {decided.map((a) => (
+          <tr data-approval={a.id}>
+            <td>
+              <code>{a.id}</code>
+            </td>
+            <td>
+              <a href={href("tasks", a.taskId)}>{a.taskId}</a> / {a.stepId}
+            </td>
+            <td>
+              {a.action} → {a.destination}
+            </td>
+            <td>
+              <Status word={approvalStatusWord(a.status)} />
+            </td>
+            <td>{a.decidedBy ?? "—"}</td>
+            <td>{a.decidedVia ?? "—"}</td>
+            <td>{a.decisionReason ?? ""}</td>
+            <td>{formatTime(a.decidedAt)}</td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -9,6 +9,7 @@ import { useAction, useLoad } from "../components/use-load";
 import { useConsole } from "../context";
 import { formatMs } from "../format";
 import { AuditTable } from "./task-audit";
+import { Table } from "../components/table";
 
 export function AuditPage() {
   const { api, tenant } = useConsole();
@@ -49,30 +50,18 @@ export function AuditPage() {
       <h2>Signed checkpoints</h2>
       <ProblemBox problem={checkpoints.problem} />
       {checkpoints.data?.checkpoints.length === 0 && <p class="hint">No checkpoints yet.</p>}
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Seq</th>
-              <th scope="col">At</th>
-              <th scope="col">Key</th>
-              <th scope="col">Head hash</th>
-            </tr>
-          </thead>
-          <tbody>
-            {checkpoints.data?.checkpoints.map((c) => (
-              <tr>
-                <td>{String(c.seq)}</td>
-                <td>{formatMs(c.atMs)}</td>
-                <td>{c.kid}</td>
-                <td>
-                  <code>{c.hash.slice(0, 16)}…</code>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table headers={["Seq", "At", "Key", "Head hash"]}>
+        {checkpoints.data?.checkpoints.map((c) => (
+          <tr>
+            <td>{String(c.seq)}</td>
+            <td>{formatMs(c.atMs)}</td>
+            <td>{c.kid}</td>
+            <td>
+              <code>{c.hash.slice(0, 16)}…</code>
+            </td>
+          </tr>
+        ))}
+      </Table>
       <h2>Latest rows</h2>
       <ProblemBox problem={rows.problem} />
       <AuditTable rows={latest} />

@@ -4,6 +4,7 @@ import { ProblemBox } from "../components/problem";
 import { useAction, useLoad } from "../components/use-load";
 import { useConsole } from "../context";
 import { formatMs } from "../format";
+import { Table } from "../components/table";
 
 export function DeadLetters() {
   const { api } = useConsole();
@@ -27,40 +28,25 @@ export function DeadLetters() {
         </p>
       )}
       {list.length === 0 && <p class="hint">No dead letters.</p>}
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Stream</th>
-              <th scope="col">Entry</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Deliveries</th>
-              <th scope="col">At</th>
-              <th scope="col">Envelope</th>
-              <th scope="col">Replay</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((d) => (
-              <tr data-dead-letter={d.id}>
-                <td>{d.stream}</td>
-                <td>
-                  <code>{d.id}</code>
-                </td>
-                <td>{d.reason}</td>
-                <td>{d.deliveries}</td>
-                <td>{formatMs(d.atMs)}</td>
-                <td>{d.envelope ? `${d.envelope.kind} ${d.envelope.orgId}/${d.envelope.taskId}/${d.envelope.stepId}` : `${d.bytes} bytes (undecodable)`}</td>
-                <td>
-                  <button type="button" disabled={action.busy} onClick={() => void replay(d.stream, [d.id])}>
-                    Replay
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table headers={["Stream", "Entry", "Reason", "Deliveries", "At", "Envelope", "Replay"]}>
+        {list.map((d) => (
+          <tr data-dead-letter={d.id}>
+            <td>{d.stream}</td>
+            <td>
+              <code>{d.id}</code>
+            </td>
+            <td>{d.reason}</td>
+            <td>{d.deliveries}</td>
+            <td>{formatMs(d.atMs)}</td>
+            <td>{d.envelope ? `${d.envelope.kind} ${d.envelope.orgId}/${d.envelope.taskId}/${d.envelope.stepId}` : `${d.bytes} bytes (undecodable)`}</td>
+            <td>
+              <button type="button" disabled={action.busy} onClick={() => void replay(d.stream, [d.id])}>
+                Replay
+              </button>
+            </td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }

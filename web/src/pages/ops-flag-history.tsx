@@ -4,6 +4,7 @@ import { ProblemBox } from "../components/problem";
 import { useLoad } from "../components/use-load";
 import { useConsole } from "../context";
 import { formatMs } from "../format";
+import { Table } from "../components/table";
 
 const SCOPE_WORDS: Record<number, string> = { [FlagScopeKind.GLOBAL]: "global", [FlagScopeKind.TENANT]: "tenant", [FlagScopeKind.ROLE]: "role", [FlagScopeKind.TEAM]: "team" };
 
@@ -16,40 +17,25 @@ export function FlagHistory({ round }: { round: number }) {
     <>
       <h3>Changes (newest first)</h3>
       <ProblemBox problem={history.problem} />
-      <div class="table-wrap">
-        <table class="flag-history">
-          <thead>
-            <tr>
-              <th scope="col">At</th>
-              <th scope="col">Flag</th>
-              <th scope="col">Scope</th>
-              <th scope="col">Set to</th>
-              <th scope="col">By</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Audit row</th>
-            </tr>
-          </thead>
-          <tbody>
-            {changes.map((c) => (
-              <tr data-change={`${c.chain}#${c.seq}`}>
-                <td>{formatMs(c.atMs)}</td>
-                <td>{c.name}</td>
-                <td>{c.scope ? `${SCOPE_WORDS[c.scopeKind] ?? "?"}:${c.scope}` : SCOPE_WORDS[c.scopeKind] ?? "?"}</td>
-                <td>
-                  <span class={c.enabled ? "flag-on" : "flag-off"}>{c.enabled ? "● on" : "○ off"}</span>
-                </td>
-                <td>{c.actor}</td>
-                <td>{c.reason}</td>
-                <td>
-                  <code>
-                    {c.chain} #{String(c.seq)}
-                  </code>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table class="flag-history" headers={["At", "Flag", "Scope", "Set to", "By", "Reason", "Audit row"]}>
+        {changes.map((c) => (
+          <tr data-change={`${c.chain}#${c.seq}`}>
+            <td>{formatMs(c.atMs)}</td>
+            <td>{c.name}</td>
+            <td>{c.scope ? `${SCOPE_WORDS[c.scopeKind] ?? "?"}:${c.scope}` : SCOPE_WORDS[c.scopeKind] ?? "?"}</td>
+            <td>
+              <span class={c.enabled ? "flag-on" : "flag-off"}>{c.enabled ? "● on" : "○ off"}</span>
+            </td>
+            <td>{c.actor}</td>
+            <td>{c.reason}</td>
+            <td>
+              <code>
+                {c.chain} #{String(c.seq)}
+              </code>
+            </td>
+          </tr>
+        ))}
+      </Table>
     </>
   );
 }

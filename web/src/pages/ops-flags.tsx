@@ -10,6 +10,7 @@ import { useAction, useLoad } from "../components/use-load";
 import { useConsole } from "../context";
 import { formatTime } from "../format";
 import { FlagHistory } from "./ops-flag-history";
+import { Table } from "../components/table";
 
 const FLAG_NAMES = ["BUS_ENABLED", "COORDINATOR_ENABLED", "HARNESS_ENABLED", "BUS_ROUTED", "A2A_EGRESS_ENABLED", "REPLY_ENABLED"];
 const SCOPES: { word: string; kind: FlagScopeKind }[] = [
@@ -51,44 +52,31 @@ export function Flags() {
     <section aria-labelledby="flags-title">
       <h2 id="flags-title">Flags</h2>
       <ProblemBox problem={flags.problem ?? action.problem} />
-      <div class="table-wrap">
-        <table class="flags">
-          <thead>
-            <tr>
-              <th scope="col">Flag</th>
-              <th scope="col">Scope</th>
-              <th scope="col">Value</th>
-              <th scope="col">Last change</th>
-              <th scope="col">Switch</th>
-            </tr>
-          </thead>
-          <tbody>
-            {flags.data?.flags.map((f) => (
-              <tr data-flag={`${f.name}/${scopeText(f)}`}>
-                <td>{f.name}</td>
-                <td>{scopeText(f)}</td>
-                <td>
-                  <span class={f.enabled ? "flag-on" : "flag-off"}>{f.enabled ? "● on" : "○ off"}</span>
-                </td>
-                <td>
-                  {formatTime(f.updatedAt)} by {f.updatedBy}
-                  {f.reason ? ` — ${f.reason}` : ""}
-                </td>
-                <td>
-                  <form class="inline-form" onSubmit={(e) => e.preventDefault()}>
-                    <label>
-                      Reason <input name="reason" required />
-                    </label>
-                    <button type="button" disabled={action.busy} onClick={(e) => set(f, !f.enabled, (e.target as HTMLButtonElement).form!)}>
-                      Turn {f.enabled ? "off" : "on"}
-                    </button>
-                  </form>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table class="flags" headers={["Flag", "Scope", "Value", "Last change", "Switch"]}>
+        {flags.data?.flags.map((f) => (
+          <tr data-flag={`${f.name}/${scopeText(f)}`}>
+            <td>{f.name}</td>
+            <td>{scopeText(f)}</td>
+            <td>
+              <span class={f.enabled ? "flag-on" : "flag-off"}>{f.enabled ? "● on" : "○ off"}</span>
+            </td>
+            <td>
+              {formatTime(f.updatedAt)} by {f.updatedBy}
+              {f.reason ? ` — ${f.reason}` : ""}
+            </td>
+            <td>
+              <form class="inline-form" onSubmit={(e) => e.preventDefault()}>
+                <label>
+                  Reason <input name="reason" required />
+                </label>
+                <button type="button" disabled={action.busy} onClick={(e) => set(f, !f.enabled, (e.target as HTMLButtonElement).form!)}>
+                  Turn {f.enabled ? "off" : "on"}
+                </button>
+              </form>
+            </td>
+          </tr>
+        ))}
+      </Table>
       <form
         class="inline-form"
         aria-label="Set a flag"

@@ -5,6 +5,7 @@ import { ProblemBox } from "../components/problem";
 import { useAction, useLoad } from "../components/use-load";
 import { useConsole } from "../context";
 import { formatTime } from "../format";
+import { Table } from "../components/table";
 
 export function Tenants() {
   const { api } = useConsole();
@@ -66,28 +67,16 @@ export function Tenants() {
           Create tenant
         </button>
       </form>
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Tenant</th>
-              <th scope="col">Name</th>
-              <th scope="col">Daily budget</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {tenants.data?.tenants.map((t) => (
-              <tr>
-                <td>{t.orgId}</td>
-                <td>{t.name}</td>
-                <td>{t.dailyBudget ?? "unbounded"}</td>
-                <td>{formatTime(t.createdAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table headers={["Tenant", "Name", "Daily budget", "Created"]}>
+        {tenants.data?.tenants.map((t) => (
+          <tr>
+            <td>{t.orgId}</td>
+            <td>{t.name}</td>
+            <td>{t.dailyBudget ?? "unbounded"}</td>
+            <td>{formatTime(t.createdAt)}</td>
+          </tr>
+        ))}
+      </Table>
       <form class="inline-form" onSubmit={createKey} aria-label="Create an API key">
         <label>
           Tenant (empty: an admin key) <input name="orgId" />
@@ -99,42 +88,27 @@ export function Tenants() {
           Create key
         </button>
       </form>
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Tenant</th>
-              <th scope="col">Name</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Revoked</th>
-              <th scope="col"></th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data?.apiKeys.map((k) => (
-              <tr>
-                <td>
-                  <code>{k.prefix}…</code>
-                </td>
-                <td>{k.kind === ApiKeyKind.ADMIN ? "admin" : "tenant"}</td>
-                <td>{k.orgId || "—"}</td>
-                <td>{k.name}</td>
-                <td>{formatTime(k.lastUsedAt)}</td>
-                <td>{formatTime(k.revokedAt)}</td>
-                <td>
-                  {!k.revokedAt && (
-                    <button type="button" class="danger" disabled={action.busy} onClick={() => void revoke(k.id)}>
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table headers={["Key", "Kind", "Tenant", "Name", "Last used", "Revoked", ""]}>
+        {keys.data?.apiKeys.map((k) => (
+          <tr>
+            <td>
+              <code>{k.prefix}…</code>
+            </td>
+            <td>{k.kind === ApiKeyKind.ADMIN ? "admin" : "tenant"}</td>
+            <td>{k.orgId || "—"}</td>
+            <td>{k.name}</td>
+            <td>{formatTime(k.lastUsedAt)}</td>
+            <td>{formatTime(k.revokedAt)}</td>
+            <td>
+              {!k.revokedAt && (
+                <button type="button" class="danger" disabled={action.busy} onClick={() => void revoke(k.id)}>
+                  Revoke
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }

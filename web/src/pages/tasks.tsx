@@ -13,6 +13,7 @@ import { useConsole } from "../context";
 import { dateOf, formatCost, formatTime, isFinished, TASK_FILTERS, taskStatusWord } from "../format";
 import { href } from "../router";
 import { StartTask } from "./start-task";
+import { Table } from "../components/table";
 
 /** Watch streams at once from this page (the gateway bounds streams per tenant). */
 const MAX_WATCHES = 10;
@@ -105,39 +106,25 @@ export function TasksPage() {
         </label>
       </form>
       <ProblemBox problem={list.problem} />
-      <div class="table-wrap">
-        <table class="tasks">
-          <thead>
-            <tr>
-              <th scope="col">Task</th>
-              <th scope="col">Workflow</th>
-              <th scope="col">Status</th>
-              <th scope="col">Cost</th>
-              <th scope="col">Started</th>
-              <th scope="col">Finished</th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.map((t) => (
-              <tr data-task={t.id}>
-                <td>
-                  <a href={href("tasks", t.id)}>
-                    <code>{t.id}</code>
-                  </a>
-                </td>
-                <td>{t.workflow}</td>
-                <td>
-                  <Status word={taskStatusWord(t.status)} />
-                  {t.error && <div class="error-text">{t.error.code}</div>}
-                </td>
-                <td>{formatCost(t.cost, t.budget)}</td>
-                <td>{formatTime(t.createdAt)}</td>
-                <td>{formatTime(t.finishedAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table class="tasks" headers={["Task", "Workflow", "Status", "Cost", "Started", "Finished"]}>
+        {shown.map((t) => (
+          <tr data-task={t.id}>
+            <td>
+              <a href={href("tasks", t.id)}>
+                <code>{t.id}</code>
+              </a>
+            </td>
+            <td>{t.workflow}</td>
+            <td>
+              <Status word={taskStatusWord(t.status)} />
+              {t.error && <div class="error-text">{t.error.code}</div>}
+            </td>
+            <td>{formatCost(t.cost, t.budget)}</td>
+            <td>{formatTime(t.createdAt)}</td>
+            <td>{formatTime(t.finishedAt)}</td>
+          </tr>
+        ))}
+      </Table>
       {!list.loading && shown.length === 0 && <p class="hint">No tasks here.</p>}
       <nav class="pager" aria-label="Pages of tasks">
         <button type="button" disabled={pages.length === 1} onClick={() => setPages((p) => p.slice(0, -1))}>

@@ -12,6 +12,7 @@ import { useConsole } from "../context";
 import { formatTime } from "../format";
 import { href } from "../router";
 import { lineOfPath } from "../yaml-lines";
+import { Table } from "../components/table";
 
 export function WorkflowsPage({ ref_ }: { ref_: string | undefined }) {
   const { api, tenant } = useConsole();
@@ -20,34 +21,21 @@ export function WorkflowsPage({ ref_ }: { ref_: string | undefined }) {
     <section>
       <h1>Workflows</h1>
       <ProblemBox problem={list.problem} />
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Workflow</th>
-              <th scope="col">Latest</th>
-              <th scope="col">Versions</th>
-              <th scope="col">Description</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data?.workflows.map((w) => (
-              <tr>
-                <td>
-                  <a href={href("workflows", w.ref)} aria-current={ref_?.split("@")[0] === w.name ? "true" : undefined}>
-                    {w.name}
-                  </a>
-                </td>
-                <td>{w.version}</td>
-                <td>{w.versions}</td>
-                <td>{w.description ?? ""}</td>
-                <td>{formatTime(w.createdAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table headers={["Workflow", "Latest", "Versions", "Description", "Created"]}>
+        {list.data?.workflows.map((w) => (
+          <tr>
+            <td>
+              <a href={href("workflows", w.ref)} aria-current={ref_?.split("@")[0] === w.name ? "true" : undefined}>
+                {w.name}
+              </a>
+            </td>
+            <td>{w.version}</td>
+            <td>{w.versions}</td>
+            <td>{w.description ?? ""}</td>
+            <td>{formatTime(w.createdAt)}</td>
+          </tr>
+        ))}
+      </Table>
       {ref_ && <WorkflowVersion ref_={ref_} versions={list.data?.workflows.find((w) => w.name === ref_.split("@")[0])?.versions ?? 0} />}
       <SubmitWorkflow onSubmitted={list.reload} />
     </section>
