@@ -188,6 +188,22 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
     noProblems();
   });
 
+  it("lists a task started elsewhere and cancels it from its page", async () => {
+    await go("#/tasks", `tr[data-task="${taskId}"]`, "the tasks list");
+    const other = await stack.stack.runtime.tasks.start({ orgId: TENANT, workflow: "research-report", input: { topic: "started through the API" } });
+    // The first page refreshes by itself; the row's status then follows the task's Watch stream.
+    await waitForSelector(page, `tr[data-task="${other.taskId}"] .status-parked`, "the new task to show parked in the list");
+    await page.click(`tr[data-task="${other.taskId}"] a`);
+    await waitForSelector(page, "form:has(button.danger) input[name=reason]", "the task page's cancel form");
+    await page.fill("form:has(button.danger) input[name=reason]", "not needed after all");
+    await page.click("text=Cancel task");
+    await waitForSelector(page, "h1 .status-cancelled", "the task to show cancelled");
+    expect(await page.locator("[data-step=publish] .status").first().innerText()).toContain("cancelled");
+    const view = await stack.stack.runtime.tasks.get(TENANT, other.taskId);
+    expect(view.status).toBe("cancelled");
+    noProblems();
+  });
+
   it("as an admin, flips a flag with a reason and finds its audit row, and replays a dead letter", async () => {
     await page.click("text=Sign out");
     await waitForSelector(page, "#apiKey", "the sign-in form after signing out");
