@@ -75,7 +75,8 @@ function SignedIn({ session, onSignedOut }: { session: Session; onSignedOut: () 
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        <Page page={route.page} args={route.args} />
+        {/* Keyed by tenant: an admin's switch of tenant starts every page afresh (no rows of the last one). */}
+        <Page key={tenant} page={route.page} args={route.args} />
       </main>
     </ConsoleContext.Provider>
   );

@@ -53,7 +53,10 @@ export function TasksPage() {
         try {
           for await (const { task } of api.tasks.watch({ id }, { signal: abort.signal })) {
             if (!task) continue;
-            setLive((prev) => ({ ...prev, [id]: { ...tasks.find((t) => t.id === id)!, status: task.status, cost: task.cost, finishedAt: task.finishedAt, error: task.error } }));
+            setLive((prev) => {
+              const base = prev[id] ?? tasks.find((t) => t.id === id);
+              return base ? { ...prev, [id]: { ...base, status: task.status, cost: task.cost, finishedAt: task.finishedAt, error: task.error } } : prev;
+            });
           }
         } catch (error) {
           if (!isAbort(error)) console.warn("watch ended", id, error);
