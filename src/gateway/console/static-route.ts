@@ -49,7 +49,7 @@ export interface StaticRouteOptions {
 }
 
 /** The console directory in use, or undefined when none is built. Looked up per request: a build may come later. */
-async function consoleDir(dirs: readonly string[]): Promise<string | undefined> {
+export async function findConsoleDir(dirs: readonly string[] = defaultConsoleDirs): Promise<string | undefined> {
   for (const dir of dirs) {
     const found = await stat(path.join(dir, "index.html")).catch(() => undefined);
     if (found?.isFile()) return dir;
@@ -85,7 +85,7 @@ export async function serveConsoleStatic(req: IncomingMessage, res: ServerRespon
   }
   const relative = consolePathOf(pathname);
   if (relative === "bad") return sendConsoleText(res, 400, "not a console path\n");
-  const dir = await consoleDir(options.dirs ?? defaultConsoleDirs);
+  const dir = await findConsoleDir(options.dirs);
   if (!dir) return sendConsoleText(res, 404, "console not built: run npm run build\n");
   let file = relative === "" ? "index.html" : relative;
   let info = await stat(path.join(dir, file)).catch(() => undefined);
