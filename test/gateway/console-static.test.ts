@@ -72,7 +72,7 @@ describe("console static files", () => {
   });
 
   it("answers index.html for app routes, 404 for a missing asset", async () => {
-    for (const route of ["/console/tasks", "/console/tasks/9222-abc", "/console/operations/flags?scope=global"]) {
+    for (const route of ["/console/tasks", "/console/tasks/9222-abc", "/console/operations/flags?scope=global", "/console/agents/fact.checker"]) {
       const res = await fetch(`${fx.url}${route}`);
       expect(res.status, route).toBe(200);
       expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");

@@ -2,8 +2,8 @@
  * The console's static files under `/console/`, from the Vite build in `dist/console/`.
  *
  * - `/console` redirects to `/console/`; a path that is not a file answers `index.html` (the app routes in the
- *   browser), except paths that look like files (`assets/x.js`): a missing script is a 404, not HTML that the
- *   browser would refuse under `nosniff` with a confusing message.
+ *   browser), except under `assets/`: a missing script is a 404, not HTML that the browser would refuse under
+ *   `nosniff` with a confusing message.
  * - Paths are decoded once and must stay inside the directory: `..` segments, backslashes, encoded slashes and NUL
  *   are refused with 400 before anything touches the file system.
  * - `assets/*` (content-hashed names) are cached for a year as immutable; everything else is `no-cache`.
@@ -90,8 +90,8 @@ export async function serveConsoleStatic(req: IncomingMessage, res: ServerRespon
   let file = relative === "" ? "index.html" : relative;
   let info = await stat(path.join(dir, file)).catch(() => undefined);
   if (!info?.isFile()) {
-    // A missing asset is a 404; any other path is a page of the app.
-    if (path.extname(file) !== "" && !file.endsWith(".html")) return sendConsoleText(res, 404, `no console file ${file}\n`);
+    // A missing asset is a 404; any other path is a page of the app (names with dots included: `agents/a.b`).
+    if (file.startsWith("assets/")) return sendConsoleText(res, 404, `no console file ${file}\n`);
     file = "index.html";
     info = await stat(path.join(dir, file));
   }
