@@ -55,6 +55,7 @@ describe("tenant isolation and authentication", () => {
   it("tenant A asking for tenant B's task, approval, workflow or foreign agent gets NOT_FOUND", async () => {
     expect(await codeOf(fx.client(TaskService, keyA).get({ id: taskB }))).toBe(Code.NotFound);
     expect(await codeOf(fx.client(TaskService, keyA).cancel({ id: taskB }))).toBe(Code.NotFound);
+    expect(await codeOf(fx.client(TaskService, keyA).explain({ id: taskB }))).toBe(Code.NotFound);
     expect(await codeOf(fx.client(TaskService, keyA).start({ workflow: "secret-flow" }))).toBe(Code.NotFound);
     expect(await codeOf(fx.client(ApprovalService, keyA).decide({ id: approvalB, approve: true }))).toBe(Code.NotFound);
     expect(await codeOf(fx.client(WorkflowService, keyA).get({ ref: "secret-flow" }))).toBe(Code.NotFound);

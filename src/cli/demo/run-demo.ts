@@ -9,12 +9,12 @@
  * itself (with `keepRunning`, once the signal aborts).
  */
 import { readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import type { Config } from "../../config.js";
 import { listApprovals } from "../../coordinator/approval-store.js";
 import type { TaskView } from "../../coordinator/tasks.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { assetPath } from "../../package-paths.js";
 import { CALLBACK_PATH_PREFIX } from "../../foreign/sender.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain, type VerifyChainResult } from "../../governance/audit-verify.js";
@@ -29,7 +29,7 @@ import { startDemoStack, type DemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
 import { indent, prepareDemoDatabase } from "./narration.js";
 
-export const DEMO_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/demo.yaml", import.meta.url));
+export const DEMO_WORKFLOW_PATH = assetPath("examples/workflows/demo.yaml");
 export const DEMO_ROLES = ["researcher", "analyst", "writer", "publisher"] as const;
 /** The demo role whose handler delegates (it needs BUS_ROUTED). */
 export const DEMO_DELEGATING_ROLES = ["researcher"] as const;
