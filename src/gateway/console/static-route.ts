@@ -13,17 +13,20 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { packageLocation } from "../../package-paths.js";
 import { CONSOLE_SECURITY_HEADERS, sendConsoleText } from "./console-headers.js";
 
 export const CONSOLE_PREFIX = "/console";
 
 /**
- * Where the console build lives: `dist/console/` of the package. This file is `src/gateway/console/` in a checkout
- * (run by tsx) and `dist/src/gateway/console/` once built, so three levels up is the checkout or `dist/`.
+ * Where the console build lives: `dist/console/` of the package, in every layout (the checkout run by tsx, the
+ * compiled tree, the CLI bundle, an installed package), found from the package root (package-paths.ts). Looked
+ * up when asked, not at import: finding the root reads package.json.
  */
-const TREE_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-export const defaultConsoleDirs: readonly string[] = [path.join(TREE_ROOT, "console"), path.join(TREE_ROOT, "dist", "console")];
+export function defaultConsoleDirs(): string[] {
+  const location = packageLocation();
+  return location ? [path.join(location.root, "dist", "console")] : [];
+}
 
 const CONTENT_TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -44,12 +47,12 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 export interface StaticRouteOptions {
-  /** Directories tried in order; the first holding an `index.html` serves. @defaultValue `defaultConsoleDirs` */
+  /** Directories tried in order; the first holding an `index.html` serves. @defaultValue `defaultConsoleDirs()` */
   dirs?: readonly string[];
 }
 
 /** The console directory in use, or undefined when none is built. Looked up per request: a build may come later. */
-export async function findConsoleDir(dirs: readonly string[] = defaultConsoleDirs): Promise<string | undefined> {
+export async function findConsoleDir(dirs: readonly string[] = defaultConsoleDirs()): Promise<string | undefined> {
   for (const dir of dirs) {
     const found = await stat(path.join(dir, "index.html")).catch(() => undefined);
     if (found?.isFile()) return dir;
