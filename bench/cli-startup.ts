@@ -5,7 +5,8 @@
  * Each run is a fresh `node --max-semi-space-size=32 bin/switchyard.js …` process — the compiled CLI, as
  * `npm run demo` and the image run it — timed from spawn to exit (wall) and by its own CPU (user + system, all
  * threads, read at exit). Measured in the same run, interleaved with the CLI runs so load on the box hits all
- * alike: `node -e 0` (Node's own start-up: the floor no CLI can go under).
+ * alike: `node -e 0` (Node's own start-up: the floor no CLI can go under), and `task start` run from the unbundled
+ * tsc output (dist/src/cli/main.js) — what bundling the CLI (scripts/bundle-cli.mjs) saves.
  *
  * Set-up (untimed): a scratch database with a tenant and a one-step workflow; `task start one --tenant … --json`
  * then opens Postgres and Redis, starts a task (first hop governed, envelope published) and prints its TaskView.
@@ -26,7 +27,8 @@ import { summarize, type Measurement, type Scenario } from "./support.js";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const BIN = fileURLToPath(new URL("../bin/switchyard.js", import.meta.url));
-const COMPILED_MAIN = fileURLToPath(new URL("../dist/src/cli/main.js", import.meta.url));
+const COMPILED_MAIN = fileURLToPath(new URL("../dist/bundle/cli.js", import.meta.url));
+const UNBUNDLED_MAIN = fileURLToPath(new URL("../dist/src/cli/main.js", import.meta.url));
 const ORG = "bench-cli";
 const RUNS = { full: 15, quick: 4 };
 /** What `npm run demo` and the image give every process (package.json scripts, deploy/Dockerfile NODE_OPTIONS). */
@@ -81,11 +83,11 @@ function expectExit(run: CommandRun, label: string): void {
 
 export const cliStartupScenario: Scenario = {
   name: "cli-startup",
-  description: "wall and CPU of one compiled `switchyard` process: --help, --version, task start --json (vs node -e 0)",
+  description: "wall and CPU of one compiled `switchyard` process: --help, --version, task start --json (vs node -e 0, and unbundled)",
   budgetMs: { full: 180_000, quick: 60_000 },
   async run(ctx) {
     if (!existsSync(COMPILED_MAIN)) {
-      throw new SwitchyardError(ErrorCode.Config, "dist/src/cli/main.js is missing: run `npm run build` (npm ci runs it) before the cli-startup scenario");
+      throw new SwitchyardError(ErrorCode.Config, "dist/bundle/cli.js is missing: run `npm run build` (npm ci runs it) before the cli-startup scenario");
     }
     const runs = RUNS[ctx.quick ? "quick" : "full"];
     const db = await ctx.createScratchDatabase();
@@ -122,6 +124,16 @@ export const cliStartupScenario: Scenario = {
           expectExit(r, "task start");
           const view = JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "null") as { id?: string } | null;
           if (!view?.id) throw new SwitchyardError(ErrorCode.Internal, `task start printed no TaskView: ${r.stdout.slice(0, 300)}`);
+          started += 1;
+        },
+      },
+      {
+        // The same command from the tsc output, unbundled: what the bundle saves, measured in the same rounds.
+        key: "cli_task_start_unbundled_ms",
+        label: "dist/src/cli/main.js task start one --json (unbundled)",
+        args: [UNBUNDLED_MAIN, "task", "start", "one", "--tenant", ORG, "--json", "--input", '{"from":"bench"}'],
+        check: (r) => {
+          expectExit(r, "unbundled task start");
           started += 1;
         },
       },

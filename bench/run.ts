@@ -49,7 +49,8 @@ import {
  *                                                `shard_takeover_ms`, `lease_ttl_ms` (ms)               scale-out
  *   (h) soak, opt-in (`--only soak`)           → `soak_rss_growth_pct` (%)              soak
  *   one compiled `switchyard` process           → `cli_help_ms`, `cli_task_start_ms`,   cli-startup
- *                                                  `cli_version_ms`, `node_startup_ms` (ms)
+ *                                                  `cli_version_ms`, `node_startup_ms`,
+ *                                                  `cli_task_start_unbundled_ms` (ms)
  */
 export const scenarios: Scenario[] = [rawRelayScenario, bullmqScenario, endToEndScenario, governedHopsScenario, latencyScenario, a2aCallbacksScenario, a2aEgressScenario, ingestScenario, replyEgressScenario, startsScenario, scaleOutScenario, cliStartupScenario, soakScenario, tracingCostScenario];
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `npm run build` (and `npm ci`, through `prepare`): compiles src/ and examples/ to dist/ with
- * `tsc -p tsconfig.build.json`, then copies the files the compiled code reads at run time.
+ * `tsc -p tsconfig.build.json`, copies the files the compiled code reads at run time, then bundles the CLI
+ * (scripts/bundle-cli.mjs) into dist/bundle/, which is what bin/switchyard.js runs.
  *
  * dist/ mirrors the repository (dist/src, dist/examples), so every `new URL("../../…", import.meta.url)` in the
  * code points at the same relative place from dist/src/… as from src/…: dist/migrations/ for the migrator,
@@ -12,6 +13,7 @@
  * Plain JavaScript on purpose: it runs before anything is compiled and without tsx.
  */
 import { spawnSync } from "node:child_process";
+import { bundleCli } from "./bundle-cli.mjs";
 import { cpSync, existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, relative } from "node:path";
@@ -67,5 +69,6 @@ if (!existsSync(entry) || !statSync(entry).isFile()) {
   process.stderr.write(`build: ${relative(root, entry)} was not produced\n`);
   process.exit(1);
 }
-process.stdout.write(`build: compiled to ${relative(root, dist)}/, copied ${assets} asset files\n`);
+const bundle = await bundleCli(entry);
+process.stdout.write(`build: compiled to ${relative(root, dist)}/, copied ${assets} asset files, bundled the CLI into ${bundle.chunks} files\n`);
 await import("./build-console.mjs"); // the console (web/) into dist/console/

@@ -62,6 +62,13 @@ export interface SwitchyardErrorOptions {
   details?: Record<string, unknown>;
 }
 
+/**
+ * Marks a SwitchyardError made by any copy of this module. Two copies meet in one process: the `switchyard` CLI
+ * runs from its bundle (dist/bundle/) while a handler it serves imports `switchyard/harness` (dist/src/): an error
+ * thrown across that line must still be recognised, and keep its code.
+ */
+const BRAND = Symbol.for("switchyard.SwitchyardError");
+
 export class SwitchyardError extends Error {
   override readonly name = "SwitchyardError";
   readonly code: ErrorCode;
@@ -71,6 +78,12 @@ export class SwitchyardError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options.details ?? {};
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+
+  /** `instanceof` by brand, not by prototype: true for an error of another copy of this class too (see BRAND). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
   }
 
   /** Normalises anything thrown into a SwitchyardError, keeping the original as `cause`. */

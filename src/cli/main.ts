@@ -116,7 +116,19 @@ function report(io: CliIo, error: unknown, json: boolean): number {
 
 /** The process entry point: runs `process.argv` and leaves the exit code for Node to use when it ends. */
 export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  quietOnClosedPipe(process.stdout);
   process.exitCode = await runCli(argv);
+}
+
+/**
+ * `switchyard … | head` closes the pipe while the CLI still writes: stop there, as Unix tools do, rather than die
+ * with an unhandled EPIPE stack trace.
+ */
+function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+    process.exit(process.exitCode ?? 0);
+  });
 }
 
 function isEntryPoint(): boolean {

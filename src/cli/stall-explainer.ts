@@ -1,8 +1,7 @@
 /**
  * Stall explanations for `task start --wait` and `task watch`. Without `--url` they come from the database and
  * Redis (src/diagnosis/, opened on the first stall only, so a task that moves costs no extra connection). With
- * `--url` the API carries no diagnosis yet: only what the task view itself says is explained, and the line says
- * where the rest can be found.
+ * `--url` the gateway reads the same facts and answers them (TaskService.Explain).
  */
 import type { TaskView } from "../coordinator/tasks.js";
 import { createRedisConnection, type RedisClient } from "../bus/redis-connection.js";
@@ -11,14 +10,15 @@ import { createLocalStallFacts } from "../diagnosis/stall-facts-local.js";
 import { notAnswering } from "../service-endpoints.js";
 import type { Pool } from "../store/db.js";
 import type { CliContext } from "./context.js";
+import type { TenantApi } from "./remote/tenant-api.js";
 
 export interface StallExplainer {
   explain(view: TaskView): Promise<string[]>;
   close(): Promise<void>;
 }
 
-export function createStallExplainer(ctx: CliContext): StallExplainer {
-  return ctx.remote ? remoteExplainer() : localExplainer(ctx);
+export function createStallExplainer(ctx: CliContext, api: Pick<TenantApi, "explainTask">): StallExplainer {
+  return ctx.remote ? remoteExplainer(api) : localExplainer(ctx);
 }
 
 function localExplainer(ctx: CliContext): StallExplainer {
@@ -52,17 +52,11 @@ function localExplainer(ctx: CliContext): StallExplainer {
   };
 }
 
-function remoteExplainer(): StallExplainer {
+function remoteExplainer(api: Pick<TenantApi, "explainTask">): StallExplainer {
   return {
     async explain(view) {
-      const lines: string[] = [];
-      for (const step of view.steps) {
-        if (step.status === "parked" && step.approvalId) lines.push(`step ${step.id}: parked on approval ${step.approvalId}`);
-        else if (step.status === "dispatched" || step.status === "retrying") {
-          lines.push(`step ${step.id}: ${step.status} to ${step.destination}, not finished (flags, queue readers and bridges are explained without --url, with database access)`);
-        }
-      }
-      return lines;
+      if (!api.explainTask) return [];
+      return api.explainTask(view.id);
     },
     async close() {},
   };

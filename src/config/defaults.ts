@@ -60,7 +60,7 @@ export const defaultConfig: Config = {
   },
   gateway: { host: "127.0.0.1", port: 8080, publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1024 * 1024, watchMaxPerTenant: 32, watchMaxStreams: 512, consoleSessionIdleMs: 30 * 60_000, consoleSessionMaxMs: 12 * 3_600_000 },
   metrics: { host: "127.0.0.1", port: null },
-  telemetry: { tracing: false, serviceName: null },
+  telemetry: { tracing: false, exporters: [], serviceName: null },
   services: { redisUrlSet: false, databaseUrlSet: false, embedded: "auto", dataDir: ".switchyard" },
   checkpoints: { signingKeyPem: null, everyRows: 1000, everyMs: 60_000 },
   remote: { url: null, token: null },

@@ -50,11 +50,13 @@ export function parseConfig(env: Env): Config {
     else ((config[section] ??= {}) as Record<string, unknown>)[field] = values[variable.name];
   }
   const shaped = config as unknown as Config;
-  shaped.telemetry.tracing =
-    values.OTEL_SDK_DISABLED !== true &&
-    ((values.OTEL_TRACES_EXPORTER as string[]).some((exporter) => exporter !== "none") ||
-      values.OTEL_EXPORTER_OTLP_ENDPOINT !== null ||
-      values.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== null);
+  const named = (values.OTEL_TRACES_EXPORTER as string[]).filter((exporter): exporter is "otlp" | "console" => exporter !== "none");
+  const endpointSet = values.OTEL_EXPORTER_OTLP_ENDPOINT !== null || values.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== null;
+  shaped.telemetry.tracing = values.OTEL_SDK_DISABLED !== true && (named.length > 0 || endpointSet);
+  // `none` in the list means none; an endpoint alone means OTLP (the SDK's own default exporter).
+  const explicitNone = (values.OTEL_TRACES_EXPORTER as string[]).includes("none") && named.length === 0;
+  shaped.telemetry.exporters = !shaped.telemetry.tracing || explicitNone ? [] : named.length > 0 ? [...new Set(named)] : ["otlp"];
+  if (shaped.telemetry.exporters.length === 0) shaped.telemetry.tracing = false;
   // An explicit URL is never replaced by an embedded service, even when it equals the default.
   shaped.services.redisUrlSet = !!env.REDIS_URL;
   shaped.services.databaseUrlSet = !!env.DATABASE_URL;

@@ -194,6 +194,11 @@ export interface TelemetryConfig {
    * OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; never with OTEL_SDK_DISABLED=true.
    */
   tracing: boolean;
+  /**
+   * Where spans go when tracing is on: OTEL_TRACES_EXPORTER's `otlp` / `console` entries; `otlp` alone when only an
+   * OTLP endpoint turned tracing on.
+   */
+  exporters: Array<"otlp" | "console">;
   /** OTEL_SERVICE_NAME; null: each process names itself (`switchyard-<role>`). */
   serviceName: string | null;
 }

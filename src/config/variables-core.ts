@@ -203,7 +203,7 @@ export const coreVariables: readonly Variable[] = [
     group: "telemetry",
     readBy: ["all"],
     defaultText: "(none)",
-    doc: "tracing is on when this is set to anything but `none`, or when an OTLP endpoint is set",
+    doc: "tracing is on when this names `otlp` or `console` (spans to OTLP/HTTP, or each span printed on stdout), or when an OTLP endpoint is set (then `otlp`); `none` alone keeps it off even with an endpoint",
   }),
   input<string | null>("OTEL_EXPORTER_OTLP_ENDPOINT", null, url(["http:", "https:"]), {
     group: "telemetry",

@@ -113,6 +113,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       bus: runtime.bus,
       redis: runtime.redis,
       keyPrefix: runtime.config.bus.keyPrefix,
+      flagDefaults: runtime.config.flags,
       maxPayloadBytes: runtime.config.bus.maxPayloadBytes,
       logger,
       watches,

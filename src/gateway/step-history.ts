@@ -8,6 +8,7 @@
  * `result`, `timeout` and `cancel` rows end it.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { AuditRow } from "../domain.js";
 import type { ForeignBridgeSchema } from "../gen/switchyard/api/v1/foreign_pb.js";
 import type { StepAttemptSchema, StepSchema } from "../gen/switchyard/api/v1/tasks_pb.js";
 import type { Queryable } from "../store/db.js";
@@ -16,18 +17,8 @@ import { toTimestamp } from "./convert/values.js";
 
 const HOP_ACTIONS = new Set(["dispatch", "sub_query", "a2a_egress"]);
 
-export interface AuditStepRow {
-  seq: number;
-  action: string;
-  actor: string;
-  destination: string;
-  verdict: string;
-  rule: string;
-  reason: string;
-  cost: number;
-  stepId: string;
-  atMs: number;
-}
+/** The audit row fields the fold reads. */
+export type AuditStepRow = Pick<AuditRow, "seq" | "action" | "actor" | "destination" | "verdict" | "rule" | "reason" | "cost" | "stepId" | "atMs">;
 
 export interface AttemptView {
   attempt: number;

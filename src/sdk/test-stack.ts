@@ -10,8 +10,6 @@
  * Timings are the tests' (100 ms reads and sweeps, 5 s step timeout) so a retry or a timeout is seen in seconds.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { Coordinator } from "../coordinator/coordinator.js";
 import type { TaskView } from "../coordinator/tasks.js";
@@ -98,15 +96,6 @@ function stackConfig(redisUrl: string, databaseUrl: string, keyPrefix: string): 
   };
 }
 
-/**
- * The migrations: beside the source in a checkout (src/store → migrations/), at the package root in an installed
- * package, where the compiled code sits one folder deeper (dist/src/store) and `files` ships migrations/ at the top.
- */
-function migrationsDir(): string {
-  const installed = fileURLToPath(new URL("../../../migrations/", import.meta.url));
-  return existsSync(defaultMigrationsDir) ? defaultMigrationsDir : installed;
-}
-
 function withDatabase(url: string, name: string): string {
   const parsed = new URL(url);
   parsed.pathname = `/${name}`;
@@ -172,7 +161,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   const base = stackConfig(redisUrl, databaseUrl, keyPrefix);
   const config = options.configure ? options.configure(base) : base;
   try {
-    await migrate({ connectionString: databaseUrl, createDatabase: false, dir: migrationsDir() });
+    await migrate({ connectionString: databaseUrl, createDatabase: false, dir: defaultMigrationsDir });
     // checks off: the schema is the one just migrated (and the runtime's own check would look for the migrations
     // beside the compiled code, where an installed package has none); Redis is still checked below.
     runtime = await createRuntime(config, { devBusSecret: true, checks: false, ...(options.logger ? { logger: options.logger } : {}), applicationName: "switchyard-test-stack" });

@@ -3,12 +3,12 @@
  * concurrent starters serialise. Refuses a database whose schema is newer than the migrations this code ships.
  */
 import { readdir, readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import path from "node:path";
 import pg from "pg";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { assetPath } from "../package-paths.js";
 
-export const defaultMigrationsDir = fileURLToPath(new URL("../../migrations/", import.meta.url));
+export const defaultMigrationsDir = assetPath("migrations/");
 
 // Arbitrary but fixed: every Switchyard migrator contends on the same key.
 const MIGRATION_LOCK_KEY = 7_146_920_331;

@@ -3,7 +3,8 @@
  * `config.telemetry.tracing` is on. The SDK is imported lazily: a process with tracing off never loads it (start-up
  * time, memory), and product code only ever sees `@opentelemetry/api` (tracing.ts).
  *
- * The OTLP/HTTP exporter reads the standard OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout) itself.
+ * Exporters: `otlp` (OTLP/HTTP, which reads the standard OTEL_EXPORTER_OTLP_* variables — endpoint, headers,
+ * timeout — itself) and `console` (stdout), as OTEL_TRACES_EXPORTER names them (config.telemetry.exporters).
  */
 import { context, propagation, trace } from "@opentelemetry/api";
 import type { TelemetryConfig } from "../config.js";
@@ -25,22 +26,24 @@ export interface StartTracingOptions {
 
 export async function startTracing(config: TelemetryConfig, options: StartTracingOptions): Promise<Tracing> {
   if (!config.tracing) return off;
-  const [{ NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
+  const [{ NodeTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, ConsoleSpanExporter }, { resourceFromAttributes }] = await Promise.all([
     import("@opentelemetry/sdk-trace-node"),
-    import("@opentelemetry/exporter-trace-otlp-http"),
     import("@opentelemetry/resources"),
   ]);
   const serviceName = config.serviceName ?? `switchyard-${options.role}`;
-  const exporter = new OTLPTraceExporter();
-  const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ "service.name": serviceName }),
-    spanProcessors: [new BatchSpanProcessor(exporter)],
-  });
+  const spanProcessors = [];
+  if (config.exporters.includes("otlp")) {
+    const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
+    spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+  }
+  // Each span as it ends, on stdout: for looking at traces without a collector (OTEL_TRACES_EXPORTER=console).
+  if (config.exporters.includes("console")) spanProcessors.push(new SimpleSpanProcessor(new ConsoleSpanExporter()));
+  const provider = new NodeTracerProvider({ resource: resourceFromAttributes({ "service.name": serviceName }), spanProcessors });
   // Global: the AsyncLocalStorage context manager (an API request's span is the parent of what it starts) and the
   // W3C propagator for any instrumented library.
   provider.register();
   useTracerProvider(provider);
-  options.logger.info({ serviceName }, "tracing on: spans are exported");
+  options.logger.info({ serviceName, exporters: config.exporters }, "tracing on: spans are exported");
   let stopping: Promise<void> | undefined;
   return {
     shutdown: () =>

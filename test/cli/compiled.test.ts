@@ -1,6 +1,7 @@
 /**
- * The compiled CLI (issue 12 §1): `bin/switchyard.js` runs dist/ — JavaScript only, no tsx — lists every command
- * and option the TypeScript source does, loads no implementation module for `--help`, prints the package version,
+ * The compiled CLI (issue 12 §1): `bin/switchyard.js` runs the bundle in dist/bundle/ — JavaScript only, no tsx —
+ * lists every command and option the TypeScript source does, loads no implementation module for `--help`, prints
+ * the package version,
  * runs a real command against the test database, and writes nothing to the temp directory (a read-only root
  * filesystem in the image). Assumes `npm ci` (prepare) or `npm run build` has built dist/; fails, not skips, when not.
  */
@@ -12,11 +13,15 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildProgram, runCli } from "../../src/cli/main.js";
+import { ErrorCode, isSwitchyardError, SwitchyardError } from "../../src/errors.js";
+import { errorInfoOf } from "../../src/harness/error-info.js";
 import { APPROVAL_WORKFLOW, createCliEnvironment, type CliEnvironment } from "./helpers.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const BIN = join(ROOT, "bin", "switchyard.js");
-const COMPILED_MAIN = join(ROOT, "dist", "src", "cli", "main.js");
+const COMPILED_MAIN = join(ROOT, "dist", "bundle", "cli.js");
+/** Which source modules each bundle file holds (scripts/bundle-cli.mjs writes it). */
+const BUNDLE_META = join(ROOT, "dist", "bundle", "meta.json");
 
 interface Run {
   code: number | null;
@@ -84,11 +89,26 @@ async function binLoading(args: string[], env: Record<string, string> = {}): Pro
   }
 }
 
-/** The npm packages among loaded module URLs (`@scope/name` or `name`). */
-function packagesOf(urls: readonly string[]): string[] {
-  const names = new Set<string>();
+/**
+ * The modules behind loaded URLs: a bundle file stands for the source modules inside it (dist/bundle/meta.json,
+ * paths relative to the repository), anything else for itself.
+ */
+async function modulesOf(urls: readonly string[]): Promise<string[]> {
+  const meta = JSON.parse(await readFile(BUNDLE_META, "utf8")) as Record<string, string[]>;
+  const modules: string[] = [];
   for (const url of urls) {
-    const match = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+    const inBundle = url.split("/dist/bundle/")[1];
+    if (inBundle === undefined) modules.push(url);
+    else modules.push(...(meta[inBundle] ?? [`unknown bundle file ${inBundle}`]));
+  }
+  return modules;
+}
+
+/** The npm packages among loaded modules, bundled or not (`@scope/name` or `name`). */
+async function packagesOf(urls: readonly string[]): Promise<string[]> {
+  const names = new Set<string>();
+  for (const module of await modulesOf(urls)) {
+    const match = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(module);
     if (match) names.add(match[1]!);
   }
   return [...names].sort();
@@ -96,7 +116,7 @@ function packagesOf(urls: readonly string[]): string[] {
 
 beforeAll(() => {
   if (!existsSync(COMPILED_MAIN)) {
-    throw new Error(`dist/src/cli/main.js is missing: run \`npm run build\` (npm ci runs it through prepare) before these tests`);
+    throw new Error(`dist/bundle/cli.js is missing: run \`npm run build\` (npm ci runs it through prepare) before these tests`);
   }
 });
 
@@ -126,16 +146,30 @@ describe("compiled CLI: help and version", () => {
     for (const command of Object.keys(await sourceHelp()).filter((p) => p !== "" && !p.includes(" "))) {
       expect(run.stdout).toMatch(new RegExp(`^  ${command}\\b`, "m"));
     }
-    expect(run.loaded.some((url) => url.endsWith("/dist/src/cli/main.js"))).toBe(true);
-    expect(packagesOf(run.loaded)).toEqual(["commander"]);
-    expect(run.loaded.filter((url) => !url.startsWith("node:") && !url.includes("/node_modules/") && !url.includes("/dist/") && !url.endsWith("/bin/switchyard.js"))).toEqual([]);
+    expect(run.loaded.some((url) => url.endsWith("/dist/bundle/cli.js"))).toBe(true);
+    expect(await packagesOf(run.loaded)).toEqual(["commander"]);
+    expect(run.loaded.filter((url) => !url.startsWith("node:") && !url.includes("/dist/bundle/") && !url.endsWith("/bin/switchyard.js"))).toEqual([]);
+    // No implementation: the runtime, the engine, the generated protobuf code stay in chunks not loaded.
+    const modules = await modulesOf(run.loaded);
+    expect(modules.filter((m) => /dist\/src\/(runtime|coordinator\/engine|gen\/)/.test(m))).toEqual([]);
+    expect(modules).toContain("dist/src/cli/main.js");
+  });
+
+  it("stops quietly when the reader closes the pipe (switchyard --help | head -1)", async () => {
+    const child = spawn(process.execPath, [BIN, "--help"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    // Closed before the CLI writes: its first write meets a pipe with no reader (EPIPE).
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
   });
 
   it("a usage error is reported without loading the implementation either", async () => {
     const run = await binLoading(["task", "start"]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/^error: INVALID_ARGUMENT: missing required argument 'workflow'/);
-    expect(packagesOf(run.loaded)).toEqual(["commander"]);
+    expect(await packagesOf(run.loaded)).toEqual(["commander"]);
   });
 });
 
@@ -170,6 +204,22 @@ describe("compiled CLI: handler modules", () => {
   });
 });
 
+describe("compiled CLI: errors across copies of the code", () => {
+  it("a SwitchyardError of another copy (a handler's switchyard/harness beside the CLI bundle) keeps its class and code", async () => {
+    // dist/src/errors.js is one copy, the source this test imports another: what a handler and the bundle are.
+    const compiled = (await import(pathToFileURL(join(ROOT, "dist", "src", "errors.js")).href)) as typeof import("../../src/errors.js");
+    const thrown = new compiled.SwitchyardError(compiled.ErrorCode.InvalidArgument, "input is not an invoice");
+    expect(compiled.SwitchyardError).not.toBe(SwitchyardError);
+    expect(thrown instanceof SwitchyardError).toBe(true);
+    expect(isSwitchyardError(thrown, ErrorCode.InvalidArgument)).toBe(true);
+    expect(errorInfoOf(thrown)).toEqual({ code: "INVALID_ARGUMENT", message: "input is not an invoice", retryable: false });
+    // The brand is not a name: an Error merely called SwitchyardError is still a handler failure.
+    const impostor = Object.assign(new Error("nope"), { name: "SwitchyardError", code: "INVALID_ARGUMENT" });
+    expect(impostor instanceof SwitchyardError).toBe(false);
+    expect(errorInfoOf(impostor)).toMatchObject({ code: "HANDLER_FAILED", retryable: true });
+  });
+});
+
 describe("compiled CLI: not built", () => {
   it("the bin says in one line that dist/ is missing and names npm run build", async () => {
     // A copy of the bin in a directory without dist/: what a checkout looks like before its first build.
@@ -179,7 +229,7 @@ describe("compiled CLI: not built", () => {
       await copyFile(BIN, join(dir, "bin", "switchyard.js"));
       const run = await node([join(dir, "bin", "switchyard.js"), "--help"]);
       expect(run).toMatchObject({ code: 1, stdout: "" });
-      expect(run.stderr).toBe("error: CONFIG: switchyard is not built (dist/src/cli/main.js is missing): run `npm run build`\n");
+      expect(run.stderr).toBe("error: CONFIG: switchyard is not built (dist/bundle/cli.js is missing): run `npm run build`\n");
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -12,7 +12,7 @@ import { LOG_LEVELS } from "../../src/config/variables-core.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 
 /** Fields computed from several variables (or a family of them) in load.ts rather than copied from one. */
-const DERIVED = ["telemetry.tracing", "services.redisUrlSet", "services.databaseUrlSet", "foreign.secrets"];
+const DERIVED = ["telemetry.tracing", "telemetry.exporters", "services.redisUrlSet", "services.databaseUrlSet", "foreign.secrets"];
 
 function configError(env: Record<string, string>): SwitchyardError {
   try {
@@ -130,6 +130,16 @@ describe("variables with their own rules", () => {
     expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://collector/v1/traces" }).telemetry.tracing).toBe(true);
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "TRUE" }).telemetry.tracing).toBe(false);
     expect(configError({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }).details).toEqual({ variable: "OTEL_EXPORTER_OTLP_ENDPOINT" });
+  });
+
+  it("exports to what OTEL_TRACES_EXPORTER names: console is not OTLP; an endpoint alone means OTLP; none means none", () => {
+    const telemetry = (env: Record<string, string>) => loadConfig(env).telemetry;
+    expect(telemetry({ OTEL_TRACES_EXPORTER: "console" })).toMatchObject({ tracing: true, exporters: ["console"] });
+    expect(telemetry({ OTEL_TRACES_EXPORTER: "otlp,console,otlp" })).toMatchObject({ tracing: true, exporters: ["otlp", "console"] });
+    expect(telemetry({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" })).toMatchObject({ tracing: true, exporters: ["otlp"] });
+    expect(telemetry({ OTEL_TRACES_EXPORTER: "console", OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" }).exporters).toEqual(["console"]);
+    expect(telemetry({ OTEL_TRACES_EXPORTER: "none", OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" })).toMatchObject({ tracing: false, exporters: [] });
+    expect(telemetry({})).toMatchObject({ tracing: false, exporters: [] });
   });
 
   it("records whether REDIS_URL / DATABASE_URL were set, even to the default", () => {

@@ -16,7 +16,7 @@ import { WorkflowService } from "../../src/gen/switchyard/api/v1/workflows_pb.js
 import { waitFor } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
-import { createGatewayFixture, type GatewayFixture } from "./fixture.js";
+import { codeOf, createGatewayFixture, type GatewayFixture } from "./fixture.js";
 
 const ORG = "console-api";
 const FLOW = `
@@ -30,15 +30,6 @@ name: asks
 steps:
   - { id: research, to: "role:researcher" }
 `;
-
-async function codeOf(promise: Promise<unknown>): Promise<Code | "ok"> {
-  try {
-    await promise;
-  } catch (error) {
-    return ConnectError.from(error).code;
-  }
-  return "ok";
-}
 
 describe("console API additions", () => {
   let fx: GatewayFixture;

@@ -3,6 +3,7 @@
  * page does), and raw requests whose path fetch would normalise.
  */
 import { request } from "node:http";
+import { postJson } from "./fixture.js";
 
 export interface SignedIn {
   status: number;
@@ -25,7 +26,7 @@ export async function signIn(url: string, apiKey: unknown, headers: Record<strin
   return { status: res.status, body, setCookie, cookie: setCookie.split(";")[0]!, csrfToken: body.csrfToken };
 }
 
-/** A Connect JSON call authenticated by a console session; `csrf: null` leaves the header out. */
+/** A Connect JSON call authenticated by a console session; `csrfToken: null` leaves the header out. */
 export async function sessionCall(
   url: string,
   path: string,
@@ -33,24 +34,12 @@ export async function sessionCall(
   session: { cookie: string; csrfToken: string | null },
   headers: Record<string, string> = {},
 ): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${url}/${path}`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      cookie: session.cookie,
-      ...(session.csrfToken === null ? {} : { "x-csrf-token": session.csrfToken }),
-      ...headers,
-    },
-    body: JSON.stringify(body),
+  const { status, body: answer } = await postJson(url, path, body, undefined, {
+    cookie: session.cookie,
+    ...(session.csrfToken === null ? {} : { "x-csrf-token": session.csrfToken }),
+    ...headers,
   });
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: res.status, body: parsed };
+  return { status, body: answer };
 }
 
 /** GET with the path sent as written (fetch would resolve `..` before sending). */

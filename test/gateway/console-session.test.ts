@@ -64,6 +64,14 @@ describe("console sessions", () => {
     expect(missing.body.message).toContain("apiKey");
   });
 
+  it("refuses a sign-in posted from another site's page", async () => {
+    const foreign = await signIn(fx.url, key, { origin: "https://evil.example" });
+    expect(foreign.status).toBe(403);
+    expect(foreign.body).toMatchObject({ code: "PERMISSION_DENIED" });
+    expect(foreign.setCookie).toBe("");
+    expect((await signIn(fx.url, key, { origin: fx.url })).status).toBe(200);
+  });
+
   it("GET /console/session answers for a live session and 401 without one", async () => {
     const s = await signIn(fx.url, key);
     const res = await fetch(`${fx.url}/console/session`, { headers: { cookie: s.cookie } });

@@ -6,7 +6,9 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fileURLToPath } from "node:url";
 import { CONSOLE_CSP } from "../../src/gateway/console/console-headers.js";
+import { defaultConsoleDirs } from "../../src/gateway/console/static-route.js";
 import { startGateway, type Gateway } from "../../src/gateway/server.js";
 import { createGatewayFixture, type GatewayFixture } from "./fixture.js";
 import { rawGet } from "./console-fixture.js";
@@ -45,6 +47,11 @@ describe("console static files", () => {
     expect(CONSOLE_CSP).toBe(CSP_EXPECTED);
   });
 
+  it("looks for the build in dist/console/ of the package by default", () => {
+    const root = fileURLToPath(new URL("../../", import.meta.url));
+    expect(defaultConsoleDirs()).toEqual([path.join(root, "dist", "console")]);
+  });
+
   it("redirects /console to /console/ and serves index.html there, not cached", async () => {
     const redirect = await fetch(`${fx.url}/console`, { redirect: "manual" });
     expect(redirect.status).toBe(308);
@@ -72,7 +79,7 @@ describe("console static files", () => {
   });
 
   it("answers index.html for app routes, 404 for a missing asset", async () => {
-    for (const route of ["/console/tasks", "/console/tasks/9222-abc", "/console/operations/flags?scope=global"]) {
+    for (const route of ["/console/tasks", "/console/tasks/9222-abc", "/console/operations/flags?scope=global", "/console/agents/fact.checker"]) {
       const res = await fetch(`${fx.url}${route}`);
       expect(res.status, route).toBe(200);
       expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");

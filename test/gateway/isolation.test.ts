@@ -16,17 +16,7 @@ import { withTenantTransaction } from "../../src/store/tenant-scope.js";
 import { listApiKeys, revokeApiKey } from "../../src/tenancy/api-keys.js";
 import { waitFor } from "../support/runtime.js";
 import { Workers } from "../support/workers.js";
-import { createGatewayFixture, postJson, type GatewayFixture } from "./fixture.js";
-
-/** The Connect code the call failed with; "ok" when it did not fail. */
-async function codeOf(promise: Promise<unknown>): Promise<Code | "ok"> {
-  try {
-    await promise;
-  } catch (error) {
-    return ConnectError.from(error).code;
-  }
-  return "ok";
-}
+import { codeOf, createGatewayFixture, postJson, type GatewayFixture } from "./fixture.js";
 
 const FLOW = `
 name: secret-flow
@@ -65,6 +55,7 @@ describe("tenant isolation and authentication", () => {
   it("tenant A asking for tenant B's task, approval, workflow or foreign agent gets NOT_FOUND", async () => {
     expect(await codeOf(fx.client(TaskService, keyA).get({ id: taskB }))).toBe(Code.NotFound);
     expect(await codeOf(fx.client(TaskService, keyA).cancel({ id: taskB }))).toBe(Code.NotFound);
+    expect(await codeOf(fx.client(TaskService, keyA).explain({ id: taskB }))).toBe(Code.NotFound);
     expect(await codeOf(fx.client(TaskService, keyA).start({ workflow: "secret-flow" }))).toBe(Code.NotFound);
     expect(await codeOf(fx.client(ApprovalService, keyA).decide({ id: approvalB, approve: true }))).toBe(Code.NotFound);
     expect(await codeOf(fx.client(WorkflowService, keyA).get({ ref: "secret-flow" }))).toBe(Code.NotFound);

@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Code } from "@connectrpc/connect";
 import { runCli } from "../../src/cli/main.js";
+import { createSwitchyardClient } from "../../src/sdk/client.js";
 import { FLAGS_ON_ENV, redisUrl } from "../support/env.js";
 import { waitFor } from "../support/runtime.js";
 import { waitForProgress } from "../support/wait.js";
@@ -109,9 +111,36 @@ describe("CLI remote mode", () => {
     expect((await cli(["approval", "approve", approvalId], "remote")).code).toBe(0);
     const watched = await watching;
     expect(watched.code).toBe(0);
-    expect(watched.stdout).toContain(`  step publish: parked on approval ${approvalId}\n`);
+    // The gateway's explanation (TaskService.Explain), as direct mode words it: the rule and how to decide.
+    expect(watched.stdout).toContain(`  step publish: parked on approval ${approvalId} (rule builtin:approval-hint: the workflow step asks for a human approval) since `);
     expect(watched.stdout).toMatch(/step publish \(role:echo\): completed/);
     expect(watched.stdout).toMatch(new RegExp(`task ${taskId} completed`));
+  });
+
+  it("task watch over the API explains a step no harness reads as direct mode does (TaskService.Explain); another tenant cannot ask", async () => {
+    await writeFile(join(dir, "stuck.yaml"), 'name: stuck\nsteps:\n  - { id: only, to: "role:nobody", timeout: 10m }\n');
+    expect((await cli(["workflow", "submit", "stuck.yaml"], "remote")).code).toBe(0);
+    const taskId = (await cli(["task", "start", "stuck"], "remote")).last;
+    await waitForProgress({
+      what: `step only of task ${taskId} to be dispatched`,
+      progress: async () => JSON.parse((await cli(["task", "get", taskId, "--json"], "remote")).stdout) as { steps: Array<{ status: string }> },
+      done: (task) => task.steps[0]?.status === "dispatched",
+      key: (task) => JSON.stringify(task.steps),
+    });
+    const watch = ["task", "watch", taskId, "--timeout", "2.5", "--explain-after", "1"];
+    const reason = /no change for \d+ s:\n {2}step only: no harness has ever read role:nobody\n/;
+    const remote = await cli(watch, "remote");
+    expect(remote.code).toBe(1);
+    expect(remote.stdout).toMatch(reason);
+    expect((await cli([...watch, "--tenant", "acme"], "direct")).stdout).toMatch(reason);
+
+    expect((await cli(["flags", "set", "HARNESS_ENABLED", "off", "--role", "nobody", "--reason", "test"], "direct")).code).toBe(0);
+    const client = createSwitchyardClient({ url: fx.url, token: key });
+    expect((await client.tasks.explain({ id: taskId })).lines).toEqual(["step only: no harness has ever read role:nobody; HARNESS_ENABLED is off for role:nobody (flags table)"]);
+    const stranger = createSwitchyardClient({ url: fx.url, token: await fx.tenant("stranger") });
+    await expect(stranger.tasks.explain({ id: taskId })).rejects.toMatchObject({ code: Code.NotFound });
+    await cli(["task", "cancel", taskId], "remote");
+    expect((await client.tasks.explain({ id: taskId })).lines).toEqual([]);
   });
 
   it("an invalid workflow file fails the same way: exit 2, the file and the field path", async () => {

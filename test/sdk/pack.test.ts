@@ -87,7 +87,7 @@ test("runs a workflow through the real coordinator on a scratch database", async
 });
 `;
 
-const TSCONFIG = { compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, outDir: "out", types: ["node"], skipLibCheck: true }, include: ["*.ts"] };
+const TSCONFIG = { compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, outDir: "out", types: ["node"] }, include: ["*.ts"] };
 
 describe.skipIf(!ENABLED)("the packed package (SWITCHYARD_PACK_TEST=1)", () => {
   const scratch: string[] = [];
@@ -123,6 +123,17 @@ describe.skipIf(!ENABLED)("the packed package (SWITCHYARD_PACK_TEST=1)", () => {
     await writeFile(join(project, "handler.test.ts"), HANDLER_TEST);
     // Uses REDIS_URL / DATABASE_URL (inherited) or the local defaults, and the migrations shipped in the package.
     await writeFile(join(project, "workflow.test.ts"), WORKFLOW_TEST);
+
+    // The installed command runs its bundle (dist/bundle/), dependencies from the project's node_modules.
+    const bin = join(project, "node_modules/.bin/switchyard");
+    expect((await run(bin, ["--version"], { cwd: project })).stdout).toBe(`${pkg.version as string}\n`);
+    await writeFile(join(project, "bad.yaml"), "name: bad\nsteps:\n  - { id: a, to: \"nowhere\" }\n");
+    const refused = await execFileAsync(bin, ["workflow", "submit", "bad.yaml", "--tenant", "acme"], { cwd: project }).then(
+      () => ({ code: 0, stderr: "" }),
+      (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? "" }),
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/^error: INVALID_WORKFLOW: .*bad\.yaml: steps\[0\]\.to: must be role:NAME/m);
 
     await run(join(project, "node_modules/.bin/tsc"), ["-p", "."], { cwd: project });
     const tested = await run(process.execPath, ["--test", "out/"], { cwd: project });

@@ -1,11 +1,11 @@
 /**
  * The SDK a process entry starts when OTEL_* turn tracing on: spans reach an OTLP/HTTP endpoint (here a local
  * server standing in for a collector) at the latest when the process shuts down, under the configured service
- * name; with tracing off nothing is started and nothing is sent.
+ * name, or stdout with the console exporter; with tracing off nothing is started and nothing is sent.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startTracing } from "../../src/telemetry/sdk.js";
 import { tracer, tracingOn } from "../../src/telemetry/tracing.js";
 import { silentLogger } from "../../src/logger.js";
@@ -36,7 +36,7 @@ describe("startTracing", () => {
   });
 
   it("exports the process's spans over OTLP/HTTP by the time it shuts down", async () => {
-    const tracing = await startTracing({ tracing: true, serviceName: null }, { role: "coordinator", logger: silentLogger });
+    const tracing = await startTracing({ tracing: true, exporters: ["otlp"], serviceName: null }, { role: "coordinator", logger: silentLogger });
     expect(tracingOn()).toBe(true);
     tracer().startSpan("switchyard.hop task_started", { attributes: { "switchyard.task": "t-1" } }).end();
     await tracing.shutdown();
@@ -47,8 +47,22 @@ describe("startTracing", () => {
     expect(sent).toContain("switchyard-coordinator");
   });
 
+  it("OTEL_TRACES_EXPORTER=console prints each span as it ends and sends nothing over OTLP", async () => {
+    const printed: unknown[] = [];
+    const dir = vi.spyOn(console, "dir").mockImplementation((value: unknown) => void printed.push(value));
+    try {
+      const tracing = await startTracing({ tracing: true, exporters: ["console"], serviceName: "sy-test" }, { role: "coordinator", logger: silentLogger });
+      tracer().startSpan("switchyard.hop task_started", { attributes: { "switchyard.task": "t-2" } }).end();
+      expect(printed).toEqual([expect.objectContaining({ name: "switchyard.hop task_started", attributes: { "switchyard.task": "t-2" } })]);
+      await tracing.shutdown();
+    } finally {
+      dir.mockRestore();
+    }
+    expect(bodies).toEqual([]);
+  });
+
   it("starts nothing and sends nothing when tracing is off", async () => {
-    const tracing = await startTracing({ tracing: false, serviceName: "x" }, { role: "coordinator", logger: silentLogger });
+    const tracing = await startTracing({ tracing: false, exporters: [], serviceName: "x" }, { role: "coordinator", logger: silentLogger });
     expect(tracingOn()).toBe(false);
     await tracing.shutdown();
     expect(bodies).toEqual([]);

@@ -26,6 +26,7 @@ import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";
 import { ExitCode, formatNumber, formatTable, formatTime } from "../output.js";
 import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
+import type { TenantApi } from "../remote/tenant-api.js";
 import { ErrorCode, isSwitchyardError } from "../../errors.js";
 import { taskSource } from "../task-stream.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
@@ -83,7 +84,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
             return;
           }
           const tasks = taskSource(api, started.taskId);
-          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: started.taskId, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter }).finally(() => tasks.close());
+          const final = await waitWithProgress(ctx, say, { tasks, api, tenant: options.tenant, taskId: started.taskId, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter }).finally(() => tasks.close());
           if (options.json) ctx.printJson(final);
           else ctx.print(started.taskId);
           if (final.status !== "completed") throw new CommandExit(ExitCode.Failed);
@@ -98,8 +99,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
    * "parked on approval …", "waiting on foreign:KEY (bridge …, last state working)", "held: COORDINATOR_ENABLED
    * is off for tenant T"), again whenever the reason changes. Exits 0 when the task completes, 1 when it fails, is
    * cancelled or `--timeout` passes. With `--json` the last stdout line is the TaskView and the rest goes to
-   * stderr. With `--url` it follows the API's streaming Watch and explains only what the task view says (see
- * stall-explainer.ts).
+   * stderr. With `--url` it follows the API's streaming Watch and asks the gateway why (TaskService.Explain).
    */
   task
     .command("watch")
@@ -114,7 +114,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
         await withTenantApi(ctx, options.tenant, async (api) => {
           const say = (line: string) => (options.json ? ctx.note(line) : ctx.print(line));
           const tasks = taskSource(api, id);
-          const final = await waitWithProgress(ctx, say, { tasks, tenant: options.tenant, taskId: id, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter }).finally(() => tasks.close());
+          const final = await waitWithProgress(ctx, say, { tasks, api, tenant: options.tenant, taskId: id, timeoutSeconds: options.timeout, explainAfterSeconds: options.explainAfter }).finally(() => tasks.close());
           if (options.json) ctx.printJson(final);
           if (final.status !== "completed") throw new CommandExit(ExitCode.Failed);
         });
@@ -245,11 +245,18 @@ function statusesOption(value: string): TaskStatus[] {
 async function waitWithProgress(
   ctx: CliContext,
   say: (line: string) => void,
-  options: { tasks: Parameters<typeof watchTask>[0]["tasks"]; tenant: string | undefined; taskId: string; timeoutSeconds: number | undefined; explainAfterSeconds: number },
+  options: {
+    tasks: Parameters<typeof watchTask>[0]["tasks"];
+    api: Pick<TenantApi, "explainTask">;
+    tenant: string | undefined;
+    taskId: string;
+    timeoutSeconds: number | undefined;
+    explainAfterSeconds: number;
+  },
 ): Promise<TaskView> {
   const { createStallExplainer } = await import("../stall-explainer.js");
   const stop = ctx.shutdownSignal();
-  const explainer = createStallExplainer(ctx);
+  const explainer = createStallExplainer(ctx, options.api);
   let explained = "";
   try {
     const final = await watchTask({

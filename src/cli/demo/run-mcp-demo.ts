@@ -9,8 +9,8 @@
  * publishes → the hops from the audit log and the chain.
  */
 import { readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import { listBridges } from "../../foreign/bridge-store.js";
+import { assetPath } from "../../package-paths.js";
 import type { ForeignAgentInput, ForeignAgentRecord } from "../../foreign/registry.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain } from "../../governance/audit-verify.js";
@@ -26,7 +26,7 @@ import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
 import { indent, prepareDemoDatabase, watchNarrated } from "./narration.js";
 
-export const MCP_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/mcp-demo.yaml", import.meta.url));
+export const MCP_WORKFLOW_PATH = assetPath("examples/workflows/mcp-demo.yaml");
 export const MCP_DEMO_AGENT_KEY = "text-stats";
 const ROLES = ["writer", "publisher"] as const;
 /** The same options as the main demo: config, narration, logger, tenant, topic, time bound, signal. */

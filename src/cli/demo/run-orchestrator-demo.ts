@@ -13,7 +13,6 @@
  * rows) → every hop from the audit log → the chain.
  */
 import { readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import type { AuditRow } from "../../domain.js";
 import type { StepView, TaskView } from "../../coordinator/tasks.js";
 import { listAudit } from "../../governance/audit-log.js";
@@ -28,8 +27,9 @@ import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
 import { indent, prepareDemoDatabase, watchNarrated } from "./narration.js";
 import { DEMO_ACTOR, type DemoOptions } from "./run-demo.js";
+import { assetPath } from "../../package-paths.js";
 
-export const ORCHESTRATOR_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/orchestrator-demo.yaml", import.meta.url));
+export const ORCHESTRATOR_WORKFLOW_PATH = assetPath("examples/workflows/orchestrator-demo.yaml");
 const ROLES = ["orchestrator", "analyst", "critic", "writer"] as const;
 /** The workflow step the orchestrator runs as. */
 const ORIGIN_STEP = "gather";

@@ -9,7 +9,6 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import { sign } from "@octokit/webhooks-methods";
 import type { Config } from "../../config.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
@@ -29,8 +28,9 @@ import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
 import { indent, prepareDemoDatabase } from "./narration.js";
 import { startProviderStub, type ProviderStub } from "./provider-stubs.js";
+import { assetPath } from "../../package-paths.js";
 
-export const ORIGIN_WORKFLOW_PATH = fileURLToPath(new URL("../../../examples/workflows/issue-responder.yaml", import.meta.url));
+export const ORIGIN_WORKFLOW_PATH = assetPath("examples/workflows/issue-responder.yaml");
 const ROLE = "responder";
 const ACTOR = "demo";
 

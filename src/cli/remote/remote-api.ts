@@ -95,6 +95,9 @@ export function createRemoteTenantApi(target: RemoteTarget, tenant: string | und
     async getTask(id) {
       return taskFromProto((await call(() => tasks.get({ id }))).task!);
     },
+    async explainTask(id) {
+      return (await call(() => tasks.explain({ id }))).lines;
+    },
     async *watchTask(id, signal) {
       try {
         for await (const res of tasks.watch({ id }, { signal })) yield taskFromProto(res.task!);

@@ -36,6 +36,8 @@ export interface TenantApi {
   getTask(id: string): Promise<TaskView>;
   /** The task now and at every change until it finishes (the API's streaming Watch); absent in direct mode, which polls. */
   watchTask?(id: string, signal: AbortSignal): AsyncIterable<TaskView>;
+  /** Why the task does not move (the API's TaskService.Explain); absent in direct mode, which reads the facts itself. */
+  explainTask?(id: string): Promise<string[]>;
   cancelTask(id: string, actor: string, reason: string): Promise<{ task: TaskView; alreadyFinished: boolean }>;
   /** Posts text to the task's reply address as the tenant; waits for the outcome (see TaskService.reply). */
   replyTask(request: { taskId: string; text: string; idempotencyKey?: string; actor: string }): Promise<ReplyOutcome>;

@@ -14,7 +14,7 @@ import type { Queryable } from "../../store/db.js";
 import { resolveApiKey } from "../../tenancy/api-keys.js";
 import { CONSOLE_SECURITY_HEADERS, sendConsoleJson } from "./console-headers.js";
 import { clearedSessionCookie, sessionCookie } from "./cookies.js";
-import { checkCsrf, requestSessionToken, type HeaderSource } from "./session-auth.js";
+import { checkCsrf, isOwnOrigin, requestSessionToken, type HeaderSource } from "./session-auth.js";
 import type { ConsoleSession, ConsoleSessionStore } from "./session-store.js";
 import type { SignInLimiter } from "./sign-in-limiter.js";
 
@@ -79,6 +79,11 @@ async function signIn(req: IncomingMessage, res: ServerResponse, deps: SessionRo
   const wait = deps.limiter.retryAfterMs(source);
   if (wait > 0) {
     throw new SwitchyardError(ErrorCode.ResourceExhausted, `too many failed sign-ins from this address; try again in ${Math.ceil(wait / 1000)} s`, { details: { retryAfterMs: wait } });
+  }
+  // Another site's page must not sign a visitor in as someone else (login CSRF): browsers send Origin on POST.
+  const origin = req.headers.origin;
+  if (origin !== undefined && !isOwnOrigin(origin, req.headers.host ?? null, deps.publicUrl)) {
+    throw new SwitchyardError(ErrorCode.PermissionDenied, `console sign-in is accepted only from the gateway's own pages, not from origin ${origin}`);
   }
   const apiKey = parseSignIn(await readBody(req, MAX_BODY_BYTES));
   const resolved = await resolveApiKey(deps.db, apiKey);

@@ -2,8 +2,8 @@
  * The console's static files under `/console/`, from the Vite build in `dist/console/`.
  *
  * - `/console` redirects to `/console/`; a path that is not a file answers `index.html` (the app routes in the
- *   browser), except paths that look like files (`assets/x.js`): a missing script is a 404, not HTML that the
- *   browser would refuse under `nosniff` with a confusing message.
+ *   browser), except under `assets/`: a missing script is a 404, not HTML that the browser would refuse under
+ *   `nosniff` with a confusing message.
  * - Paths are decoded once and must stay inside the directory: `..` segments, backslashes, encoded slashes and NUL
  *   are refused with 400 before anything touches the file system.
  * - `assets/*` (content-hashed names) are cached for a year as immutable; everything else is `no-cache`.
@@ -13,17 +13,20 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { packageLocation } from "../../package-paths.js";
 import { CONSOLE_SECURITY_HEADERS, sendConsoleText } from "./console-headers.js";
 
 export const CONSOLE_PREFIX = "/console";
 
 /**
- * Where the console build lives: `dist/console/` of the package. This file is `src/gateway/console/` in a checkout
- * (run by tsx) and `dist/src/gateway/console/` once built, so three levels up is the checkout or `dist/`.
+ * Where the console build lives: `dist/console/` of the package, in every layout (the checkout run by tsx, the
+ * compiled tree, the CLI bundle, an installed package), found from the package root (package-paths.ts). Looked
+ * up when asked, not at import: finding the root reads package.json.
  */
-const TREE_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-export const defaultConsoleDirs: readonly string[] = [path.join(TREE_ROOT, "console"), path.join(TREE_ROOT, "dist", "console")];
+export function defaultConsoleDirs(): string[] {
+  const location = packageLocation();
+  return location ? [path.join(location.root, "dist", "console")] : [];
+}
 
 const CONTENT_TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -44,12 +47,12 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 export interface StaticRouteOptions {
-  /** Directories tried in order; the first holding an `index.html` serves. @defaultValue `defaultConsoleDirs` */
+  /** Directories tried in order; the first holding an `index.html` serves. @defaultValue `defaultConsoleDirs()` */
   dirs?: readonly string[];
 }
 
 /** The console directory in use, or undefined when none is built. Looked up per request: a build may come later. */
-async function consoleDir(dirs: readonly string[]): Promise<string | undefined> {
+export async function findConsoleDir(dirs: readonly string[] = defaultConsoleDirs()): Promise<string | undefined> {
   for (const dir of dirs) {
     const found = await stat(path.join(dir, "index.html")).catch(() => undefined);
     if (found?.isFile()) return dir;
@@ -85,13 +88,13 @@ export async function serveConsoleStatic(req: IncomingMessage, res: ServerRespon
   }
   const relative = consolePathOf(pathname);
   if (relative === "bad") return sendConsoleText(res, 400, "not a console path\n");
-  const dir = await consoleDir(options.dirs ?? defaultConsoleDirs);
+  const dir = await findConsoleDir(options.dirs);
   if (!dir) return sendConsoleText(res, 404, "console not built: run npm run build\n");
   let file = relative === "" ? "index.html" : relative;
   let info = await stat(path.join(dir, file)).catch(() => undefined);
   if (!info?.isFile()) {
-    // A missing asset is a 404; any other path is a page of the app.
-    if (path.extname(file) !== "" && !file.endsWith(".html")) return sendConsoleText(res, 404, `no console file ${file}\n`);
+    // A missing asset is a 404; any other path is a page of the app (names with dots included: `agents/a.b`).
+    if (file.startsWith("assets/")) return sendConsoleText(res, 404, `no console file ${file}\n`);
     file = "index.html";
     info = await stat(path.join(dir, file));
   }

@@ -3,6 +3,7 @@
  * service is built with `transact: tenantScoped(pool)`, so every tenant request runs under row-level security.
  */
 import type { RedisClient } from "../../bus/redis-connection.js";
+import type { FlagsConfig } from "../../config.js";
 import type { Bus } from "../../bus/bus.js";
 import type { StartBatcher } from "../../coordinator/start-batcher.js";
 import type { StartTaskRequest, TaskService } from "../../coordinator/tasks.js";
@@ -24,6 +25,8 @@ export interface ServiceDeps {
   bus: Bus;
   redis: RedisClient;
   keyPrefix: string;
+  /** This gateway's environment defaults of the flags, under the flags table (TaskService.Explain names which). */
+  flagDefaults: FlagsConfig;
   maxPayloadBytes: number;
   logger: Logger;
   /** Where Watch streams take their slot and learn that their task changed (one shared poller). */

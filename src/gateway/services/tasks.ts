@@ -1,10 +1,12 @@
 /**
- * TaskService: start (idempotent by key), get, list, cancel and watch the calling tenant's tasks. Get and Watch
- * add each step's attempts, delegation links and bridges (step-history.ts) for the console's task page.
+ * TaskService: start (idempotent by key), get, list, cancel, watch and explain the calling tenant's tasks. Get and
+ * Watch add each step's attempts, delegation links and bridges (step-history.ts) for the console's task page.
  */
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { TERMINAL_TASK_STATUSES } from "../../coordinator/model.js";
 import { getTaskView, type TaskView } from "../../coordinator/tasks.js";
+import { explainStall } from "../../diagnosis/explain-stall.js";
+import { createLocalStallFacts } from "../../diagnosis/stall-facts-local.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { TaskService } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
@@ -102,6 +104,17 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
         replyId: outcome.replyId,
         approvalId: outcome.approvalId ?? "",
       };
+    },
+
+    async explain(req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      const view = await deps.tasks.get(orgId, req.id);
+      // The same reading as the CLI's without --url, under the tenant's row-level security: its approvals and bridges,
+      // the flags that hold it or its steps' queues, and the harness groups of those queues.
+      const lines = await withTenantTransaction(deps.pool, orgId, (client) =>
+        explainStall(view, createLocalStallFacts({ db: client, redis: deps.redis, keyPrefix: deps.keyPrefix, flagDefaults: deps.flagDefaults })),
+      );
+      return { lines };
     },
 
     async *watch(req, ctx: HandlerContext) {

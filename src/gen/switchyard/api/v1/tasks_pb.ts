@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchyard/api/v1/tasks.proto.
  */
 export const file_switchyard_api_v1_tasks: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS90YXNrcy5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEiawoXVGFza1NlcnZpY2VTdGFydFJlcXVlc3QSEAoId29ya2Zsb3cYASABKAkSJQoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlIKGFRhc2tTZXJ2aWNlU3RhcnRSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzaxIPCgdjcmVhdGVkGAIgASgIIiMKFVRhc2tTZXJ2aWNlR2V0UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChZUYXNrU2VydmljZUdldFJlc3BvbnNlEiUKBHRhc2sYASABKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrIoIBChZUYXNrU2VydmljZUxpc3RSZXF1ZXN0Ei8KCHN0YXR1c2VzGAEgAygOMh0uc3dpdGNoeWFyZC5hcGkudjEuVGFza1N0YXR1cxIQCgh3b3JrZmxvdxgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJhChdUYXNrU2VydmljZUxpc3RSZXNwb25zZRItCgV0YXNrcxgBIAMoCzIeLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdW1tYXJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJFChhUYXNrU2VydmljZUNhbmNlbFJlcXVlc3QSCgoCaWQYASABKAkSDgoGcmVhc29uGAIgASgJEg0KBWFjdG9yGAMgASgJIlwKGVRhc2tTZXJ2aWNlQ2FuY2VsUmVzcG9uc2USJQoEdGFzaxgBIAEoCzIXLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2sSGAoQYWxyZWFkeV9maW5pc2hlZBgCIAEoCCIlChdUYXNrU2VydmljZVdhdGNoUmVxdWVzdBIKCgJpZBgBIAEoCSJBChhUYXNrU2VydmljZVdhdGNoUmVzcG9uc2USJQoEdGFzaxgBIAEoCzIXLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2siUQoXVGFza1NlcnZpY2VSZXBseVJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSKDAQoYVGFza1NlcnZpY2VSZXBseVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIMCgRjb2RlGAIgASgJEg8KB21lc3NhZ2UYAyABKAkSEQoJcGVybWFsaW5rGAQgASgJEhAKCHJlcGx5X2lkGAUgASgJEhMKC2FwcHJvdmFsX2lkGAYgASgJIswDCgRUYXNrEgoKAmlkGAEgASgJEg4KBm9yZ19pZBgCIAEoCRIQCgh3b3JrZmxvdxgDIAEoCRItCgZzdGF0dXMYBCABKA4yHS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU3RhdHVzEiUKBWlucHV0GAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEgwKBGNvc3QYBiABKAESEwoGYnVkZ2V0GAcgASgBSACIAQESKwoFZXJyb3IYCCABKAsyHC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrRXJyb3ISLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKBXN0ZXBzGAsgAygLMhcuc3dpdGNoeWFyZC5hcGkudjEuU3RlcBIxCghyZXBseV90bxgMIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLlJlcGx5QWRkcmVzcxIpCgdyZXBsaWVzGA0gAygLMhguc3dpdGNoeWFyZC5hcGkudjEuUmVwbHlCCQoHX2J1ZGdldCItCgxSZXBseUFkZHJlc3MSDAoEa2luZBgBIAEoCRIPCgdkaXNwbGF5GAIgASgJIsoCCgVSZXBseRIKCgJpZBgBIAEoCRINCgVzdGF0ZRgCIAEoCRIRCgRjb2RlGAMgASgJSACIAQESFAoHbWVzc2FnZRgEIAEoCUgBiAEBEhYKCXBlcm1hbGluaxgFIAEoCUgCiAEBEhwKD2FkZHJlc3NfZGlzcGxheRgGIAEoCUgDiAEBEg0KBWFjdG9yGAcgASgJEhQKB3N0ZXBfaWQYCCABKAlIBIgBARIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBwoFX2NvZGVCCgoIX21lc3NhZ2VCDAoKX3Blcm1hbGlua0ISChBfYWRkcmVzc19kaXNwbGF5QgoKCF9zdGVwX2lkIqYECgRTdGVwEgoKAmlkGAEgASgJEikKBGtpbmQYAiABKA4yGy5zd2l0Y2h5YXJkLmFwaS52MS5TdGVwS2luZBItCgZzdGF0dXMYAyABKA4yHS5zd2l0Y2h5YXJkLmFwaS52MS5TdGVwU3RhdHVzEhMKC2Rlc3RpbmF0aW9uGAQgASgJEhAKCGF0dGVtcHRzGAUgASgFEgwKBGNvc3QYBiABKAESJgoGb3V0cHV0GAcgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEisKBWVycm9yGAggASgLMhwuc3dpdGNoeWFyZC5hcGkudjEuVGFza0Vycm9yEhgKC2FwcHJvdmFsX2lkGAkgASgJSACIAQESMQoIYXdhaXRpbmcYCiADKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Bd2FpdGVkUmVwbHkSLwoHaGlzdG9yeRgLIAMoCzIeLnN3aXRjaHlhcmQuYXBpLnYxLlN0ZXBBdHRlbXB0EhsKDnBhcmVudF9zdGVwX2lkGAwgASgJSAGIAQESGwoOY29ycmVsYXRpb25faWQYDSABKAlIAogBARINCgVkZXB0aBgOIAEoBRIxCgdicmlkZ2VzGA8gAygLMiAuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkJyaWRnZUIOCgxfYXBwcm92YWxfaWRCEQoPX3BhcmVudF9zdGVwX2lkQhEKD19jb3JyZWxhdGlvbl9pZCKsAgoLU3RlcEF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRIOCgZhY3Rpb24YAiABKAkSEwoLZGVzdGluYXRpb24YAyABKAkSMQoNZGlzcGF0Y2hlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB291dGNvbWUYBiABKAkSDwoHdmVyZGljdBgHIAEoCRIMCgRydWxlGAggASgJEg4KBnJlYXNvbhgJIAEoCRIMCgRjb3N0GAogASgBEhMKC2R1cmF0aW9uX21zGAsgASgDEgsKA3NlcRgMIAEoAxITCgthcHByb3ZlZF9ieRgNIAEoCSJRCgxBd2FpdGVkUmVwbHkSFgoOY29ycmVsYXRpb25faWQYASABKAkSGAoQZGVsZWdhdGVfc3RlcF9pZBgCIAEoCRIPCgdhcnJpdmVkGAMgASgIInIKCVRhc2tFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFgoJcmV0cnlhYmxlGAMgASgISACIAQESFAoHc3RlcF9pZBgEIAEoCUgBiAEBQgwKCl9yZXRyeWFibGVCCgoIX3N0ZXBfaWQilgIKC1Rhc2tTdW1tYXJ5EgoKAmlkGAEgASgJEhAKCHdvcmtmbG93GAIgASgJEi0KBnN0YXR1cxgDIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdGF0dXMSDAoEY29zdBgEIAEoARITCgZidWRnZXQYBSABKAFIAIgBARIrCgVlcnJvchgGIAEoCzIcLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tFcnJvchIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCQoHX2J1ZGdldCqoAQoKVGFza1N0YXR1cxIbChdUQVNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE1RBU0tfU1RBVFVTX1JVTk5JTkcQARIWChJUQVNLX1NUQVRVU19QQVJLRUQQAhIZChVUQVNLX1NUQVRVU19DT01QTEVURUQQAxIWChJUQVNLX1NUQVRVU19GQUlMRUQQBBIZChVUQVNLX1NUQVRVU19DQU5DRUxMRUQQBSr3AQoKU3RlcFN0YXR1cxIbChdTVEVQX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE1NURVBfU1RBVFVTX1BFTkRJTkcQARIaChZTVEVQX1NUQVRVU19ESVNQQVRDSEVEEAISGAoUU1RFUF9TVEFUVVNfUkVUUllJTkcQAxIWChJTVEVQX1NUQVRVU19QQVJLRUQQBBIXChNTVEVQX1NUQVRVU19XQUlUSU5HEAUSGQoVU1RFUF9TVEFUVVNfQ09NUExFVEVEEAYSFgoSU1RFUF9TVEFUVVNfRkFJTEVEEAcSGQoVU1RFUF9TVEFUVVNfQ0FOQ0VMTEVEEAgqVwoIU3RlcEtpbmQSGQoVU1RFUF9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSU1RFUF9LSU5EX1dPUktGTE9XEAESGAoUU1RFUF9LSU5EX0RFTEVHQVRJT04QAjLVBAoLVGFza1NlcnZpY2USYAoFU3RhcnQSKi5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVN0YXJ0UmVxdWVzdBorLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlU3RhcnRSZXNwb25zZRJaCgNHZXQSKC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUdldFJlcXVlc3QaKS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUdldFJlc3BvbnNlEl0KBExpc3QSKS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUxpc3RSZXF1ZXN0Giouc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VMaXN0UmVzcG9uc2USYwoGQ2FuY2VsEisuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VDYW5jZWxSZXF1ZXN0Giwuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VDYW5jZWxSZXNwb25zZRJiCgVXYXRjaBIqLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlV2F0Y2hSZXF1ZXN0Gisuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VXYXRjaFJlc3BvbnNlMAESYAoFUmVwbHkSKi5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVJlcGx5UmVxdWVzdBorLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlUmVwbHlSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_switchyard_api_v1_foreign]);
+  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS90YXNrcy5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEiawoXVGFza1NlcnZpY2VTdGFydFJlcXVlc3QSEAoId29ya2Zsb3cYASABKAkSJQoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlIKGFRhc2tTZXJ2aWNlU3RhcnRSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzaxIPCgdjcmVhdGVkGAIgASgIIiMKFVRhc2tTZXJ2aWNlR2V0UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChZUYXNrU2VydmljZUdldFJlc3BvbnNlEiUKBHRhc2sYASABKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrIicKGVRhc2tTZXJ2aWNlRXhwbGFpblJlcXVlc3QSCgoCaWQYASABKAkiKwoaVGFza1NlcnZpY2VFeHBsYWluUmVzcG9uc2USDQoFbGluZXMYASADKAkiggEKFlRhc2tTZXJ2aWNlTGlzdFJlcXVlc3QSLwoIc3RhdHVzZXMYASADKA4yHS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU3RhdHVzEhAKCHdvcmtmbG93GAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImEKF1Rhc2tTZXJ2aWNlTGlzdFJlc3BvbnNlEi0KBXRhc2tzGAEgAygLMh4uc3dpdGNoeWFyZC5hcGkudjEuVGFza1N1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKGFRhc2tTZXJ2aWNlQ2FuY2VsUmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSDQoFYWN0b3IYAyABKAkiXAoZVGFza1NlcnZpY2VDYW5jZWxSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzaxIYChBhbHJlYWR5X2ZpbmlzaGVkGAIgASgIIiUKF1Rhc2tTZXJ2aWNlV2F0Y2hSZXF1ZXN0EgoKAmlkGAEgASgJIkEKGFRhc2tTZXJ2aWNlV2F0Y2hSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzayJRChdUYXNrU2VydmljZVJlcGx5UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEgwKBHRleHQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIoMBChhUYXNrU2VydmljZVJlcGx5UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEgwKBGNvZGUYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRIRCglwZXJtYWxpbmsYBCABKAkSEAoIcmVwbHlfaWQYBSABKAkSEwoLYXBwcm92YWxfaWQYBiABKAkizAMKBFRhc2sSCgoCaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEhAKCHdvcmtmbG93GAMgASgJEi0KBnN0YXR1cxgEIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdGF0dXMSJQoFaW5wdXQYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDAoEY29zdBgGIAEoARITCgZidWRnZXQYByABKAFIAIgBARIrCgVlcnJvchgIIAEoCzIcLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tFcnJvchIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoFc3RlcHMYCyADKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5TdGVwEjEKCHJlcGx5X3RvGAwgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuUmVwbHlBZGRyZXNzEikKB3JlcGxpZXMYDSADKAsyGC5zd2l0Y2h5YXJkLmFwaS52MS5SZXBseUIJCgdfYnVkZ2V0Ii0KDFJlcGx5QWRkcmVzcxIMCgRraW5kGAEgASgJEg8KB2Rpc3BsYXkYAiABKAkiygIKBVJlcGx5EgoKAmlkGAEgASgJEg0KBXN0YXRlGAIgASgJEhEKBGNvZGUYAyABKAlIAIgBARIUCgdtZXNzYWdlGAQgASgJSAGIAQESFgoJcGVybWFsaW5rGAUgASgJSAKIAQESHAoPYWRkcmVzc19kaXNwbGF5GAYgASgJSAOIAQESDQoFYWN0b3IYByABKAkSFAoHc3RlcF9pZBgIIAEoCUgEiAEBEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIHCgVfY29kZUIKCghfbWVzc2FnZUIMCgpfcGVybWFsaW5rQhIKEF9hZGRyZXNzX2Rpc3BsYXlCCgoIX3N0ZXBfaWQipgQKBFN0ZXASCgoCaWQYASABKAkSKQoEa2luZBgCIAEoDjIbLnN3aXRjaHlhcmQuYXBpLnYxLlN0ZXBLaW5kEi0KBnN0YXR1cxgDIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlN0ZXBTdGF0dXMSEwoLZGVzdGluYXRpb24YBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSDAoEY29zdBgGIAEoARImCgZvdXRwdXQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKwoFZXJyb3IYCCABKAsyHC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrRXJyb3ISGAoLYXBwcm92YWxfaWQYCSABKAlIAIgBARIxCghhd2FpdGluZxgKIAMoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkF3YWl0ZWRSZXBseRIvCgdoaXN0b3J5GAsgAygLMh4uc3dpdGNoeWFyZC5hcGkudjEuU3RlcEF0dGVtcHQSGwoOcGFyZW50X3N0ZXBfaWQYDCABKAlIAYgBARIbCg5jb3JyZWxhdGlvbl9pZBgNIAEoCUgCiAEBEg0KBWRlcHRoGA4gASgFEjEKB2JyaWRnZXMYDyADKAsyIC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQnJpZGdlQg4KDF9hcHByb3ZhbF9pZEIRCg9fcGFyZW50X3N0ZXBfaWRCEQoPX2NvcnJlbGF0aW9uX2lkIqwCCgtTdGVwQXR0ZW1wdBIPCgdhdHRlbXB0GAEgASgFEg4KBmFjdGlvbhgCIAEoCRITCgtkZXN0aW5hdGlvbhgDIAEoCRIxCg1kaXNwYXRjaGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHb3V0Y29tZRgGIAEoCRIPCgd2ZXJkaWN0GAcgASgJEgwKBHJ1bGUYCCABKAkSDgoGcmVhc29uGAkgASgJEgwKBGNvc3QYCiABKAESEwoLZHVyYXRpb25fbXMYCyABKAMSCwoDc2VxGAwgASgDEhMKC2FwcHJvdmVkX2J5GA0gASgJIlEKDEF3YWl0ZWRSZXBseRIWCg5jb3JyZWxhdGlvbl9pZBgBIAEoCRIYChBkZWxlZ2F0ZV9zdGVwX2lkGAIgASgJEg8KB2Fycml2ZWQYAyABKAgicgoJVGFza0Vycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIWCglyZXRyeWFibGUYAyABKAhIAIgBARIUCgdzdGVwX2lkGAQgASgJSAGIAQFCDAoKX3JldHJ5YWJsZUIKCghfc3RlcF9pZCKWAgoLVGFza1N1bW1hcnkSCgoCaWQYASABKAkSEAoId29ya2Zsb3cYAiABKAkSLQoGc3RhdHVzGAMgASgOMh0uc3dpdGNoeWFyZC5hcGkudjEuVGFza1N0YXR1cxIMCgRjb3N0GAQgASgBEhMKBmJ1ZGdldBgFIAEoAUgAiAEBEisKBWVycm9yGAYgASgLMhwuc3dpdGNoeWFyZC5hcGkudjEuVGFza0Vycm9yEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIJCgdfYnVkZ2V0KqgBCgpUYXNrU3RhdHVzEhsKF1RBU0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTVEFTS19TVEFUVVNfUlVOTklORxABEhYKElRBU0tfU1RBVFVTX1BBUktFRBACEhkKFVRBU0tfU1RBVFVTX0NPTVBMRVRFRBADEhYKElRBU0tfU1RBVFVTX0ZBSUxFRBAEEhkKFVRBU0tfU1RBVFVTX0NBTkNFTExFRBAFKvcBCgpTdGVwU3RhdHVzEhsKF1NURVBfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTU1RFUF9TVEFUVVNfUEVORElORxABEhoKFlNURVBfU1RBVFVTX0RJU1BBVENIRUQQAhIYChRTVEVQX1NUQVRVU19SRVRSWUlORxADEhYKElNURVBfU1RBVFVTX1BBUktFRBAEEhcKE1NURVBfU1RBVFVTX1dBSVRJTkcQBRIZChVTVEVQX1NUQVRVU19DT01QTEVURUQQBhIWChJTVEVQX1NUQVRVU19GQUlMRUQQBxIZChVTVEVQX1NUQVRVU19DQU5DRUxMRUQQCCpXCghTdGVwS2luZBIZChVTVEVQX0tJTkRfVU5TUEVDSUZJRUQQABIWChJTVEVQX0tJTkRfV09SS0ZMT1cQARIYChRTVEVQX0tJTkRfREVMRUdBVElPThACMr0FCgtUYXNrU2VydmljZRJgCgVTdGFydBIqLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlU3RhcnRSZXF1ZXN0Gisuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VTdGFydFJlc3BvbnNlEloKA0dldBIoLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlR2V0UmVxdWVzdBopLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlR2V0UmVzcG9uc2USXQoETGlzdBIpLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlTGlzdFJlcXVlc3QaKi5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUxpc3RSZXNwb25zZRJjCgZDYW5jZWwSKy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUNhbmNlbFJlcXVlc3QaLC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUNhbmNlbFJlc3BvbnNlEmIKBVdhdGNoEiouc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VXYXRjaFJlcXVlc3QaKy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVdhdGNoUmVzcG9uc2UwARJgCgVSZXBseRIqLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlUmVwbHlSZXF1ZXN0Gisuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VSZXBseVJlc3BvbnNlEmYKB0V4cGxhaW4SLC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUV4cGxhaW5SZXF1ZXN0Gi0uc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VFeHBsYWluUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_switchyard_api_v1_foreign]);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceStartRequest
@@ -108,6 +108,42 @@ export const TaskServiceGetResponseSchema: GenMessage<TaskServiceGetResponse> = 
   messageDesc(file_switchyard_api_v1_tasks, 3);
 
 /**
+ * @generated from message switchyard.api.v1.TaskServiceExplainRequest
+ */
+export type TaskServiceExplainRequest = Message<"switchyard.api.v1.TaskServiceExplainRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.TaskServiceExplainRequest.
+ * Use `create(TaskServiceExplainRequestSchema)` to create a new message.
+ */
+export const TaskServiceExplainRequestSchema: GenMessage<TaskServiceExplainRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_tasks, 4);
+
+/**
+ * @generated from message switchyard.api.v1.TaskServiceExplainResponse
+ */
+export type TaskServiceExplainResponse = Message<"switchyard.api.v1.TaskServiceExplainResponse"> & {
+  /**
+   * One sentence per reason, tenant-wide holds first, then one per open step that is held.
+   *
+   * @generated from field: repeated string lines = 1;
+   */
+  lines: string[];
+};
+
+/**
+ * Describes the message switchyard.api.v1.TaskServiceExplainResponse.
+ * Use `create(TaskServiceExplainResponseSchema)` to create a new message.
+ */
+export const TaskServiceExplainResponseSchema: GenMessage<TaskServiceExplainResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_tasks, 5);
+
+/**
  * @generated from message switchyard.api.v1.TaskServiceListRequest
  */
 export type TaskServiceListRequest = Message<"switchyard.api.v1.TaskServiceListRequest"> & {
@@ -145,7 +181,7 @@ export type TaskServiceListRequest = Message<"switchyard.api.v1.TaskServiceListR
  * Use `create(TaskServiceListRequestSchema)` to create a new message.
  */
 export const TaskServiceListRequestSchema: GenMessage<TaskServiceListRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 4);
+  messageDesc(file_switchyard_api_v1_tasks, 6);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceListResponse
@@ -169,7 +205,7 @@ export type TaskServiceListResponse = Message<"switchyard.api.v1.TaskServiceList
  * Use `create(TaskServiceListResponseSchema)` to create a new message.
  */
 export const TaskServiceListResponseSchema: GenMessage<TaskServiceListResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 5);
+  messageDesc(file_switchyard_api_v1_tasks, 7);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceCancelRequest
@@ -200,7 +236,7 @@ export type TaskServiceCancelRequest = Message<"switchyard.api.v1.TaskServiceCan
  * Use `create(TaskServiceCancelRequestSchema)` to create a new message.
  */
 export const TaskServiceCancelRequestSchema: GenMessage<TaskServiceCancelRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 6);
+  messageDesc(file_switchyard_api_v1_tasks, 8);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceCancelResponse
@@ -224,7 +260,7 @@ export type TaskServiceCancelResponse = Message<"switchyard.api.v1.TaskServiceCa
  * Use `create(TaskServiceCancelResponseSchema)` to create a new message.
  */
 export const TaskServiceCancelResponseSchema: GenMessage<TaskServiceCancelResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 7);
+  messageDesc(file_switchyard_api_v1_tasks, 9);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceWatchRequest
@@ -241,7 +277,7 @@ export type TaskServiceWatchRequest = Message<"switchyard.api.v1.TaskServiceWatc
  * Use `create(TaskServiceWatchRequestSchema)` to create a new message.
  */
 export const TaskServiceWatchRequestSchema: GenMessage<TaskServiceWatchRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 8);
+  messageDesc(file_switchyard_api_v1_tasks, 10);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceWatchResponse
@@ -258,7 +294,7 @@ export type TaskServiceWatchResponse = Message<"switchyard.api.v1.TaskServiceWat
  * Use `create(TaskServiceWatchResponseSchema)` to create a new message.
  */
 export const TaskServiceWatchResponseSchema: GenMessage<TaskServiceWatchResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 9);
+  messageDesc(file_switchyard_api_v1_tasks, 11);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceReplyRequest
@@ -290,7 +326,7 @@ export type TaskServiceReplyRequest = Message<"switchyard.api.v1.TaskServiceRepl
  * Use `create(TaskServiceReplyRequestSchema)` to create a new message.
  */
 export const TaskServiceReplyRequestSchema: GenMessage<TaskServiceReplyRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 10);
+  messageDesc(file_switchyard_api_v1_tasks, 12);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceReplyResponse
@@ -340,7 +376,7 @@ export type TaskServiceReplyResponse = Message<"switchyard.api.v1.TaskServiceRep
  * Use `create(TaskServiceReplyResponseSchema)` to create a new message.
  */
 export const TaskServiceReplyResponseSchema: GenMessage<TaskServiceReplyResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 11);
+  messageDesc(file_switchyard_api_v1_tasks, 13);
 
 /**
  * A task and its steps (the TaskView of the CLI).
@@ -433,7 +469,7 @@ export type Task = Message<"switchyard.api.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 12);
+  messageDesc(file_switchyard_api_v1_tasks, 14);
 
 /**
  * A reply address as callers see it: its kind and a display string.
@@ -459,7 +495,7 @@ export type ReplyAddress = Message<"switchyard.api.v1.ReplyAddress"> & {
  * Use `create(ReplyAddressSchema)` to create a new message.
  */
 export const ReplyAddressSchema: GenMessage<ReplyAddress> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 13);
+  messageDesc(file_switchyard_api_v1_tasks, 15);
 
 /**
  * @generated from message switchyard.api.v1.Reply
@@ -525,7 +561,7 @@ export type Reply = Message<"switchyard.api.v1.Reply"> & {
  * Use `create(ReplySchema)` to create a new message.
  */
 export const ReplySchema: GenMessage<Reply> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 14);
+  messageDesc(file_switchyard_api_v1_tasks, 16);
 
 /**
  * @generated from message switchyard.api.v1.Step
@@ -631,7 +667,7 @@ export type Step = Message<"switchyard.api.v1.Step"> & {
  * Use `create(StepSchema)` to create a new message.
  */
 export const StepSchema: GenMessage<Step> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 15);
+  messageDesc(file_switchyard_api_v1_tasks, 17);
 
 /**
  * One attempt of a step, as its audit rows tell it.
@@ -732,7 +768,7 @@ export type StepAttempt = Message<"switchyard.api.v1.StepAttempt"> & {
  * Use `create(StepAttemptSchema)` to create a new message.
  */
 export const StepAttemptSchema: GenMessage<StepAttempt> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 16);
+  messageDesc(file_switchyard_api_v1_tasks, 18);
 
 /**
  * A sub-query a step asked and has not yet been handed the reply of.
@@ -767,7 +803,7 @@ export type AwaitedReply = Message<"switchyard.api.v1.AwaitedReply"> & {
  * Use `create(AwaitedReplySchema)` to create a new message.
  */
 export const AwaitedReplySchema: GenMessage<AwaitedReply> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 17);
+  messageDesc(file_switchyard_api_v1_tasks, 19);
 
 /**
  * A task's or step's error.
@@ -803,7 +839,7 @@ export type TaskError = Message<"switchyard.api.v1.TaskError"> & {
  * Use `create(TaskErrorSchema)` to create a new message.
  */
 export const TaskErrorSchema: GenMessage<TaskError> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 18);
+  messageDesc(file_switchyard_api_v1_tasks, 20);
 
 /**
  * A task in a listing: no input, no steps.
@@ -857,7 +893,7 @@ export type TaskSummary = Message<"switchyard.api.v1.TaskSummary"> & {
  * Use `create(TaskSummarySchema)` to create a new message.
  */
 export const TaskSummarySchema: GenMessage<TaskSummary> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 19);
+  messageDesc(file_switchyard_api_v1_tasks, 21);
 
 /**
  * @generated from enum switchyard.api.v1.TaskStatus
@@ -1059,6 +1095,19 @@ export const TaskService: GenService<{
     methodKind: "unary";
     input: typeof TaskServiceReplyRequestSchema;
     output: typeof TaskServiceReplyResponseSchema;
+  },
+  /**
+   * Why the task does not move, in sentences an operator can act on: "no harness has read role:echo for 30 s;
+   * HARNESS_ENABLED is off for role:echo (flags table)", "parked on approval …", "waiting on foreign:KEY (bridge …,
+   * last state working)", "held: COORDINATOR_ENABLED is off for tenant T". Empty when nothing holds it (or it has
+   * finished). What `switchyard task watch --url` prints after a while without a change.
+   *
+   * @generated from rpc switchyard.api.v1.TaskService.Explain
+   */
+  explain: {
+    methodKind: "unary";
+    input: typeof TaskServiceExplainRequestSchema;
+    output: typeof TaskServiceExplainResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchyard_api_v1_tasks, 0);
