@@ -43,7 +43,9 @@ export default defineConfig({
     pool: "forks",
     projects: [
       // The examples' own tests (examples/handlers/*.test.ts) run with the rest.
-      { extends: true, test: { name: "redis", include: ["test/**/*.test.ts", "examples/**/*.test.ts"] } },
+      { extends: true, test: { name: "redis", include: ["test/**/*.test.ts", "examples/**/*.test.ts"], exclude: ["test/console/**"] } },
+      // The browser suite (issue 13): Chromium against a whole stack; one file at a time, more time per hook.
+      { extends: true, test: { name: "console", include: ["test/console/**/*.test.ts"], hookTimeout: 120_000, fileParallelism: false } },
       ...(cluster
         ? [
             {

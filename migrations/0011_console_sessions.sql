@@ -18,3 +18,10 @@ CREATE TABLE console_sessions (
 CREATE INDEX console_sessions_key ON console_sessions (api_key_id);
 -- Sign-in deletes sessions past their absolute expiry.
 CREATE INDEX console_sessions_expiry ON console_sessions (expires_at);
+
+-- The console's flag history (AdminService.ListFlagHistory) reads flag changes from every chain, newest first;
+-- without this it scans the whole audit log.
+CREATE INDEX audit_log_flag_changes ON audit_log (at_ms) WHERE action = 'flag';
+
+-- The console's agent page (ForeignAgentService.Status) lists an agent's newest bridges.
+CREATE INDEX a2a_bridge_agent ON a2a_bridge (org_id, agent_key, created_at DESC);

@@ -71,3 +71,4 @@ if (!existsSync(entry) || !statSync(entry).isFile()) {
 }
 const bundle = await bundleCli(entry);
 process.stdout.write(`build: compiled to ${relative(root, dist)}/, copied ${assets} asset files, bundled the CLI into ${bundle.chunks} files\n`);
+await import("./build-console.mjs"); // the console (web/) into dist/console/

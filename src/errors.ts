@@ -46,6 +46,12 @@ export const ErrorCode = {
    * applied again, reading the head under its lock (governance/audit-heads.ts). Retried inside the engine.
    */
   StaleHead: "STALE_HEAD",
+  /** No credentials, or credentials that do not hold (an unknown key, an expired console session). */
+  Unauthenticated: "UNAUTHENTICATED",
+  /** Known credentials that may not do this (a tenant key on an admin service, a console call without its CSRF token). */
+  PermissionDenied: "PERMISSION_DENIED",
+  /** The caller is over a rate limit (failed console sign-ins); `details.retryAfterMs` says when to try again. */
+  ResourceExhausted: "RESOURCE_EXHAUSTED",
   Unavailable: "UNAVAILABLE",
   Internal: "INTERNAL",
 } as const;

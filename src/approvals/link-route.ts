@@ -13,6 +13,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { getApproval } from "../coordinator/approval-store.js";
 import { isSwitchyardError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
+import { readBody } from "../read-body.js";
 import { APPROVAL_LINK_PATH, linkRefusalOf, redeemApprovalLink, verifyLinkToken, type RedeemLinkDeps } from "./link-signing.js";
 
 export interface ApprovalLinkRouteDeps extends RedeemLinkDeps {
@@ -86,21 +87,6 @@ async function decide(req: IncomingMessage, res: ServerResponse, deps: ApprovalL
 }
 
 /** The body as text, or undefined when it is over the limit (the rest is drained, not buffered). */
-function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) over = true;
-      if (!over) chunks.push(chunk);
-    });
-    req.on("end", () => resolve(over ? undefined : Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
-
 function send(res: ServerResponse, status: number, type: "text/plain" | "text/html", body: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { ...SECURITY_HEADERS, ...headers, "content-type": `${type}; charset=utf-8`, "content-length": Buffer.byteLength(body) });
   res.end(body);

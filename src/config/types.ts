@@ -107,6 +107,10 @@ export interface GatewayConfig {
   watchMaxPerTenant: number;
   /** TaskService.Watch streams the gateway serves at once, all tenants together. */
   watchMaxStreams: number;
+  /** A console session unused this long ends (ms). */
+  consoleSessionIdleMs: number;
+  /** A console session ends this long after sign-in however busy (ms). */
+  consoleSessionMaxMs: number;
 }
 
 export interface CheckpointConfig {

@@ -137,6 +137,16 @@ export const coreVariables: readonly Variable[] = [
     readBy: ["gateway"],
     doc: "`TaskService.Watch` streams the whole gateway may have open",
   }),
+  setting("SWITCHYARD_CONSOLE_SESSION_IDLE_MS", "gateway.consoleSessionIdleMs", integer(1000), {
+    group: "gateway",
+    readBy: ["gateway"],
+    doc: "a [console](#console) session unused this long (ms) ends; the person signs in again",
+  }),
+  setting("SWITCHYARD_CONSOLE_SESSION_MAX_MS", "gateway.consoleSessionMaxMs", integer(1000), {
+    group: "gateway",
+    readBy: ["gateway"],
+    doc: "a [console](#console) session ends this long (ms) after sign-in, however busy",
+  }),
   setting("SWITCHYARD_METRICS_PORT", "metrics.port", integer(0, 65_535), {
     group: "metrics",
     readBy: ["coordinator", "harness"],

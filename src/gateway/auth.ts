@@ -1,5 +1,6 @@
 /**
- * Authentication and tenancy for every RPC: `Authorization: Bearer <key>` decides who is calling and, for tenant
+ * Authentication and tenancy for every RPC: `Authorization: Bearer <key>` (or a console session cookie, which stands
+ * for the key it was signed in with: see console/session-auth.ts) decides who is calling and, for tenant
  * services, which tenant the call runs as. A tenant key's tenant is fixed; the request cannot choose another (a
  * `Switchyard-Tenant` header may only repeat it). An admin key reaches AdminService, and tenant services only when
  * it names the tenant in `Switchyard-Tenant` (an SRE verifying a tenant's chain), and only a tenant that exists.
@@ -15,6 +16,7 @@ import { MicroBatcher } from "../store/micro-batcher.js";
 import { resolveApiKeys, type ApiKeyResolution } from "../tenancy/api-keys.js";
 import type { KeyIdentity, Principal } from "../tenancy/principal.js";
 import { ORG_ID_PATTERN } from "../tenancy/tenants.js";
+import { authenticateSession, type SessionAuthOptions } from "./console/session-auth.js";
 
 export const TENANT_HEADER = "switchyard-tenant";
 
@@ -42,6 +44,8 @@ export interface AuthInterceptorOptions {
   db: Queryable;
   /** Services only admin keys may call. */
   adminServices: readonly DescService[];
+  /** Console sessions: a session cookie (with its CSRF token) stands in for the bearer key. Without: bearer only. */
+  sessions?: SessionAuthOptions;
 }
 
 export function createAuthInterceptor(options: AuthInterceptorOptions): Interceptor {
@@ -49,13 +53,21 @@ export function createAuthInterceptor(options: AuthInterceptorOptions): Intercep
   // The keys of calls arriving together are looked up by one statement. Nothing is cached: each call's key is
   // read after the call arrived, so a revocation holds for every call that arrives after it committed.
   const keys = new MicroBatcher<string, ApiKeyResolution>({ run: (secrets) => resolveApiKeys(options.db, secrets), maxInFlight: 4, isolate: (error) => !isDatabaseUnavailable(error) });
-  return (next) => async (req) => {
-    const secret = bearerToken(req.header.get("authorization"));
-    if (!secret) throw unauthenticated("missing API key: send the header `Authorization: Bearer <key>`");
+  // A bearer key, when sent, decides; else a console session cookie; else the call is refused.
+  const principalOf = async (header: Headers): Promise<Principal> => {
+    const secret = bearerToken(header.get("authorization"));
+    if (!secret) {
+      const session = options.sessions ? await authenticateSession(header, options.sessions) : undefined;
+      if (session) return session.principal;
+      throw unauthenticated("missing API key: send the header `Authorization: Bearer <key>`");
+    }
     const resolved = await keys.submit(secret);
     if (resolved.status === "unknown") throw unauthenticated("unknown API key");
     if (resolved.status === "revoked") throw unauthenticated(`API key ${resolved.prefix}… is revoked`);
-    const principal = resolved.principal;
+    return resolved.principal;
+  };
+  return (next) => async (req) => {
+    const principal = await principalOf(req.header);
     req.contextValues.set(principalKey, principal);
     if (adminOnly.has(req.service.typeName)) {
       if (principal.kind !== "admin") throw new ConnectError(`${req.service.name} needs an admin API key; this is a tenant key`, Code.PermissionDenied);

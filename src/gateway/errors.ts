@@ -31,6 +31,9 @@ const CONNECT_CODES: Partial<Record<ErrorCode, Code>> = {
   [ErrorCode.Cancelled]: Code.Canceled,
   [ErrorCode.ForeignUnavailable]: Code.Unavailable,
   [ErrorCode.Unavailable]: Code.Unavailable,
+  [ErrorCode.Unauthenticated]: Code.Unauthenticated,
+  [ErrorCode.PermissionDenied]: Code.PermissionDenied,
+  [ErrorCode.ResourceExhausted]: Code.ResourceExhausted,
 };
 
 

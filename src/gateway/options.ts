@@ -38,6 +38,25 @@ export interface GatewayOptions {
    * setups with no coordinator reading shard inboxes (README, "Task starts"). @defaultValue "owner"
    */
   starts?: "owner" | "inline";
+  /** The console under `/console` (README, "Console"). */
+  console?: ConsoleOptions;
+}
+
+export interface ConsoleOptions {
+  /** Serve the console and accept its session cookies. @defaultValue true */
+  enabled?: boolean;
+  /** Where the built console is looked for. @defaultValue `dist/console/` of the package */
+  dirs?: readonly string[];
+  /** Session idle expiry (ms). @defaultValue config.gateway.consoleSessionIdleMs */
+  sessionIdleMs?: number;
+  /** Session absolute expiry (ms). @defaultValue config.gateway.consoleSessionMaxMs */
+  sessionMaxMs?: number;
+  /** The sessions' clock (tests). @defaultValue Date.now */
+  now?: () => number;
+  /** Failed sign-ins per source address within `signInWindowMs` before 429. @defaultValue 10 */
+  signInMaxFailures?: number;
+  /** @defaultValue 5 minutes */
+  signInWindowMs?: number;
 }
 
 export type ExtraRoute = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => Promise<boolean>;
@@ -60,6 +79,7 @@ export interface ResolvedGatewayOptions {
   routes: readonly ExtraRoute[];
   ingestCacheTtlMs: number;
   starts: "owner" | "inline";
+  console: ConsoleOptions;
 }
 
 export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGatewayOptions {
@@ -77,5 +97,6 @@ export function resolveGatewayOptions(options: GatewayOptions = {}): ResolvedGat
     routes: options.routes ?? [],
     ingestCacheTtlMs: options.ingestCacheTtlMs ?? 5000,
     starts: options.starts ?? "owner",
+    console: options.console ?? {},
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The gateway: one Node HTTP server for the Connect API (JSON and binary, so curl works), `/metrics`, `/healthz`,
- * `/readyz`, the signed approval links, the A2A callback route and any extra routes.
+ * `/readyz`, the console (`/console/`, console/), the signed approval links, the A2A callback route and any extra routes.
  *
  * Every RPC passes four interceptors, outermost first: tracing (a span per call when tracing is on), errors (anything
  * thrown becomes a ConnectError a person can act on), metrics, auth (the API key decides the caller and the tenant). Tenant services run under row-level
@@ -40,6 +40,9 @@ import { ADMIN_SERVICES, registerServices } from "./routes.js";
 import { foreignTransportsFor } from "../foreign/register-check.js";
 import { checkShardCount } from "../coordinator/shard-leases.js";
 import { isDatabaseUnavailable } from "../store/db.js";
+import { createConsoleRoute } from "./console/console-route.js";
+import { ConsoleSessionStore } from "./console/session-store.js";
+import { SignInLimiter } from "./console/sign-in-limiter.js";
 
 /** The parts of a runtime the gateway uses. */
 export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "busAuth" | "engine" | "publisher" | "tasks"> &
@@ -89,6 +92,14 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
   // One cipher for the vault services and the ingest route (undefined without SWITCHYARD_SECRET_ENCRYPTION_KEY).
   const cipher = createSecretCipher(runtime.config.origin.encryptionKeys);
   const ingestEndpoints = new EndpointCache({ db: pool, cipher, ttlMs: options.ingestCacheTtlMs, logger });
+  const consoleOn = options.console.enabled ?? true;
+  const sessions = new ConsoleSessionStore({
+    db: pool,
+    idleMs: options.console.sessionIdleMs ?? runtime.config.gateway.consoleSessionIdleMs,
+    maxMs: options.console.sessionMaxMs ?? runtime.config.gateway.consoleSessionMaxMs,
+    ...(options.console.now ? { now: options.console.now } : {}),
+  });
+  const sessionAuth = { sessions, publicUrl: runtime.config.gateway.publicUrl };
   const connect = connectNodeAdapter({
     routes: registerServices({
       pool,
@@ -96,6 +107,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       ingestEndpoints,
       publicUrl: runtime.config.gateway.publicUrl,
       foreignTransports: runtime.a2a?.transports ?? foreignTransportsFor(runtime.config.foreign),
+      ...(runtime.a2a ? { breakers: runtime.a2a.breakers } : {}),
       tasks,
       starts,
       bus: runtime.bus,
@@ -108,7 +120,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
       stopping: stopping.signal,
     }),
     // Tracing outermost: its span covers the whole call and records the Connect code the caller gets.
-    interceptors: [createTracingInterceptor({ tenantOf: resolvedTenant }), createErrorInterceptor(logger, runtime.health), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES })],
+    interceptors: [createTracingInterceptor({ tenantOf: resolvedTenant }), createErrorInterceptor(logger, runtime.health), createMetricsInterceptor(metrics.registry), createAuthInterceptor({ db: pool, adminServices: ADMIN_SERVICES, ...(consoleOn ? { sessions: sessionAuth } : {}) })],
     readMaxBytes: options.readMaxBytes,
     // A misspelt field (`idempotencyKy`) must not be silently dropped: it would quietly change what the call does.
     // Zeros and `false` are written out, so a curl user sees `"created": false` and `"attempts": 0`.
@@ -121,6 +133,10 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
   }
 
   const routes: ExtraRoute[] = [];
+  if (consoleOn) {
+    const limiter = new SignInLimiter({ maxFailures: options.console.signInMaxFailures, windowMs: options.console.signInWindowMs });
+    routes.push(createConsoleRoute({ db: pool, ...sessionAuth, limiter, logger, ...(options.console.dirs ? { dirs: options.console.dirs } : {}) }));
+  }
   // The link itself authorises the decision (signed, single use), so it is decided by the operator task service.
   if (options.approvalLinks) routes.push((req, res) => handleApprovalLink(req, res, { pool, tasks: runtime.tasks, logger }));
   // A2A push notifications: the signed URL token and the per-bridge notification token are the authorisation.

@@ -11,7 +11,7 @@
  * One transport (src/cli/remote/transport.ts, the CLI's own) is shared by every service client. The message types
  * and service descriptors are re-exported from the generated code, so callers need no path into the package.
  */
-import { createClient, type Client, type Transport } from "@connectrpc/connect";
+import type { Transport } from "@connectrpc/connect";
 import { createApiTransport, type ApiTransportOptions } from "../cli/remote/transport.js";
 import { AdminService } from "../gen/switchyard/api/v1/admin_pb.js";
 import { ApprovalService } from "../gen/switchyard/api/v1/approvals_pb.js";
@@ -22,22 +22,16 @@ import { IngestService } from "../gen/switchyard/api/v1/ingest_pb.js";
 import { TaskService } from "../gen/switchyard/api/v1/tasks_pb.js";
 import { WorkflowService } from "../gen/switchyard/api/v1/workflows_pb.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { createServiceClients, type SwitchyardServiceClients } from "./service-clients.js";
+
+export type { SwitchyardServiceClients } from "./service-clients.js";
 
 /** JSON ↔ `google.protobuf.Value` (task input, step output): `tasks.start({ input: toValue({ topic }) })`. */
 export { fromValue, toValue } from "../gateway/convert/values.js";
 
 export type SwitchyardClientOptions = ApiTransportOptions;
 
-export interface SwitchyardClient {
-  tasks: Client<typeof TaskService>;
-  workflows: Client<typeof WorkflowService>;
-  approvals: Client<typeof ApprovalService>;
-  audit: Client<typeof AuditService>;
-  connections: Client<typeof ConnectionService>;
-  foreignAgents: Client<typeof ForeignAgentService>;
-  ingest: Client<typeof IngestService>;
-  /** Operator calls: need an admin key (`tenant` selects whom a tenant-scoped admin call acts for). */
-  admin: Client<typeof AdminService>;
+export interface SwitchyardClient extends SwitchyardServiceClients {
   /** The authenticated transport, for a service this factory does not list. */
   transport: Transport;
 }
@@ -51,17 +45,7 @@ export function createSwitchyardClient(options: SwitchyardClientOptions): Switch
     throw new SwitchyardError(ErrorCode.InvalidArgument, "createSwitchyardClient: token (an API key, sy_…) is required", { details: { path: "token" } });
   }
   const transport = createApiTransport(options);
-  return {
-    tasks: createClient(TaskService, transport),
-    workflows: createClient(WorkflowService, transport),
-    approvals: createClient(ApprovalService, transport),
-    audit: createClient(AuditService, transport),
-    connections: createClient(ConnectionService, transport),
-    foreignAgents: createClient(ForeignAgentService, transport),
-    ingest: createClient(IngestService, transport),
-    admin: createClient(AdminService, transport),
-    transport,
-  };
+  return { ...createServiceClients(transport), transport };
 }
 
 export { AdminService, ApprovalService, AuditService, ConnectionService, ForeignAgentService, IngestService, TaskService, WorkflowService };

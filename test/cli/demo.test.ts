@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { redisUrl } from "../support/env.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
-import { hopRows, runDemoProcess as runProcess } from "./demo-process.js";
+import { hopRows, runDemoProcess as runProcess, spawnDemo } from "./demo-process.js";
 
 let db: TestDatabase;
 let redis: TestRedis;
@@ -73,7 +73,35 @@ describe("switchyard demo", () => {
     expect(out).toMatch(/total cost of the task: \d+(\.\d+)? \(budget 100\)/);
     expect(out).toMatch(/audit chain of tenant demo is intact: \d+ rows verified/);
     expect(out).toContain("Demo finished: the task completed and the audit chain verifies.");
+    // The console: its URL on the demo's gateway and a sign-in key for the tenant; without --keep-running it ends.
+    expect(out).toMatch(/9\. The console: http:\/\/127\.0\.0\.1:\d+\/console\//);
+    expect(out).toMatch(/^\s+sy_[A-Za-z0-9_-]{43}$/m);
+    expect(out).toContain("run `npm run demo -- --keep-running` to keep it up");
   }, 90_000);
+
+  it("--keep-running keeps the gateway up for the console until Ctrl-C, then ends by itself", async () => {
+    const child = spawnDemo(["demo", "--keep-running", "--tenant", "console"], demoEnv());
+    try {
+      const out = await child.waitFor(/press Ctrl-C to stop/, 80_000);
+      const consoleUrl = /9\. The console: (http:\/\/127\.0\.0\.1:\d+)\/console\//.exec(out)![1]!;
+      const key = /^\s+(sy_[A-Za-z0-9_-]{43})$/m.exec(out)![1]!;
+      const signIn = await fetch(`${consoleUrl}/console/session`, { method: "POST", body: JSON.stringify({ apiKey: key }) });
+      expect(signIn.status).toBe(200);
+      expect(await signIn.json()).toMatchObject({ tenant: "console", admin: false });
+      const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
+      expect((await fetch(`${consoleUrl}/console/session`, { headers: { cookie } })).status).toBe(200);
+      // Still up a moment later: it waits for Ctrl-C, not for a timer.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await fetch(`${consoleUrl}/healthz`)).status).toBe(200);
+      child.process.kill("SIGINT");
+      const result = await child.exited(30_000);
+      expect(result.signal, child.output()).toBeNull();
+      expect(result.code, child.output()).toBe(0);
+      await expect(fetch(`${consoleUrl}/healthz`)).rejects.toThrow();
+    } finally {
+      child.process.kill("SIGKILL");
+    }
+  }, 120_000);
 
   it("runs again against the same database: flags already on, the agent's registration updated to its new port", async () => {
     const first = await runProcess(["demo", "--tenant", "again"], demoEnv(), 80_000);

@@ -1,7 +1,7 @@
 /**
  * A test runtime with a gateway on 127.0.0.1:0, and helpers to make tenants, keys and authenticated clients.
  */
-import { createClient, type Client } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import { startGateway, type Gateway } from "../../src/gateway/server.js";
 import type { GatewayOptions } from "../../src/gateway/options.js";
@@ -72,4 +72,14 @@ export async function postJson(url: string, path: string, body: unknown, token?:
     // not JSON: keep the text
   }
   return { status: res.status, body: parsed, headers: res.headers };
+}
+
+/** The Connect code a call failed with; "ok" when it did not fail. */
+export async function codeOf(promise: Promise<unknown>): Promise<Code | "ok"> {
+  try {
+    await promise;
+  } catch (error) {
+    return ConnectError.from(error).code;
+  }
+  return "ok";
 }

@@ -16,17 +16,7 @@ import { withTenantTransaction } from "../../src/store/tenant-scope.js";
 import { listApiKeys, revokeApiKey } from "../../src/tenancy/api-keys.js";
 import { waitFor } from "../support/runtime.js";
 import { Workers } from "../support/workers.js";
-import { createGatewayFixture, postJson, type GatewayFixture } from "./fixture.js";
-
-/** The Connect code the call failed with; "ok" when it did not fail. */
-async function codeOf(promise: Promise<unknown>): Promise<Code | "ok"> {
-  try {
-    await promise;
-  } catch (error) {
-    return ConnectError.from(error).code;
-  }
-  return "ok";
-}
+import { codeOf, createGatewayFixture, postJson, type GatewayFixture } from "./fixture.js";
 
 const FLOW = `
 name: secret-flow

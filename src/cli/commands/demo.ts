@@ -15,6 +15,7 @@ interface DemoCommandOptions {
   topic: string;
   timeout: number;
   verbose?: boolean;
+  keepRunning?: boolean;
 }
 
 export function registerDemoCommand(program: Command, run: ActionRunner): void {
@@ -27,6 +28,8 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
    * actor `demo`, prints every hop from the audit log and verifies the tenant's chain. Exit 0 only when the task
    * completed and the chain verifies; 1 otherwise (including the timeout, default 60 s). Worker logs (warnings
    * only, unless --verbose) go to stderr. Runs again against the same database (the registration is updated).
+   * It ends by printing the console's URL and a fresh sign-in key for the tenant; `--keep-running` keeps the
+   * gateway up until Ctrl-C so the console can be opened (without it the demo exits by itself, as CI needs).
    */
   /**
    * `demo origin` runs the origin-reply loop instead (src/cli/demo/run-origin-demo.ts): a signed GitHub webhook →
@@ -50,6 +53,7 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
     .option("--topic <text>", "what the research is about", "governed agent coordination")
     .option("--timeout <seconds>", "give up when the task has not finished after this long", secondsOption, 60)
     .option("--verbose", "log the coordinator and workers at the configured level (stderr)")
+    .option("--keep-running", "after the run, keep the gateway up for the console (printed URL and key) until Ctrl-C")
     .action(
       run(async (ctx, scenario: string, options: DemoCommandOptions) => {
         if (scenario !== "workflow" && scenario !== "origin" && scenario !== "mcp" && scenario !== "orchestrator") {
@@ -101,6 +105,7 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
             topic: options.topic,
             timeoutMs: options.timeout * 1000,
             signal: stop.signal,
+            keepRunning: options.keepRunning ?? false,
           });
           if (!result.ok) throw new CommandExit(ExitCode.Failed);
         } finally {

@@ -4,8 +4,9 @@
  * migrate → start the example A2A agent (the fact-checker) → start a coordinator, the example workers and the
  * gateway (for the agent's pushes) → switch on what the run needs and register the agent for the tenant → submit
  * examples/workflows/demo.yaml → start a task → watch it (approving the parked publish step as actor `demo`) →
- * print every hop from the audit log → verify the tenant's audit chain. Everything it starts is stopped before it
- * returns, whatever happened, so the process exits by itself.
+ * print every hop from the audit log → verify the tenant's audit chain → print the console's URL and a sign-in key
+ * (demo-console.ts). Everything it starts is stopped before it returns, whatever happened, so the process exits by
+ * itself (with `keepRunning`, once the signal aborts).
  */
 import { readFile } from "node:fs/promises";
 import type { Config } from "../../config.js";
@@ -23,6 +24,7 @@ import { describeVerification, formatNumber, formatTable } from "../output.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
 import { DEMO_AGENT_KEY, DEMO_AGENT_SKILL, LOOPBACK_NETWORK, registerDemoAgent, startDemoAgent } from "./demo-foreign.js";
+import { offerDemoConsole } from "./demo-console.js";
 import { startDemoStack, type DemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
 import { indent, prepareDemoDatabase } from "./narration.js";
@@ -48,6 +50,8 @@ export interface DemoOptions {
   timeoutMs?: number;
   /** Aborting stops the demo early (CANCELLED); everything is still shut down. */
   signal?: AbortSignal;
+  /** After the run, keep the gateway (and the console) up until `signal` aborts. @defaultValue false */
+  keepRunning?: boolean;
 }
 
 export interface DemoResult {
@@ -92,7 +96,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
       const { agentKey, allowHost, skills } = registration.agent;
       say(`   ${registration.outcome === "registered" ? "registered" : "updated the registration of"} foreign agent "${agentKey}" for tenant "${tenant}": skill ${skills.join(", ")}, egress allowed to ${allowHost} only`);
       say(`   (by hand: switchyard foreign register ${agentKey} --tenant ${tenant} --url ${agent.baseUrl} --skill ${skills.join(" --skill ")})`);
-      return await runTask(stack, { ...options, tenant, topic, timeoutMs, say });
+      const result = await runTask(stack, { ...options, tenant, topic, timeoutMs, say });
+      await offerDemoConsole({
+        pool: stack.runtime.pool,
+        tenant,
+        gatewayUrl: stack.gateway.url,
+        taskId: result.taskId,
+        keepRunning: options.keepRunning ?? false,
+        say,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      return result;
     } finally {
       await stack.stop();
     }

@@ -1,9 +1,10 @@
 /**
- * AdminService: flags, dead letters, tenants and API keys. The auth interceptor lets only admin keys in.
+ * AdminService: flags (and their history), dead letters, tenants and API keys. The auth interceptor lets only admin keys in.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { assertStreamName } from "../../bus/keys.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { listFlagHistory } from "../../flags/flag-history.js";
 import { listFlags, setFlag } from "../../flags/flag-store.js";
 import type { FlagRow, ScopeKind } from "../../flags/flag-types.js";
 import { AdminService, FlagScopeKind } from "../../gen/switchyard/api/v1/admin_pb.js";
@@ -13,7 +14,7 @@ import { principalActor } from "../../tenancy/principal.js";
 import { listTenants, setTenantBudget } from "../../tenancy/tenants.js";
 import { adminCall } from "../auth.js";
 import { apiKeyToProto, deadLetterToProto, tenantToProto } from "../convert/admin.js";
-import { enumMapping, toTimestamp } from "../convert/values.js";
+import { enumMapping, int64ToNumber, toTimestamp } from "../convert/values.js";
 import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters } from "../../bus/dead-letters.js";
 import { isForeignStream, listForeignDeadLetters, refuseForeignReplay } from "../../foreign/dead-letters.js";
 import type { ServiceDeps } from "./deps.js";
@@ -109,6 +110,18 @@ export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService
     async listFlags(_req, ctx) {
       adminCall(ctx);
       return { flags: (await listFlags(deps.pool)).map(flagToProto) };
+    },
+
+    async listFlagHistory(req, ctx) {
+      adminCall(ctx);
+      const changes = await listFlagHistory(deps.pool, {
+        name: req.name,
+        ...(scopeKinds.fromProtoOptional(req.scopeKind) ? { scopeKind: scopeKinds.fromProtoOptional(req.scopeKind)! } : {}),
+        scope: req.scope,
+        limit: req.limit,
+        beforeMs: int64ToNumber(req.beforeMs),
+      });
+      return { changes: changes.map((c) => ({ ...c, scopeKind: scopeKinds.toProto(c.scopeKind), atMs: BigInt(c.atMs), seq: BigInt(c.seq) })) };
     },
 
     async listDeadLetters(req, ctx) {

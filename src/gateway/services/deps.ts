@@ -9,6 +9,7 @@ import type { StartBatcher } from "../../coordinator/start-batcher.js";
 import type { StartTaskRequest, TaskService } from "../../coordinator/tasks.js";
 import type { EndpointCache } from "../../ingest/endpoint-cache.js";
 import type { ForeignTransports } from "../../foreign/transport.js";
+import type { BreakerRegistry } from "../../foreign/egress/breakers.js";
 import type { Logger } from "../../logger.js";
 import type { Pool } from "../../store/db.js";
 import type { SecretCipher } from "../../vault/secret-cipher.js";
@@ -40,6 +41,8 @@ export interface ServiceDeps {
   /** Reaches foreign agents at registration (ForeignAgentService.Register checks the card); the runtime's own when
    * it runs FOREIGN, else built from the configuration. */
   foreignTransports?: ForeignTransports;
+  /** The circuit breakers of the foreign calls this process makes (runtime.a2a); absent when it makes none. */
+  breakers?: Pick<BreakerRegistry, "state">;
   /** The ingest route's endpoint cache: rotations and disables through the API forget their entry at once. */
   ingestEndpoints?: EndpointCache;
 }

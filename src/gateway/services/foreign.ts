@@ -1,5 +1,5 @@
 /**
- * ForeignAgentService: the calling tenant's registry of foreign agents.
+ * ForeignAgentService: the calling tenant's registry of foreign agents, and each agent's breaker and bridges.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
@@ -9,6 +9,8 @@ import { ForeignAgentService } from "../../gen/switchyard/api/v1/foreign_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
 import { tenantCall } from "../auth.js";
 import { foreignAgentInputFromProto, foreignAgentPatchFromProto, foreignAgentToProto } from "../convert/foreign.js";
+import type { Queryable } from "../../store/db.js";
+import { BRIDGE_COLUMNS, bridgeToProto, type BridgeRow } from "../convert/bridges.js";
 import type { ServiceDeps } from "./deps.js";
 
 /**
@@ -26,6 +28,22 @@ async function underAgent<T>(work: () => Promise<T>): Promise<T> {
     const message = prefixed.length === 1 ? `${prefixed[0]!.path}: ${prefixed[0]!.reason}` : `${prefixed.length} problems: ${prefixed.map((p) => `${p.path}: ${p.reason}`).join("; ")}`;
     throw new SwitchyardError(ErrorCode.InvalidArgument, message, { cause: error, details: { path: prefixed[0]!.path, reason: prefixed[0]!.reason, errors: prefixed } });
   }
+}
+
+const DEFAULT_BRIDGE_LIMIT = 20;
+const MAX_BRIDGE_LIMIT = 200;
+
+/** An agent's newest bridges and how many of its bridges are still open. */
+async function recentBridges(client: Queryable, orgId: string, agentKey: string, limit: number): Promise<{ bridges: BridgeRow[]; open: number }> {
+  const { rows } = await client.query<BridgeRow>(
+    `SELECT ${BRIDGE_COLUMNS} FROM a2a_bridge WHERE org_id = $1 AND agent_key = $2 ORDER BY created_at DESC, id LIMIT $3`,
+    [orgId, agentKey, limit],
+  );
+  const counted = await client.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM a2a_bridge WHERE org_id = $1 AND agent_key = $2 AND status IN ('pending_send', 'dispatched', 'working')",
+    [orgId, agentKey],
+  );
+  return { bridges: rows, open: counted.rows[0]!.n };
 }
 
 export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof ForeignAgentService> {
@@ -59,6 +77,23 @@ export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof Forei
       const patch = foreignAgentPatchFromProto(req.agent, req.updateMask);
       const agent = await underAgent(() => scoped(orgId, (client) => updateForeignAgent(client, orgId, agentKey, patch)));
       return { agent: foreignAgentToProto(agent) };
+    },
+    async status(req, ctx) {
+      const { orgId } = tenantCall(ctx);
+      const limit = req.bridgeLimit || DEFAULT_BRIDGE_LIMIT;
+      if (limit < 1 || limit > MAX_BRIDGE_LIMIT) {
+        throw new SwitchyardError(ErrorCode.InvalidArgument, `bridge_limit: must be from 1 to ${MAX_BRIDGE_LIMIT}`, { details: { path: "bridge_limit" } });
+      }
+      const { agent, bridges, open } = await scoped(orgId, async (client) => ({
+        agent: await getForeignAgent(client, orgId, req.agentKey),
+        ...(await recentBridges(client, orgId, req.agentKey, limit)),
+      }));
+      return {
+        agent: foreignAgentToProto(agent),
+        breaker: deps.breakers?.state(orgId, agent.agentKey) ?? "unknown",
+        bridges: bridges.map(bridgeToProto),
+        openBridges: open,
+      };
     },
     async disable(req, ctx) {
       const { orgId } = tenantCall(ctx);

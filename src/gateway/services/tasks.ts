@@ -1,5 +1,6 @@
 /**
- * TaskService: start (idempotent by key), get, list, cancel, watch and explain the calling tenant's tasks.
+ * TaskService: start (idempotent by key), get, list, cancel, watch and explain the calling tenant's tasks. Get and
+ * Watch add each step's attempts, delegation links and bridges (step-history.ts) for the console's task page.
  */
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { TERMINAL_TASK_STATUSES } from "../../coordinator/model.js";
@@ -14,6 +15,7 @@ import { tenantCall } from "../auth.js";
 import { fromValue } from "../convert/values.js";
 import { taskStatuses, taskSummaryToProto, taskToProto } from "../convert/tasks.js";
 import { listTasks } from "../task-list.js";
+import { readStepExtras, withStepExtras } from "../step-history.js";
 import type { ServiceDeps } from "./deps.js";
 
 const MAX_IDEMPOTENCY_KEY_CHARS = 256;
@@ -33,7 +35,11 @@ function fingerprint(view: TaskView): string {
 }
 
 export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> {
-  const readView = (orgId: string, id: string) => withTenantTransaction(deps.pool, orgId, (client) => getTaskView(client, orgId, id));
+  const readView = (orgId: string, id: string) =>
+    withTenantTransaction(deps.pool, orgId, async (client) => {
+      const view = await getTaskView(client, orgId, id);
+      return { view, extras: await readStepExtras(client, orgId, id) };
+    });
 
   return {
     async start(req, ctx) {
@@ -54,7 +60,8 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
 
     async get(req, ctx) {
       const { orgId } = tenantCall(ctx);
-      return { task: taskToProto(await deps.tasks.get(orgId, req.id)) };
+      const { view, extras } = await readView(orgId, req.id);
+      return { task: withStepExtras(taskToProto(view), extras) };
     },
 
     async list(req, ctx) {
@@ -119,11 +126,11 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
       try {
         let last: string | undefined;
         for (;;) {
-          const view = await readView(orgId, req.id);
+          const { view, extras } = await readView(orgId, req.id);
           const now = fingerprint(view);
           if (now !== last) {
             last = now;
-            yield { task: taskToProto(view) };
+            yield { task: withStepExtras(taskToProto(view), extras) };
           }
           if (isTerminal(view)) return;
           // No query of its own while idle: the hub's shared poll wakes this stream when its task changes.

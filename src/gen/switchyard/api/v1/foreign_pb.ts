@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchyard/api/v1/foreign.proto.
  */
 export const file_switchyard_api_v1_foreign: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zd2l0Y2h5YXJkL2FwaS92MS9mb3JlaWduLnByb3RvEhFzd2l0Y2h5YXJkLmFwaS52MSL0AwoMRm9yZWlnbkFnZW50EhEKCWFnZW50X2tleRgBIAEoCRIQCghiYXNlX3VybBgCIAEoCRI0Cghwcm90b2NvbBgDIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25Qcm90b2NvbBIbCg5jcmVkZW50aWFsX3JlZhgEIAEoCUgAiAEBEhIKCmFsbG93X2hvc3QYBSABKAkSDgoGc2tpbGxzGAYgAygJEhkKEWNsZWFyYW5jZV9jZWlsaW5nGAcgASgFEhUKDWNvc3RfZXN0aW1hdGUYCCABKAESDwoHZW5hYmxlZBgJIAEoCBIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgppZGVtcG90ZW50GAwgASgIEhEKBHRvb2wYDSABKAlIAYgBARI0CghkZWxpdmVyeRgOIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25EZWxpdmVyeRITCgtzZW5kX2ZpZWxkcxgPIAMoCRIXCg9jb3N0X3Blcl9zZWNvbmQYECABKAFCEQoPX2NyZWRlbnRpYWxfcmVmQgcKBV90b29sIlQKIkZvcmVpZ25BZ2VudFNlcnZpY2VSZWdpc3RlclJlcXVlc3QSLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiZwojRm9yZWlnbkFnZW50U2VydmljZVJlZ2lzdGVyUmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQSEAoId2FybmluZ3MYAiADKAkiMgodRm9yZWlnbkFnZW50U2VydmljZUdldFJlcXVlc3QSEQoJYWdlbnRfa2V5GAEgASgJIlAKHkZvcmVpZ25BZ2VudFNlcnZpY2VHZXRSZXNwb25zZRIuCgVhZ2VudBgBIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudCIgCh5Gb3JlaWduQWdlbnRTZXJ2aWNlTGlzdFJlcXVlc3QiUgofRm9yZWlnbkFnZW50U2VydmljZUxpc3RSZXNwb25zZRIvCgZhZ2VudHMYASADKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQigwEKIEZvcmVpZ25BZ2VudFNlcnZpY2VVcGRhdGVSZXF1ZXN0Ei4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50Ei8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJTCiFGb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiNgohRm9yZWlnbkFnZW50U2VydmljZURpc2FibGVSZXF1ZXN0EhEKCWFnZW50X2tleRgBIAEoCSJUCiJGb3JlaWduQWdlbnRTZXJ2aWNlRGlzYWJsZVJlc3BvbnNlEi4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50Kp4BCg9Gb3JlaWduUHJvdG9jb2wSIAocRk9SRUlHTl9QUk9UT0NPTF9VTlNQRUNJRklFRBAAEhkKFUZPUkVJR05fUFJPVE9DT0xfQVVUTxABEhkKFUZPUkVJR05fUFJPVE9DT0xfVjFfMBACEhkKFUZPUkVJR05fUFJPVE9DT0xfVjBfMxADEhgKFEZPUkVJR05fUFJPVE9DT0xfTUNQEAQqhAEKD0ZvcmVpZ25EZWxpdmVyeRIgChxGT1JFSUdOX0RFTElWRVJZX1VOU1BFQ0lGSUVEEAASGQoVRk9SRUlHTl9ERUxJVkVSWV9BVVRPEAESGQoVRk9SRUlHTl9ERUxJVkVSWV9QVVNIEAISGQoVRk9SRUlHTl9ERUxJVkVSWV9QT0xMEAMy2AQKE0ZvcmVpZ25BZ2VudFNlcnZpY2USeQoIUmVnaXN0ZXISNS5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlUmVnaXN0ZXJSZXF1ZXN0GjYuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVJlZ2lzdGVyUmVzcG9uc2USagoDR2V0EjAuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZUdldFJlcXVlc3QaMS5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlR2V0UmVzcG9uc2USbQoETGlzdBIxLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVxdWVzdBoyLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVzcG9uc2UScwoGVXBkYXRlEjMuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVVwZGF0ZVJlcXVlc3QaNC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVzcG9uc2USdgoHRGlzYWJsZRI0LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVxdWVzdBo1LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Ch9zd2l0Y2h5YXJkL2FwaS92MS9mb3JlaWduLnByb3RvEhFzd2l0Y2h5YXJkLmFwaS52MSL0AwoMRm9yZWlnbkFnZW50EhEKCWFnZW50X2tleRgBIAEoCRIQCghiYXNlX3VybBgCIAEoCRI0Cghwcm90b2NvbBgDIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25Qcm90b2NvbBIbCg5jcmVkZW50aWFsX3JlZhgEIAEoCUgAiAEBEhIKCmFsbG93X2hvc3QYBSABKAkSDgoGc2tpbGxzGAYgAygJEhkKEWNsZWFyYW5jZV9jZWlsaW5nGAcgASgFEhUKDWNvc3RfZXN0aW1hdGUYCCABKAESDwoHZW5hYmxlZBgJIAEoCBIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgppZGVtcG90ZW50GAwgASgIEhEKBHRvb2wYDSABKAlIAYgBARI0CghkZWxpdmVyeRgOIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25EZWxpdmVyeRITCgtzZW5kX2ZpZWxkcxgPIAMoCRIXCg9jb3N0X3Blcl9zZWNvbmQYECABKAFCEQoPX2NyZWRlbnRpYWxfcmVmQgcKBV90b29sIlQKIkZvcmVpZ25BZ2VudFNlcnZpY2VSZWdpc3RlclJlcXVlc3QSLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiZwojRm9yZWlnbkFnZW50U2VydmljZVJlZ2lzdGVyUmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQSEAoId2FybmluZ3MYAiADKAkiMgodRm9yZWlnbkFnZW50U2VydmljZUdldFJlcXVlc3QSEQoJYWdlbnRfa2V5GAEgASgJIlAKHkZvcmVpZ25BZ2VudFNlcnZpY2VHZXRSZXNwb25zZRIuCgVhZ2VudBgBIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudCIgCh5Gb3JlaWduQWdlbnRTZXJ2aWNlTGlzdFJlcXVlc3QiUgofRm9yZWlnbkFnZW50U2VydmljZUxpc3RSZXNwb25zZRIvCgZhZ2VudHMYASADKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQigwEKIEZvcmVpZ25BZ2VudFNlcnZpY2VVcGRhdGVSZXF1ZXN0Ei4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50Ei8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJTCiFGb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiNgohRm9yZWlnbkFnZW50U2VydmljZURpc2FibGVSZXF1ZXN0EhEKCWFnZW50X2tleRgBIAEoCSJUCiJGb3JlaWduQWdlbnRTZXJ2aWNlRGlzYWJsZVJlc3BvbnNlEi4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50IksKIEZvcmVpZ25BZ2VudFNlcnZpY2VTdGF0dXNSZXF1ZXN0EhEKCWFnZW50X2tleRgBIAEoCRIUCgxicmlkZ2VfbGltaXQYAiABKAUirQEKIUZvcmVpZ25BZ2VudFNlcnZpY2VTdGF0dXNSZXNwb25zZRIuCgVhZ2VudBgBIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudBIPCgdicmVha2VyGAIgASgJEjEKB2JyaWRnZXMYAyADKAsyIC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQnJpZGdlEhQKDG9wZW5fYnJpZGdlcxgEIAEoBSKOAwoNRm9yZWlnbkJyaWRnZRIKCgJpZBgBIAEoCRIRCglhZ2VudF9rZXkYAiABKAkSDwoHdGFza19pZBgDIAEoCRIPCgdzdGVwX2lkGAQgASgJEg8KB2F0dGVtcHQYBSABKAUSDgoGc3RhdHVzGAYgASgJEhIKCmxhc3Rfc3RhdGUYByABKAkSDwoHZGlhbGVjdBgIIAEoCRIQCghkZWxpdmVyeRgJIAEoCRIXCg9mb3JlaWduX3Rhc2tfaWQYCiABKAkSDQoFcG9sbHMYCyABKAUSLgoKY3JlYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2VudF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmVzb2x2ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKp4BCg9Gb3JlaWduUHJvdG9jb2wSIAocRk9SRUlHTl9QUk9UT0NPTF9VTlNQRUNJRklFRBAAEhkKFUZPUkVJR05fUFJPVE9DT0xfQVVUTxABEhkKFUZPUkVJR05fUFJPVE9DT0xfVjFfMBACEhkKFUZPUkVJR05fUFJPVE9DT0xfVjBfMxADEhgKFEZPUkVJR05fUFJPVE9DT0xfTUNQEAQqhAEKD0ZvcmVpZ25EZWxpdmVyeRIgChxGT1JFSUdOX0RFTElWRVJZX1VOU1BFQ0lGSUVEEAASGQoVRk9SRUlHTl9ERUxJVkVSWV9BVVRPEAESGQoVRk9SRUlHTl9ERUxJVkVSWV9QVVNIEAISGQoVRk9SRUlHTl9ERUxJVkVSWV9QT0xMEAMyzQUKE0ZvcmVpZ25BZ2VudFNlcnZpY2USeQoIUmVnaXN0ZXISNS5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlUmVnaXN0ZXJSZXF1ZXN0GjYuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVJlZ2lzdGVyUmVzcG9uc2USagoDR2V0EjAuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZUdldFJlcXVlc3QaMS5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlR2V0UmVzcG9uc2USbQoETGlzdBIxLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVxdWVzdBoyLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVzcG9uc2UScwoGVXBkYXRlEjMuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVVwZGF0ZVJlcXVlc3QaNC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVzcG9uc2USdgoHRGlzYWJsZRI0LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVxdWVzdBo1LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVzcG9uc2UScwoGU3RhdHVzEjMuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVN0YXR1c1JlcXVlc3QaNC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlU3RhdHVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgent
@@ -322,6 +322,166 @@ export const ForeignAgentServiceDisableResponseSchema: GenMessage<ForeignAgentSe
   messageDesc(file_switchyard_api_v1_foreign, 10);
 
 /**
+ * @generated from message switchyard.api.v1.ForeignAgentServiceStatusRequest
+ */
+export type ForeignAgentServiceStatusRequest = Message<"switchyard.api.v1.ForeignAgentServiceStatusRequest"> & {
+  /**
+   * @generated from field: string agent_key = 1;
+   */
+  agentKey: string;
+
+  /**
+   * Bridges returned, newest first; 0 means 20, at most 200.
+   *
+   * @generated from field: int32 bridge_limit = 2;
+   */
+  bridgeLimit: number;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ForeignAgentServiceStatusRequest.
+ * Use `create(ForeignAgentServiceStatusRequestSchema)` to create a new message.
+ */
+export const ForeignAgentServiceStatusRequestSchema: GenMessage<ForeignAgentServiceStatusRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_foreign, 11);
+
+/**
+ * @generated from message switchyard.api.v1.ForeignAgentServiceStatusResponse
+ */
+export type ForeignAgentServiceStatusResponse = Message<"switchyard.api.v1.ForeignAgentServiceStatusResponse"> & {
+  /**
+   * @generated from field: switchyard.api.v1.ForeignAgent agent = 1;
+   */
+  agent?: ForeignAgent;
+
+  /**
+   * `closed`, `open`, `half_open` as this gateway's process sees it; `unknown` when FOREIGN egress runs in
+   * other processes (the breakers live where the calls are made).
+   *
+   * @generated from field: string breaker = 2;
+   */
+  breaker: string;
+
+  /**
+   * @generated from field: repeated switchyard.api.v1.ForeignBridge bridges = 3;
+   */
+  bridges: ForeignBridge[];
+
+  /**
+   * Bridges still open (pending_send, dispatched, working).
+   *
+   * @generated from field: int32 open_bridges = 4;
+   */
+  openBridges: number;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ForeignAgentServiceStatusResponse.
+ * Use `create(ForeignAgentServiceStatusResponseSchema)` to create a new message.
+ */
+export const ForeignAgentServiceStatusResponseSchema: GenMessage<ForeignAgentServiceStatusResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_foreign, 12);
+
+/**
+ * A hop handed to a foreign agent (table a2a_bridge).
+ *
+ * @generated from message switchyard.api.v1.ForeignBridge
+ */
+export type ForeignBridge = Message<"switchyard.api.v1.ForeignBridge"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string agent_key = 2;
+   */
+  agentKey: string;
+
+  /**
+   * @generated from field: string task_id = 3;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string step_id = 4;
+   */
+  stepId: string;
+
+  /**
+   * @generated from field: int32 attempt = 5;
+   */
+  attempt: number;
+
+  /**
+   * `pending_send`, `dispatched`, `working`, `completed`, `failed`, `canceled`, `rejected`, `timed_out`, `send_failed`.
+   *
+   * @generated from field: string status = 6;
+   */
+  status: string;
+
+  /**
+   * The agent's last reported task state, as it said it.
+   *
+   * @generated from field: string last_state = 7;
+   */
+  lastState: string;
+
+  /**
+   * `1.0`, `0.3`, `mcp` (or `auto` before the send).
+   *
+   * @generated from field: string dialect = 8;
+   */
+  dialect: string;
+
+  /**
+   * `push`, `poll` or `call`; empty before the send.
+   *
+   * @generated from field: string delivery = 9;
+   */
+  delivery: string;
+
+  /**
+   * The agent's task id, once it answered.
+   *
+   * @generated from field: string foreign_task_id = 10;
+   */
+  foreignTaskId: string;
+
+  /**
+   * @generated from field: int32 polls = 11;
+   */
+  polls: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 12;
+   */
+  createdAt?: Timestamp;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp sent_at = 13;
+   */
+  sentAt?: Timestamp;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 14;
+   */
+  updatedAt?: Timestamp;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp resolved_at = 15;
+   */
+  resolvedAt?: Timestamp;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ForeignBridge.
+ * Use `create(ForeignBridgeSchema)` to create a new message.
+ */
+export const ForeignBridgeSchema: GenMessage<ForeignBridge> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_foreign, 13);
+
+/**
  * @generated from enum switchyard.api.v1.ForeignProtocol
  */
 export enum ForeignProtocol {
@@ -458,6 +618,16 @@ export const ForeignAgentService: GenService<{
     methodKind: "unary";
     input: typeof ForeignAgentServiceDisableRequestSchema;
     output: typeof ForeignAgentServiceDisableResponseSchema;
+  },
+  /**
+   * An agent's circuit breaker state and its most recent bridges (newest first): the console's agent page.
+   *
+   * @generated from rpc switchyard.api.v1.ForeignAgentService.Status
+   */
+  status: {
+    methodKind: "unary";
+    input: typeof ForeignAgentServiceStatusRequestSchema;
+    output: typeof ForeignAgentServiceStatusResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchyard_api_v1_foreign, 0);

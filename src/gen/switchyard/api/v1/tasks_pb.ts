@@ -6,13 +6,15 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { ForeignBridge } from "./foreign_pb.js";
+import { file_switchyard_api_v1_foreign } from "./foreign_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file switchyard/api/v1/tasks.proto.
  */
 export const file_switchyard_api_v1_tasks: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS90YXNrcy5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEiawoXVGFza1NlcnZpY2VTdGFydFJlcXVlc3QSEAoId29ya2Zsb3cYASABKAkSJQoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlIKGFRhc2tTZXJ2aWNlU3RhcnRSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzaxIPCgdjcmVhdGVkGAIgASgIIiMKFVRhc2tTZXJ2aWNlR2V0UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChZUYXNrU2VydmljZUdldFJlc3BvbnNlEiUKBHRhc2sYASABKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrIicKGVRhc2tTZXJ2aWNlRXhwbGFpblJlcXVlc3QSCgoCaWQYASABKAkiKwoaVGFza1NlcnZpY2VFeHBsYWluUmVzcG9uc2USDQoFbGluZXMYASADKAkiggEKFlRhc2tTZXJ2aWNlTGlzdFJlcXVlc3QSLwoIc3RhdHVzZXMYASADKA4yHS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU3RhdHVzEhAKCHdvcmtmbG93GAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImEKF1Rhc2tTZXJ2aWNlTGlzdFJlc3BvbnNlEi0KBXRhc2tzGAEgAygLMh4uc3dpdGNoeWFyZC5hcGkudjEuVGFza1N1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKGFRhc2tTZXJ2aWNlQ2FuY2VsUmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSDQoFYWN0b3IYAyABKAkiXAoZVGFza1NlcnZpY2VDYW5jZWxSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzaxIYChBhbHJlYWR5X2ZpbmlzaGVkGAIgASgIIiUKF1Rhc2tTZXJ2aWNlV2F0Y2hSZXF1ZXN0EgoKAmlkGAEgASgJIkEKGFRhc2tTZXJ2aWNlV2F0Y2hSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzayJRChdUYXNrU2VydmljZVJlcGx5UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEgwKBHRleHQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIoMBChhUYXNrU2VydmljZVJlcGx5UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEgwKBGNvZGUYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRIRCglwZXJtYWxpbmsYBCABKAkSEAoIcmVwbHlfaWQYBSABKAkSEwoLYXBwcm92YWxfaWQYBiABKAkizAMKBFRhc2sSCgoCaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEhAKCHdvcmtmbG93GAMgASgJEi0KBnN0YXR1cxgEIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdGF0dXMSJQoFaW5wdXQYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDAoEY29zdBgGIAEoARITCgZidWRnZXQYByABKAFIAIgBARIrCgVlcnJvchgIIAEoCzIcLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tFcnJvchIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoFc3RlcHMYCyADKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5TdGVwEjEKCHJlcGx5X3RvGAwgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuUmVwbHlBZGRyZXNzEikKB3JlcGxpZXMYDSADKAsyGC5zd2l0Y2h5YXJkLmFwaS52MS5SZXBseUIJCgdfYnVkZ2V0Ii0KDFJlcGx5QWRkcmVzcxIMCgRraW5kGAEgASgJEg8KB2Rpc3BsYXkYAiABKAkiygIKBVJlcGx5EgoKAmlkGAEgASgJEg0KBXN0YXRlGAIgASgJEhEKBGNvZGUYAyABKAlIAIgBARIUCgdtZXNzYWdlGAQgASgJSAGIAQESFgoJcGVybWFsaW5rGAUgASgJSAKIAQESHAoPYWRkcmVzc19kaXNwbGF5GAYgASgJSAOIAQESDQoFYWN0b3IYByABKAkSFAoHc3RlcF9pZBgIIAEoCUgEiAEBEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIHCgVfY29kZUIKCghfbWVzc2FnZUIMCgpfcGVybWFsaW5rQhIKEF9hZGRyZXNzX2Rpc3BsYXlCCgoIX3N0ZXBfaWQigQMKBFN0ZXASCgoCaWQYASABKAkSKQoEa2luZBgCIAEoDjIbLnN3aXRjaHlhcmQuYXBpLnYxLlN0ZXBLaW5kEi0KBnN0YXR1cxgDIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlN0ZXBTdGF0dXMSEwoLZGVzdGluYXRpb24YBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSDAoEY29zdBgGIAEoARImCgZvdXRwdXQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKwoFZXJyb3IYCCABKAsyHC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrRXJyb3ISGAoLYXBwcm92YWxfaWQYCSABKAlIAIgBARIxCghhd2FpdGluZxgKIAMoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkF3YWl0ZWRSZXBseRIaCg1xdWV1ZWRfcmVhc29uGAsgASgJSAGIAQFCDgoMX2FwcHJvdmFsX2lkQhAKDl9xdWV1ZWRfcmVhc29uIlEKDEF3YWl0ZWRSZXBseRIWCg5jb3JyZWxhdGlvbl9pZBgBIAEoCRIYChBkZWxlZ2F0ZV9zdGVwX2lkGAIgASgJEg8KB2Fycml2ZWQYAyABKAgicgoJVGFza0Vycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIWCglyZXRyeWFibGUYAyABKAhIAIgBARIUCgdzdGVwX2lkGAQgASgJSAGIAQFCDAoKX3JldHJ5YWJsZUIKCghfc3RlcF9pZCKWAgoLVGFza1N1bW1hcnkSCgoCaWQYASABKAkSEAoId29ya2Zsb3cYAiABKAkSLQoGc3RhdHVzGAMgASgOMh0uc3dpdGNoeWFyZC5hcGkudjEuVGFza1N0YXR1cxIMCgRjb3N0GAQgASgBEhMKBmJ1ZGdldBgFIAEoAUgAiAEBEisKBWVycm9yGAYgASgLMhwuc3dpdGNoeWFyZC5hcGkudjEuVGFza0Vycm9yEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIJCgdfYnVkZ2V0KqgBCgpUYXNrU3RhdHVzEhsKF1RBU0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTVEFTS19TVEFUVVNfUlVOTklORxABEhYKElRBU0tfU1RBVFVTX1BBUktFRBACEhkKFVRBU0tfU1RBVFVTX0NPTVBMRVRFRBADEhYKElRBU0tfU1RBVFVTX0ZBSUxFRBAEEhkKFVRBU0tfU1RBVFVTX0NBTkNFTExFRBAFKo0CCgpTdGVwU3RhdHVzEhsKF1NURVBfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTU1RFUF9TVEFUVVNfUEVORElORxABEhoKFlNURVBfU1RBVFVTX0RJU1BBVENIRUQQAhIYChRTVEVQX1NUQVRVU19SRVRSWUlORxADEhYKElNURVBfU1RBVFVTX1BBUktFRBAEEhcKE1NURVBfU1RBVFVTX1dBSVRJTkcQBRIZChVTVEVQX1NUQVRVU19DT01QTEVURUQQBhIWChJTVEVQX1NUQVRVU19GQUlMRUQQBxIZChVTVEVQX1NUQVRVU19DQU5DRUxMRUQQCBIUChBTVEVQX1NUQVRVU19IRUxEEAkqVwoIU3RlcEtpbmQSGQoVU1RFUF9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSU1RFUF9LSU5EX1dPUktGTE9XEAESGAoUU1RFUF9LSU5EX0RFTEVHQVRJT04QAjK9BQoLVGFza1NlcnZpY2USYAoFU3RhcnQSKi5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVN0YXJ0UmVxdWVzdBorLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlU3RhcnRSZXNwb25zZRJaCgNHZXQSKC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUdldFJlcXVlc3QaKS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUdldFJlc3BvbnNlEl0KBExpc3QSKS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUxpc3RSZXF1ZXN0Giouc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VMaXN0UmVzcG9uc2USYwoGQ2FuY2VsEisuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VDYW5jZWxSZXF1ZXN0Giwuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VDYW5jZWxSZXNwb25zZRJiCgVXYXRjaBIqLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlV2F0Y2hSZXF1ZXN0Gisuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VXYXRjaFJlc3BvbnNlMAESYAoFUmVwbHkSKi5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVJlcGx5UmVxdWVzdBorLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlUmVwbHlSZXNwb25zZRJmCgdFeHBsYWluEiwuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VFeHBsYWluUmVxdWVzdBotLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlRXhwbGFpblJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS90YXNrcy5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEiawoXVGFza1NlcnZpY2VTdGFydFJlcXVlc3QSEAoId29ya2Zsb3cYASABKAkSJQoFaW5wdXQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIlIKGFRhc2tTZXJ2aWNlU3RhcnRSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzaxIPCgdjcmVhdGVkGAIgASgIIiMKFVRhc2tTZXJ2aWNlR2V0UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChZUYXNrU2VydmljZUdldFJlc3BvbnNlEiUKBHRhc2sYASABKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrIicKGVRhc2tTZXJ2aWNlRXhwbGFpblJlcXVlc3QSCgoCaWQYASABKAkiKwoaVGFza1NlcnZpY2VFeHBsYWluUmVzcG9uc2USDQoFbGluZXMYASADKAkiggEKFlRhc2tTZXJ2aWNlTGlzdFJlcXVlc3QSLwoIc3RhdHVzZXMYASADKA4yHS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU3RhdHVzEhAKCHdvcmtmbG93GAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJImEKF1Rhc2tTZXJ2aWNlTGlzdFJlc3BvbnNlEi0KBXRhc2tzGAEgAygLMh4uc3dpdGNoeWFyZC5hcGkudjEuVGFza1N1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKGFRhc2tTZXJ2aWNlQ2FuY2VsUmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSDQoFYWN0b3IYAyABKAkiXAoZVGFza1NlcnZpY2VDYW5jZWxSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzaxIYChBhbHJlYWR5X2ZpbmlzaGVkGAIgASgIIiUKF1Rhc2tTZXJ2aWNlV2F0Y2hSZXF1ZXN0EgoKAmlkGAEgASgJIkEKGFRhc2tTZXJ2aWNlV2F0Y2hSZXNwb25zZRIlCgR0YXNrGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuVGFzayJRChdUYXNrU2VydmljZVJlcGx5UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEgwKBHRleHQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIoMBChhUYXNrU2VydmljZVJlcGx5UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEgwKBGNvZGUYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRIRCglwZXJtYWxpbmsYBCABKAkSEAoIcmVwbHlfaWQYBSABKAkSEwoLYXBwcm92YWxfaWQYBiABKAkizAMKBFRhc2sSCgoCaWQYASABKAkSDgoGb3JnX2lkGAIgASgJEhAKCHdvcmtmbG93GAMgASgJEi0KBnN0YXR1cxgEIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdGF0dXMSJQoFaW5wdXQYBSABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSDAoEY29zdBgGIAEoARITCgZidWRnZXQYByABKAFIAIgBARIrCgVlcnJvchgIIAEoCzIcLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tFcnJvchIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoFc3RlcHMYCyADKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5TdGVwEjEKCHJlcGx5X3RvGAwgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuUmVwbHlBZGRyZXNzEikKB3JlcGxpZXMYDSADKAsyGC5zd2l0Y2h5YXJkLmFwaS52MS5SZXBseUIJCgdfYnVkZ2V0Ii0KDFJlcGx5QWRkcmVzcxIMCgRraW5kGAEgASgJEg8KB2Rpc3BsYXkYAiABKAkiygIKBVJlcGx5EgoKAmlkGAEgASgJEg0KBXN0YXRlGAIgASgJEhEKBGNvZGUYAyABKAlIAIgBARIUCgdtZXNzYWdlGAQgASgJSAGIAQESFgoJcGVybWFsaW5rGAUgASgJSAKIAQESHAoPYWRkcmVzc19kaXNwbGF5GAYgASgJSAOIAQESDQoFYWN0b3IYByABKAkSFAoHc3RlcF9pZBgIIAEoCUgEiAEBEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIHCgVfY29kZUIKCghfbWVzc2FnZUIMCgpfcGVybWFsaW5rQhIKEF9hZGRyZXNzX2Rpc3BsYXlCCgoIX3N0ZXBfaWQi1AQKBFN0ZXASCgoCaWQYASABKAkSKQoEa2luZBgCIAEoDjIbLnN3aXRjaHlhcmQuYXBpLnYxLlN0ZXBLaW5kEi0KBnN0YXR1cxgDIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlN0ZXBTdGF0dXMSEwoLZGVzdGluYXRpb24YBCABKAkSEAoIYXR0ZW1wdHMYBSABKAUSDAoEY29zdBgGIAEoARImCgZvdXRwdXQYByABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKwoFZXJyb3IYCCABKAsyHC5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrRXJyb3ISGAoLYXBwcm92YWxfaWQYCSABKAlIAIgBARIxCghhd2FpdGluZxgKIAMoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkF3YWl0ZWRSZXBseRIvCgdoaXN0b3J5GAsgAygLMh4uc3dpdGNoeWFyZC5hcGkudjEuU3RlcEF0dGVtcHQSGwoOcGFyZW50X3N0ZXBfaWQYDCABKAlIAYgBARIbCg5jb3JyZWxhdGlvbl9pZBgNIAEoCUgCiAEBEg0KBWRlcHRoGA4gASgFEjEKB2JyaWRnZXMYDyADKAsyIC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQnJpZGdlEhoKDXF1ZXVlZF9yZWFzb24YECABKAlIA4gBAUIOCgxfYXBwcm92YWxfaWRCEQoPX3BhcmVudF9zdGVwX2lkQhEKD19jb3JyZWxhdGlvbl9pZEIQCg5fcXVldWVkX3JlYXNvbiKsAgoLU3RlcEF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRIOCgZhY3Rpb24YAiABKAkSEwoLZGVzdGluYXRpb24YAyABKAkSMQoNZGlzcGF0Y2hlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB291dGNvbWUYBiABKAkSDwoHdmVyZGljdBgHIAEoCRIMCgRydWxlGAggASgJEg4KBnJlYXNvbhgJIAEoCRIMCgRjb3N0GAogASgBEhMKC2R1cmF0aW9uX21zGAsgASgDEgsKA3NlcRgMIAEoAxITCgthcHByb3ZlZF9ieRgNIAEoCSJRCgxBd2FpdGVkUmVwbHkSFgoOY29ycmVsYXRpb25faWQYASABKAkSGAoQZGVsZWdhdGVfc3RlcF9pZBgCIAEoCRIPCgdhcnJpdmVkGAMgASgIInIKCVRhc2tFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFgoJcmV0cnlhYmxlGAMgASgISACIAQESFAoHc3RlcF9pZBgEIAEoCUgBiAEBQgwKCl9yZXRyeWFibGVCCgoIX3N0ZXBfaWQilgIKC1Rhc2tTdW1tYXJ5EgoKAmlkGAEgASgJEhAKCHdvcmtmbG93GAIgASgJEi0KBnN0YXR1cxgDIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTdGF0dXMSDAoEY29zdBgEIAEoARITCgZidWRnZXQYBSABKAFIAIgBARIrCgVlcnJvchgGIAEoCzIcLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tFcnJvchIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCQoHX2J1ZGdldCqoAQoKVGFza1N0YXR1cxIbChdUQVNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE1RBU0tfU1RBVFVTX1JVTk5JTkcQARIWChJUQVNLX1NUQVRVU19QQVJLRUQQAhIZChVUQVNLX1NUQVRVU19DT01QTEVURUQQAxIWChJUQVNLX1NUQVRVU19GQUlMRUQQBBIZChVUQVNLX1NUQVRVU19DQU5DRUxMRUQQBSqNAgoKU3RlcFN0YXR1cxIbChdTVEVQX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE1NURVBfU1RBVFVTX1BFTkRJTkcQARIaChZTVEVQX1NUQVRVU19ESVNQQVRDSEVEEAISGAoUU1RFUF9TVEFUVVNfUkVUUllJTkcQAxIWChJTVEVQX1NUQVRVU19QQVJLRUQQBBIXChNTVEVQX1NUQVRVU19XQUlUSU5HEAUSGQoVU1RFUF9TVEFUVVNfQ09NUExFVEVEEAYSFgoSU1RFUF9TVEFUVVNfRkFJTEVEEAcSGQoVU1RFUF9TVEFUVVNfQ0FOQ0VMTEVEEAgSFAoQU1RFUF9TVEFUVVNfSEVMRBAJKlcKCFN0ZXBLaW5kEhkKFVNURVBfS0lORF9VTlNQRUNJRklFRBAAEhYKElNURVBfS0lORF9XT1JLRkxPVxABEhgKFFNURVBfS0lORF9ERUxFR0FUSU9OEAIyvQUKC1Rhc2tTZXJ2aWNlEmAKBVN0YXJ0Eiouc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VTdGFydFJlcXVlc3QaKy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVN0YXJ0UmVzcG9uc2USWgoDR2V0Eiguc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VHZXRSZXF1ZXN0Gikuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VHZXRSZXNwb25zZRJdCgRMaXN0Eikuc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VMaXN0UmVxdWVzdBoqLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlTGlzdFJlc3BvbnNlEmMKBkNhbmNlbBIrLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlQ2FuY2VsUmVxdWVzdBosLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlQ2FuY2VsUmVzcG9uc2USYgoFV2F0Y2gSKi5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVdhdGNoUmVxdWVzdBorLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlV2F0Y2hSZXNwb25zZTABEmAKBVJlcGx5Eiouc3dpdGNoeWFyZC5hcGkudjEuVGFza1NlcnZpY2VSZXBseVJlcXVlc3QaKy5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZVJlcGx5UmVzcG9uc2USZgoHRXhwbGFpbhIsLnN3aXRjaHlhcmQuYXBpLnYxLlRhc2tTZXJ2aWNlRXhwbGFpblJlcXVlc3QaLS5zd2l0Y2h5YXJkLmFwaS52MS5UYXNrU2VydmljZUV4cGxhaW5SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_switchyard_api_v1_foreign]);
 
 /**
  * @generated from message switchyard.api.v1.TaskServiceStartRequest
@@ -625,9 +627,44 @@ export type Step = Message<"switchyard.api.v1.Step"> & {
   awaiting: AwaitedReply[];
 
   /**
+   * Each attempt of the step, oldest first, read from the task's audit rows (TaskService.Get and Watch only).
+   *
+   * @generated from field: repeated switchyard.api.v1.StepAttempt history = 11;
+   */
+  history: StepAttempt[];
+
+  /**
+   * A delegation step: the step whose handler asked the sub-query.
+   *
+   * @generated from field: optional string parent_step_id = 12;
+   */
+  parentStepId?: string;
+
+  /**
+   * A delegation step: the correlation id of the sub-query.
+   *
+   * @generated from field: optional string correlation_id = 13;
+   */
+  correlationId?: string;
+
+  /**
+   * Delegation depth of the step's work (0 for workflow steps).
+   *
+   * @generated from field: int32 depth = 14;
+   */
+  depth: number;
+
+  /**
+   * A FOREIGN step's bridges (one per attempt sent to the agent), oldest first (TaskService.Get and Watch only).
+   *
+   * @generated from field: repeated switchyard.api.v1.ForeignBridge bridges = 15;
+   */
+  bridges: ForeignBridge[];
+
+  /**
    * Why a held step waits, e.g. "queued behind tenant limit (3/3 in flight on role:writer)".
    *
-   * @generated from field: optional string queued_reason = 11;
+   * @generated from field: optional string queued_reason = 16;
    */
   queuedReason?: string;
 };
@@ -638,6 +675,107 @@ export type Step = Message<"switchyard.api.v1.Step"> & {
  */
 export const StepSchema: GenMessage<Step> = /*@__PURE__*/
   messageDesc(file_switchyard_api_v1_tasks, 17);
+
+/**
+ * One attempt of a step, as its audit rows tell it.
+ *
+ * @generated from message switchyard.api.v1.StepAttempt
+ */
+export type StepAttempt = Message<"switchyard.api.v1.StepAttempt"> & {
+  /**
+   * 1-based, in the order the attempts were governed.
+   *
+   * @generated from field: int32 attempt = 1;
+   */
+  attempt: number;
+
+  /**
+   * The hop's action: `dispatch`, `sub_query`, `a2a_egress`.
+   *
+   * @generated from field: string action = 2;
+   */
+  action: string;
+
+  /**
+   * @generated from field: string destination = 3;
+   */
+  destination: string;
+
+  /**
+   * When the hop was governed (its audit row).
+   *
+   * @generated from field: google.protobuf.Timestamp dispatched_at = 4;
+   */
+  dispatchedAt?: Timestamp;
+
+  /**
+   * When the attempt ended; unset while it runs.
+   *
+   * @generated from field: google.protobuf.Timestamp finished_at = 5;
+   */
+  finishedAt?: Timestamp;
+
+  /**
+   * `running`, `awaiting_approval`, `completed`, `failed`, `timed_out`, `denied`, `cancelled`.
+   *
+   * @generated from field: string outcome = 6;
+   */
+  outcome: string;
+
+  /**
+   * The governor's verdict on the hop (`allow`, `deny`, `requires_approval`) and the rule that decided it.
+   *
+   * @generated from field: string verdict = 7;
+   */
+  verdict: string;
+
+  /**
+   * @generated from field: string rule = 8;
+   */
+  rule: string;
+
+  /**
+   * Why the attempt ended (the result's, the timeout's or the denial's reason); empty while it runs.
+   *
+   * @generated from field: string reason = 9;
+   */
+  reason: string;
+
+  /**
+   * Cost accrued by the attempt (estimate at dispatch plus actual on the result).
+   *
+   * @generated from field: double cost = 10;
+   */
+  cost: number;
+
+  /**
+   * finished_at - dispatched_at; 0 while it runs.
+   *
+   * @generated from field: int64 duration_ms = 11;
+   */
+  durationMs: bigint;
+
+  /**
+   * The audit seq of the hop row (AuditService.ListRows shows it).
+   *
+   * @generated from field: int64 seq = 12;
+   */
+  seq: bigint;
+
+  /**
+   * Who decided the approval the attempt waited for, when it did (`ann (apikey:default)`).
+   *
+   * @generated from field: string approved_by = 13;
+   */
+  approvedBy: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.StepAttempt.
+ * Use `create(StepAttemptSchema)` to create a new message.
+ */
+export const StepAttemptSchema: GenMessage<StepAttempt> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_tasks, 18);
 
 /**
  * A sub-query a step asked and has not yet been handed the reply of.
@@ -672,7 +810,7 @@ export type AwaitedReply = Message<"switchyard.api.v1.AwaitedReply"> & {
  * Use `create(AwaitedReplySchema)` to create a new message.
  */
 export const AwaitedReplySchema: GenMessage<AwaitedReply> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 18);
+  messageDesc(file_switchyard_api_v1_tasks, 19);
 
 /**
  * A task's or step's error.
@@ -708,7 +846,7 @@ export type TaskError = Message<"switchyard.api.v1.TaskError"> & {
  * Use `create(TaskErrorSchema)` to create a new message.
  */
 export const TaskErrorSchema: GenMessage<TaskError> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 19);
+  messageDesc(file_switchyard_api_v1_tasks, 20);
 
 /**
  * A task in a listing: no input, no steps.
@@ -762,7 +900,7 @@ export type TaskSummary = Message<"switchyard.api.v1.TaskSummary"> & {
  * Use `create(TaskSummarySchema)` to create a new message.
  */
 export const TaskSummarySchema: GenMessage<TaskSummary> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_tasks, 20);
+  messageDesc(file_switchyard_api_v1_tasks, 21);
 
 /**
  * @generated from enum switchyard.api.v1.TaskStatus
