@@ -10,8 +10,8 @@ import type { OwnedShards } from "./shard-ownership.js";
 import { shardSqlClause, shardSqlParams } from "./shards.js";
 
 /** How a decision arrived. */
-export type ApprovalDecisionVia = "api" | "cli" | "link" | "expiry";
-export const APPROVAL_DECISION_VIAS: readonly ApprovalDecisionVia[] = ["api", "cli", "link", "expiry"];
+export type ApprovalDecisionVia = "api" | "console" | "cli" | "link" | "expiry";
+export const APPROVAL_DECISION_VIAS: readonly ApprovalDecisionVia[] = ["api", "console", "cli", "link", "expiry"];
 
 export interface ApprovalRow {
   id: string;

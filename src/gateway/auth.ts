@@ -28,6 +28,10 @@ export interface TenantCall {
 
 const principalKey = createContextKey<Principal | undefined>(undefined, { description: "switchyard principal" });
 const tenantKey = createContextKey<TenantCall | undefined>(undefined, { description: "switchyard tenant call" });
+/** How the call authenticated: a bearer key (`api`) or a console session cookie (`console`). */
+const channelKey = createContextKey<CallChannel>("api", { description: "switchyard call channel" });
+
+export type CallChannel = "api" | "console";
 
 function unauthenticated(message: string): ConnectError {
   return new ConnectError(message, Code.Unauthenticated, { "www-authenticate": 'Bearer realm="switchyard"' });
@@ -54,21 +58,22 @@ export function createAuthInterceptor(options: AuthInterceptorOptions): Intercep
   // read after the call arrived, so a revocation holds for every call that arrives after it committed.
   const keys = new MicroBatcher<string, ApiKeyResolution>({ run: (secrets) => resolveApiKeys(options.db, secrets), maxInFlight: 4, isolate: (error) => !isDatabaseUnavailable(error) });
   // A bearer key, when sent, decides; else a console session cookie; else the call is refused.
-  const principalOf = async (header: Headers): Promise<Principal> => {
+  const principalOf = async (header: Headers): Promise<{ principal: Principal; channel: CallChannel }> => {
     const secret = bearerToken(header.get("authorization"));
     if (!secret) {
       const session = options.sessions ? await authenticateSession(header, options.sessions) : undefined;
-      if (session) return session.principal;
+      if (session) return { principal: session.principal, channel: "console" };
       throw unauthenticated("missing API key: send the header `Authorization: Bearer <key>`");
     }
     const resolved = await keys.submit(secret);
     if (resolved.status === "unknown") throw unauthenticated("unknown API key");
     if (resolved.status === "revoked") throw unauthenticated(`API key ${resolved.prefix}… is revoked`);
-    return resolved.principal;
+    return { principal: resolved.principal, channel: "api" };
   };
   return (next) => async (req) => {
-    const principal = await principalOf(req.header);
+    const { principal, channel } = await principalOf(req.header);
     req.contextValues.set(principalKey, principal);
+    req.contextValues.set(channelKey, channel);
     if (adminOnly.has(req.service.typeName)) {
       if (principal.kind !== "admin") throw new ConnectError(`${req.service.name} needs an admin API key; this is a tenant key`, Code.PermissionDenied);
       return next(req);
@@ -118,6 +123,11 @@ export function tenantCall(ctx: HandlerContext): TenantCall {
   const call = ctx.values.get(tenantKey);
   if (!call) throw new ConnectError("no tenant resolved for this call", Code.Internal);
   return call;
+}
+
+/** Whether the call came through a console session or with a bearer key (recorded as how an approval was decided). */
+export function callChannel(ctx: HandlerContext): CallChannel {
+  return ctx.values.get(channelKey);
 }
 
 /** The tenant a call was resolved to, when the auth interceptor resolved one (for the API span). */

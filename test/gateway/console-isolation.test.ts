@@ -135,4 +135,12 @@ describe("console sessions keep tenants apart", () => {
     }
     expect((await fx.rt.pool.query("SELECT count(*)::int AS n FROM tenants")).rows[0].n).toBe(2);
   });
+
+  it("an approval its own tenant decides in the console is recorded as decided via the console, not the API", async () => {
+    const own = await signIn(fx.url, keyB);
+    const decided = await sessionCall(fx.url, "switchyard.api.v1.ApprovalService/Decide", { id: approvalB, approve: true, reason: "looks right" }, own);
+    expect(decided).toMatchObject({ status: 200, body: { status: "APPROVAL_STATUS_APPROVED" } });
+    const listed = (await fx.client(ApprovalService, keyB).list({ taskId: taskB })).approvals.find((a) => a.id === approvalB);
+    expect(listed).toMatchObject({ decidedVia: "console", decisionReason: "looks right" });
+  });
 });

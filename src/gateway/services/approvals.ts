@@ -7,7 +7,7 @@ import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { ApprovalService } from "../../gen/switchyard/api/v1/approvals_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
 import { recordedActor } from "../../tenancy/principal.js";
-import { tenantCall } from "../auth.js";
+import { callChannel, tenantCall } from "../auth.js";
 import { approvalStatuses, approvalToProto } from "../convert/approvals.js";
 import type { ServiceDeps } from "./deps.js";
 
@@ -35,7 +35,7 @@ export function approvalService(deps: ServiceDeps): ServiceImpl<typeof ApprovalS
         approve: req.approve,
         actor: recordedActor(principal, req.actor),
         ...(req.reason !== "" ? { reason: req.reason } : {}),
-        via: "api",
+        via: callChannel(ctx),
       });
       return { approvalId: req.id, status: approvalStatuses.toProto(outcome.status), decidedBy: outcome.decidedBy, alreadyDecided: outcome.alreadyDecided };
     },

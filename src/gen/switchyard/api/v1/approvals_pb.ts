@@ -219,7 +219,7 @@ export type Approval = Message<"switchyard.api.v1.Approval"> & {
   expiresAt?: Timestamp;
 
   /**
-   * How the decision arrived (cli, api, link, expiry); unset while pending.
+   * How the decision arrived (cli, api, console, link, expiry); unset while pending.
    *
    * @generated from field: optional string decided_via = 16;
    */
