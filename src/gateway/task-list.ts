@@ -20,6 +20,10 @@ export interface TaskListFilter {
   workflow?: string;
   pageSize?: number;
   pageToken?: string;
+  /** Only tasks created at or after this instant. */
+  createdAfter?: Date;
+  /** Only tasks created before this instant. */
+  createdBefore?: Date;
 }
 
 /** A task in a listing: the TaskView without input and steps. */
@@ -72,9 +76,11 @@ export async function listTasks(db: Queryable, orgId: string, filter: TaskListFi
        AND ($3::text IS NULL OR workflow_name = $3)
        AND ($4::int IS NULL OR workflow_version = $4)
        AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::uuid))
+       AND ($8::timestamptz IS NULL OR created_at >= $8::timestamptz)
+       AND ($9::timestamptz IS NULL OR created_at < $9::timestamptz)
      ORDER BY created_at DESC, id DESC
      LIMIT $7`,
-    [orgId, statuses, workflow?.name ?? null, workflow?.version ?? null, cursor?.at ?? null, cursor?.id ?? null, pageSize + 1],
+    [orgId, statuses, workflow?.name ?? null, workflow?.version ?? null, cursor?.at ?? null, cursor?.id ?? null, pageSize + 1, instant(filter.createdAfter, "created_after"), instant(filter.createdBefore, "created_before")],
   );
   const page = rows.slice(0, pageSize);
   const last = page.at(-1);
@@ -91,6 +97,12 @@ export async function listTasks(db: Queryable, orgId: string, filter: TaskListFi
     })),
     nextPageToken: rows.length > pageSize && last ? encodeCursor({ at: last.cursor_at, id: last.id }) : null,
   };
+}
+
+function instant(value: Date | undefined, path: string): Date | null {
+  if (value === undefined) return null;
+  if (Number.isNaN(value.getTime())) throw new SwitchyardError(ErrorCode.InvalidArgument, `${path}: not a valid instant`, { details: { path } });
+  return value;
 }
 
 function parseWorkflowFilter(text: string): { name: string; version: number | null } {

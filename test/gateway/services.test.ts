@@ -3,6 +3,7 @@
  * curl sends), against a real gateway, Postgres and Redis.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AdminService, ApiKeyKind, FlagScopeKind } from "../../src/gen/switchyard/api/v1/admin_pb.js";
 import { ApprovalService, ApprovalStatus } from "../../src/gen/switchyard/api/v1/approvals_pb.js";
@@ -109,6 +110,14 @@ describe("gateway services", () => {
     expect((await tasks.list({ statuses: [TaskStatus.CANCELLED] })).tasks.map((t) => t.id)).toEqual([ids[1]]);
     expect((await tasks.list({ workflow: "gated@1", statuses: [TaskStatus.RUNNING] })).tasks).toHaveLength(4);
     expect((await tasks.list({ workflow: "other" })).tasks).toHaveLength(0);
+    // A time window, from the tasks' own creation times: the newest two, then everything before them.
+    const created = await fx.rt.pool.query<{ id: string; at: Date }>("SELECT id, created_at AS at FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY created_at, id", [ids]);
+    const cut = created.rows.at(-2)!.at;
+    const recent = (await tasks.list({ createdAfter: timestampFromDate(cut) })).tasks.map((t) => t.id);
+    expect(recent).toEqual(created.rows.slice(-2).map((r) => r.id).reverse());
+    const earlier = (await tasks.list({ createdBefore: timestampFromDate(cut) })).tasks.map((t) => t.id);
+    expect(earlier).toEqual(created.rows.slice(0, -2).map((r) => r.id).reverse());
+    expect((await tasks.list({ createdAfter: timestampFromDate(new Date(Date.now() + 60_000)) })).tasks).toEqual([]);
     const audit = await fx.rt.pool.query("SELECT actor, reason FROM audit_log WHERE task_id = $1 AND action = 'cancel'", [ids[1]]);
     expect(audit.rows[0]).toEqual({ actor: "ann (apikey:default)", reason: "not needed" });
 

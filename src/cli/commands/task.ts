@@ -195,7 +195,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
     );
 
   /**
-   * `task list [--tenant T] [--status S[,S…]] [--workflow NAME[@V]] [--limit N] [--page-token TOKEN] [--json]` —
+   * `task list [--tenant T] [--status S[,S…]] [--workflow NAME[@V]] [--since SECONDS] [--limit N] [--page-token TOKEN] [--json]` —
    * the tenant's tasks, newest first, without steps. When there are more, the next page's token is printed on
    * stderr (human form) or in `nextPageToken`.
    *
@@ -208,16 +208,18 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
     .option("--tenant <tenant>", TENANT_OPTION_HELP)
     .option("--status <statuses>", `only these statuses, comma-separated (${TASK_STATUSES.join(", ")})`, statusesOption)
     .option("--workflow <ref>", "only tasks of this workflow: NAME (any version) or NAME@VERSION")
+    .option("--since <seconds>", "only tasks created in the last this many seconds", secondsOption)
     .option("--limit <n>", `at most this many (1..${MAX_TASK_PAGE_SIZE})`, intOption(1), DEFAULT_TASK_PAGE_SIZE)
     .option("--page-token <token>", "continue after the previous page")
     .option("--json", "print the result as JSON")
     .action(
-      run(async (ctx, options: { tenant?: string; status?: TaskStatus[]; workflow?: string; limit: number; pageToken?: string; json?: boolean }) => {
+      run(async (ctx, options: { tenant?: string; status?: TaskStatus[]; workflow?: string; since?: number; limit: number; pageToken?: string; json?: boolean }) => {
         const page = await withTenantApi(ctx, options.tenant, (api) =>
           api.listTasks({
             pageSize: options.limit,
             ...(options.status ? { statuses: options.status } : {}),
             ...(options.workflow !== undefined ? { workflow: options.workflow } : {}),
+            ...(options.since !== undefined ? { createdAfter: new Date(Date.now() - options.since * 1000) } : {}),
             ...(options.pageToken !== undefined ? { pageToken: options.pageToken } : {}),
           }),
         );

@@ -14,7 +14,7 @@ import { WorkflowService } from "../../gen/switchyard/api/v1/workflows_pb.js";
 import { approvalFromProto, approvalStatuses } from "../../gateway/convert/approvals.js";
 import { auditRowFromProto, verificationFromProto } from "../../gateway/convert/audit.js";
 import { taskFromProto, taskStatuses, taskSummaryFromProto } from "../../gateway/convert/tasks.js";
-import { toValue } from "../../gateway/convert/values.js";
+import { toTimestamp, toValue } from "../../gateway/convert/values.js";
 import { workflowFromProto, workflowSummaryFromProto } from "../../gateway/convert/workflows.js";
 import { inFile } from "../args.js";
 import type { RemoteTarget, TenantApi } from "./tenant-api.js";
@@ -128,6 +128,8 @@ export function createRemoteTenantApi(target: RemoteTarget, tenant: string | und
           workflow: filter.workflow ?? "",
           pageSize: filter.pageSize ?? 0,
           pageToken: filter.pageToken ?? "",
+          ...(filter.createdAfter ? { createdAfter: toTimestamp(filter.createdAfter) } : {}),
+          ...(filter.createdBefore ? { createdBefore: toTimestamp(filter.createdBefore) } : {}),
         }),
       );
       return { tasks: res.tasks.map(taskSummaryFromProto), nextPageToken: res.nextPageToken || null };

@@ -12,7 +12,7 @@ import { TaskService } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
 import { recordedActor } from "../../tenancy/principal.js";
 import { tenantCall } from "../auth.js";
-import { fromValue } from "../convert/values.js";
+import { fromTimestamp, fromValue } from "../convert/values.js";
 import { taskStatuses, taskSummaryToProto, taskToProto } from "../convert/tasks.js";
 import { listTasks } from "../task-list.js";
 import { readStepExtras, withStepExtras } from "../step-history.js";
@@ -72,7 +72,14 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
         return status;
       });
       const page = await withTenantTransaction(deps.pool, orgId, (client) =>
-        listTasks(client, orgId, { statuses, workflow: req.workflow, pageSize: req.pageSize, pageToken: req.pageToken }),
+        listTasks(client, orgId, {
+          statuses,
+          workflow: req.workflow,
+          pageSize: req.pageSize,
+          pageToken: req.pageToken,
+          ...(req.createdAfter ? { createdAfter: fromTimestamp(req.createdAfter)! } : {}),
+          ...(req.createdBefore ? { createdBefore: fromTimestamp(req.createdBefore)! } : {}),
+        }),
       );
       return { tasks: page.tasks.map(taskSummaryToProto), nextPageToken: page.nextPageToken ?? "" };
     },

@@ -1,8 +1,9 @@
 /**
- * Tasks: the tenant's tasks newest first, filtered by status and workflow (server-side) and by age (on the page:
- * the API has no time filter), paged with the API's tokens. Rows of unfinished tasks update live through Watch
+ * Tasks: the tenant's tasks newest first, filtered by status, workflow and age (all server-side: the age is the
+ * API's `created_after`), paged with the API's tokens. Rows of unfinished tasks update live through Watch
  * streams; new tasks appear on a periodic refresh of the first page.
  */
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { useEffect, useState } from "preact/hooks";
 import type { TaskStatus, TaskSummary } from "../../../src/gen/switchyard/api/v1/tasks_pb.js";
 import { isAbort } from "../api";
@@ -10,7 +11,7 @@ import { ProblemBox } from "../components/problem";
 import { Status } from "../components/status";
 import { useLoad } from "../components/use-load";
 import { useConsole } from "../context";
-import { dateOf, formatCost, formatTime, isFinished, TASK_FILTERS, taskStatusWord } from "../format";
+import { formatCost, formatTime, isFinished, TASK_FILTERS, taskStatusWord } from "../format";
 import { href } from "../router";
 import { StartTask } from "./start-task";
 import { Table } from "../components/table";
@@ -34,7 +35,12 @@ export function TasksPage() {
   const [tick, setTick] = useState(0);
   const token = pages[pages.length - 1]!;
   const workflows = useLoad((signal) => api.workflows.list({}, { signal }), [api]);
-  const list = useLoad((signal) => api.tasks.list({ statuses, workflow, pageSize: 25, pageToken: token }, { signal }), [api, statuses.join(","), workflow, token, tick]);
+  // The age filter is fixed to an instant when chosen, so paging keeps the same filter (as the API asks).
+  const [since, setSince] = useState<number | undefined>(undefined);
+  const list = useLoad(
+    (signal) => api.tasks.list({ statuses, workflow, pageSize: 25, pageToken: token, ...(since !== undefined ? { createdAfter: timestampFromMs(since) } : {}) }, { signal }),
+    [api, statuses.join(","), workflow, token, tick, since],
+  );
   const [live, setLive] = useState<Record<string, TaskSummary>>({});
 
   // The first page refreshes by itself so that new tasks show up.
@@ -66,7 +72,7 @@ export function TasksPage() {
     return () => abort.abort();
   }, [api, open.join(",")]);
 
-  const shown = tasks.map((t) => live[t.id] ?? t).filter((t) => age === 0 || (dateOf(t.createdAt)?.getTime() ?? 0) >= Date.now() - age);
+  const shown = tasks.map((t) => live[t.id] ?? t);
   const toggle = (value: TaskStatus) => {
     setPages([""]);
     setStatuses((s) => (s.includes(value) ? s.filter((v) => v !== value) : [...s, value]));
@@ -101,7 +107,15 @@ export function TasksPage() {
         </label>
         <label>
           Started{" "}
-          <select value={String(age)} onChange={(e) => setAge(Number((e.target as HTMLSelectElement).value))}>
+          <select
+            value={String(age)}
+            onChange={(e) => {
+              const ms = Number((e.target as HTMLSelectElement).value);
+              setAge(ms);
+              setSince(ms === 0 ? undefined : Date.now() - ms);
+              setPages([""]);
+            }}
+          >
             {AGES.map((a) => (
               <option value={String(a.ms)}>{a.label}</option>
             ))}
