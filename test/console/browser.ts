@@ -84,12 +84,14 @@ export async function launchChromium(executablePath: string): Promise<Browser> {
  * Waits until `selector` is visible in the page (or, with `attached`, in it at all: an <option>), failing only once the page's main text stopped changing for
  * `stallMs` (and then saying what the page showed): a slow page that keeps moving is waited for.
  */
-export async function waitForSelector(page: Page, selector: string, what: string, options: { stallMs?: number; attached?: boolean } = {}): Promise<void> {
-  const present = async () => (options.attached ? (await page.locator(selector).count()) > 0 : await page.locator(selector).first().isVisible().catch(() => false));
+/** Waits until `selector` shows (or, with `absent`, until nothing matches it), failing once the page stops changing. */
+export async function waitForSelector(page: Page, selector: string, what: string, options: { stallMs?: number; attached?: boolean; absent?: boolean } = {}): Promise<void> {
+  const present = async () =>
+    options.attached || options.absent ? (await page.locator(selector).count()) > 0 : await page.locator(selector).first().isVisible().catch(() => false);
   await waitForProgress({
     what,
     progress: async () => ({ visible: await present(), text: await pageText(page) }),
-    done: (state) => state.visible,
+    done: (state) => (options.absent ? !state.visible : state.visible),
     key: (state) => state.text,
     stallMs: options.stallMs ?? 20_000,
     intervalMs: 100,

@@ -204,6 +204,18 @@ describe.skipIf(!chromiumPath)("the console in Chromium", () => {
     noProblems();
   });
 
+  it("filters the list by age through the API: a task from two days ago is not among the last day's", async () => {
+    const recent = await stack.stack.runtime.tasks.start({ orgId: TENANT, workflow: "research-report", input: { topic: "recent" } });
+    await stack.stack.runtime.pool.query("UPDATE tasks SET created_at = now() - interval '2 days' WHERE org_id = $1 AND id = $2", [TENANT, taskId]);
+    await go("#/tasks", `tr[data-task="${taskId}"]`, "the tasks list, the old task in it");
+    await page.getByLabel("Started").selectOption({ label: "last day" });
+    await waitForSelector(page, `tr[data-task="${taskId}"]`, "the two-day-old task to leave the list", { absent: true });
+    await waitForSelector(page, `tr[data-task="${recent.taskId}"]`, "the recent task to stay listed");
+    await page.getByLabel("Started").selectOption({ label: "any time" });
+    await waitForSelector(page, `tr[data-task="${taskId}"]`, "the old task back with any time");
+    noProblems();
+  });
+
   it("as an admin, flips a flag with a reason and finds its audit row, and replays a dead letter", async () => {
     await page.click("text=Sign out");
     await waitForSelector(page, "#apiKey", "the sign-in form after signing out");
