@@ -138,13 +138,17 @@ export interface ListAuditOptions {
   taskId?: string;
   /** Only rows with seq greater than this (keyset paging). */
   afterSeq?: number;
+  /** Only rows with seq smaller than this (keyset paging newest first). */
+  beforeSeq?: number;
+  /** Seq descending: the latest rows first. */
+  newestFirst?: boolean;
   /** Default 100, at most 10 000. */
   limit?: number;
 }
 
 const MAX_LIST_LIMIT = 10_000;
 
-/** Rows of one tenant's chain in seq order. */
+/** Rows of one tenant's chain in seq order (or newest first). */
 export async function listAudit(db: Queryable, orgId: string, options: ListAuditOptions = {}): Promise<AuditRow[]> {
   const limit = options.limit ?? 100;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
@@ -154,11 +158,15 @@ export async function listAudit(db: Queryable, orgId: string, options: ListAudit
   if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) {
     throw new SwitchyardError(ErrorCode.InvalidArgument, "afterSeq must be a whole number >= 0", { details: { path: "afterSeq" } });
   }
+  const beforeSeq = options.beforeSeq ?? null;
+  if (beforeSeq !== null && (!Number.isSafeInteger(beforeSeq) || beforeSeq < 1)) {
+    throw new SwitchyardError(ErrorCode.InvalidArgument, "beforeSeq must be a whole number >= 1", { details: { path: "beforeSeq" } });
+  }
   const result = await db.query<AuditDbRow>(
     `SELECT ${AUDIT_COLUMNS} FROM audit_log
-     WHERE org_id = $1 AND seq > $2 AND ($3::text IS NULL OR task_id = $3)
-     ORDER BY seq LIMIT $4`,
-    [orgId, afterSeq, options.taskId ?? null, limit],
+     WHERE org_id = $1 AND seq > $2 AND ($3::text IS NULL OR task_id = $3) AND ($5::bigint IS NULL OR seq < $5)
+     ORDER BY seq ${options.newestFirst ? "DESC" : "ASC"} LIMIT $4`,
+    [orgId, afterSeq, options.taskId ?? null, limit, beforeSeq],
   );
   return result.rows.map(auditRowFromDb);
 }

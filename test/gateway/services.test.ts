@@ -173,6 +173,12 @@ describe("gateway services", () => {
     expect(rows.rows.map((r) => r.seq)).toEqual([1n, 2n, 3n]);
     const after = await audit.listRows({ afterSeq: 2n, limit: 1 });
     expect(after.rows.map((r) => r.seq)).toEqual([3n]);
+    // Newest first, paged backwards from the head: the console's latest rows without reading the chain from seq 1.
+    const head = verified.headSeq;
+    const newest = await audit.listRows({ newestFirst: true, limit: 2 });
+    expect(newest.rows.map((r) => r.seq)).toEqual([head, head - 1n]);
+    const older = await audit.listRows({ newestFirst: true, beforeSeq: head - 1n, limit: 2 });
+    expect(older.rows.map((r) => r.seq)).toEqual([head - 2n, head - 3n].filter((s) => s > 0n));
     expect((await audit.listCheckpoints({})).checkpoints).toEqual([]);
     expect((await audit.exportCheckpoints({})).jsonl).toBe("");
 

@@ -35,6 +35,8 @@ export function auditService(deps: ServiceDeps): ServiceImpl<typeof AuditService
           ...(req.limit !== 0 ? { limit: req.limit } : {}),
           ...(req.taskId !== "" ? { taskId: req.taskId } : {}),
           ...(req.afterSeq !== 0n ? { afterSeq: int64ToNumber(req.afterSeq) } : {}),
+          ...(req.beforeSeq !== 0n ? { beforeSeq: int64ToNumber(req.beforeSeq) } : {}),
+          ...(req.newestFirst ? { newestFirst: true } : {}),
         }),
       );
       return { rows: rows.map(auditRowToProto) };

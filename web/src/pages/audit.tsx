@@ -16,7 +16,7 @@ export function AuditPage() {
   const action = useAction();
   const [result, setResult] = useState<AuditServiceVerifyResponse | undefined>(undefined);
   const checkpoints = useLoad((signal) => api.audit.listCheckpoints({}, { signal }), [api, tenant]);
-  const rows = useLoad((signal) => api.audit.listRows({ limit: 10000 }, { signal }), [api, tenant]);
+  const rows = useLoad((signal) => api.audit.listRows({ limit: 50, newestFirst: true }, { signal }), [api, tenant]);
   const verify = (event: Event) => {
     event.preventDefault();
     const file = ((event.target as HTMLFormElement).elements.namedItem("checkpoints") as HTMLInputElement).files?.[0];
@@ -25,7 +25,7 @@ export function AuditPage() {
       setResult(await api.audit.verify({ checkpointsJsonl, checkpointsSource: file?.name ?? "" }));
     });
   };
-  const latest = (rows.data?.rows ?? []).slice(-50);
+  const latest = [...(rows.data?.rows ?? [])].reverse();
   return (
     <section>
       <h1>Audit</h1>
