@@ -93,7 +93,8 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
   // Admission comes before the governor: a held step has made no hop yet (no audit row, nothing sent), and is
   // governed when it is released. A hop a human approved is not held again: the approval was for going now.
   if (!approvedBy && draft.ctx.admission) {
-    const gate = draft.ctx.admission.admit(draft.task.orgId, step.destination, options.released ?? false);
+    // A sub-query is asked by work already running (its parent's timeout runs): it goes ahead of new work.
+    const gate = draft.ctx.admission.admit(draft.task.orgId, step.destination, options.released ?? false, step.kind !== "workflow");
     if (!gate.admit) {
       holdStep(draft, step, gate.reason);
       return;
@@ -189,7 +190,8 @@ function holdStep(draft: Draft, step: StepRecord, reason: string): void {
       taskId: draft.task.id,
       stepId: step.stepId,
       destination: step.destination,
-      priority: step.kind === "workflow" ? (def?.priority ?? DEFAULT_PRIORITY) : DEFAULT_PRIORITY,
+      // A held sub-query is released first (its parent waits on it, under a step timeout), then by arrival.
+      priority: step.kind === "workflow" ? (def?.priority ?? DEFAULT_PRIORITY) : MAX_PRIORITY,
       concurrencyKey: null,
       reason,
       heldAtMs: draft.ctx.now,
@@ -199,6 +201,7 @@ function holdStep(draft: Draft, step: StepRecord, reason: string): void {
 
 /** A step's priority when its definition names none (the middle of 1–5). */
 export const DEFAULT_PRIORITY = 3;
+const MAX_PRIORITY = 5;
 
 /**
  * A step reached a terminal outcome. Delegation steps report back to their origin; workflow steps that fail

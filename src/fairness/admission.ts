@@ -42,8 +42,10 @@ export interface AdmissionCheck {
   /**
    * Admits (and counts) a dispatch of `orgId` to `destination`, or says why it is held. `released`: the releaser
    * chose this step, so it does not queue behind held steps again (their order was the releaser's to keep).
+   * `ahead`: work already running asked for it (a delegated sub-query): it does not queue behind new work either —
+   * its parent's step timeout is running — but capacity, caps and rates still hold it.
    */
-  admit(orgId: string, destination: string, released: boolean): Admission;
+  admit(orgId: string, destination: string, released: boolean, ahead?: boolean): Admission;
 }
 
 const ADMIT: Admission = { admit: true };
@@ -57,12 +59,12 @@ export class AdmissionGate implements AdmissionCheck {
     private readonly now: number,
   ) {}
 
-  admit(orgId: string, destination: string, released: boolean): Admission {
+  admit(orgId: string, destination: string, released: boolean, ahead = false): Admission {
     const { limits } = this.facts;
     if (!limits.governs(orgId, destination)) return ADMIT;
     const tenant = this.tenant(orgId);
     const dest = this.destination(destination);
-    const verdict = this.check(orgId, destination, released, tenant, dest);
+    const verdict = this.check(orgId, destination, released || ahead, tenant, dest);
     if (!verdict.admit && !released) {
       // A step held by this batch is queued like one held before it: the batch's later steps line up behind it.
       tenant.heldByDestination.set(destination, (tenant.heldByDestination.get(destination) ?? 0) + 1);

@@ -62,6 +62,21 @@ describe("the admission gate", () => {
     expect(new AdmissionGate(facts(), 0).admit("b", "role:x", true)).toEqual({ admit: true });
   });
 
+  it("lets a sub-query of running work go ahead of held new work, but never past the capacity", () => {
+    const limits = new LimitTable([limit({ destination: "role:x", maxInFlight: 3 })]);
+    const facts = () => ({
+      limits,
+      destinations: new Map([["role:x", { inFlight: 2, held: 5 }]]),
+      tenants: new Map([["b", { inFlight: 0, byDestination: new Map(), heldByDestination: new Map([["role:x", 2]]) }]]),
+      buckets: new Map(),
+    });
+    expect(new AdmissionGate(facts(), 0).admit("b", "role:x", false)).toMatchObject({ admit: false, reason: "queued behind 2 earlier held step(s) of this tenant on role:x" });
+    const gate = new AdmissionGate(facts(), 0);
+    expect(gate.admit("b", "role:x", false, true)).toEqual({ admit: true });
+    // The capacity (3) is now taken: the next sub-query is held, and counted as held.
+    expect(gate.admit("b", "role:x", false, true)).toEqual({ admit: false, reason: "queued: role:x at capacity (3/3 in flight)" });
+  });
+
   it("draws a token per dispatch and refills at the rate", () => {
     const limits = new LimitTable([limit({ orgId: "a", destination: "role:x", ratePerSec: 50, burst: 2 })]);
     const facts = { limits, destinations: new Map(), tenants: new Map(), buckets: new Map() };
