@@ -5,8 +5,8 @@
  */
 import type { DependencyHealth } from "../dependency-health.js";
 import { silentLogger, type Logger } from "../logger.js";
-import { sleep } from "../sleep.js";
 import type { Queryable } from "../store/db.js";
+import { TablePoller } from "../table-poller.js";
 import { listLimits } from "./limit-store.js";
 import { LimitTable, type LimitSource } from "./limits.js";
 
@@ -21,12 +21,18 @@ export interface LiveLimitsOptions {
 export class LiveLimits implements LimitSource {
   private table = new LimitTable();
   private readonly logger: Logger;
-  private poller: { controller: AbortController; done: Promise<void> } | undefined;
-  private failing = false;
+  private readonly poller: TablePoller;
   private signature = "";
 
   constructor(private readonly options: LiveLimitsOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "limits" });
+    this.poller = new TablePoller({
+      what: "limits",
+      refresh: () => this.refresh(),
+      pollMs: options.pollMs ?? 1000,
+      logger: this.logger,
+      ...(options.health ? { health: options.health } : {}),
+    });
   }
 
   limits(): LimitTable {
@@ -45,32 +51,10 @@ export class LiveLimits implements LimitSource {
 
   /** Re-reads the table every `pollMs` until `stop()` or the signal. Idempotent. */
   start(signal?: AbortSignal): void {
-    if (this.poller || signal?.aborted) return;
-    const controller = new AbortController();
-    signal?.addEventListener("abort", () => controller.abort(), { once: true });
-    this.poller = { controller, done: this.poll(controller.signal) };
+    this.poller.start(signal);
   }
 
-  async stop(): Promise<void> {
-    const poller = this.poller;
-    if (!poller) return;
-    poller.controller.abort();
-    await poller.done;
-    this.poller = undefined;
-  }
-
-  private async poll(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      await sleep(this.options.pollMs ?? 1000, signal, { unref: true });
-      if (signal.aborted) break;
-      try {
-        await this.refresh();
-        this.failing = false;
-      } catch (error) {
-        if (this.options.health?.absorb(error)) this.logger.debug({ err: error }, "reading limits failed; keeping the last values read");
-        else if (!this.failing) this.logger.warn({ err: error }, "reading limits failed; keeping the last values read");
-        this.failing = true;
-      }
-    }
+  stop(): Promise<void> {
+    return this.poller.stop();
   }
 }

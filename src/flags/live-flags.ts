@@ -7,17 +7,14 @@
  * This object is the `EgressSwitch` the engine's tenant facts read, the `CoordinatorFlags` of a coordinator and
  * the `HarnessFlags` of a harness.
  */
-import { sleep } from "../sleep.js";
 import type { FlagsConfig } from "../config.js";
 import type { DependencyHealth } from "../dependency-health.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
+import { TablePoller } from "../table-poller.js";
 import { describeScope, listFlags } from "./flag-store.js";
 import type { FlagName, FlagRow, FlagSwitches, ScopeKind, TenantSelection } from "./flag-types.js";
 import { FlagValues, type FlagView } from "./flag-values.js";
-
-/** A forgotten poller must not keep a finished process alive. */
-const sleepUnref = (ms: number, signal: AbortSignal): Promise<void> => sleep(ms, signal, { unref: true });
 
 export interface LiveFlagsOptions {
   /** Where table `flags` lives. */
@@ -36,13 +33,19 @@ export class LiveFlags implements FlagSwitches {
   private values: FlagValues;
   private readonly logger: Logger;
   private readonly listeners = new Set<() => void>();
-  private poller: { controller: AbortController; done: Promise<void> } | undefined;
-  private failing = false;
+  private readonly poller: TablePoller;
   private everLoaded = false;
 
   constructor(private readonly options: LiveFlagsOptions) {
     this.values = new FlagValues(options.defaults, []);
     this.logger = (options.logger ?? silentLogger).child({ component: "flags" });
+    this.poller = new TablePoller({
+      what: "flags",
+      refresh: () => this.refresh(),
+      pollMs: options.pollMs ?? options.defaults.pollMs,
+      logger: this.logger,
+      ...(options.health ? { health: options.health } : {}),
+    });
   }
 
   /** True once the table has been read at least once (before that, the environment's defaults apply). */
@@ -72,19 +75,12 @@ export class LiveFlags implements FlagSwitches {
 
   /** Starts re-reading the table every `pollMs` until `stop()` or the signal. Idempotent. */
   start(signal?: AbortSignal): void {
-    if (this.poller || signal?.aborted) return;
-    const controller = new AbortController();
-    signal?.addEventListener("abort", () => controller.abort(), { once: true });
-    this.poller = { controller, done: this.poll(controller.signal) };
+    this.poller.start(signal);
   }
 
   /** Stops the poller; resolves once it has. */
-  async stop(): Promise<void> {
-    const poller = this.poller;
-    if (!poller) return;
-    poller.controller.abort();
-    await poller.done;
-    this.poller = undefined;
+  stop(): Promise<void> {
+    return this.poller.stop();
   }
 
   /** Called after each poll that changed a value. Returns the unsubscribe function. */
@@ -134,25 +130,6 @@ export class LiveFlags implements FlagSwitches {
 
   replyEnabled(orgId: string): boolean {
     return this.values.replyEnabled(orgId);
-  }
-
-  private async poll(signal: AbortSignal): Promise<void> {
-    const pollMs = this.options.pollMs ?? this.options.defaults.pollMs;
-    while (!signal.aborted) {
-      await sleepUnref(pollMs, signal);
-      if (signal.aborted) break;
-      try {
-        await this.refresh();
-        if (this.failing) this.logger.info("reading flags works again");
-        this.failing = false;
-      } catch (error) {
-        // Logged once per outage, not once a second; the last good values stay in force meanwhile. An unreachable
-        // database is the process's outage, logged once by its DependencyHealth.
-        if (this.options.health?.absorb(error)) this.logger.debug({ err: error }, "reading flags failed; keeping the last values read");
-        else if (!this.failing) this.logger.warn({ err: error }, "reading flags failed; keeping the last values read");
-        this.failing = true;
-      }
-    }
   }
 }
 
