@@ -53,10 +53,19 @@ export class DependencyHealth {
     this.logger.warn({ dependency, reason }, `${dependency} unreachable; retrying with backoff, not ready until it answers again`);
   }
 
-  /** The dependency answered (a connection was made, a probe succeeded): ends the outage, if there is one. */
-  reachable(dependency: Dependency): void {
+  /**
+   * The dependency answered (a connection was made, a probe succeeded): ends the outage, if there is one. `askedAtMs`
+   * (this object's `now()` when the connect or probe began): an answer to a question asked before the outage began
+   * proves nothing about now — a connection opened just before a fast restart completes after another one was
+   * terminated — so it does not end the outage.
+   */
+  reachable(dependency: Dependency, askedAtMs?: number): void {
     const outage = this.outages.get(dependency);
     if (!outage) return;
+    if (askedAtMs !== undefined && askedAtMs < outage.sinceMs) {
+      this.logger.debug({ dependency }, `${dependency} answered a call made before the outage began; still unreachable`);
+      return;
+    }
     this.outages.delete(dependency);
     const outageMs = Math.max(0, this.clock() - outage.sinceMs);
     this.options.metrics?.dependencyUp.set({ dependency }, 1);
@@ -73,6 +82,11 @@ export class DependencyHealth {
     if (!dependency) return false;
     this.unreachable(dependency, error);
     return true;
+  }
+
+  /** This object's clock: what `reachable`'s `askedAtMs` is measured on. */
+  now(): number {
+    return this.clock();
   }
 
   /** The outage in progress, if any. */

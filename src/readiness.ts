@@ -45,6 +45,7 @@ async function check(work: () => Promise<unknown>, ms: number, what: string, onF
 
 export async function readiness(deps: ReadinessDeps): Promise<ReadinessReport> {
   const { health } = deps;
+  const askedAtMs = health?.now();
   const [redis, postgres] = await Promise.all([
     // While disconnected, ioredis would queue the PING until it reconnects: answer from the connection state instead.
     deps.redis.status === "ready" ? check(() => deps.redis.ping(), deps.timeoutMs, "Redis") : Promise.resolve(`Redis is not connected (${deps.redis.status})`),
@@ -52,8 +53,8 @@ export async function readiness(deps: ReadinessDeps): Promise<ReadinessReport> {
       if (isDatabaseUnavailable(error)) health?.unreachable("postgres", error);
     }),
   ]);
-  if (postgres === "ok") health?.reachable("postgres");
-  if (redis === "ok") health?.reachable("redis");
+  if (postgres === "ok") health?.reachable("postgres", askedAtMs);
+  if (redis === "ok") health?.reachable("redis", askedAtMs);
   const schema = postgres === "ok" ? await check(() => assertSchemaCurrent(deps.pool), deps.timeoutMs, "the schema check") : "not checked: Postgres is not reachable";
   const report: ReadinessReport = { ready: redis === "ok" && postgres === "ok" && schema === "ok", checks: { redis, postgres, schema } };
   const outages: NonNullable<ReadinessReport["outages"]> = {};

@@ -448,8 +448,9 @@ export class Coordinator {
     if (!this.health.isReachable("postgres")) {
       // Asked here rather than waited for: an idle coordinator may have nothing else that would find Postgres back.
       this.sawOutage = true;
+      const askedAtMs = this.health.now();
       await this.options.pool.query("SELECT 1");
-      this.health.reachable("postgres");
+      this.health.reachable("postgres", askedAtMs);
     }
     if (this.sawOutage) {
       this.sawOutage = false;

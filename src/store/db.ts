@@ -64,10 +64,11 @@ function trackedClient(health: DependencyHealth | undefined): typeof pg.Client {
     override connect(): Promise<pg.Client>;
     override connect(callback: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): void;
     override connect(callback?: ((err: Error) => void) | ((err: null, client: pg.Client) => void)): Promise<pg.Client> | void {
+      const askedAtMs = health?.now();
       const report = (error: Error | null | undefined): void => {
         if (error) markFromPostgres(error);
         if (error) health?.unreachable("postgres", error);
-        else health?.reachable("postgres");
+        else health?.reachable("postgres", askedAtMs);
       };
       if (!callback) {
         return super.connect().then(

@@ -103,6 +103,26 @@ describe("DependencyHealth", () => {
     expect(await metricValue(metrics, "switchyard_dependency_up", { dependency: "postgres" })).toBe(1);
     expect(await metricValue(metrics, "switchyard_dependency_outages_total", { dependency: "redis" })).toBeUndefined();
   });
+
+  it("an answer to a call made before the outage began does not end it (a connect that straddles a fast restart)", () => {
+    let now = 1_000;
+    const { logger, lines } = capturingLogger();
+    const health = new DependencyHealth({ logger, clock: () => now });
+    const askedBefore = health.now();
+    now = 1_200;
+    health.unreachable("postgres", new Error("terminating connection due to administrator command"));
+    now = 1_201;
+    health.reachable("postgres", askedBefore);
+    expect(health.isReachable("postgres")).toBe(false);
+    const askedAfter = health.now();
+    now = 2_400;
+    health.reachable("postgres", askedAfter);
+    expect(health.isReachable("postgres")).toBe(true);
+    expect(lines().filter((l) => l.level === 40).map((l) => l.msg)).toEqual([
+      "postgres unreachable; retrying with backoff, not ready until it answers again",
+      "postgres reachable again after 1200 ms",
+    ]);
+  });
 });
 
 describe("createPool", () => {
