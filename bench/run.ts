@@ -50,6 +50,7 @@ import {
  *                                                `shard_takeover_ms`, `lease_ttl_ms` (ms)               scale-out
  *   tenant fairness (issue 15)               → `fair_beta_p99_ratio` (x),               fairness
  *                                                  `fair_alpha_drain_overhead_pct` (%)
+ *                                                  `fair_limits_drain_cost_pct` (%)
  *   (h) soak, opt-in (`--only soak`)           → `soak_rss_growth_pct` (%)              soak
  *   one compiled `switchyard` process           → `cli_help_ms`, `cli_task_start_ms`,   cli-startup
  *                                                  `cli_version_ms`, `node_startup_ms`,

@@ -29,7 +29,7 @@ import { runPeriodically } from "./periodic-job.js";
 import { repairStrandedSteps } from "./stranded-steps.js";
 import { trimProcessedEnvelopes } from "./processed-envelopes.js";
 import type { LimitSource } from "../fairness/limits.js";
-import { ReleaseLoop } from "../fairness/releaser.js";
+import { inlineRelease, ReleaseLoop } from "../fairness/releaser.js";
 
 export { COORDINATOR_GROUP } from "./inbox-intake.js";
 import { COORDINATOR_GROUP } from "./inbox-intake.js";
@@ -156,7 +156,8 @@ export class Coordinator {
         for (const shard of owned) options.metrics?.shardOwned.set({ shard: String(shard) }, 1);
       },
     });
-    this.engine = options.engine.fenced(this.ownership);
+    const serves = (orgId: string): boolean => this.ownership.ownsTenant(orgId) && this.tenantOn(orgId);
+    this.engine = options.engine.fenced(this.ownership, options.limits ? inlineRelease({ limits: options.limits, serves, clock: this.clock, metrics: options.metrics }) : undefined);
     this.reader = new InboxReader({
       bus: options.bus,
       ownership: this.ownership,
@@ -182,7 +183,7 @@ export class Coordinator {
           pool: options.pool,
           logger: this.logger,
           limits: options.limits,
-          serves: (orgId) => this.ownership.ownsTenant(orgId) && this.tenantOn(orgId),
+          serves,
           clock: this.clock,
           metrics: options.metrics,
           publish: async (rows) => {
@@ -385,8 +386,6 @@ export class Coordinator {
     // With the bus switched off meanwhile, the rows stay in the outbox for the relay once it is on again.
     const published = this.busOn() ? this.options.publisher.publish(applied.outbox) : Promise.resolve();
     await Promise.all([acked, published]);
-    // A result may have freed a slot on a limited destination.
-    this.releases?.kick();
   }
 
   /** Applies one batch, acknowledges and publishes it. Exposed for tests and benchmarks that drive the coordinator step by step. */

@@ -5,7 +5,6 @@
  */
 import { performance } from "node:perf_hooks";
 import type { AuditEntry, AuditRow, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
-import { encodeEnvelope } from "../bus/codec.js";
 import { retryOnConflict, withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { appendAudit } from "../governance/audit-log.js";
 import { AuditHeadCache } from "../governance/audit-heads.js";
@@ -14,22 +13,22 @@ import type { CompiledPolicy } from "../governance/policy.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { countOriginReply, type Metrics } from "../metrics.js";
 import { createReplyFactsSource, type ReplyFactsSource } from "../replies/reply-facts.js";
-import { insertReplies, saveBuckets, updateReplies } from "../replies/reply-store.js";
-import { DEFAULT_REPLY_LIMITS, type ReplyEventFacts, type ReplyLimits, type ReplyRecord, type ReplyUpdate } from "../replies/reply-types.js";
+import { DEFAULT_REPLY_LIMITS, type ReplyEventFacts, type ReplyLimits } from "../replies/reply-types.js";
 import { ReplyBatch } from "./reply-batch.js";
 import { decide } from "./decide.js";
-import { derivedIdSource, sha256Hex, specToEnvelope } from "./envelopes.js";
+import { derivedIdSource, sha256Hex } from "./envelopes.js";
 import { unavailableForeignDispatcher, type ForeignDispatcher } from "./foreign-dispatcher.js";
 import { DEFAULT_DELEGATION_LIMITS, type ApprovalSpec, type CoordinatorEvent, type DecideContext, type DelegationLimits, type Effect, type HopRecord, type StepRecord, type TaskRecord, type TaskState } from "./model.js";
-import { insertOutbox, type OutboxRow } from "./outbox.js";
+import type { OutboxRow } from "./outbox.js";
 import { HopSpans } from "../telemetry/hop-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
-import { closeApprovals, insertApprovals } from "./approval-store.js";
-import { loadTasksForUpdate, saveSteps, saveTasks } from "./task-store.js";
-import { DEFAULT_SHARD_COUNT, inboxOf } from "./shards.js";
+import { loadTasksForUpdate } from "./task-store.js";
+import { DEFAULT_SHARD_COUNT } from "./shards.js";
+import { persistPhase, type PersistDeps } from "./engine-persist.js";
+import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { accrueDailyCost, costDay, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
 import { AdmissionGate } from "../fairness/admission.js";
-import { destinationsOf, loadAdmission, saveAdmission, type HeldStep } from "../fairness/admission-load.js";
+import { admissionScope, anyConcurrencyKey, loadAdmission } from "../fairness/admission-load.js";
 import { NO_LIMITS, type LimitSource } from "../fairness/limits.js";
 
 /** Sources take the transaction's client: a second pooled connection per transaction can exhaust the pool. */
@@ -76,6 +75,20 @@ export interface EngineOptions {
 /** Proves, inside a transaction, that its writer still owns the tenants' shards (shard-ownership.ts); FENCED if not. */
 export interface EngineFence {
   fence(db: Queryable, orgIds: Iterable<string>): Promise<void>;
+}
+
+/** Which held steps may go now, when a batch freed slots (issue 15; src/fairness/releaser.ts `planRelease`). */
+export interface InlineRelease {
+  /** `release` events for held steps on these destinations, read in the batch's transaction (after its writes). */
+  plan(client: Queryable, destinations: readonly string[]): Promise<EngineInput[]>;
+}
+
+/** A decided and written phase of a batch (engine-persist.ts). */
+interface AppliedPhase {
+  audit: AuditEntry[];
+  freed: Set<string>;
+  freedKeyed: Set<string>;
+  gate: AdmissionGate | undefined;
 }
 
 export interface EngineInput {
@@ -130,6 +143,8 @@ export class Engine {
   private readonly fenceBy: EngineFence | undefined = undefined;
   /** The chain heads a fenced view last committed; used by `apply` only (its retry handles STALE_HEAD). */
   private readonly heads: AuditHeadCache | undefined = undefined;
+  /** Set on a coordinator's fenced view when limits are in force: held steps go in the batch that frees a slot. */
+  private readonly inlineRelease: InlineRelease | undefined = undefined;
 
   constructor(private readonly options: EngineOptions) {
     this.tenantFacts = options.tenantFacts ?? createTenantFactsSource();
@@ -140,13 +155,18 @@ export class Engine {
     this.shardCount = options.shardCount ?? DEFAULT_SHARD_COUNT;
   }
 
+  private get persistDeps(): PersistDeps {
+    return { logger: this.logger, metrics: this.options.metrics, maxPayloadBytes: this.options.maxPayloadBytes, shardCount: this.shardCount };
+  }
+
   /**
    * This engine, with every transaction first proving the fence for its tenants. A view sharing everything else
    * (caches, and whatever a subclass adds, such as the bench's probes), not a copy.
    */
-  fenced(fence: EngineFence): this {
+  fenced(fence: EngineFence, release?: InlineRelease): this {
     const view = Object.create(this) as this;
     Object.defineProperty(view, "fenceBy", { value: fence });
+    if (release) Object.defineProperty(view, "inlineRelease", { value: release });
     if (this.options.auditHeadsInMemory !== false) Object.defineProperty(view, "heads", { value: new AuditHeadCache({ clock: this.clock }) });
     return view;
   }
@@ -165,13 +185,15 @@ export class Engine {
     const heads = this.heads;
     const result = await retryOnConflict(async () => {
       const spans = tracingOn() ? new HopSpans() : undefined;
+      // The tenants of every phase (an inline release adds some): their heads may have moved if COMMIT did.
+      const touched = new Set<string>();
       try {
-        const applied = await withTransaction(pool, (client) => this.applyInTransaction(client, inputs, { heads, ...(spans ? { spans } : {}) }));
+        const applied = await withTransaction(pool, (client) => this.applyEvents(client, inputs, heads, spans, touched));
         spans?.end({ committed: true });
         return applied;
       } catch (error) {
         spans?.end({ committed: false, error });
-        heads?.forget(inputs.map((i) => i.orgId));
+        heads?.forget(touched);
         throw error;
       }
     });
@@ -199,17 +221,71 @@ export class Engine {
     }
   }
 
-  private async applyEvents(client: PoolClient, inputs: readonly EngineInput[], heads: AuditHeadCache | undefined, spans: HopSpans | undefined): Promise<ApplyResult> {
+  private async applyEvents(client: PoolClient, inputs: readonly EngineInput[], heads: AuditHeadCache | undefined, spans: HopSpans | undefined, touched?: Set<string>): Promise<ApplyResult> {
     const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [], replies: [] };
+    const first = await this.applyPhase(client, inputs, spans, result, { releasing: false, touched });
+    if (!first) return result;
+    const audit = first.audit;
+    const released = await this.releaseInline(client, first, spans, result, touched);
+    if (released) audit.push(...released.audit);
+    // Last: appending locks the tenant's chain head until COMMIT, and every other transaction of the tenant
+    // (other coordinators, task starts, approvals) queues on that lock, so nothing else should run under it.
+    const started = performance.now();
+    result.audit = await appendAudit(client, audit, { heads });
+    this.options.metrics?.auditAppendLatency.observe((performance.now() - started) / 1000);
+    spans?.audited(result.audit);
+    return result;
+  }
+
+  /**
+   * Issue 15: a batch that freed a slot on a destination where steps are held lets the next of them go in the same
+   * transaction (a second phase of release events), so a slot never waits for the release loop's next round and
+   * the step that takes it commits with the result that freed it. Which steps go is the releaser's plan (fair
+   * shares, this coordinator's tenants only). A task another transaction holds is skipped, not waited for (its
+   * locks would be taken out of id order): the release loop lets it go later.
+   */
+  private async releaseInline(client: PoolClient, first: AppliedPhase, spans: HopSpans | undefined, result: ApplyResult, touched: Set<string> | undefined): Promise<AppliedPhase | undefined> {
+    if (!this.inlineRelease || !first.gate) return undefined;
+    const gate = first.gate;
+    const destinations = [...new Set([...first.freed, ...gate.roomBehindHeld(), ...gate.keyedHeldDestinations(first.freedKeyed)])].filter((d) => gate.hasHeld(d));
+    if (destinations.length === 0) return undefined;
+    const releases = await this.inlineRelease.plan(client, destinations);
+    if (releases.length === 0) return undefined;
+    return this.applyPhase(client, releases, spans, result, { releasing: true, touched });
+  }
+
+  /**
+   * One phase: decides the inputs in order and writes what they changed (not the audit rows: returned). Undefined
+   * when nothing was left to decide. `releasing`: the inline release phase, whose tasks are locked without waiting
+   * and whose tenants, if one of their shards was lost meanwhile, are left to their new owner.
+   */
+  private async applyPhase(
+    client: PoolClient,
+    inputs: readonly EngineInput[],
+    spans: HopSpans | undefined,
+    result: ApplyResult,
+    phase: { releasing: boolean; touched: Set<string> | undefined },
+  ): Promise<AppliedPhase | undefined> {
+    for (const input of inputs) phase.touched?.add(input.orgId);
     // First: the lease rows are share-locked until COMMIT, so no takeover can slip in before this batch ends.
-    if (this.fenceBy && inputs.length > 0) await this.fenceBy.fence(client, new Set(inputs.map((i) => i.orgId)));
+    if (this.fenceBy && inputs.length > 0) {
+      try {
+        await this.fenceBy.fence(client, new Set(inputs.map((i) => i.orgId)));
+      } catch (error) {
+        // The fence throws after its query succeeded: the transaction is intact and the first phase still commits.
+        if (phase.releasing && isSwitchyardError(error) && error.code === ErrorCode.Fenced) return undefined;
+        throw error;
+      }
+    }
     const fresh = await this.dedupe(client, inputs);
-    result.duplicates = inputs.length - fresh.length;
-    if (fresh.length === 0) return result;
+    result.duplicates += inputs.length - fresh.length;
+    if (fresh.length === 0) return undefined;
 
     const orgIds = [...new Set(fresh.map((i) => i.orgId))];
-    const { tasks, steps, tenantFacts: storedFacts } = await loadTasksForUpdate(client, fresh.map((i) => i.taskId), { orgIds, day: costDay(this.clock()) });
-    if (spans) await spans.loadRoots(client, fresh.map((i) => i.taskId));
+    const { tasks, steps, tenantFacts: storedFacts } = await loadTasksForUpdate(client, fresh.map((i) => i.taskId), { orgIds, day: costDay(this.clock()) }, { skipLocked: phase.releasing });
+    const queue = phase.releasing ? fresh.filter((i) => tasks.has(i.taskId)) : [...fresh];
+    if (queue.length === 0) return undefined;
+    if (spans) await spans.loadRoots(client, queue.map((i) => i.taskId));
     const states = new Map<string, TaskState>();
     const before = new Map<string, TaskState>();
     for (const [taskId, task] of tasks) {
@@ -221,12 +297,12 @@ export class Engine {
 
     const effects: Effect[] = [];
     const applied = new Set<string>();
-    const queue = [...fresh];
+    const refusedBefore = result.refused.length;
     // The clock is read after the admission load: a dispatch that takes a slot a committed result freed is then
     // never stamped earlier than that result's row.
     const limits = (this.options.limits ?? NO_LIMITS).limits();
-    // Dormant without limits: not even the batch's destinations are gathered.
-    const admissionFacts = limits.empty ? undefined : await loadAdmission(client, limits, destinationsOf(states, fresh));
+    // Dormant without limits and concurrency keys: not even the batch's destinations are gathered.
+    const admissionFacts = limits.empty && !anyConcurrencyKey(states) ? undefined : await loadAdmission(client, limits, admissionScope(states, queue));
     const now = this.clock();
     const gate = admissionFacts ? new AdmissionGate(admissionFacts, now) : undefined;
     const facts = new Map<string, TenantFacts>();
@@ -298,12 +374,16 @@ export class Engine {
       }
       if (input.createdAtMs) this.observeLatency(decision.effects, input.createdAtMs);
     }
-    await this.forgetRefused(client, result.refused, applied);
-    // Before persist: the audit append takes the tenant's chain-head lock, which should be the last lock taken.
+    await this.forgetRefused(client, result.refused.slice(refusedBefore), applied);
+    // Before the audit append: it takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
-    await this.persist(client, before, states, effects, result, heads, gate);
-    spans?.audited(result.audit);
-    return result;
+    const persisted = await persistPhase(this.persistDeps, client, before, states, effects, gate);
+    result.outbox.push(...persisted.outbox);
+    result.hops.push(...persisted.hops);
+    result.approvals.push(...persisted.approvals);
+    result.tasks.push(...persisted.tasks);
+    result.replies.push(...persisted.replies);
+    return { audit: persisted.audit, freed: persisted.freed, freedKeyed: persisted.freedKeyed, gate };
   }
 
   private context(policy: CompiledPolicy, eventId: string, tenant: TenantFacts, reply: ReplyEventFacts | undefined, admission: AdmissionGate | undefined): DecideContext {
@@ -351,112 +431,6 @@ export class Engine {
     });
   }
 
-  private async persist(
-    client: PoolClient,
-    before: Map<string, TaskState>,
-    after: Map<string, TaskState>,
-    effects: Effect[],
-    result: ApplyResult,
-    heads: AuditHeadCache | undefined,
-    gate: AdmissionGate | undefined,
-  ): Promise<void> {
-    const changedSteps: StepRecord[] = [];
-    const unheld: StepRecord[] = [];
-    const held: HeldStep[] = [];
-    const changedTasks: TaskRecord[] = [];
-    for (const [taskId, state] of after) {
-      const prior = before.get(taskId)!;
-      // Decisions copy the task record even when nothing in it changed: compare what `saveTasks` writes, so a
-      // plain step completion does not rewrite the task row (a non-HOT update of every task in the batch).
-      if (taskRowChanged(prior.task, state.task)) changedTasks.push(state.task);
-      for (const [stepId, step] of state.steps) {
-        const was = prior.steps.get(stepId);
-        if (was === step) continue;
-        changedSteps.push(step);
-        if (was?.status === "held" && step.status !== "held") unheld.push(step);
-      }
-    }
-    const auditEntries: AuditEntry[] = [];
-    const outgoing: Array<{ orgId: string; stream: string; envelopeId: string; bytes: Uint8Array }> = [];
-    const opened: ApprovalSpec[] = [];
-    const closed: Array<Extract<Effect, { type: "close_approval" }>> = [];
-    const newReplies: ReplyRecord[] = [];
-    const replyUpdates: ReplyUpdate[] = [];
-    const buckets = new Map<string, Extract<Effect, { type: "reply_bucket" }>>();
-    for (const effect of effects) {
-      switch (effect.type) {
-        case "audit":
-          auditEntries.push(effect.entry);
-          break;
-        case "send":
-          try {
-            outgoing.push({
-              orgId: effect.envelope.orgId,
-              stream: effect.envelope.destination,
-              envelopeId: effect.envelope.id,
-              bytes: encodeEnvelope(specToEnvelope(effect.envelope, inboxOf(effect.envelope.orgId, this.shardCount)), this.options.maxPayloadBytes),
-            });
-          } catch (error) {
-            // Not sendable (e.g. a REPLY whose checkpoint pushed it over the cap): the step's timeout recovers it.
-            this.logger.error({ err: error, orgId: effect.envelope.orgId, taskId: effect.envelope.taskId, stepId: effect.envelope.stepId }, "envelope not sendable");
-          }
-          break;
-        case "open_approval":
-          opened.push(effect.approval);
-          break;
-        case "close_approval":
-          closed.push(effect);
-          break;
-        case "hop":
-          result.hops.push(effect.hop);
-          this.options.metrics?.hops.inc({ action: effect.hop.facts.action, verdict: effect.hop.verdict.verdict });
-          break;
-        case "log":
-          this.logger[effect.level](effect.fields, effect.message);
-          break;
-        case "count":
-          if (effect.metric === "delegation_depth_exceeded") this.options.metrics?.delegationDepthExceeded.inc();
-          if (effect.metric === "orphan_reply") this.options.metrics?.orphanReplies.inc();
-          if (effect.metric === "stranded_step_repaired") this.options.metrics?.strandedStepsRepaired.inc();
-          if (effect.metric === "origin_reply") countOriginReply(this.options.metrics, "refused", effect.labels?.code);
-          break;
-        case "record_reply":
-          newReplies.push(effect.reply);
-          if (effect.reply.state === "pending") result.replies.push(effect.reply.id);
-          break;
-        case "update_reply":
-          replyUpdates.push(effect.update);
-          if (effect.update.state === "pending") result.replies.push(effect.update.id);
-          break;
-        case "reply_bucket":
-          buckets.set(`${effect.orgId}\u0000${effect.actor}`, effect);
-          break;
-        case "hold":
-          held.push(effect.held);
-          break;
-        case "foreign_dispatch":
-          break;
-      }
-    }
-    await saveTasks(client, changedTasks);
-    await saveSteps(client, changedSteps);
-    await insertApprovals(client, opened);
-    await closeApprovals(client, closed);
-    await insertReplies(client, newReplies);
-    await updateReplies(client, replyUpdates);
-    await saveBuckets(client, [...buckets.values()]);
-    // After the steps (held rows reference them); a step held again by a failed release keeps its place.
-    await saveAdmission(client, held.filter((h) => after.get(h.taskId)?.steps.get(h.stepId)?.status === "held"), unheld, gate?.changedBuckets() ?? []);
-    result.outbox = await insertOutbox(client, outgoing);
-    // Last: appending locks the tenant's chain head until COMMIT, and every other transaction of the tenant
-    // (other coordinators, task starts, approvals) queues on that lock, so nothing else should run under it.
-    const started = performance.now();
-    result.audit = await appendAudit(client, auditEntries, { heads });
-    this.options.metrics?.auditAppendLatency.observe((performance.now() - started) / 1000);
-    result.approvals = opened;
-    result.tasks = changedTasks;
-  }
-
   private observeLatency(effects: Effect[], createdAtMs: number): void {
     const metrics = this.options.metrics;
     if (!metrics) return;
@@ -493,11 +467,6 @@ function senderKey(event: CoordinatorEvent): string {
     case "coordinator":
       return "coordinator";
   }
-}
-
-/** Whether any column `saveTasks` writes differs; a changed error is always a new object. */
-function taskRowChanged(before: TaskRecord, after: TaskRecord): boolean {
-  return before.status !== after.status || before.cost !== after.cost || before.error !== after.error || before.finishedAtMs !== after.finishedAtMs;
 }
 
 /** Workflow steps in definition order, then delegation steps in creation order. */

@@ -9,6 +9,7 @@ import { viewAddress } from "../origin/reply-address.js";
 import { Draft, roundCost } from "./draft.js";
 import { MAX_DELEGATION_DEPTH, type EnvelopeSpec, type StepError, type StepRecord } from "./model.js";
 import { checkAgainstSchema, schemaError, type SchemaSide } from "../workflow/step-schemas.js";
+import { concurrencyGroupOf, type ConcurrencyGroup } from "../fairness/concurrency-key.js";
 
 const encoder = new TextEncoder();
 
@@ -92,11 +93,12 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
   const step = draft.step(stepId)!;
   // Admission comes before the governor: a held step has made no hop yet (no audit row, nothing sent), and is
   // governed when it is released. A hop a human approved is not held again: the approval was for going now.
+  const group = step.kind === "workflow" ? concurrencyGroupOf(draft.workflow.steps.find((s) => s.id === stepId), draft.task.input) : undefined;
   if (!approvedBy && draft.ctx.admission) {
     // A sub-query is asked by work already running (its parent's timeout runs): it goes ahead of new work.
-    const gate = draft.ctx.admission.admit(draft.task.orgId, step.destination, options.released ?? false, step.kind !== "workflow");
+    const gate = draft.ctx.admission.admit(draft.task.orgId, step.destination, options.released ?? false, step.kind !== "workflow", group);
     if (!gate.admit) {
-      holdStep(draft, step, gate.reason);
+      holdStep(draft, step, gate.reason, group);
       return;
     }
   }
@@ -161,6 +163,8 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
     cost: roundCost(step.cost + cost),
     dueAtMs: draft.ctx.now + stepTimeoutMs(draft, step),
     error: null,
+    // Counted in its key while dispatched (an approved hop too: it is in flight like any other).
+    ...(group || step.concurrencyKey ? { concurrencyKey: group?.key ?? null } : {}),
   });
   const envelope: EnvelopeSpec = {
     id: envelopeId,
@@ -180,7 +184,7 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
 }
 
 /** The step waits in `held_steps` (by priority, then arrival) until the releaser lets it go. */
-function holdStep(draft: Draft, step: StepRecord, reason: string): void {
+function holdStep(draft: Draft, step: StepRecord, reason: string, group: ConcurrencyGroup | undefined): void {
   const def = draft.workflow.steps.find((s) => s.id === step.stepId);
   draft.updateStep(step.stepId, { status: "held", dueAtMs: null });
   draft.effects.push({
@@ -192,7 +196,8 @@ function holdStep(draft: Draft, step: StepRecord, reason: string): void {
       destination: step.destination,
       // A held sub-query is released first (its parent waits on it, under a step timeout), then by arrival.
       priority: step.kind === "workflow" ? (def?.priority ?? DEFAULT_PRIORITY) : MAX_PRIORITY,
-      concurrencyKey: null,
+      concurrencyKey: group?.key ?? null,
+      concurrencyLimit: group?.limit ?? null,
       reason,
       heldAtMs: draft.ctx.now,
     },

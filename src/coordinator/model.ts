@@ -118,6 +118,8 @@ export interface StepRecord {
    * turn is stale (a redelivered entry re-run after its turn already stood down).
    */
   turns: number;
+  /** The key group it counts in while dispatched (src/fairness/concurrency-key.ts); absent: none. */
+  concurrencyKey?: string | null;
 }
 
 export interface TaskState {

@@ -49,6 +49,7 @@ interface StepRow {
   checkpoint: StoredCheckpoint | null;
   delegations: number;
   turns: number;
+  concurrency_key?: string | null;
 }
 
 /** A checkpoint as stored: today's shape, or the single-delegation shape rows written before migration 0008 hold. */
@@ -102,6 +103,7 @@ export function toStep(row: StepRow): StepRecord {
     checkpoint: checkpointOf(row.checkpoint, row.status),
     delegations: row.delegations,
     turns: row.turns,
+    ...(row.concurrency_key ? { concurrencyKey: row.concurrency_key } : {}),
   };
 }
 
@@ -132,7 +134,7 @@ export function pendingWorkflowStep(taskId: string, orgId: string, def: StepDefi
 const TASK_COLUMNS = `id, org_id, workflow_name, workflow_version, input, status, budget, cost, error,
   (extract(epoch FROM finished_at) * 1000)::bigint AS finished_at_ms, reply_to`;
 export const STEP_COLUMNS = `task_id, step_id, org_id, kind, status, destination, attempt, depth, clearance, due_at_ms,
-  cost, output, error, approval_id, delegation, checkpoint, delegations, turns`;
+  cost, output, error, approval_id, delegation, checkpoint, delegations, turns, concurrency_key`;
 
 /**
  * Locks the tasks (skipping unknown ids), then loads them and all their steps.
@@ -159,14 +161,15 @@ export interface LockedTasks {
   tenantFacts: Map<string, StoredTenantFacts>;
 }
 
-export async function loadTasksForUpdate(client: Queryable, taskIds: readonly string[], wanted?: TenantFactsWanted): Promise<LockedTasks> {
+export async function loadTasksForUpdate(client: Queryable, taskIds: readonly string[], wanted?: TenantFactsWanted, options: { skipLocked?: boolean } = {}): Promise<LockedTasks> {
   const ids = [...new Set(taskIds)].filter(isUuid).sort();
   const tasks = new Map<string, TaskRecord>();
   const steps = new Map<string, StepRecord[]>();
   const loaded = { tasks, steps, tenantFacts: new Map<string, StoredTenantFacts>() };
   if (ids.length === 0) return loaded;
-  // Locked in id order, so concurrent coordinators queue per task instead of deadlocking.
-  const locked = await client.query<{ id: string }>(`SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [ids]);
+  // Locked in id order, so concurrent coordinators queue per task instead of deadlocking. `skipLocked`: a caller
+  // already holding other tasks' locks (out of order) takes only those free now and never waits.
+  const locked = await client.query<{ id: string }>(`SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE${options.skipLocked ? " SKIP LOCKED" : ""}`, [ids]);
   if (locked.rows.length === 0) return loaded;
   // The tenant facts ride on this statement (no round trip of their own) and share its snapshot, taken once the
   // locks are held: the daily cost includes what a transaction we waited for accrued.
@@ -267,18 +270,19 @@ export async function saveSteps(client: Queryable, steps: readonly StepRecord[])
     checkpoint: s.checkpoint,
     delegations: s.delegations,
     turns: s.turns,
+    concurrency_key: s.concurrencyKey ?? null,
   }));
   await client.query(
     `INSERT INTO steps (${STEP_COLUMNS}, updated_at)
      SELECT ${STEP_COLUMNS}, now()
      FROM json_to_recordset($1::json) AS x(task_id uuid, step_id text, org_id text, kind text, status text,
        destination text, attempt integer, depth integer, clearance integer, due_at_ms bigint, cost double precision,
-       output jsonb, error jsonb, approval_id uuid, delegation jsonb, checkpoint jsonb, delegations integer, turns integer)
+       output jsonb, error jsonb, approval_id uuid, delegation jsonb, checkpoint jsonb, delegations integer, turns integer, concurrency_key text)
      ON CONFLICT (task_id, step_id) DO UPDATE SET
        status = EXCLUDED.status, attempt = EXCLUDED.attempt, clearance = EXCLUDED.clearance,
        due_at_ms = EXCLUDED.due_at_ms, cost = EXCLUDED.cost, output = EXCLUDED.output, error = EXCLUDED.error,
        approval_id = EXCLUDED.approval_id, checkpoint = EXCLUDED.checkpoint, delegations = EXCLUDED.delegations, turns = EXCLUDED.turns,
-       updated_at = now()`,
+       concurrency_key = EXCLUDED.concurrency_key, updated_at = now()`,
     [JSON.stringify(rows)],
   );
 }

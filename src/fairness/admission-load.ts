@@ -9,7 +9,8 @@
  * capacity may be overshot by a batch's worth; it is a throttle, not a guarantee (README, Tenant fairness).
  */
 import type { Queryable } from "../store/db.js";
-import type { AdmissionFacts, Bucket, DestinationLoad, TenantLoad } from "./admission.js";
+import type { AdmissionFacts, Bucket, DestinationLoad, KeyLoad, TenantLoad } from "./admission.js";
+import { concurrencyGroupOf } from "./concurrency-key.js";
 import { pairKey, type LimitTable } from "./limits.js";
 import type { CoordinatorEvent, TaskState } from "../coordinator/model.js";
 
@@ -25,20 +26,27 @@ export interface HeldStep {
   /** 1–5, higher first within the tenant. */
   priority: number;
   concurrencyKey: string | null;
+  /** The key's limit when it has one (the releaser counts the key's room from it). */
+  concurrencyLimit: number | null;
   reason: string;
   heldAtMs: number;
 }
 
+/** What a batch may dispatch: each tenant's destinations, and the concurrency keys of its tasks' steps. */
+export interface AdmissionScope {
+  pairs: Map<string, Set<string>>;
+  keys: Map<string, Set<string>>;
+}
+
 /**
- * The admission facts of a batch, or undefined when no (tenant, destination) pair of it is governed (no limit
- * applies: nothing is read). `pairs` are the destinations each tenant of the batch may dispatch to.
+ * The admission facts of a batch, or undefined when nothing of it is governed (no limit applies and no step has a
+ * concurrency key: nothing is read).
  */
-export async function loadAdmission(client: Queryable, limits: LimitTable, pairs: ReadonlyMap<string, ReadonlySet<string>>): Promise<AdmissionFacts | undefined> {
-  if (limits.empty) return undefined;
+export async function loadAdmission(client: Queryable, limits: LimitTable, scope: AdmissionScope): Promise<AdmissionFacts | undefined> {
   const orgs: string[] = [];
   const destinations = new Set<string>();
-  for (const [orgId, dests] of pairs) {
-    let governed = false;
+  for (const [orgId, dests] of scope.pairs) {
+    let governed = scope.keys.has(orgId);
     for (const d of dests) {
       if (!limits.governs(orgId, d)) continue;
       governed = true;
@@ -48,21 +56,36 @@ export async function loadAdmission(client: Queryable, limits: LimitTable, pairs
   }
   if (orgs.length === 0) return undefined;
   orgs.sort();
-  for (const orgId of orgs) if (limits.tenantLimited(orgId)) await client.query("SELECT pg_advisory_xact_lock($1::int, hashtext($2))", [ADMISSION_LOCK_NAMESPACE, orgId]);
+  // Keys are counted like a tenant cap: exactly, under the tenant's lock (the gateway starts tasks inline too).
+  for (const orgId of orgs) if (limits.tenantLimited(orgId) || scope.keys.has(orgId)) await client.query("SELECT pg_advisory_xact_lock($1::int, hashtext($2))", [ADMISSION_LOCK_NAMESPACE, orgId]);
+  const keyed = [...scope.keys].flatMap(([orgId, keys]) => [...keys].map((key) => [orgId, key] as const));
   const dests = [...destinations].sort();
   const capped = dests.filter((d) => limits.capacity(d) !== undefined);
   const totals = orgs.filter((o) => limits.tenantMaxInFlight(o) !== undefined);
-  const { rows } = await client.query<{ dests: Array<[string, string, string]>; flying: Array<[string, string, string]>; held: Array<[string, string, string]>; totals: Array<[string, string]>; buckets: Array<[string, string, number, string]> }>(
+  const { rows } = await client.query<{
+    dests: Array<[string, string, string]>;
+    flying: Array<[string, string, string]>;
+    held: Array<[string, string, string, string]>;
+    totals: Array<[string, string]>;
+    buckets: Array<[string, string, number, string]>;
+    keys: Array<[string, string, string, string]>;
+  }>(
     `SELECT
        (SELECT coalesce(json_agg(json_build_array(l.destination, l.in_flight, l.held)), '[]') FROM switchyard_destination_load($3::text[]) l) AS dests,
        (SELECT coalesce(json_agg(json_build_array(x.org_id, x.destination, x.n)), '[]') FROM
           (SELECT org_id, destination, count(*) AS n FROM steps WHERE status = 'dispatched' AND destination = ANY($2::text[]) AND org_id = ANY($1::text[]) GROUP BY 1, 2) x) AS flying,
-       (SELECT coalesce(json_agg(json_build_array(x.org_id, x.destination, x.n)), '[]') FROM
-          (SELECT org_id, destination, count(*) AS n FROM held_steps WHERE destination = ANY($2::text[]) AND org_id = ANY($1::text[]) GROUP BY 1, 2) x) AS held,
+       (SELECT coalesce(json_agg(json_build_array(x.org_id, x.destination, x.n, x.keyed)), '[]') FROM
+          (SELECT org_id, destination, count(*) FILTER (WHERE concurrency_key IS NULL) AS n, count(*) FILTER (WHERE concurrency_key IS NOT NULL) AS keyed
+           FROM held_steps WHERE org_id = ANY($1::text[]) AND (destination = ANY($2::text[]) OR concurrency_key IS NOT NULL) GROUP BY 1, 2) x) AS held,
        (SELECT coalesce(json_agg(json_build_array(x.org_id, x.n)), '[]') FROM
           (SELECT org_id, count(*) AS n FROM steps WHERE status = 'dispatched' AND org_id = ANY($4::text[]) GROUP BY 1) x) AS totals,
-       (SELECT coalesce(json_agg(json_build_array(b.org_id, b.destination, b.tokens, b.at_ms)), '[]') FROM dispatch_buckets b WHERE b.org_id = ANY($1::text[])) AS buckets`,
-    [orgs, dests, capped, totals],
+       (SELECT coalesce(json_agg(json_build_array(b.org_id, b.destination, b.tokens, b.at_ms)), '[]') FROM dispatch_buckets b WHERE b.org_id = ANY($1::text[])) AS buckets,
+       (SELECT coalesce(json_agg(json_build_array(k.org_id, k.key, k.flying, k.held)), '[]') FROM
+          (SELECT w.org_id, w.key,
+                  (SELECT count(*) FROM steps s WHERE s.status = 'dispatched' AND s.org_id = w.org_id AND s.concurrency_key = w.key) AS flying,
+                  (SELECT count(*) FROM held_steps h WHERE h.org_id = w.org_id AND h.concurrency_key = w.key) AS held
+           FROM unnest($5::text[], $6::text[]) AS w(org_id, key)) k) AS keys`,
+    [orgs, dests, capped, totals, keyed.map(([o]) => o), keyed.map(([, k]) => k)],
   );
   const row = rows[0]!;
   const destLoads = new Map<string, DestinationLoad>();
@@ -74,11 +97,16 @@ export async function loadAdmission(client: Queryable, limits: LimitTable, pairs
     return load;
   };
   for (const [o, d, n] of row.flying) tenant(o).byDestination.set(d, Number(n));
-  for (const [o, d, n] of row.held) tenant(o).heldByDestination.set(d, Number(n));
+  for (const [o, d, n, keyedHeld] of row.held) {
+    if (Number(n) > 0) tenant(o).heldByDestination.set(d, Number(n));
+    if (Number(keyedHeld) > 0) (tenant(o).keyedHeldByDestination ??= new Map()).set(d, Number(keyedHeld));
+  }
+  const keys = new Map<string, KeyLoad>();
+  for (const [o, k, flying, held] of row.keys) keys.set(pairKey(o, k), { inFlight: Number(flying), held: Number(held) });
   for (const [o, n] of row.totals) tenant(o).inFlight = Number(n);
   const buckets = new Map<string, Bucket>();
   for (const [o, d, tokens, atMs] of row.buckets) buckets.set(pairKey(o, d), { tokens: Number(tokens), atMs: Number(atMs) });
-  return { limits, destinations: destLoads, tenants, buckets };
+  return { limits, destinations: destLoads, tenants, buckets, keys };
 }
 
 /**
@@ -99,13 +127,17 @@ export async function saveAdmission(
   }
   if (held.length > 0) {
     await client.query(
-      `INSERT INTO held_steps (org_id, task_id, step_id, destination, priority, concurrency_key, reason, held_at_ms)
-       SELECT x.org_id, x.task_id, x.step_id, x.destination, x.priority, x.concurrency_key, x.reason, x.held_at_ms
-       FROM json_to_recordset($1::json) AS x(org_id text, task_id uuid, step_id text, destination text, priority smallint, concurrency_key text, reason text, held_at_ms bigint)
+      `INSERT INTO held_steps (org_id, task_id, step_id, destination, priority, concurrency_key, concurrency_limit, reason, held_at_ms)
+       SELECT x.org_id, x.task_id, x.step_id, x.destination, x.priority, x.concurrency_key, x.concurrency_limit, x.reason, x.held_at_ms
+       FROM json_to_recordset($1::json) AS x(org_id text, task_id uuid, step_id text, destination text, priority smallint, concurrency_key text,
+         concurrency_limit integer, reason text, held_at_ms bigint)
        ON CONFLICT (task_id, step_id) DO UPDATE SET reason = EXCLUDED.reason`,
       [
         JSON.stringify(
-          held.map((h) => ({ org_id: h.orgId, task_id: h.taskId, step_id: h.stepId, destination: h.destination, priority: h.priority, concurrency_key: h.concurrencyKey, reason: h.reason, held_at_ms: h.heldAtMs })),
+          held.map((h) => ({
+            org_id: h.orgId, task_id: h.taskId, step_id: h.stepId, destination: h.destination, priority: h.priority,
+            concurrency_key: h.concurrencyKey, concurrency_limit: h.concurrencyLimit, reason: h.reason, held_at_ms: h.heldAtMs,
+          })),
         ),
       ],
     );
@@ -121,20 +153,31 @@ export async function saveAdmission(
 }
 
 /**
- * Every destination each tenant of the batch may dispatch to: its workflows' steps, the steps it has (delegations
- * included) and the sub-queries the batch asks for.
+ * What the batch may dispatch: every destination of each tenant (its workflows' steps, the steps it has,
+ * delegations included, and the sub-queries the batch asks for) and the concurrency keys of its tasks' steps.
  */
-export function destinationsOf(states: ReadonlyMap<string, TaskState>, inputs: ReadonlyArray<{ orgId: string; event: CoordinatorEvent }>): Map<string, Set<string>> {
+export function admissionScope(states: ReadonlyMap<string, TaskState>, inputs: ReadonlyArray<{ orgId: string; event: CoordinatorEvent }>): AdmissionScope {
   const pairs = new Map<string, Set<string>>();
-  const add = (orgId: string, destination: string) => {
-    let set = pairs.get(orgId);
-    if (!set) pairs.set(orgId, (set = new Set()));
-    set.add(destination);
+  const keys = new Map<string, Set<string>>();
+  const add = (map: Map<string, Set<string>>, orgId: string, value: string) => {
+    let set = map.get(orgId);
+    if (!set) map.set(orgId, (set = new Set()));
+    set.add(value);
   };
   for (const { task, workflow, steps } of states.values()) {
-    for (const def of workflow.steps) add(task.orgId, `${def.to.kind}:${def.to.id}`);
-    for (const step of steps.values()) add(task.orgId, step.destination);
+    for (const def of workflow.steps) {
+      add(pairs, task.orgId, `${def.to.kind}:${def.to.id}`);
+      const group = concurrencyGroupOf(def, task.input);
+      if (group) add(keys, task.orgId, group.key);
+    }
+    for (const step of steps.values()) add(pairs, task.orgId, step.destination);
   }
-  for (const input of inputs) if (input.event.type === "query") for (const q of input.event.queries) add(input.orgId, q.destination);
-  return pairs;
+  for (const input of inputs) if (input.event.type === "query") for (const q of input.event.queries) add(pairs, input.orgId, q.destination);
+  return { pairs, keys };
+}
+
+/** Whether a step of these tasks has a concurrency key: admission runs for them even with no limits set. */
+export function anyConcurrencyKey(states: ReadonlyMap<string, TaskState>): boolean {
+  for (const { workflow } of states.values()) if (workflow.steps.some((s) => s.concurrency)) return true;
+  return false;
 }

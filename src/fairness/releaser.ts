@@ -6,14 +6,14 @@
  * checks the limits again under the task lock and governs the hop as any dispatch. A step released twice (two
  * owners around a takeover) is dispatched once: the second release finds it no longer `held`.
  *
- * It runs when kicked (after the coordinator commits a batch: a slot may have freed) and at least every `pollMs`
- * (a slot freed by another coordinator's tenant, a token that refilled).
+ * Most releases happen inline, in the very batch that frees a slot (`inlineRelease`, engine.ts); the loop's rounds
+ * every `pollMs` catch the rest (see `ReleaseLoop`).
  */
 import type { Pool, Queryable } from "../store/db.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { sleep } from "../sleep.js";
-import type { Engine } from "../coordinator/engine.js";
+import type { Engine, InlineRelease } from "../coordinator/engine.js";
 import { applyIsolating, type DecodedEntry } from "../coordinator/isolated-apply.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { refill } from "./admission.js";
@@ -42,12 +42,33 @@ interface Load {
 
 /** One round: releases what the limits and fair shares allow now; returns the outbox rows to publish. */
 export async function releaseHeldSteps(options: ReleaserOptions): Promise<{ released: number; outbox: OutboxRow[] }> {
-  const loads = await readLoads(options.pool);
-  observeHeld(options.metrics, loads, options.serves);
+  const entries = await planRelease(options.pool, options);
+  if (entries.length === 0) return { released: 0, outbox: [] };
+  const result = await applyIsolating({ engine: options.engine, pool: options.pool, logger: options.logger }, entries);
+  return { released: entries.length, outbox: result.outbox };
+}
+
+export type PlanOptions = Pick<ReleaserOptions, "limits" | "serves" | "clock" | "metrics" | "batch">;
+
+/**
+ * The engine's inline release (engine.ts `releaseInline`): the same plan, read inside the transaction of a batch
+ * that freed slots on `destinations`, so it sees the batch's own writes.
+ */
+export function inlineRelease(options: PlanOptions): InlineRelease {
+  return { plan: async (client, destinations) => (await planRelease(client, options, destinations)).map((e) => e.input) };
+}
+
+/**
+ * The held steps to release now, in release order: on every destination with held steps, or on `destinations`
+ * only (an inline release, which leaves the held-steps gauge to the loop's rounds).
+ */
+async function planRelease(db: Queryable, options: PlanOptions, destinations?: readonly string[]): Promise<ReleaseEntry[]> {
+  const loads = await readLoads(db, destinations);
+  if (!destinations) observeHeld(options.metrics, loads, options.serves);
   const ours = [...new Set(loads.filter((l) => l.held > 0 && options.serves(l.orgId)).map((l) => l.orgId))];
-  if (ours.length === 0) return { released: 0, outbox: [] };
+  if (ours.length === 0) return [];
   const limits = options.limits.limits();
-  const headroom = await readHeadroom(options.pool, limits, ours, options.clock());
+  const headroom = await readHeadroom(db, limits, ours, options.clock());
   const plans: Array<{ destination: string; order: string[] }> = [];
   const byDestination = new Map<string, Load[]>();
   for (const load of loads) byDestination.set(load.destination, [...(byDestination.get(load.destination) ?? []), load]);
@@ -60,13 +81,11 @@ export async function releaseHeldSteps(options: ReleaserOptions): Promise<{ rele
     const order = planReleases(limits.capacity(destination), demands);
     if (order.length > 0) plans.push({ destination, order: order.slice(0, options.batch ?? 500) });
   }
-  if (plans.length === 0) return { released: 0, outbox: [] };
-  const entries = await pickSteps(options.pool, plans, options.batch ?? 500);
-  if (entries.length === 0) return { released: 0, outbox: [] };
-  const result = await applyIsolating({ engine: options.engine, pool: options.pool, logger: options.logger }, entries);
+  if (plans.length === 0) return [];
+  const entries = await pickSteps(db, plans, options.batch ?? 500);
   const now = options.clock();
   for (const entry of entries) options.metrics?.queueDelay.observe({ tenant: entry.input.orgId, destination: entry.destination }, Math.max(0, now - entry.heldAtMs) / 1000);
-  return { released: entries.length, outbox: result.outbox };
+  return entries;
 }
 
 /** The held-steps gauge: this coordinator's tenants only (another owner reports its own), reset each round. */
@@ -76,15 +95,20 @@ function observeHeld(metrics: Metrics | undefined, loads: readonly Load[], serve
   for (const l of loads) if (l.held > 0 && serves(l.orgId)) metrics.heldSteps.set({ tenant: l.orgId, destination: l.destination }, l.held);
 }
 
-/** Held and in-flight counts per (destination, tenant), on every destination that has held steps. */
-async function readLoads(db: Queryable): Promise<Load[]> {
+/** Held and in-flight counts per (destination, tenant), on every destination that has held steps (of `only`). */
+async function readLoads(db: Queryable, only?: readonly string[]): Promise<Load[]> {
   const { rows } = await db.query<{ destination: string; org_id: string; in_flight: number; held: number }>(
-    `WITH held AS (SELECT destination, org_id, count(*)::int AS n FROM held_steps GROUP BY 1, 2),
+    // A held step whose concurrency key is at its limit cannot take a slot: it is not counted as waiting for one.
+    `WITH held AS (SELECT destination, org_id, count(*)::int AS n FROM
+                     (SELECT destination, org_id FROM held_steps WHERE concurrency_key IS NULL AND ($1::text[] IS NULL OR destination = ANY($1::text[]))
+                      UNION ALL SELECT destination, org_id FROM switchyard_releasable_keyed($1::text[])) u
+                   GROUP BY 1, 2),
           flying AS (SELECT destination, org_id, count(*)::int AS n FROM steps
                      WHERE status = 'dispatched' AND destination IN (SELECT DISTINCT destination FROM held) GROUP BY 1, 2)
      SELECT coalesce(h.destination, f.destination) AS destination, coalesce(h.org_id, f.org_id) AS org_id,
             coalesce(f.n, 0) AS in_flight, coalesce(h.n, 0) AS held
      FROM held h FULL JOIN flying f ON f.destination = h.destination AND f.org_id = h.org_id`,
+    [only ?? null],
   );
   return rows.map((r) => ({ destination: r.destination, orgId: r.org_id, inFlight: r.in_flight, held: r.held }));
 }
@@ -135,12 +159,20 @@ async function pickSteps(db: Queryable, plans: ReadonlyArray<{ destination: stri
     }
   }
   const asked = [...wanted.values()];
+  // Steps without a key straight from the queue index; steps with one only within their key's room.
   const { rows } = await db.query<{ org_id: string; destination: string; task_id: string; step_id: string; seq: string; held_at_ms: string }>(
-    `SELECT h.org_id, h.destination, h.task_id, h.step_id, h.seq, h.held_at_ms
+    `WITH keyed AS (SELECT * FROM switchyard_releasable_keyed($4::text[]))
+     SELECT h.org_id, h.destination, h.task_id, h.step_id, h.seq, h.held_at_ms
      FROM unnest($1::text[], $2::text[], $3::int[]) AS x(destination, org_id, n)
-     CROSS JOIN LATERAL (SELECT org_id, destination, task_id, step_id, seq, held_at_ms FROM held_steps h
-                         WHERE h.destination = x.destination AND h.org_id = x.org_id ORDER BY priority DESC, seq LIMIT x.n) h`,
-    [asked.map((a) => a.destination), asked.map((a) => a.orgId), asked.map((a) => a.n)],
+     CROSS JOIN LATERAL (
+       SELECT * FROM (
+         (SELECT org_id, destination, task_id, step_id, seq, held_at_ms, priority FROM held_steps h
+          WHERE h.destination = x.destination AND h.org_id = x.org_id AND h.concurrency_key IS NULL ORDER BY priority DESC, seq LIMIT x.n)
+         UNION ALL
+         (SELECT org_id, destination, task_id, step_id, seq, held_at_ms, priority FROM keyed k
+          WHERE k.destination = x.destination AND k.org_id = x.org_id ORDER BY priority DESC, seq LIMIT x.n)
+       ) u ORDER BY priority DESC, seq LIMIT x.n) h`,
+    [asked.map((a) => a.destination), asked.map((a) => a.orgId), asked.map((a) => a.n), [...new Set(asked.map((a) => a.destination))]],
   );
   const queues = new Map<string, typeof rows>();
   for (const row of rows) {
@@ -162,39 +194,23 @@ async function pickSteps(db: Queryable, plans: ReadonlyArray<{ destination: stri
 export interface ReleaseLoopOptions extends ReleaserOptions {
   /** Publishes what a round released (the coordinator's outbox publisher). */
   publish: (rows: OutboxRow[]) => Promise<void>;
-  /** Longest wait between rounds without a kick. @defaultValue 50 ms with limits in force, 1 s without */
+  /** Wait between rounds. @defaultValue 50 ms with limits in force, 200 ms without (concurrency keys only) */
   pollMs?: number;
 }
 
-/** Runs `releaseHeldSteps` when kicked and every `pollMs`, one round at a time, until the signal. */
+/**
+ * Runs `releaseHeldSteps` every `pollMs`, one round at a time, until the signal. A slot freed by this coordinator's
+ * own batches is taken inline (engine.ts `releaseInline`); the rounds are for what no batch of ours sees: a slot
+ * freed by another coordinator's tenant, a token that refilled, a step an inline release skipped (its task was
+ * locked), the first round after a shard moved here.
+ */
 export class ReleaseLoop {
-  private wake: (() => void) | undefined;
-  private kicked = false;
-
   constructor(private readonly options: ReleaseLoopOptions) {}
-
-  /**
-   * A slot may have freed: run a round soon. Cheap; kicks while a round runs fold into one more round. With no
-   * limits in force nothing is held anew, so a kick (one per committed batch) costs nothing: steps held before the
-   * limits were cleared go at the next idle round.
-   */
-  kick(): void {
-    if (this.options.limits.limits().empty) return;
-    this.kicked = true;
-    this.wake?.();
-  }
 
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      if (!this.kicked) {
-        const idleMs = this.options.pollMs ?? (this.options.limits.limits().empty ? 1000 : 50);
-        await new Promise<void>((resolve) => {
-          this.wake = resolve;
-          void sleep(idleMs, signal, { unref: true }).then(resolve);
-        });
-        this.wake = undefined;
-      }
-      this.kicked = false;
+      const idleMs = this.options.pollMs ?? (this.options.limits.limits().empty ? 200 : 50);
+      await sleep(idleMs, signal, { unref: true });
       if (signal.aborted) break;
       try {
         const started = performance.now();

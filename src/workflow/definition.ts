@@ -10,6 +10,8 @@ import { invalidWorkflow, type WorkflowProblem } from "./problems.js";
 import { decodeSource } from "./source.js";
 import { editDistance } from "../edit-distance.js";
 import { schemaProblem } from "./step-schemas.js";
+import { concurrencyProblem } from "../fairness/concurrency-key.js";
+import { stableJson } from "../stable-json.js";
 
 export { topologicalOrder, dependents } from "./graph.js";
 export { MAX_SOURCE_CHARS, type WorkflowProblem } from "./problems.js";
@@ -26,7 +28,7 @@ const DEFAULT_BACKOFF_MS = 1000;
 
 /** The keys a definition and a step may have; schemas/workflow.schema.json lists the same (a test keeps them equal). */
 export const ROOT_KEYS = ["name", "description", "budget", "steps"] as const;
-export const STEP_KEYS = ["id", "to", "needs", "timeout", "retries", "backoff", "cost_estimate", "clearance", "approval", "input_schema", "output_schema", "priority"] as const;
+export const STEP_KEYS = ["id", "to", "needs", "timeout", "retries", "backoff", "cost_estimate", "clearance", "approval", "input_schema", "output_schema", "priority", "concurrency"] as const;
 // Words people reach for from other workflow tools; a suggestion beats a bare "unknown key".
 const KEY_ALIASES: Record<string, string> = {
   depends_on: "needs", dependsOn: "needs", depends: "needs", after: "needs", requires: "needs",
@@ -35,6 +37,7 @@ const KEY_ALIASES: Record<string, string> = {
   timeout_ms: "timeout", backoff_ms: "backoff", requires_approval: "approval", approve: "approval",
   title: "name", desc: "description", step_list: "steps", max_cost: "budget",
   input: "input_schema", output: "output_schema", schema: "input_schema", inputs: "input_schema", outputs: "output_schema",
+  concurrency_key: "concurrency", concurrencyKey: "concurrency", concurrency_limit: "concurrency",
 };
 
 export interface ParseWorkflowOptions {
@@ -60,6 +63,7 @@ export function workflowToSource(def: WorkflowDefinition): Record<string, unknow
     id: s.id, to: formatDestination(s.to), needs: [...s.needs], ...(s.timeoutMs != null ? { timeout: s.timeoutMs } : {}),
     retries: s.retries, backoff: s.backoffMs, cost_estimate: s.costEstimate, clearance: s.clearance, approval: s.approval,
     ...schemasOf(s, "input_schema", "output_schema"), ...(s.priority !== undefined ? { priority: s.priority } : {}),
+    ...(s.concurrency !== undefined ? { concurrency: { ...s.concurrency } } : {}),
   }));
   const optional = { ...(def.description != null ? { description: def.description } : {}), ...(def.budget != null ? { budget: def.budget } : {}) };
   return { name: def.name, ...optional, steps };
@@ -74,6 +78,7 @@ export function canonicalDefinition(def: WorkflowDefinition): WorkflowDefinition
     id: s.id, to: { kind: s.to.kind, id: s.to.id }, needs: [...s.needs].sort(), timeoutMs: s.timeoutMs ?? null,
     retries: s.retries, backoffMs: s.backoffMs, costEstimate: s.costEstimate, clearance: s.clearance, approval: s.approval,
     ...schemasOf(s, "inputSchema", "outputSchema"), ...(s.priority !== undefined ? { priority: s.priority } : {}),
+    ...(s.concurrency !== undefined ? { concurrency: { key: s.concurrency.key, limit: s.concurrency.limit } } : {}),
   }));
   return { name: def.name, ...(def.description != null ? { description: def.description } : {}), budget: def.budget ?? null, steps };
 }
@@ -91,16 +96,6 @@ export function definitionDigest(def: WorkflowDefinition): string {
   return createHash("sha256").update(stableJson(canonicalDefinition(def))).digest("hex");
 }
 
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Validation
@@ -206,6 +201,15 @@ function readStep(raw: unknown, base: string, add: (path: string, reason: string
     // Orders the tenant's held steps (src/fairness/); absent means the middle, 3.
     if (typeof raw.priority !== "number" || !Number.isInteger(raw.priority) || raw.priority < 1 || raw.priority > 5) add(at("priority"), `must be a whole number from 1 to 5 (higher goes first), got ${describe(raw.priority)}`);
     else step.priority = raw.priority;
+  }
+  if (raw.concurrency != null) {
+    // Isolates the tenant's own customers from each other (src/fairness/concurrency-key.ts).
+    const problem = concurrencyProblem(raw.concurrency);
+    if (problem) add(`${at("concurrency")}${problem.path}`, problem.reason);
+    else {
+      const c = raw.concurrency as { key: string; limit: number };
+      step.concurrency = { key: c.key, limit: c.limit };
+    }
   }
   if (raw.cost_estimate != null) {
     const cost = raw.cost_estimate;

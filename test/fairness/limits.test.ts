@@ -4,10 +4,8 @@
  * 50/s is held within 10%; a step's priority orders a tenant's held steps. Real Redis, Postgres and harnesses.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { Coordinator } from "../../src/coordinator/coordinator.js";
 import { setLimit } from "../../src/fairness/limit-store.js";
 import type { DispatchLimit } from "../../src/fairness/limits.js";
-import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
@@ -20,13 +18,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("per-tenant dispatch limits", () => {
   let rt: TestRuntime | undefined;
   let workers: Workers | undefined;
-  const others: Runtime[] = [];
-  const coordinators: Coordinator[] = [];
 
   afterEach(async () => {
-    await Promise.all(coordinators.splice(0).map((c) => c.close()));
     await workers?.stop();
-    await Promise.all(others.splice(0).map((o) => o.close()));
     await rt?.cleanup();
     rt = undefined;
   });
@@ -45,11 +39,8 @@ describe("per-tenant dispatch limits", () => {
 
   it("a cap of 3 in flight is never exceeded under 2 coordinators (replayed from the tenant's audit chain)", async () => {
     await setUp(`name: job\nsteps:\n  - { id: a, to: "role:capped", timeout: 120s }\n  - { id: b, to: "role:capped", timeout: 120s }\n`, [limit({ orgId: "capped", destination: "role:capped", maxInFlight: 3 })], ["capped", "free"]);
-    coordinators.push(rt!.startCoordinator());
-    const second = await createRuntime(rt!.config);
-    others.push(second);
-    await second.limits.refresh();
-    coordinators.push(rt!.startCoordinator({ pool: second.pool, bus: second.bus, engine: second.engine, publisher: second.publisher, flags: second.flags, limits: second.limits, consumer: "test-second" }));
+    rt!.startCoordinator();
+    await rt!.startSeparateCoordinator("test-second");
     workers = new Workers(rt!);
     workers.start("capped", async () => {
       await sleep(5 + Math.random() * 20);
@@ -97,7 +88,7 @@ describe("per-tenant dispatch limits", () => {
     expect(held.steps[0]).toMatchObject({ status: "held", queuedReason: "queued behind 4 earlier held step(s) of this tenant on role:prio" });
     const lowView = await rt.tasks.get("prio", low[0]!);
     expect(lowView.steps[0]).toMatchObject({ status: "held", queuedReason: "queued behind tenant limit (1/1 in flight on role:prio)" });
-    coordinators.push(rt.startCoordinator());
+    rt.startCoordinator();
     workers = new Workers(rt);
     workers.start("prio", async () => ({ ok: true }), { concurrency: 4 });
     await waitForTasks(rt.pool, { intervalMs: 100 });
@@ -107,7 +98,7 @@ describe("per-tenant dispatch limits", () => {
 
   it("a rate of 50/s is held within 10%", async () => {
     await setUp(`name: job\nsteps:\n  - { id: a, to: "role:rated", timeout: 120s }\n`, [limit({ orgId: "rated", destination: "role:rated", ratePerSec: 50 })], ["rated"]);
-    coordinators.push(rt!.startCoordinator());
+    rt!.startCoordinator();
     workers = new Workers(rt!);
     workers.start("rated", async () => ({ ok: true }), { concurrency: 20 });
     await start("rated", 300);

@@ -56,8 +56,8 @@ describe("tenant fairness: a burst of one tenant does not starve another", () =>
   it("beta's 10 tasks finish within a bounded wait while alpha's backlog drains, and nothing is lost or doubled", async () => {
     rt = await createTestRuntime();
     for (const tenant of ["alpha", "beta"]) await submitWorkflow(rt.pool, tenant, parseWorkflowDefinition(WORKFLOW));
-    // Capacity = twice the harness's concurrency: a step ready on the stream as each one finishes, little queued.
-    await setLimit(rt.pool, { orgId: "", destination: `role:${ROLE}`, maxInFlight: 20, ratePerSec: null, burst: null, weight: null }, { actor: "test", reason: "fairness test" });
+    // Capacity = 3 × the harness's concurrency (README, Tenant fairness): enough queued to cover a coordinator round trip.
+    await setLimit(rt.pool, { orgId: "", destination: `role:${ROLE}`, maxInFlight: 30, ratePerSec: null, burst: null, weight: null }, { actor: "test", reason: "fairness test" });
     await rt.limits.refresh();
     rt.startCoordinator();
     workers = new Workers(rt);

@@ -16,6 +16,11 @@ export interface TestRuntime extends Runtime {
   prefix: string;
   /** Starts a coordinator in this process; stopped by cleanup(). */
   startCoordinator(overrides?: Partial<ConstructorParameters<typeof Coordinator>[0]>): Coordinator;
+  /**
+   * Starts a coordinator on a runtime of its own (pool, engine, caches, live flags and limits), as a separate
+   * process would have; both stopped by cleanup().
+   */
+  startSeparateCoordinator(consumer: string): Promise<Coordinator>;
   cleanup(): Promise<void>;
 }
 
@@ -82,10 +87,17 @@ export async function createTestRuntime(
   const logger = options.logger ?? (process.env.TEST_LOG ? createLogger({ level: process.env.TEST_LOG }) : undefined);
   const runtime = await createRuntime(config, { ...options, logger });
   const coordinators: Coordinator[] = [];
-  return {
+  const separate: Runtime[] = [];
+  const testRuntime: TestRuntime = {
     ...runtime,
     db,
     prefix,
+    async startSeparateCoordinator(consumer) {
+      const own = await createRuntime(config, { ...options, logger });
+      separate.push(own);
+      await own.limits.refresh();
+      return testRuntime.startCoordinator({ pool: own.pool, bus: own.bus, engine: own.engine, publisher: own.publisher, flags: own.flags, limits: own.limits, consumer });
+    },
     startCoordinator(overrides = {}) {
       const coordinator = new Coordinator({
         pool: runtime.pool,
@@ -111,11 +123,13 @@ export async function createTestRuntime(
     },
     async cleanup() {
       await Promise.all(coordinators.map((c) => c.close()));
+      await Promise.all(separate.map((r) => r.close()));
       await deleteByPrefix(runtime.redis, prefix).catch(() => {});
       await runtime.close();
       await db.drop();
     },
   };
+  return testRuntime;
 }
 
 /**

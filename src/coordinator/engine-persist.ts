@@ -1,0 +1,151 @@
+/**
+ * Writing one decided phase of an engine batch (engine.ts): steps, tasks, approvals, replies, held steps, the outbox
+ * — one statement each. The audit rows are returned, not appended: the engine appends every phase's rows last, in
+ * one statement, because appending locks the tenant's chain head until COMMIT.
+ */
+import type { AuditEntry } from "../domain.js";
+import { encodeEnvelope } from "../bus/codec.js";
+import type { PoolClient } from "../store/db.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import { countOriginReply } from "../metrics.js";
+import { insertReplies, saveBuckets, updateReplies } from "../replies/reply-store.js";
+import type { ReplyRecord, ReplyUpdate } from "../replies/reply-types.js";
+import { saveAdmission, type HeldStep } from "../fairness/admission-load.js";
+import type { AdmissionGate } from "../fairness/admission.js";
+import { specToEnvelope } from "./envelopes.js";
+import type { ApprovalSpec, Effect, HopRecord, StepRecord, TaskRecord, TaskState } from "./model.js";
+import { insertOutbox, type OutboxRow } from "./outbox.js";
+import { closeApprovals, insertApprovals } from "./approval-store.js";
+import { saveSteps, saveTasks } from "./task-store.js";
+import { inboxOf } from "./shards.js";
+
+export interface PersistDeps {
+  logger: Logger;
+  metrics?: Metrics | undefined;
+  maxPayloadBytes: number;
+  shardCount: number;
+}
+
+/** What a phase adds to the batch's result. */
+export interface PersistedPhase {
+  outbox: OutboxRow[];
+  hops: HopRecord[];
+  approvals: ApprovalSpec[];
+  tasks: TaskRecord[];
+  /** Ids of reply rows made `pending`. */
+  replies: string[];
+  /** To append, after every phase (see the module comment). */
+  audit: AuditEntry[];
+  /** Destinations on which a step stopped being `dispatched`: a slot there may have freed. */
+  freed: Set<string>;
+  /** Tenants of which a step with a concurrency key stopped being `dispatched`: the key may have room now. */
+  freedKeyed: Set<string>;
+}
+
+export async function persistPhase(
+  deps: PersistDeps,
+  client: PoolClient,
+  before: ReadonlyMap<string, TaskState>,
+  after: ReadonlyMap<string, TaskState>,
+  effects: readonly Effect[],
+  gate: AdmissionGate | undefined,
+): Promise<PersistedPhase> {
+  const phase: PersistedPhase = { outbox: [], hops: [], approvals: [], tasks: [], replies: [], audit: [], freed: new Set(), freedKeyed: new Set() };
+  const changedSteps: StepRecord[] = [];
+  const unheld: StepRecord[] = [];
+  const held: HeldStep[] = [];
+  for (const [taskId, state] of after) {
+    const prior = before.get(taskId)!;
+    // Decisions copy the task record even when nothing in it changed: compare what `saveTasks` writes, so a
+    // plain step completion does not rewrite the task row (a non-HOT update of every task in the batch).
+    if (taskRowChanged(prior.task, state.task)) phase.tasks.push(state.task);
+    for (const [stepId, step] of state.steps) {
+      const was = prior.steps.get(stepId);
+      if (was === step) continue;
+      changedSteps.push(step);
+      if (was?.status === "held" && step.status !== "held") unheld.push(step);
+      if (was?.status === "dispatched" && step.status !== "dispatched") {
+        phase.freed.add(step.destination);
+        if (was.concurrencyKey) phase.freedKeyed.add(step.orgId);
+      }
+    }
+  }
+  const outgoing: Array<{ orgId: string; stream: string; envelopeId: string; bytes: Uint8Array }> = [];
+  const closed: Array<Extract<Effect, { type: "close_approval" }>> = [];
+  const newReplies: ReplyRecord[] = [];
+  const replyUpdates: ReplyUpdate[] = [];
+  const buckets = new Map<string, Extract<Effect, { type: "reply_bucket" }>>();
+  for (const effect of effects) {
+    switch (effect.type) {
+      case "audit":
+        phase.audit.push(effect.entry);
+        break;
+      case "send":
+        try {
+          outgoing.push({
+            orgId: effect.envelope.orgId,
+            stream: effect.envelope.destination,
+            envelopeId: effect.envelope.id,
+            bytes: encodeEnvelope(specToEnvelope(effect.envelope, inboxOf(effect.envelope.orgId, deps.shardCount)), deps.maxPayloadBytes),
+          });
+        } catch (error) {
+          // Not sendable (e.g. a REPLY whose checkpoint pushed it over the cap): the step's timeout recovers it.
+          deps.logger.error({ err: error, orgId: effect.envelope.orgId, taskId: effect.envelope.taskId, stepId: effect.envelope.stepId }, "envelope not sendable");
+        }
+        break;
+      case "open_approval":
+        phase.approvals.push(effect.approval);
+        break;
+      case "close_approval":
+        closed.push(effect);
+        break;
+      case "hop":
+        phase.hops.push(effect.hop);
+        deps.metrics?.hops.inc({ action: effect.hop.facts.action, verdict: effect.hop.verdict.verdict });
+        break;
+      case "log":
+        deps.logger[effect.level](effect.fields, effect.message);
+        break;
+      case "count":
+        if (effect.metric === "delegation_depth_exceeded") deps.metrics?.delegationDepthExceeded.inc();
+        if (effect.metric === "orphan_reply") deps.metrics?.orphanReplies.inc();
+        if (effect.metric === "stranded_step_repaired") deps.metrics?.strandedStepsRepaired.inc();
+        if (effect.metric === "origin_reply") countOriginReply(deps.metrics, "refused", effect.labels?.code);
+        break;
+      case "record_reply":
+        newReplies.push(effect.reply);
+        if (effect.reply.state === "pending") phase.replies.push(effect.reply.id);
+        break;
+      case "update_reply":
+        replyUpdates.push(effect.update);
+        if (effect.update.state === "pending") phase.replies.push(effect.update.id);
+        break;
+      case "reply_bucket":
+        buckets.set(`${effect.orgId}\u0000${effect.actor}`, effect);
+        break;
+      case "hold":
+        held.push(effect.held);
+        break;
+      case "foreign_dispatch":
+        break;
+    }
+  }
+  await saveTasks(client, phase.tasks);
+  await saveSteps(client, changedSteps);
+  await insertApprovals(client, phase.approvals);
+  await closeApprovals(client, closed);
+  await insertReplies(client, newReplies);
+  await updateReplies(client, replyUpdates);
+  await saveBuckets(client, [...buckets.values()]);
+  // After the steps (held rows reference them); a step held again by a failed release keeps its place.
+  await saveAdmission(client, held.filter((h) => after.get(h.taskId)?.steps.get(h.stepId)?.status === "held"), unheld, gate?.changedBuckets() ?? []);
+  phase.outbox = await insertOutbox(client, outgoing);
+  return phase;
+}
+
+/** Whether any column `saveTasks` writes differs; a changed error is always a new object. */
+function taskRowChanged(before: TaskRecord, after: TaskRecord): boolean {
+  return before.status !== after.status || before.cost !== after.cost || before.error !== after.error || before.finishedAtMs !== after.finishedAtMs;
+}
+
