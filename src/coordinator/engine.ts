@@ -4,32 +4,35 @@
  * the outbox with one statement each. Publishing happens after commit (see outbox.ts).
  */
 import { performance } from "node:perf_hooks";
-import type { AuditEntry, AuditRow, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
-import { retryOnConflict, withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
+import type { AuditEntry, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
+import { isDatabaseUnavailable, retryOnConflict, withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { appendAudit } from "../governance/audit-log.js";
 import { AuditHeadCache } from "../governance/audit-heads.js";
 import { evaluate } from "../governance/governor.js";
 import type { CompiledPolicy } from "../governance/policy.js";
 import { silentLogger, type Logger } from "../logger.js";
-import { countOriginReply, type Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics.js";
 import { createReplyFactsSource, type ReplyFactsSource } from "../replies/reply-facts.js";
 import { DEFAULT_REPLY_LIMITS, type ReplyEventFacts, type ReplyLimits } from "../replies/reply-types.js";
 import { ReplyBatch } from "./reply-batch.js";
 import { decide } from "./decide.js";
 import { derivedIdSource, sha256Hex } from "./envelopes.js";
 import { unavailableForeignDispatcher, type ForeignDispatcher } from "./foreign-dispatcher.js";
-import { DEFAULT_DELEGATION_LIMITS, type ApprovalSpec, type CoordinatorEvent, type DecideContext, type DelegationLimits, type Effect, type HopRecord, type StepRecord, type TaskRecord, type TaskState } from "./model.js";
-import type { OutboxRow } from "./outbox.js";
+import { DEFAULT_DELEGATION_LIMITS, type DecideContext, type DelegationLimits, type Effect, type StepRecord, type TaskState } from "./model.js";
 import { HopSpans } from "../telemetry/hop-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
 import { loadTasksForUpdate } from "./task-store.js";
 import { DEFAULT_SHARD_COUNT } from "./shards.js";
 import { persistPhase, type PersistDeps } from "./engine-persist.js";
+import { emptyResult, mergeResult, type ApplyInTransactionOptions, type ApplyResult, type EngineFence, type EngineInput, type InlineRelease } from "./engine-types.js";
+import { dedupe, forgetRefused } from "./envelope-dedupe.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { accrueDailyCost, costDay, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
 import { AdmissionGate } from "../fairness/admission.js";
 import { admissionScope, anyConcurrencyKey, loadAdmission } from "../fairness/admission-load.js";
 import { NO_LIMITS, type LimitSource } from "../fairness/limits.js";
+
+export type { ApplyInTransactionOptions, ApplyResult, EngineFence, EngineInput, EngineRefusal, InlineRelease } from "./engine-types.js";
 
 /** Sources take the transaction's client: a second pooled connection per transaction can exhaust the pool. */
 export interface PolicySource {
@@ -72,64 +75,12 @@ export interface EngineOptions {
   limits?: LimitSource;
 }
 
-/** Proves, inside a transaction, that its writer still owns the tenants' shards (shard-ownership.ts); FENCED if not. */
-export interface EngineFence {
-  fence(db: Queryable, orgIds: Iterable<string>): Promise<void>;
-}
-
-/** Which held steps may go now, when a batch freed slots (issue 15; src/fairness/releaser.ts `planRelease`). */
-export interface InlineRelease {
-  /** `release` events for held steps on these destinations, read in the batch's transaction (after its writes). */
-  plan(client: Queryable, destinations: readonly string[]): Promise<EngineInput[]>;
-}
-
 /** A decided and written phase of a batch (engine-persist.ts). */
 interface AppliedPhase {
   audit: AuditEntry[];
   freed: Set<string>;
   freedKeyed: Set<string>;
   gate: AdmissionGate | undefined;
-}
-
-export interface EngineInput {
-  orgId: string;
-  taskId: string;
-  event: CoordinatorEvent;
-  /** Record the event id in processed_envelopes and skip it if it is there already. */
-  dedupe?: boolean;
-  /** When the triggering envelope was created (ms), for the hop latency metric. */
-  createdAtMs?: number;
-  /** The W3C traceparent the triggering envelope carried: the hop's span is its child (tracing on only). */
-  traceparent?: string | undefined;
-}
-
-export interface ApplyInTransactionOptions {
-  /** Audit-chain heads kept in memory (see `Engine.apply`). */
-  heads?: AuditHeadCache;
-  /** The hop spans, ended by the caller once it knows whether the transaction committed (`apply`). */
-  spans?: HopSpans;
-}
-
-/** Metric label of a refused inbound event (`switchyard_inbox_refused_total{reason}`). */
-export type EngineRefusal = "unknown_task" | "tenant_mismatch" | "wrong_sender";
-
-export interface ApplyResult {
-  outbox: OutboxRow[];
-  hops: HopRecord[];
-  audit: AuditRow[];
-  approvals: ApprovalSpec[];
-  tasks: TaskRecord[];
-  applied: number;
-  duplicates: number;
-  ignored: Array<{ taskId: string; type: string; reason: string }>;
-  /**
-   * Inputs refused: an unknown task, another tenant's task, or a sender that is not the step's destination. They
-   * changed nothing and are not recorded as processed (a genuine envelope with the same id still applies later);
-   * the coordinator dead-letters their entries.
-   */
-  refused: Array<{ input: EngineInput; label: EngineRefusal; reason: string }>;
-  /** Ids of reply rows this batch made `pending` (new, or approved): the sender's work once committed. */
-  replies: string[];
 }
 
 export class Engine {
@@ -222,7 +173,7 @@ export class Engine {
   }
 
   private async applyEvents(client: PoolClient, inputs: readonly EngineInput[], heads: AuditHeadCache | undefined, spans: HopSpans | undefined, touched?: Set<string>): Promise<ApplyResult> {
-    const result: ApplyResult = { outbox: [], hops: [], audit: [], approvals: [], tasks: [], applied: 0, duplicates: 0, ignored: [], refused: [], replies: [] };
+    const result = emptyResult();
     const first = await this.applyPhase(client, inputs, spans, result, { releasing: false, touched });
     if (!first) return result;
     const audit = first.audit;
@@ -242,16 +193,30 @@ export class Engine {
    * transaction (a second phase of release events), so a slot never waits for the release loop's next round and
    * the step that takes it commits with the result that freed it. Which steps go is the releaser's plan (fair
    * shares, this coordinator's tenants only). A task another transaction holds is skipped, not waited for (its
-   * locks would be taken out of id order): the release loop lets it go later.
+   * locks would be taken out of id order): the release loop lets it go later. The phase runs under a savepoint: if
+   * it fails, the batch's own events still commit and the held steps wait for the loop — a held step that cannot
+   * be released must not hold back every batch that frees a slot.
    */
   private async releaseInline(client: PoolClient, first: AppliedPhase, spans: HopSpans | undefined, result: ApplyResult, touched: Set<string> | undefined): Promise<AppliedPhase | undefined> {
     if (!this.inlineRelease || !first.gate) return undefined;
     const gate = first.gate;
     const destinations = [...new Set([...first.freed, ...gate.roomBehindHeld(), ...gate.keyedHeldDestinations(first.freedKeyed)])].filter((d) => gate.hasHeld(d));
     if (destinations.length === 0) return undefined;
-    const releases = await this.inlineRelease.plan(client, destinations);
-    if (releases.length === 0) return undefined;
-    return this.applyPhase(client, releases, spans, result, { releasing: true, touched });
+    await client.query("SAVEPOINT inline_release");
+    try {
+      const releases = await this.inlineRelease.plan(client, destinations);
+      // Its own result, merged once the phase is written: a rolled-back phase leaves the batch's counts alone.
+      const own = emptyResult();
+      const phase = releases.length === 0 ? undefined : await this.applyPhase(client, releases, spans, own, { releasing: true, touched });
+      await client.query("RELEASE SAVEPOINT inline_release");
+      mergeResult(result, own);
+      return phase;
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) throw error;
+      await client.query("ROLLBACK TO SAVEPOINT inline_release");
+      this.logger.warn({ err: error, destinations }, "releasing held steps inline failed; the release loop retries them");
+      return undefined;
+    }
   }
 
   /**
@@ -277,7 +242,7 @@ export class Engine {
         throw error;
       }
     }
-    const fresh = await this.dedupe(client, inputs);
+    const fresh = await dedupe(client, inputs);
     result.duplicates += inputs.length - fresh.length;
     if (fresh.length === 0) return undefined;
 
@@ -374,7 +339,7 @@ export class Engine {
       }
       if (input.createdAtMs) this.observeLatency(decision.effects, input.createdAtMs);
     }
-    await this.forgetRefused(client, result.refused.slice(refusedBefore), applied);
+    await forgetRefused(client, result.refused.slice(refusedBefore), applied);
     // Before the audit append: it takes the tenant's chain-head lock, which should be the last lock taken.
     await accrueDailyCost(client, dailyDeltas, now);
     const persisted = await persistPhase(this.persistDeps, client, before, states, effects, gate);
@@ -403,34 +368,6 @@ export class Engine {
     };
   }
 
-  /** A refused envelope was not processed: its id must not shadow the genuine envelope that may carry it. */
-  private async forgetRefused(client: PoolClient, refused: ApplyResult["refused"], applied: ReadonlySet<string>): Promise<void> {
-    const ids = refused.filter((r) => r.input.dedupe && !applied.has(r.input.event.eventId)).map((r) => r.input.event.eventId);
-    if (ids.length > 0) await client.query("DELETE FROM processed_envelopes WHERE envelope_id = ANY($1::text[])", [ids]);
-  }
-
-  private async dedupe(client: PoolClient, inputs: readonly EngineInput[]): Promise<EngineInput[]> {
-    const keyed = inputs.filter((i) => i.dedupe);
-    if (keyed.length === 0) return [...inputs];
-    const { rows } = await client.query<{ envelope_id: string }>(
-      `INSERT INTO processed_envelopes (envelope_id, org_id)
-       SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING RETURNING envelope_id`,
-      [keyed.map((i) => i.event.eventId), keyed.map((i) => i.orgId)],
-    );
-    const inserted = new Set(rows.map((r) => r.envelope_id));
-    const seen = new Set<string>();
-    return inputs.filter((i) => {
-      if (!i.dedupe) return true;
-      // A duplicate within one batch is caught here; across batches by the unique key.
-      // Per sender: a forged envelope reusing a genuine one's id in the same batch must not shadow it (the forgery
-      // is refused, the genuine one applies).
-      const key = `${i.event.eventId}\u0000${senderKey(i.event)}`;
-      if (!inserted.has(i.event.eventId) || seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    });
-  }
-
   private observeLatency(effects: Effect[], createdAtMs: number): void {
     const metrics = this.options.metrics;
     if (!metrics) return;
@@ -451,21 +388,6 @@ function hashWhatWasSent(effects: Effect[], envelopeId: string, sentHash: string
       effects[i] = { type: "audit", entry: { ...effect.entry, payloadHash: sentHash } };
       return;
     }
-  }
-}
-
-function senderKey(event: CoordinatorEvent): string {
-  if (!("sender" in event)) return "";
-  const sender = event.sender;
-  switch (sender.kind) {
-    case "queue":
-      return sender.endpoint;
-    case "gateway":
-      return `gateway:${sender.agent}`;
-    case "api":
-      return `api:${sender.actor}`;
-    case "coordinator":
-      return "coordinator";
   }
 }
 
