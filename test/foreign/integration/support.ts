@@ -103,7 +103,7 @@ export async function createForeignRuntime(
   };
 }
 
-/** A coordinator over `runtime` (its pool, bus, engine and FOREIGN jobs), as a coordinator process builds one; not started. */
+/** A coordinator over `runtime` (its pool, bus, engine, dispatch limits and FOREIGN jobs), as a coordinator process builds one; not started. */
 export function coordinatorOf(runtime: Runtime, consumer: string): Coordinator {
   const config = runtime.config;
   return new Coordinator({
@@ -121,6 +121,8 @@ export function coordinatorOf(runtime: Runtime, consumer: string): Coordinator {
     metrics: runtime.metrics,
     logger: runtime.logger,
     flags: runtime.flags,
+    // As a coordinator process has them (src/coordinator-process.ts): without, a held step would never be released.
+    limits: runtime.limits,
     checkpoints: false,
     background: runtime.foreignJobs,
   });
