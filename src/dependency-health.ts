@@ -33,6 +33,8 @@ export class DependencyHealth {
   private readonly logger: Logger;
   private readonly clock: () => number;
   private readonly outages = new Map<Dependency, Outage>();
+  /** When each dependency's last outage ended (clock ms). */
+  private readonly recoveries = new Map<Dependency, number>();
 
   constructor(private readonly options: DependencyHealthOptions = {}) {
     this.logger = (options.logger ?? silentLogger).child({ component: "dependencies" });
@@ -67,6 +69,7 @@ export class DependencyHealth {
       return;
     }
     this.outages.delete(dependency);
+    this.recoveries.set(dependency, this.clock());
     const outageMs = Math.max(0, this.clock() - outage.sinceMs);
     this.options.metrics?.dependencyUp.set({ dependency }, 1);
     this.options.metrics?.dependencyOutageSeconds.observe({ dependency }, outageMs / 1000);
@@ -92,6 +95,11 @@ export class DependencyHealth {
   /** The outage in progress, if any. */
   outage(dependency: Dependency): Outage | undefined {
     return this.outages.get(dependency);
+  }
+
+  /** When the dependency's last outage ended (this object's clock), or undefined if none has, here. */
+  lastRecoveryMs(dependency: Dependency): number | undefined {
+    return this.recoveries.get(dependency);
   }
 
   isReachable(dependency: Dependency): boolean {

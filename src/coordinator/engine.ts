@@ -81,6 +81,8 @@ interface AppliedPhase {
   freed: Set<string>;
   freedKeyed: Set<string>;
   gate: AdmissionGate | undefined;
+  /** The tenants this phase fenced. */
+  orgIds: string[];
 }
 
 export class Engine {
@@ -207,7 +209,9 @@ export class Engine {
       const releases = await this.inlineRelease.plan(client, destinations);
       // Its own result, merged once the phase is written: a rolled-back phase leaves the batch's counts alone.
       const own = emptyResult();
-      const phase = releases.length === 0 ? undefined : await this.applyPhase(client, releases, spans, own, { releasing: true, touched });
+      // The first phase's tenants are fenced already (their lease rows stay share-locked until COMMIT).
+      const fenced = new Set(first.orgIds);
+      const phase = releases.length === 0 ? undefined : await this.applyPhase(client, releases, spans, own, { releasing: true, touched, fenced });
       await client.query("RELEASE SAVEPOINT inline_release");
       mergeResult(result, own);
       return phase;
@@ -229,13 +233,14 @@ export class Engine {
     inputs: readonly EngineInput[],
     spans: HopSpans | undefined,
     result: ApplyResult,
-    phase: { releasing: boolean; touched: Set<string> | undefined },
+    phase: { releasing: boolean; touched: Set<string> | undefined; fenced?: ReadonlySet<string> },
   ): Promise<AppliedPhase | undefined> {
     for (const input of inputs) phase.touched?.add(input.orgId);
     // First: the lease rows are share-locked until COMMIT, so no takeover can slip in before this batch ends.
-    if (this.fenceBy && inputs.length > 0) {
+    const unfenced = new Set(inputs.map((i) => i.orgId).filter((orgId) => !phase.fenced?.has(orgId)));
+    if (this.fenceBy && unfenced.size > 0) {
       try {
-        await this.fenceBy.fence(client, new Set(inputs.map((i) => i.orgId)));
+        await this.fenceBy.fence(client, unfenced);
       } catch (error) {
         // The fence throws after its query succeeded: the transaction is intact and the first phase still commits.
         if (phase.releasing && isSwitchyardError(error) && error.code === ErrorCode.Fenced) return undefined;
@@ -348,7 +353,7 @@ export class Engine {
     result.approvals.push(...persisted.approvals);
     result.tasks.push(...persisted.tasks);
     result.replies.push(...persisted.replies);
-    return { audit: persisted.audit, freed: persisted.freed, freedKeyed: persisted.freedKeyed, gate };
+    return { audit: persisted.audit, freed: persisted.freed, freedKeyed: persisted.freedKeyed, gate, orgIds };
   }
 
   private context(policy: CompiledPolicy, eventId: string, tenant: TenantFacts, reply: ReplyEventFacts | undefined, admission: AdmissionGate | undefined): DecideContext {

@@ -11,8 +11,11 @@ import type { OwnedShards } from "./shard-ownership.js";
 import { applyIsolating, type DecodedEntry, type IsolatedApplyDeps } from "./isolated-apply.js";
 import type { OutboxRow } from "./outbox.js";
 
-/** How many times `quietMs` a step without needs must have been quiet to count as stranded. */
-const FIRST_STEP_QUIET_FACTOR = 12;
+/**
+ * How many times `quietMs` a step without needs must have been quiet to count as stranded — unless the caller
+ * knows its start event may have been lost (`firstStepQuietMs`: after a Redis outage, see the coordinator's sweep).
+ */
+export const FIRST_STEP_QUIET_FACTOR = 12;
 
 export interface StrandedTask {
   orgId: string;
@@ -25,7 +28,10 @@ export interface StrandedTask {
  * last written over `quietMs` ago, which keeps the query off steps the engine is moving right now (the engine
  * re-checks under the task lock anyway: a repair of a step that is no longer stranded changes nothing).
  */
-export async function findStrandedSteps(db: Queryable, options: { tenants?: TenantSelection; shards?: OwnedShards; quietMs: number; limit: number }): Promise<StrandedTask[]> {
+export async function findStrandedSteps(
+  db: Queryable,
+  options: { tenants?: TenantSelection; shards?: OwnedShards; quietMs: number; limit: number; firstStepQuietMs?: number },
+): Promise<StrandedTask[]> {
   const { only, except, none } = tenantSqlFilter(options.tenants);
   if (none || options.shards?.owned.length === 0) return [];
   const { rows } = await db.query<{ org_id: string; task_id: string; step_ids: string[] }>(
@@ -38,9 +44,9 @@ export async function findStrandedSteps(db: Queryable, options: { tenants?: Tena
        AND p.updated_at < now() - make_interval(secs => $1::double precision / 1000)
        -- A first step (no needs) is dispatched by its task's start event, which may wait its turn in the shard's
        -- inbox behind a backlog (a start is an inbox event since issue 11): such a step counts only after a much
-       -- longer quiet time, so a busy inbox is not taken for a lost transition.
+       -- longer quiet time ($7), so a busy inbox is not taken for a lost transition.
        AND (jsonb_array_length(coalesce(def.d->'needs', '[]'::jsonb)) > 0
-            OR p.updated_at < now() - make_interval(secs => $1::double precision * ${FIRST_STEP_QUIET_FACTOR} / 1000))
+            OR p.updated_at < now() - make_interval(secs => $7::double precision / 1000))
        AND ${tenantSqlClause("p.org_id", 3)} AND ${shardSqlClause("p.org_id", 5)}
        AND NOT EXISTS (
          SELECT 1 FROM jsonb_array_elements_text(def.d->'needs') n(need)
@@ -50,7 +56,7 @@ export async function findStrandedSteps(db: Queryable, options: { tenants?: Tena
      GROUP BY p.org_id, p.task_id
      ORDER BY min(t.created_at)
      LIMIT $2`,
-    [options.quietMs, options.limit, only, except, ...shardSqlParams(options.shards)],
+    [options.quietMs, options.limit, only, except, ...shardSqlParams(options.shards), options.firstStepQuietMs ?? options.quietMs * FIRST_STEP_QUIET_FACTOR],
   );
   return rows.map((r) => ({ orgId: r.org_id, taskId: r.task_id, stepIds: r.step_ids }));
 }
@@ -58,9 +64,15 @@ export async function findStrandedSteps(db: Queryable, options: { tenants?: Tena
 /** Finds the stranded steps of the tenants served and repairs them through the engine; returns the rows to publish. */
 export async function repairStrandedSteps(
   deps: IsolatedApplyDeps,
-  options: { tenants?: TenantSelection; shards?: OwnedShards; tenantOn: (orgId: string) => boolean; quietMs: number; limit?: number },
+  options: { tenants?: TenantSelection; shards?: OwnedShards; tenantOn: (orgId: string) => boolean; quietMs: number; firstStepQuietMs?: number; limit?: number },
 ): Promise<OutboxRow[]> {
-  const found = await findStrandedSteps(deps.pool, { tenants: options.tenants, shards: options.shards, quietMs: options.quietMs, limit: options.limit ?? 100 });
+  const found = await findStrandedSteps(deps.pool, {
+    tenants: options.tenants,
+    shards: options.shards,
+    quietMs: options.quietMs,
+    limit: options.limit ?? 100,
+    ...(options.firstStepQuietMs !== undefined ? { firstStepQuietMs: options.firstStepQuietMs } : {}),
+  });
   const stranded = found.filter((s) => options.tenantOn(s.orgId));
   if (stranded.length === 0) return [];
   deps.logger.warn({ tasks: stranded }, "stranded steps found (pending, every need complete); repairing");
