@@ -1,10 +1,11 @@
 /**
  * A coordinator built from a runtime with everything a deployed one runs beside its inbox: live flags, the
  * signed-checkpoint job (SWITCHYARD_CHECKPOINT_*), the FOREIGN sender and sweep, and the origin-reply sender. `start coordinator`,
- * `start all` and the demo all use this, so they cannot drift apart.
+ * `start all` and the demo all use this, so they cannot drift apart. The test stack and the tests build theirs on
+ * the same base (`coordinatorOptionsFrom`).
  */
 import { consumerName } from "./bus/keys.js";
-import { Coordinator } from "./coordinator/coordinator.js";
+import { Coordinator, type CoordinatorOptions } from "./coordinator/coordinator.js";
 import { createCheckpointJob } from "./governance/checkpoint-job.js";
 import type { Logger } from "./logger.js";
 import type { Runtime } from "./runtime.js";
@@ -21,34 +22,49 @@ export interface CreateCoordinatorOptions {
 export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOptions = {}): Coordinator {
   const { config, pool, metrics } = runtime;
   const logger = options.logger ?? runtime.logger;
-  return new Coordinator({
-    pool,
+  return new Coordinator(
+    coordinatorOptionsFrom(runtime, {
+      consumer: options.consumer ?? consumerName("coordinator"),
+      dedupeRetentionMs: config.coordinator.dedupeRetentionMs,
+      shards: config.shards,
+      logger,
+      limits: runtime.limits,
+      health: runtime.health,
+      checkpoints: createCheckpointJob({
+        pool,
+        operatorKey: config.checkpoints.signingKeyPem ?? undefined,
+        everyRows: config.checkpoints.everyRows,
+        everyMs: config.checkpoints.everyMs,
+        logger,
+        metrics,
+      }),
+      background: [...(options.foreignJobs === false ? [] : runtime.foreignJobs), ...(options.replyJobs === false ? [] : [runtime.replies.job])],
+    }),
+  );
+}
+
+/**
+ * The options every coordinator over `runtime` shares: its pool, bus, engine, publisher, bus verifier, metrics,
+ * logger and live flags, and the batch size, bus timings, sweep interval and trim length of its config; `overrides`
+ * add to them or replace them.
+ */
+export function coordinatorOptionsFrom(runtime: Runtime, overrides: Partial<CoordinatorOptions> & Pick<CoordinatorOptions, "consumer">): CoordinatorOptions {
+  const { config } = runtime;
+  return {
+    pool: runtime.pool,
     bus: runtime.bus,
     engine: runtime.engine,
     publisher: runtime.publisher,
     // Throws CONFIG without SWITCHYARD_BUS_SECRET: a coordinator never runs with an unauthenticated inbox.
     verifier: runtime.busAuth.verifier(),
-    consumer: options.consumer ?? consumerName("coordinator"),
     batchSize: config.coordinator.batchSize,
     blockMs: config.bus.blockMs,
     reclaimIdleMs: config.bus.reclaimIdleMs,
     sweepIntervalMs: config.coordinator.sweepIntervalMs,
     trimMaxLen: config.bus.trimMaxLen,
-    dedupeRetentionMs: config.coordinator.dedupeRetentionMs,
-    shards: config.shards,
-    logger,
-    metrics,
+    metrics: runtime.metrics,
+    logger: runtime.logger,
     flags: runtime.flags,
-    limits: runtime.limits,
-    health: runtime.health,
-    checkpoints: createCheckpointJob({
-      pool,
-      operatorKey: config.checkpoints.signingKeyPem ?? undefined,
-      everyRows: config.checkpoints.everyRows,
-      everyMs: config.checkpoints.everyMs,
-      logger,
-      metrics,
-    }),
-    background: [...(options.foreignJobs === false ? [] : runtime.foreignJobs), ...(options.replyJobs === false ? [] : [runtime.replies.job])],
-  });
+    ...overrides,
+  };
 }

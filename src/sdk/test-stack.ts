@@ -12,6 +12,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { Coordinator } from "../coordinator/coordinator.js";
+import { coordinatorOptionsFrom } from "../coordinator-process.js";
 import type { TaskView } from "../coordinator/tasks.js";
 import { defaultConfig, loadConfig, type Config } from "../config.js";
 import { assertRedisSafe } from "../bus/redis-check.js";
@@ -176,23 +177,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     throw error;
   }
 
-  const coordinator = new Coordinator({
-    pool: runtime.pool,
-    bus: runtime.bus,
-    engine: runtime.engine,
-    publisher: runtime.publisher,
-    verifier: runtime.busAuth.verifier(),
-    consumer: `stack-${token}`,
-    batchSize: config.coordinator.batchSize,
-    blockMs: config.bus.blockMs,
-    reclaimIdleMs: config.bus.reclaimIdleMs,
-    sweepIntervalMs: config.coordinator.sweepIntervalMs,
-    trimMaxLen: config.bus.trimMaxLen,
-    metrics: runtime.metrics,
-    logger: runtime.logger,
-    flags: runtime.flags,
-    limits: runtime.limits,
-  });
+  const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `stack-${token}`, limits: runtime.limits }));
   void coordinator.start();
   const harnesses: Harness[] = [];
   const resultReader = createStepResultReader({ db: runtime.pool });

@@ -4,6 +4,7 @@
 import { parseRedisUrl } from "../../src/bus/redis-url.js";
 import { defaultConfig, type Config } from "../../src/config.js";
 import { Coordinator } from "../../src/coordinator/coordinator.js";
+import { coordinatorOptionsFrom } from "../../src/coordinator-process.js";
 import { createLogger } from "../../src/logger.js";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../../src/runtime.js";
 import { createTestDatabase, type TestDatabase } from "./db.js";
@@ -99,24 +100,7 @@ export async function createTestRuntime(
       return testRuntime.startCoordinator({ pool: own.pool, bus: own.bus, engine: own.engine, publisher: own.publisher, flags: own.flags, limits: own.limits, consumer });
     },
     startCoordinator(overrides = {}) {
-      const coordinator = new Coordinator({
-        pool: runtime.pool,
-        bus: runtime.bus,
-        engine: runtime.engine,
-        publisher: runtime.publisher,
-        verifier: runtime.busAuth.verifier(),
-        consumer: `test-${coordinators.length}`,
-        batchSize: config.coordinator.batchSize,
-        blockMs: config.bus.blockMs,
-        reclaimIdleMs: config.bus.reclaimIdleMs,
-        sweepIntervalMs: config.coordinator.sweepIntervalMs,
-        trimMaxLen: config.bus.trimMaxLen,
-        metrics: runtime.metrics,
-        logger: runtime.logger,
-        flags: runtime.flags,
-        limits: runtime.limits,
-        ...overrides,
-      });
+      const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `test-${coordinators.length}`, limits: runtime.limits, ...overrides }));
       coordinators.push(coordinator);
       void coordinator.start();
       return coordinator;

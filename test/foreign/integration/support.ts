@@ -7,6 +7,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { defaultConfig, type Config } from "../../../src/config.js";
 import { Coordinator } from "../../../src/coordinator/coordinator.js";
+import { coordinatorOptionsFrom } from "../../../src/coordinator-process.js";
 import { createLogger } from "../../../src/logger.js";
 import { createRuntime, type Runtime } from "../../../src/runtime.js";
 import { handleA2ACallback } from "../../../src/foreign/callback-route.js";
@@ -105,27 +106,8 @@ export async function createForeignRuntime(
 
 /** A coordinator over `runtime` (its pool, bus, engine, dispatch limits and FOREIGN jobs), as a coordinator process builds one; not started. */
 export function coordinatorOf(runtime: Runtime, consumer: string): Coordinator {
-  const config = runtime.config;
-  return new Coordinator({
-    pool: runtime.pool,
-    bus: runtime.bus,
-    engine: runtime.engine,
-    publisher: runtime.publisher,
-    verifier: runtime.busAuth.verifier(),
-    consumer,
-    batchSize: config.coordinator.batchSize,
-    blockMs: config.bus.blockMs,
-    reclaimIdleMs: config.bus.reclaimIdleMs,
-    sweepIntervalMs: config.coordinator.sweepIntervalMs,
-    trimMaxLen: config.bus.trimMaxLen,
-    metrics: runtime.metrics,
-    logger: runtime.logger,
-    flags: runtime.flags,
-    // As a coordinator process has them (src/coordinator-process.ts): without, a held step would never be released.
-    limits: runtime.limits,
-    checkpoints: false,
-    background: runtime.foreignJobs,
-  });
+  // Limits as a coordinator process has them (src/coordinator-process.ts): without, a held step would never be released.
+  return new Coordinator(coordinatorOptionsFrom(runtime, { consumer, limits: runtime.limits, checkpoints: false, background: runtime.foreignJobs }));
 }
 
 /** Posts a push body to a callback URL as an agent would. */
