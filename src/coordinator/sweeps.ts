@@ -17,7 +17,7 @@ import type { AppliedBatch } from "./inbox-intake.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
 import { trimProcessedEnvelopes } from "./processed-envelopes.js";
 import type { ShardOwnership } from "./shard-ownership.js";
-import { repairStrandedSteps } from "./stranded-steps.js";
+import { FIRST_STEP_QUIET_FACTOR, repairStrandedSteps } from "./stranded-steps.js";
 
 /** Applied envelope ids are kept this long by default (config: SWITCHYARD_DEDUPE_RETENTION_MS). */
 const DEFAULT_DEDUPE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
@@ -148,10 +148,22 @@ export class Sweeps {
     const repair = this.options.strandedRepair ?? { intervalMs: 10_000, quietMs: 5_000 };
     if (!repair || now - this.repairedAt < repair.intervalMs) return;
     this.repairedAt = now;
+    // A Redis outage may have taken envelopes published just before it with it (a restart without its data), a
+    // task's start event among them: a first step's long quiet time (its start may wait in a busy inbox) would leave
+    // such a task waiting a minute. For a while after Redis came back, first steps count after the usual quiet time.
+    const { health } = this.options;
+    const redisBack = health.lastRecoveryMs("redis");
+    const recentLoss = redisBack !== undefined && health.now() - redisBack < repair.quietMs * FIRST_STEP_QUIET_FACTOR;
     // A repair that fails must not cost the rest of the sweep (the outbox relay, approval expiry): logged, retried next time.
     const outbox = await repairStrandedSteps(
       { engine: this.options.engine, pool: this.options.pool, logger: this.options.logger },
-      { tenants: this.servedTenants(), shards: this.options.ownership.ownedShards(), tenantOn: this.options.tenantOn, quietMs: repair.quietMs },
+      {
+        tenants: this.servedTenants(),
+        shards: this.options.ownership.ownedShards(),
+        tenantOn: this.options.tenantOn,
+        quietMs: repair.quietMs,
+        ...(recentLoss ? { firstStepQuietMs: repair.quietMs } : {}),
+      },
     ).catch((error: unknown) => {
       if (!this.options.health.absorb(error)) this.options.logger.error({ err: error }, "repairing stranded steps failed; retried on a later sweep");
       return [];

@@ -11,6 +11,7 @@ import { verifyChain } from "../../src/governance/audit-verify.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
+import { DependencyHealth } from "../../src/dependency-health.js";
 
 const ORG = "acme";
 const WORKFLOW = `
@@ -103,6 +104,25 @@ describe("stranded step repair", () => {
     await coordinator.sweepOnce();
     expect((await stepStates(fresh)).join).toBe("dispatched#1");
     expect((await stepStates(cancelled)).join).toBe("cancelled#0");
+  });
+
+  it("after a Redis outage, a task whose start event may have been lost gets its first steps within the usual quiet time", async () => {
+    // The start event (an inbox envelope) is lost: the task and its pending steps are written, nothing dispatched.
+    const lost = (await rt.tasks.start({ orgId: ORG, workflow: "pair" })).taskId;
+    await rt.pool.query(`UPDATE steps SET status = 'pending', attempt = 0, due_at_ms = NULL, updated_at = now() - interval '3 seconds' WHERE task_id = $1`, [lost]);
+    const health = new DependencyHealth();
+    await coordinator.close();
+    const patient = new Coordinator({ ...coordinatorOptions(), health, strandedRepair: { intervalMs: 0, quietMs: 1_000 } });
+
+    // A first step waits 12 × the quiet time: its start event may still be queued in a busy inbox.
+    await patient.sweepOnce();
+    expect(await stepStates(lost)).toEqual({ a: "pending#0", b: "pending#0", join: "pending#0" });
+    // Redis was away and is back (a restart may have lost its data): the usual quiet time is enough now.
+    health.unreachable("redis", new Error("connection closed"));
+    health.reachable("redis");
+    await patient.sweepOnce();
+    expect(await stepStates(lost)).toEqual({ a: "dispatched#1", b: "dispatched#1", join: "pending#0" });
+    await patient.close();
   });
 
   function coordinatorOptions(): ConstructorParameters<typeof Coordinator>[0] {
