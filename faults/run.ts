@@ -88,7 +88,7 @@ async function main(argv: readonly string[]): Promise<number> {
     });
     await fleet.start();
     log(`${options.coordinators} coordinators, ${HARNESSES_PER_ROLE * ROLES.length} harnesses (${ROLES.join(", ")}), gateway ${fleet.gatewayUrl}: running`);
-    await submitWorkflow(fleet.gatewayUrl, keys);
+    await submitWorkflow(fleet.gatewayUrl, keys, { keyed: options.limits });
     monitor = new Monitor({ databaseUrl, redisUrl: services.redisUrl, keyPrefix: KEY_PREFIX });
     monitor.start();
 

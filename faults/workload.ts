@@ -36,10 +36,15 @@ export function workflowOf(index: number): string {
   return index % 5 === 4 ? ORCHESTRATOR_WORKFLOW : WORKFLOW_NAME;
 }
 
-export function workflowYaml(): string {
-  const lines = STEPS.map(
-    (s) => `  - { id: ${s.id}, to: "role:${s.role}", needs: [${s.needs.join(", ")}], timeout: ${STEP_TIMEOUT}, retries: ${RETRIES}, backoff: 200ms, cost_estimate: 0.1 }`,
-  );
+/** How many customers the tasks' inputs name (`customer`, the concurrency key of `--limits`). */
+const CUSTOMERS = 16;
+
+/** `keyed` (with `--limits`): the branch steps of one customer's tasks, at most 2 in flight (a concurrency key). */
+export function workflowYaml(options: { keyed?: boolean } = {}): string {
+  const lines = STEPS.map((s) => {
+    const key = options.keyed && s.role === "branch" ? ", concurrency: { key: task.input.customer, limit: 2 }" : "";
+    return `  - { id: ${s.id}, to: "role:${s.role}", needs: [${s.needs.join(", ")}], timeout: ${STEP_TIMEOUT}, retries: ${RETRIES}, backoff: 200ms, cost_estimate: 0.1${key} }`;
+  });
   return `name: ${WORKFLOW_NAME}\nsteps:\n${lines.join("\n")}\n`;
 }
 
@@ -79,10 +84,10 @@ export async function prepareTenants(options: { tenants: readonly string[]; env:
   return keys;
 }
 
-export async function submitWorkflow(gatewayUrl: string, keys: Map<string, string>): Promise<void> {
+export async function submitWorkflow(gatewayUrl: string, keys: Map<string, string>, options: { keyed?: boolean } = {}): Promise<void> {
   for (const key of keys.values()) {
     const client = createClient(WorkflowService, createApiTransport({ url: gatewayUrl, token: key }));
-    for (const source of [workflowYaml(), orchestratorWorkflowYaml()]) await client.submit({ source });
+    for (const source of [workflowYaml(options), orchestratorWorkflowYaml()]) await client.submit({ source });
   }
 }
 
@@ -146,7 +151,7 @@ export class Starter {
       if (attempt > 0) this.summary.retries += 1;
       try {
         const res = await client.start(
-          { workflow: workflowOf(index), input: toValue({ i: index }), idempotencyKey: `${o.runId}-${index}` },
+          { workflow: workflowOf(index), input: toValue({ i: index, customer: `c${index % CUSTOMERS}` }), idempotencyKey: `${o.runId}-${index}` },
           { signal: AbortSignal.any([o.signal, AbortSignal.timeout(15_000)]) },
         );
         if (!res.created) this.summary.replayed += 1;
