@@ -28,16 +28,22 @@ CREATE FUNCTION switchyard_releasable_keyed(destinations text[])
   $$;
 
 -- A destination's load as admission reads it (replacing 0012's): held counts the steps that could go now, so a step
--- waiting only for its own key does not make other tenants' new work queue behind it.
-CREATE OR REPLACE FUNCTION switchyard_destination_load(destinations text[])
+-- waiting only for its own key does not make other tenants' new work queue behind it; and it counts at most
+-- `held_cap` of them — admission only asks whether steps are held (and shows "100+"), and counting a backlog of
+-- thousands in every batch's transaction was most of what holding cost.
+DROP FUNCTION switchyard_destination_load(text[]);
+CREATE FUNCTION switchyard_destination_load(destinations text[], held_cap integer)
   RETURNS TABLE (destination text, in_flight bigint, held bigint)
   LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public
   AS $$
     SELECT d.destination,
            (SELECT count(*) FROM steps s WHERE s.status = 'dispatched' AND s.destination = d.destination),
-           (SELECT count(*) FROM held_steps h WHERE h.destination = d.destination AND h.concurrency_key IS NULL)
-             + (SELECT count(*) FROM switchyard_releasable_keyed(ARRAY[d.destination]))
+           (SELECT count(*) FROM (SELECT 1 FROM held_steps h WHERE h.destination = d.destination AND h.concurrency_key IS NULL LIMIT held_cap) x)
+             -- Keys are the exception: no function call (planned per call) unless a keyed step is held there.
+             + CASE WHEN EXISTS (SELECT 1 FROM held_steps h WHERE h.destination = d.destination AND h.concurrency_key IS NOT NULL)
+                    THEN (SELECT count(*) FROM (SELECT 1 FROM switchyard_releasable_keyed(ARRAY[d.destination]) LIMIT held_cap) y) ELSE 0 END
     FROM unnest(destinations) AS d(destination)
   $$;
 
+GRANT EXECUTE ON FUNCTION switchyard_destination_load(text[], integer) TO switchyard_app;
 GRANT EXECUTE ON FUNCTION switchyard_releasable_keyed(text[]) TO switchyard_app;

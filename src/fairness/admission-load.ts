@@ -9,7 +9,7 @@
  * capacity may be overshot by a batch's worth; it is a throttle, not a guarantee (README, Tenant fairness).
  */
 import type { Queryable } from "../store/db.js";
-import type { AdmissionFacts, Bucket, DestinationLoad, KeyLoad, TenantLoad } from "./admission.js";
+import { HELD_COUNT_CAP, type AdmissionFacts, type Bucket, type DestinationLoad, type KeyLoad, type TenantLoad } from "./admission.js";
 import { concurrencyGroupOf } from "./concurrency-key.js";
 import { pairKey, type LimitTable } from "./limits.js";
 import type { CoordinatorEvent, TaskState } from "../coordinator/model.js";
@@ -71,12 +71,15 @@ export async function loadAdmission(client: Queryable, limits: LimitTable, scope
     keys: Array<[string, string, string, string]>;
   }>(
     `SELECT
-       (SELECT coalesce(json_agg(json_build_array(l.destination, l.in_flight, l.held)), '[]') FROM switchyard_destination_load($3::text[]) l) AS dests,
+       (SELECT coalesce(json_agg(json_build_array(l.destination, l.in_flight, l.held)), '[]') FROM switchyard_destination_load($3::text[], $7) l) AS dests,
        (SELECT coalesce(json_agg(json_build_array(x.org_id, x.destination, x.n)), '[]') FROM
           (SELECT org_id, destination, count(*) AS n FROM steps WHERE status = 'dispatched' AND destination = ANY($2::text[]) AND org_id = ANY($1::text[]) GROUP BY 1, 2) x) AS flying,
-       (SELECT coalesce(json_agg(json_build_array(x.org_id, x.destination, x.n, x.keyed)), '[]') FROM
-          (SELECT org_id, destination, count(*) FILTER (WHERE concurrency_key IS NULL) AS n, count(*) FILTER (WHERE concurrency_key IS NOT NULL) AS keyed
-           FROM held_steps WHERE org_id = ANY($1::text[]) AND (destination = ANY($2::text[]) OR concurrency_key IS NOT NULL) GROUP BY 1, 2) x) AS held,
+       (SELECT coalesce(jsonb_agg(jsonb_build_array(x.org_id, x.destination, x.n, 0)), '[]') FROM
+          (SELECT o.org_id, d.destination,
+                  (SELECT count(*) FROM (SELECT 1 FROM held_steps h WHERE h.destination = d.destination AND h.org_id = o.org_id AND h.concurrency_key IS NULL LIMIT $7) c) AS n
+           FROM unnest($1::text[]) AS o(org_id) CROSS JOIN unnest($2::text[]) AS d(destination)) x WHERE x.n > 0)
+       || (SELECT coalesce(jsonb_agg(jsonb_build_array(x.org_id, x.destination, 0, x.n)), '[]') FROM
+          (SELECT org_id, destination, count(*) AS n FROM held_steps WHERE org_id = ANY($1::text[]) AND concurrency_key IS NOT NULL GROUP BY 1, 2) x) AS held,
        (SELECT coalesce(json_agg(json_build_array(x.org_id, x.n)), '[]') FROM
           (SELECT org_id, count(*) AS n FROM steps WHERE status = 'dispatched' AND org_id = ANY($4::text[]) GROUP BY 1) x) AS totals,
        (SELECT coalesce(json_agg(json_build_array(b.org_id, b.destination, b.tokens, b.at_ms)), '[]') FROM dispatch_buckets b WHERE b.org_id = ANY($1::text[])) AS buckets,
@@ -85,7 +88,7 @@ export async function loadAdmission(client: Queryable, limits: LimitTable, scope
                   (SELECT count(*) FROM steps s WHERE s.status = 'dispatched' AND s.org_id = w.org_id AND s.concurrency_key = w.key) AS flying,
                   (SELECT count(*) FROM held_steps h WHERE h.org_id = w.org_id AND h.concurrency_key = w.key) AS held
            FROM unnest($5::text[], $6::text[]) AS w(org_id, key)) k) AS keys`,
-    [orgs, dests, capped, totals, keyed.map(([o]) => o), keyed.map(([, k]) => k)],
+    [orgs, dests, capped, totals, keyed.map(([o]) => o), keyed.map(([, k]) => k), HELD_COUNT_CAP],
   );
   const row = rows[0]!;
   const destLoads = new Map<string, DestinationLoad>();

@@ -9,6 +9,14 @@
 import { pairKey, type LimitTable } from "./limits.js";
 import type { ConcurrencyGroup } from "./concurrency-key.js";
 
+/**
+ * Held steps are counted up to this many per destination and per (tenant, destination) (admission-load.ts):
+ * admission only needs to know whether steps are held, and counting a backlog of thousands in every batch's
+ * transaction was most of what holding cost. A count at the cap reads "100+" in a reason.
+ */
+export const HELD_COUNT_CAP = 100;
+const shown = (n: number): string => (n >= HELD_COUNT_CAP ? `${HELD_COUNT_CAP}+` : String(n));
+
 export interface DestinationLoad {
   /** Steps `dispatched` to the destination, over every tenant. */
   inFlight: number;
@@ -81,7 +89,7 @@ export class AdmissionGate implements AdmissionCheck {
     const key = group ? this.key(orgId, group.key) : undefined;
     if (group && key) {
       // A key keeps its own order: behind its earlier held steps, whatever else lets a step go.
-      if (!released && key.held > 0) return this.heldKeyed(orgId, destination, key, `queued behind ${key.held} earlier held step(s) of concurrency key ${group.key}`);
+      if (!released && key.held > 0) return this.heldKeyed(orgId, destination, key, `queued behind ${shown(key.held)} earlier held step(s) of concurrency key ${group.key}`);
       if (key.inFlight >= group.limit) return this.heldKeyed(orgId, destination, key, `queued behind concurrency key ${group.key} (${key.inFlight}/${group.limit} in flight)`);
     }
     if (!governed) {
@@ -123,9 +131,9 @@ export class AdmissionGate implements AdmissionCheck {
     const ownHeld = tenant.heldByDestination.get(destination) ?? 0;
     const capacity = limits.capacity(destination);
     const room = capacity === undefined || dest.inFlight < capacity;
-    if (!released && ownHeld > 0) return this.queued(destination, room, `queued behind ${ownHeld} earlier held step(s) of this tenant on ${destination}`);
+    if (!released && ownHeld > 0) return this.queued(destination, room, `queued behind ${shown(ownHeld)} earlier held step(s) of this tenant on ${destination}`);
     if (!room) return hold(`queued: ${destination} at capacity (${dest.inFlight}/${capacity} in flight)`);
-    if (capacity !== undefined && !released && dest.held > 0) return this.queued(destination, room, `queued behind ${dest.held} held step(s) on ${destination} (fair share)`);
+    if (capacity !== undefined && !released && dest.held > 0) return this.queued(destination, room, `queued behind ${shown(dest.held)} held step(s) on ${destination} (fair share)`);
     const pairMax = limits.maxInFlight(orgId, destination);
     const onDestination = tenant.byDestination.get(destination) ?? 0;
     if (pairMax !== undefined && onDestination >= pairMax) return hold(`queued behind tenant limit (${onDestination}/${pairMax} in flight on ${destination})`);

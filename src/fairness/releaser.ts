@@ -63,11 +63,12 @@ export function inlineRelease(options: PlanOptions): InlineRelease {
  * only (an inline release, which leaves the held-steps gauge to the loop's rounds).
  */
 async function planRelease(db: Queryable, options: PlanOptions, destinations?: readonly string[]): Promise<ReleaseEntry[]> {
-  const loads = await readLoads(db, destinations);
-  if (!destinations) observeHeld(options.metrics, loads, options.serves);
+  const limits = options.limits.limits();
+  const batch = options.batch ?? 500;
+  const cap = Math.max(batch, ...limits.destinations().map((d) => limits.capacity(d) ?? 0));
+  const loads = await readLoads(db, cap, destinations);
   const ours = [...new Set(loads.filter((l) => l.held > 0 && options.serves(l.orgId)).map((l) => l.orgId))];
   if (ours.length === 0) return [];
-  const limits = options.limits.limits();
   const headroom = await readHeadroom(db, limits, ours, options.clock());
   const plans: Array<{ destination: string; order: string[] }> = [];
   const byDestination = new Map<string, Load[]>();
@@ -79,36 +80,58 @@ async function planRelease(db: Queryable, options: PlanOptions, destinations?: r
       return { orgId: r.orgId, weight: limits.weight(r.orgId), inFlight: r.inFlight, held: r.held, ours: options.serves(r.orgId), ...(room !== undefined ? { headroom: room } : {}) };
     });
     const order = planReleases(limits.capacity(destination), demands);
-    if (order.length > 0) plans.push({ destination, order: order.slice(0, options.batch ?? 500) });
+    if (order.length > 0) plans.push({ destination, order: order.slice(0, batch) });
   }
   if (plans.length === 0) return [];
-  const entries = await pickSteps(db, plans, options.batch ?? 500);
+  const entries = await pickSteps(db, plans, batch);
   const now = options.clock();
   for (const entry of entries) options.metrics?.queueDelay.observe({ tenant: entry.input.orgId, destination: entry.destination }, Math.max(0, now - entry.heldAtMs) / 1000);
   return entries;
 }
 
-/** The held-steps gauge: this coordinator's tenants only (another owner reports its own), reset each round. */
-function observeHeld(metrics: Metrics | undefined, loads: readonly Load[], serves: (orgId: string) => boolean): void {
-  if (!metrics) return;
+/**
+ * The held-steps gauge: this coordinator's tenants only (another owner reports its own), exact (a full count: run
+ * by the loop at most every `HELD_GAUGE_MS`, not per release).
+ */
+async function observeHeld(db: Queryable, metrics: Metrics, serves: (orgId: string) => boolean): Promise<void> {
+  const { rows } = await db.query<{ destination: string; org_id: string; n: number }>("SELECT destination, org_id, count(*)::int AS n FROM held_steps GROUP BY 1, 2");
   metrics.heldSteps.reset();
-  for (const l of loads) if (l.held > 0 && serves(l.orgId)) metrics.heldSteps.set({ tenant: l.orgId, destination: l.destination }, l.held);
+  for (const r of rows) if (serves(r.org_id)) metrics.heldSteps.set({ tenant: r.org_id, destination: r.destination }, r.n);
 }
 
-/** Held and in-flight counts per (destination, tenant), on every destination that has held steps (of `only`). */
-async function readLoads(db: Queryable, only?: readonly string[]): Promise<Load[]> {
+const HELD_GAUGE_MS = 2_000;
+
+/**
+ * Held and in-flight counts per (destination, tenant), on every destination that has held steps (of `only`). Held
+ * steps are counted up to `cap` per pair, found by a skip scan of the queue index (one probe per pair): a share or a
+ * release is never more than a destination's capacity or a round's batch, and counting a backlog of thousands
+ * in every batch that frees a slot was most of what releasing cost.
+ */
+async function readLoads(db: Queryable, cap: number, only?: readonly string[]): Promise<Load[]> {
   const { rows } = await db.query<{ destination: string; org_id: string; in_flight: number; held: number }>(
     // A held step whose concurrency key is at its limit cannot take a slot: it is not counted as waiting for one.
-    `WITH held AS (SELECT destination, org_id, count(*)::int AS n FROM
-                     (SELECT destination, org_id FROM held_steps WHERE concurrency_key IS NULL AND ($1::text[] IS NULL OR destination = ANY($1::text[]))
-                      UNION ALL SELECT destination, org_id FROM switchyard_releasable_keyed($1::text[])) u
-                   GROUP BY 1, 2),
+    `WITH RECURSIVE pairs AS (
+       (SELECT destination, org_id FROM held_steps WHERE $1::text[] IS NULL OR destination = ANY($1::text[]) ORDER BY destination, org_id LIMIT 1)
+       UNION ALL
+       SELECT n.destination, n.org_id FROM pairs p CROSS JOIN LATERAL
+         (SELECT h.destination, h.org_id FROM held_steps h
+          WHERE (h.destination, h.org_id) > (p.destination, p.org_id) AND ($1::text[] IS NULL OR h.destination = ANY($1::text[]))
+          ORDER BY h.destination, h.org_id LIMIT 1) n),
+          counted AS (
+       SELECT p.destination, p.org_id,
+              (SELECT count(*) FROM (SELECT 1 FROM held_steps h WHERE h.destination = p.destination AND h.org_id = p.org_id AND h.concurrency_key IS NULL LIMIT $2) c)::int AS n
+       FROM pairs p
+       UNION ALL
+       SELECT destination, org_id, count(*)::int FROM switchyard_releasable_keyed($1::text[])
+       WHERE EXISTS (SELECT 1 FROM held_steps WHERE concurrency_key IS NOT NULL AND ($1::text[] IS NULL OR destination = ANY($1::text[])))
+       GROUP BY 1, 2),
+          held AS (SELECT destination, org_id, sum(n)::int AS n FROM counted GROUP BY 1, 2 HAVING sum(n) > 0),
           flying AS (SELECT destination, org_id, count(*)::int AS n FROM steps
                      WHERE status = 'dispatched' AND destination IN (SELECT DISTINCT destination FROM held) GROUP BY 1, 2)
      SELECT coalesce(h.destination, f.destination) AS destination, coalesce(h.org_id, f.org_id) AS org_id,
             coalesce(f.n, 0) AS in_flight, coalesce(h.n, 0) AS held
      FROM held h FULL JOIN flying f ON f.destination = h.destination AND f.org_id = h.org_id`,
-    [only ?? null],
+    [only ?? null, cap],
   );
   return rows.map((r) => ({ destination: r.destination, orgId: r.org_id, inFlight: r.in_flight, held: r.held }));
 }
@@ -161,7 +184,8 @@ async function pickSteps(db: Queryable, plans: ReadonlyArray<{ destination: stri
   const asked = [...wanted.values()];
   // Steps without a key straight from the queue index; steps with one only within their key's room.
   const { rows } = await db.query<{ org_id: string; destination: string; task_id: string; step_id: string; seq: string; held_at_ms: string }>(
-    `WITH keyed AS (SELECT * FROM switchyard_releasable_keyed($4::text[]))
+    `WITH keyed AS (SELECT * FROM switchyard_releasable_keyed($4::text[])
+                    WHERE EXISTS (SELECT 1 FROM held_steps WHERE concurrency_key IS NOT NULL AND destination = ANY($4::text[])))
      SELECT h.org_id, h.destination, h.task_id, h.step_id, h.seq, h.held_at_ms
      FROM unnest($1::text[], $2::text[], $3::int[]) AS x(destination, org_id, n)
      CROSS JOIN LATERAL (
@@ -208,6 +232,7 @@ export class ReleaseLoop {
   constructor(private readonly options: ReleaseLoopOptions) {}
 
   async run(signal: AbortSignal): Promise<void> {
+    let gaugedAt = 0;
     while (!signal.aborted) {
       const idleMs = this.options.pollMs ?? (this.options.limits.limits().empty ? 200 : 50);
       await sleep(idleMs, signal, { unref: true });
@@ -215,6 +240,10 @@ export class ReleaseLoop {
       try {
         const started = performance.now();
         const { released, outbox } = await releaseHeldSteps(this.options);
+        if (this.options.metrics && performance.now() - gaugedAt >= HELD_GAUGE_MS) {
+          gaugedAt = performance.now();
+          await observeHeld(this.options.pool, this.options.metrics, this.options.serves);
+        }
         if (released > 0) this.options.logger.debug({ released, published: outbox.length, ms: Math.round(performance.now() - started) }, "held steps released");
         if (outbox.length > 0) await this.options.publish(outbox);
       } catch (error) {
