@@ -1,6 +1,6 @@
 /** The pure parts of tenant fairness: weighted max-min shares, the release plan, and the admission gate. */
 import { describe, expect, it } from "vitest";
-import { AdmissionGate, refill } from "../../src/fairness/admission.js";
+import { AdmissionGate, HELD_COUNT_CAP, refill } from "../../src/fairness/admission.js";
 import { fairShares, planReleases, type TenantDemand } from "../../src/fairness/fair-share.js";
 import { LimitTable, validateLimit, type DispatchLimit } from "../../src/fairness/limits.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
@@ -108,5 +108,27 @@ describe("limit validation", () => {
     expect(code({ orgId: "a", ratePerSec: 5 })).toBe(`${ErrorCode.InvalidArgument}:destination`);
     expect(code({ orgId: "a", weight: 1001 })).toBe(`${ErrorCode.InvalidArgument}:weight`);
     expect(code({ orgId: "a", destination: "role:x", burst: 3 })).toBe(`${ErrorCode.InvalidArgument}:burst`);
+  });
+
+  it("holds a keyed step at its key's limit, keeps a key's order, and lets the tenant's other keys go", () => {
+    const group = (customer: string) => ({ key: `task.input.customerId="${customer}"`, limit: 2 });
+    // No operator limit at all: a key governs on its own.
+    const gate = new AdmissionGate({ limits: new LimitTable([]), destinations: new Map(), tenants: new Map(), buckets: new Map(), keys: new Map() }, 0);
+    expect(gate.admit("a", "role:x", false, false, group("big")).admit).toBe(true);
+    expect(gate.admit("a", "role:x", false, false, group("big")).admit).toBe(true);
+    expect(gate.admit("a", "role:x", false, false, group("big"))).toEqual({ admit: false, reason: 'queued behind concurrency key task.input.customerId="big" (2/2 in flight)' });
+    // A later step of the same key queues behind the held one, even if chosen by the releaser it is still at the limit.
+    expect(gate.admit("a", "role:x", false, false, group("big"))).toEqual({ admit: false, reason: 'queued behind 1 earlier held step(s) of concurrency key task.input.customerId="big"' });
+    expect(gate.admit("a", "role:x", true, false, group("big")).admit).toBe(false);
+    // Another customer of the same tenant, and steps without a key, are not held behind it.
+    expect(gate.admit("a", "role:x", false, false, group("small")).admit).toBe(true);
+    expect(gate.admit("a", "role:x", false).admit).toBe(true);
+    expect(gate.hasHeld("role:x")).toBe(true);
+  });
+
+  it("shows a held count at the read cap as 100+", () => {
+    const limits = new LimitTable([limit({ destination: "role:x", maxInFlight: 10 })]);
+    const facts = { limits, destinations: new Map([["role:x", { inFlight: 2, held: HELD_COUNT_CAP }]]), tenants: new Map(), buckets: new Map() };
+    expect(new AdmissionGate(facts, 0).admit("b", "role:x", false)).toEqual({ admit: false, reason: "queued behind 100+ held step(s) on role:x (fair share)" });
   });
 });
