@@ -49,6 +49,12 @@ export async function readAudit(monitor: Monitor, tenants: readonly string[]): P
   return { rows, steps };
 }
 
+/** Each task's customer (the concurrency key's value, `--limits`). */
+export async function readCustomers(monitor: Monitor, tenants: readonly string[]): Promise<Map<string, string>> {
+  const rows = await monitor.query<{ id: string; customer: string | null }>(`SELECT id::text, input->>'customer' AS customer FROM tasks WHERE org_id = ANY($1)`, [tenants]);
+  return new Map(rows.filter((r) => r.customer !== null).map((r) => [r.id, r.customer!]));
+}
+
 export async function readOutcome(monitor: Monitor, tenants: readonly string[]): Promise<TaskOutcome> {
   const tasks = await monitor.query<{ id: string; org_id: string; status: string; error: { message?: string; code?: string } | null }>(
     `SELECT id::text, org_id, status, error FROM tasks WHERE org_id = ANY($1)`,

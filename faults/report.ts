@@ -21,6 +21,8 @@ export interface RunReport {
   auditRows: number;
   doubled: Violation[];
   unexpectedAuditRows: Record<string, number>;
+  /** With `--limits`: the most branch steps of one customer in flight at once, replayed from the chains. */
+  keyPeak?: number;
   executions: Omit<ExecutionCheckResult, "violations">;
   faults: FaultResult[];
   deadLetters: DeadLetter[];
@@ -84,6 +86,7 @@ export function formatReport(r: RunReport): string {
     `handler executions per dispatched step attempt: ${Object.entries(r.executions.perAttempt).map(([k, v]) => `${k}×: ${v}`).join(", ")} ` +
       `(${r.executions.started} started, ${r.executions.finished} finished, in ${r.executions.pids} processes); ${r.auditRows} audit rows checked`,
   );
+  if (r.keyPeak !== undefined) out.push(`concurrency key (task.input.customer): at most ${r.keyPeak} branch steps of one customer in flight, from the audit chains`);
   if (Object.keys(r.unexpectedAuditRows).length) out.push(`audit rows this workflow does not produce: ${Object.entries(r.unexpectedAuditRows).map(([k, v]) => `${k}×${v}`).join(" ")}`);
   if (r.faults.length) {
     out.push("", table([

@@ -8,13 +8,14 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkAuditRows } from "./audit-checks.js";
+import { checkKeyPeaks } from "./key-checks.js";
 import { checkExecutions, readExecutions } from "./execution-checks.js";
 import { Fleet } from "./fleet.js";
 import { writeHandlerModule } from "./handler.js";
 import { expectedFaultSeconds, injectFaults, planFaults, type FaultResult } from "./injector.js";
 import { Monitor } from "./monitor.js";
 import { freePort, parseOptions, USAGE, type SuiteOptions } from "./options.js";
-import { readAudit, readOutcome, verifyChains } from "./outcome.js";
+import { readAudit, readCustomers, readOutcome, verifyChains } from "./outcome.js";
 import { seededRandom, sleep } from "./random.js";
 import { formatJson, formatReport, missedTargets, type RunReport } from "./report.js";
 import { cleanupStale, RUNS_ROOT, startServices, type Services } from "./services.js";
@@ -126,6 +127,7 @@ async function main(argv: readonly string[]): Promise<number> {
     const { rows, steps } = await readAudit(monitor, TENANTS);
     const audit = checkAuditRows(rows, steps);
     const executions = checkExecutions(readExecutions(execDir), audit.histories);
+    const keyPeaks = options.limits ? checkKeyPeaks(rows, await readCustomers(monitor, TENANTS)) : undefined;
     const report: RunReport = {
       setup: { coordinators: options.coordinators, harnessesPerRole: HARNESSES_PER_ROLE, gateways: 1, tasks: options.tasks, faults: options.faults, seed: options.seed },
       durationMs: Date.now() - runStartedAt,
@@ -133,7 +135,8 @@ async function main(argv: readonly string[]): Promise<number> {
       starts: { started: starts.taskIds.size, failed: starts.failed.length, retries: starts.retries, replayed: starts.replayed, errors: Object.fromEntries(starts.errors) },
       tasks: await readOutcome(monitor, TENANTS),
       auditRows: audit.rows,
-      doubled: [...audit.violations, ...executions.violations],
+      doubled: [...audit.violations, ...executions.violations, ...(keyPeaks?.violations ?? [])],
+      ...(keyPeaks ? { keyPeak: keyPeaks.peak } : {}),
       unexpectedAuditRows: Object.fromEntries(audit.unexpected),
       executions: { started: executions.started, finished: executions.finished, pids: executions.pids, perAttempt: executions.perAttempt },
       faults,

@@ -8,6 +8,7 @@ import { checkExecutions } from "../../faults/execution-checks.js";
 import type { ExecutionRecord } from "../../faults/handler.js";
 import { missedTargets, type RunReport } from "../../faults/report.js";
 import { diedOf } from "../../faults/fleet.js";
+import { checkKeyPeaks } from "../../faults/key-checks.js";
 
 const ORG = "t";
 const TASK = "task-1";
@@ -132,6 +133,21 @@ describe("fault suite checks", () => {
     expect(doubled.violations).toEqual([expect.objectContaining({ kind: "doubled reply", step: "o" })]);
     const lost = checkAuditRows(rows, [{ ...steps[0]!, output: { ...output, replies: ["q2", "q2", "q1"] } }, ...steps.slice(1)]);
     expect(lost.violations).toEqual([expect.objectContaining({ kind: "fan-out replies", step: "o" })]);
+  });
+
+  it("replay a concurrency key from the chain: a third branch step of one customer in flight is caught, others are not", () => {
+    seq = 0;
+    const on = (task: string, r: AuditRow): AuditRow => ({ ...r, task_id: task });
+    const customers = new Map([["t1", "c1"], ["t2", "c1"], ["t3", "c2"], ["t4", "c1"]]);
+    const rows = [
+      on("t1", dispatch("b", "w1")), on("t2", dispatch("c", "w2")), on("t3", dispatch("b", "w3")),
+      // A timeout closes t1's attempt: its retry is the second, not the third, in flight.
+      on("t1", timeout("b", 1)), on("t1", dispatch("b", "w4")),
+    ];
+    expect(checkKeyPeaks(rows, customers)).toEqual({ peak: 2, violations: [] });
+    const over = checkKeyPeaks([...rows, on("t4", dispatch("c", "w5"))], customers);
+    expect(over.peak).toBe(3);
+    expect(over.violations).toMatchObject([{ kind: "concurrency key exceeded", task: "t4", step: "c" }]);
   });
 
   it("do not let a run with nothing checked meet the target", () => {
