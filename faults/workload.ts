@@ -43,7 +43,7 @@ export const KEY_LIMIT = 2;
 /** `keyed` (with `--limits`): the branch steps of one customer's tasks, at most 2 in flight (a concurrency key). */
 export function workflowYaml(options: { keyed?: boolean } = {}): string {
   const lines = STEPS.map((s) => {
-    const key = options.keyed && s.role === "branch" ? ", concurrency: { key: task.input.customer, limit: ${KEY_LIMIT} }" : "";
+    const key = options.keyed && s.role === "branch" ? `, concurrency: { key: task.input.customer, limit: ${KEY_LIMIT} }` : "";
     return `  - { id: ${s.id}, to: "role:${s.role}", needs: [${s.needs.join(", ")}], timeout: ${STEP_TIMEOUT}, retries: ${RETRIES}, backoff: 200ms, cost_estimate: 0.1${key} }`;
   });
   return `name: ${WORKFLOW_NAME}\nsteps:\n${lines.join("\n")}\n`;
