@@ -119,7 +119,10 @@ export interface StepDefinition {
   outputSchema?: unknown;
   /** 1–5: orders the tenant's held steps on a destination, higher first (src/fairness/). Absent: 3. */
   priority?: number;
-  /** At most `limit` of the tenant's steps with the same value at `key` in flight (src/fairness/concurrency-key.ts). */
+  /**
+   * At most `limit` (1–10,000) of the tenant's steps with the same value at `key` (`task.input.` and 1–8 field
+   * names) in flight (src/fairness/concurrency-key.ts).
+   */
   concurrency?: { key: string; limit: number };
 }
 

@@ -18,10 +18,10 @@ import { ReplyBatch } from "./reply-batch.js";
 import { decide } from "./decide.js";
 import { derivedIdSource, sha256Hex } from "./envelopes.js";
 import { unavailableForeignDispatcher, type ForeignDispatcher } from "./foreign-dispatcher.js";
-import { DEFAULT_DELEGATION_LIMITS, type DecideContext, type DelegationLimits, type Effect, type StepRecord, type TaskState } from "./model.js";
+import { DEFAULT_DELEGATION_LIMITS, type DecideContext, type DelegationLimits, type Effect, type TaskState } from "./model.js";
 import { HopSpans } from "../telemetry/hop-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
-import { loadTasksForUpdate } from "./task-store.js";
+import { loadTasksForUpdate, orderSteps } from "./task-store.js";
 import { DEFAULT_SHARD_COUNT } from "./shards.js";
 import { persistPhase, type PersistDeps } from "./engine-persist.js";
 import { emptyResult, mergeResult, type ApplyInTransactionOptions, type ApplyResult, type EngineFence, type EngineInput, type InlineRelease } from "./engine-types.js";
@@ -394,16 +394,4 @@ function hashWhatWasSent(effects: Effect[], envelopeId: string, sentHash: string
       return;
     }
   }
-}
-
-/** Workflow steps in definition order, then delegation steps in creation order. */
-function orderSteps(workflow: WorkflowDefinition, steps: StepRecord[]): Map<string, StepRecord> {
-  const byId = new Map(steps.map((s) => [s.stepId, s]));
-  const ordered = new Map<string, StepRecord>();
-  for (const def of workflow.steps) {
-    const step = byId.get(def.id);
-    if (step) ordered.set(def.id, step);
-  }
-  for (const step of steps) if (!ordered.has(step.stepId)) ordered.set(step.stepId, step);
-  return ordered;
 }

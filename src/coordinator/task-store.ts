@@ -6,7 +6,7 @@
  * a `jsonb` value first (measured on a 240k-row steps table, 400 rows per statement).
  */
 import type { Queryable } from "../store/db.js";
-import type { StepDefinition } from "../domain.js";
+import type { StepDefinition, WorkflowDefinition } from "../domain.js";
 import { tryAddress } from "../origin/reply-address.js";
 import type { Checkpoint, StepRecord, TaskRecord } from "./model.js";
 import { parseStoredTenantFacts, storedTenantFactsColumn, type StoredTenantFacts } from "./tenant-facts.js";
@@ -285,4 +285,16 @@ export async function saveSteps(client: Queryable, steps: readonly StepRecord[])
        concurrency_key = EXCLUDED.concurrency_key, updated_at = now()`,
     [JSON.stringify(rows)],
   );
+}
+
+/** Workflow steps in definition order, then delegation steps in creation order. */
+export function orderSteps(workflow: WorkflowDefinition, steps: StepRecord[]): Map<string, StepRecord> {
+  const byId = new Map(steps.map((s) => [s.stepId, s]));
+  const ordered = new Map<string, StepRecord>();
+  for (const def of workflow.steps) {
+    const step = byId.get(def.id);
+    if (step) ordered.set(def.id, step);
+  }
+  for (const step of steps) if (!ordered.has(step.stepId)) ordered.set(step.stepId, step);
+  return ordered;
 }

@@ -9,13 +9,6 @@ import { createHash } from "node:crypto";
 import type { StepDefinition } from "../domain.js";
 import { stableJson } from "../stable-json.js";
 
-export interface StepConcurrency {
-  /** `task.input.` followed by one or more field names, e.g. `task.input.customer.id`. */
-  key: string;
-  /** 1–10,000 steps in flight per key value. */
-  limit: number;
-}
-
 /** A key group of one tenant: the path and the value it found, as stored on steps and held rows. */
 export interface ConcurrencyGroup {
   key: string;
