@@ -58,7 +58,7 @@ export const defaultConfig: Config = {
     replyTenants: [],
     pollMs: 1_000,
   },
-  gateway: { host: "127.0.0.1", port: 8080, publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1024 * 1024, watchMaxPerTenant: 32, watchMaxStreams: 512, consoleSessionIdleMs: 30 * 60_000, consoleSessionMaxMs: 12 * 3_600_000 },
+  gateway: { host: "127.0.0.1", port: 8080, publicUrl: "http://127.0.0.1:8080", maxBodyBytes: 1024 * 1024, watchMaxPerTenant: 32, watchMaxStreams: 512, consoleSessionIdleMs: 30 * 60_000, consoleSessionMaxMs: 12 * 3_600_000, trustedProxies: [] },
   metrics: { host: "127.0.0.1", port: null },
   telemetry: { tracing: false, exporters: [], serviceName: null },
   services: { redisUrlSet: false, databaseUrlSet: false, embedded: "auto", dataDir: ".switchyard" },

@@ -111,6 +111,11 @@ export interface GatewayConfig {
   consoleSessionIdleMs: number;
   /** A console session ends this long after sign-in however busy (ms). */
   consoleSessionMaxMs: number;
+  /**
+   * IP addresses and CIDRs of the proxies in front of the gateway (an Ingress controller) whose `X-Forwarded-For`
+   * is believed; empty: the header is ignored and the socket peer is the client.
+   */
+  trustedProxies: string[];
 }
 
 export interface CheckpointConfig {

@@ -1,7 +1,7 @@
 /** Connections, the bus, the coordinator, shards, harnesses, the gateway, metrics, checkpoints, tracing, services. */
 import { redactRedisUrl } from "../bus/redis-url.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import { boolean, ed25519Pem, integer, keyPrefix, list, oneOf, optionalText, redactUrl, redisUrl, text, url, type FieldOf } from "./fields.js";
+import { boolean, cidrList, ed25519Pem, integer, keyPrefix, list, oneOf, optionalText, redactUrl, redisUrl, text, url, type FieldOf } from "./fields.js";
 import { input, setting, type Variable } from "./variable.js";
 
 /** pino's levels; anything else would fail inside the logger, far from its cause. */
@@ -146,6 +146,15 @@ export const coreVariables: readonly Variable[] = [
     group: "gateway",
     readBy: ["gateway"],
     doc: "a [console](#console) session ends this long (ms) after sign-in, however busy",
+  }),
+  setting("SWITCHYARD_TRUSTED_PROXIES", "gateway.trustedProxies", cidrList, {
+    group: "gateway",
+    readBy: ["gateway"],
+    defaultText: "(none)",
+    doc:
+      "IP addresses and CIDRs (IPv4, IPv6) of the proxies in front of the gateway, e.g. your Ingress controller's pod CIDR: " +
+      "only from these is `X-Forwarded-For` read, right to left past them, and the first other address is the client that " +
+      "[console](#console) sign-in failures count against. Empty: the header is ignored (behind a proxy, everyone is the proxy)",
   }),
   setting("SWITCHYARD_METRICS_PORT", "metrics.port", integer(0, 65_535), {
     group: "metrics",

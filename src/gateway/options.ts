@@ -57,6 +57,11 @@ export interface ConsoleOptions {
   signInMaxFailures?: number;
   /** @defaultValue 5 minutes */
   signInWindowMs?: number;
+  /**
+   * Proxies (IP addresses and CIDRs) whose `X-Forwarded-For` names the client sign-in failures are counted against
+   * (gateway/client-address.ts); empty: the header is ignored. @defaultValue config.gateway.trustedProxies
+   */
+  trustedProxies?: readonly string[];
 }
 
 export type ExtraRoute = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => Promise<boolean>;

@@ -43,6 +43,7 @@ import { isDatabaseUnavailable } from "../store/db.js";
 import { createConsoleRoute } from "./console/console-route.js";
 import { ConsoleSessionStore } from "./console/session-store.js";
 import { SignInLimiter } from "./console/sign-in-limiter.js";
+import { TrustedProxies } from "./client-address.js";
 
 /** The parts of a runtime the gateway uses. */
 export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "busAuth" | "engine" | "publisher" | "tasks"> &
@@ -65,6 +66,8 @@ const SCRAPE_GAUGE = "switchyard_approvals_pending";
 export async function startGateway(runtime: GatewayRuntime, gatewayOptions: GatewayOptions = {}): Promise<Gateway> {
   const options = resolveGatewayOptions(gatewayOptions);
   const { logger, metrics, pool } = runtime;
+  // First: a bad entry passed in code (config was checked when loaded) fails before anything is started.
+  const trustedProxies = new TrustedProxies(options.console.trustedProxies ?? runtime.config.gateway.trustedProxies);
   // Starts and foreign RESULTs go to shard inboxes by SWITCHYARD_SHARD_COUNT: with another count than the
   // coordinators recorded they would land in inboxes nobody reads. Postgres down: checked by nobody, logged.
   await checkShardCount(pool, runtime.config.shards.count).catch((error: unknown) => {
@@ -135,7 +138,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
   const routes: ExtraRoute[] = [];
   if (consoleOn) {
     const limiter = new SignInLimiter({ maxFailures: options.console.signInMaxFailures, windowMs: options.console.signInWindowMs });
-    routes.push(createConsoleRoute({ db: pool, ...sessionAuth, limiter, logger, ...(options.console.dirs ? { dirs: options.console.dirs } : {}) }));
+    routes.push(createConsoleRoute({ db: pool, ...sessionAuth, limiter, trustedProxies, logger, ...(options.console.dirs ? { dirs: options.console.dirs } : {}) }));
   }
   // The link itself authorises the decision (signed, single use), so it is decided by the operator task service.
   if (options.approvalLinks) routes.push((req, res) => handleApprovalLink(req, res, { pool, tasks: runtime.tasks, logger }));

@@ -119,6 +119,9 @@ describe("variables with their own rules", () => {
     expect(configError({ SWITCHYARD_EGRESS_ALLOWED_NETWORKS: "127.0.0.0/8,10.0.0.0/40" }).message).toMatch(
       /^SWITCHYARD_EGRESS_ALLOWED_NETWORKS item 2 is not a CIDR: "10\.0\.0\.0\/40"/,
     );
+    expect(loadConfig({ SWITCHYARD_TRUSTED_PROXIES: "10.1.0.0/16, 192.0.2.10,fd00:ab::/32" }).gateway.trustedProxies).toEqual(["10.1.0.0/16", "192.0.2.10", "fd00:ab::/32"]);
+    expect(loadConfig({}).gateway.trustedProxies).toEqual([]);
+    expect(configError({ SWITCHYARD_TRUSTED_PROXIES: "10.1.0.0/16,ingress-nginx" }).message).toMatch(/^SWITCHYARD_TRUSTED_PROXIES item 2 is not a CIDR: "ingress-nginx"/);
     expect(configError({ OTEL_TRACES_EXPORTER: "otlp,zipkin" }).message).toBe('OTEL_TRACES_EXPORTER item 2 must be one of otlp, console, none, got "zipkin"');
   });
 

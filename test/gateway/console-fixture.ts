@@ -26,6 +26,28 @@ export async function signIn(url: string, apiKey: unknown, headers: Record<strin
   return { status: res.status, body, setCookie, cookie: setCookie.split(";")[0]!, csrfToken: body.csrfToken };
 }
 
+/**
+ * `signIn` over a connection from `localAddress`: any 127.x.y.z reaches a gateway on 127.0.0.1, so a test can be
+ * another socket peer (a client beside the proxy, say) without another machine.
+ */
+export function signInFrom(url: string, apiKey: unknown, localAddress: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const { hostname, port } = new URL(url);
+  const payload = JSON.stringify({ apiKey });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: hostname, port, path: "/console/session", method: "POST", localAddress, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload), ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) }));
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
 /** A Connect JSON call authenticated by a console session; `csrfToken: null` leaves the header out. */
 export async function sessionCall(
   url: string,

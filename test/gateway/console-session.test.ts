@@ -1,15 +1,18 @@
 /**
  * Console sign-in against a real gateway: an API key becomes an HttpOnly, SameSite=Strict session cookie whose
  * calls to the Connect API need the session's CSRF token (and the gateway's own Origin); sign-out, idle and
- * absolute expiry, and revoking the key end a session; failed sign-ins are rate-limited per address.
+ * absolute expiry, and revoking the key end a session; failed sign-ins are rate-limited per client address
+ * (`X-Forwarded-For` read only through trusted proxies), and a good key signs in whatever its address has failed.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../src/gen/switchyard/api/v1/admin_pb.js";
 import { listApiKeys, revokeApiKey } from "../../src/tenancy/api-keys.js";
 import { createGatewayFixture, type GatewayFixture } from "./fixture.js";
-import { sessionCall, signIn } from "./console-fixture.js";
+import { sessionCall, signIn, signInFrom } from "./console-fixture.js";
 
 const MINUTE = 60_000;
+/** Well-formed (so it is looked up) and unknown. */
+const BOGUS = "sy_" + "b".repeat(43);
 const LIST_WORKFLOWS = "switchyard.api.v1.WorkflowService/List";
 
 describe("console sessions", () => {
@@ -189,7 +192,74 @@ describe("console sessions", () => {
     expect(last!.status).toBe(429);
     expect(Number(last!.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(await last!.json()).toMatchObject({ code: "RESOURCE_EXHAUSTED" });
-    // Even a good key waits: the address is what is limited.
-    expect((await signIn(fx.url, key)).status).toBe(429);
+    // No trusted proxies here, so X-Forwarded-For is ignored: a forged one does not buy a failing client a fresh budget.
+    for (const forged of ["198.51.100.1", "198.51.100.2, 127.0.0.1"]) {
+      expect((await signIn(fx.url, BOGUS, { "x-forwarded-for": forged })).status).toBe(429);
+    }
+  });
+
+  it("signs a good key in from an address over its failure limit, without resetting the count", async () => {
+    expect((await signIn(fx.url, BOGUS)).status).toBe(429);
+    const s = await signIn(fx.url, key);
+    expect(s.status).toBe(200);
+    expect((await sessionCall(fx.url, LIST_WORKFLOWS, {}, s)).status).toBe(200);
+    expect((await signIn(fx.url, await fx.adminKey())).body).toMatchObject({ admin: true });
+    // The successes earned the address no retries.
+    expect((await signIn(fx.url, BOGUS)).status).toBe(429);
+  });
+});
+
+describe("console sign-in behind a trusted proxy", () => {
+  // The test's own connections (from 127.0.0.1) play the Ingress controller, whose pods are in 10.1.0.0/16.
+  const PROXY = "10.1.0.7";
+  let fx: GatewayFixture;
+  let key: string;
+  const from = (client: string) => ({ "x-forwarded-for": `${client}, ${PROXY}` });
+  beforeAll(async () => {
+    // Through the config (SWITCHYARD_TRUSTED_PROXIES), as `start gateway` gets it.
+    fx = await createGatewayFixture({}, { configure: (config) => ({ ...config, gateway: { ...config.gateway, trustedProxies: ["127.0.0.1", "10.1.0.0/16"] } }) });
+    key = await fx.tenant("console-proxied");
+  });
+  afterAll(async () => {
+    await fx?.cleanup();
+  });
+
+  it("limits the client X-Forwarded-For names, not the proxy: ten bogus sign-ins lock nobody else out", async () => {
+    for (let i = 0; i < 10; i++) expect((await signIn(fx.url, BOGUS, from("203.0.113.66"))).status).toBe(401);
+    const limited = await signIn(fx.url, BOGUS, from("203.0.113.66"));
+    expect(limited.status).toBe(429);
+    expect(limited.body).toMatchObject({ code: "RESOURCE_EXHAUSTED" });
+    // Whatever the bogus client writes into the header itself is left of what the proxy appended, and never read.
+    expect((await signIn(fx.url, BOGUS, { "x-forwarded-for": `192.0.2.1, 203.0.113.66, ${PROXY}` })).status).toBe(429);
+
+    // Another person behind the same Ingress: signs in, and still has a whole budget of their own.
+    const other = await signIn(fx.url, key, from("198.51.100.20"));
+    expect(other.status).toBe(200);
+    expect((await signIn(fx.url, BOGUS, from("198.51.100.20"))).status).toBe(401);
+    // An admin too; with no header at all the proxy itself is the client, and its budget is untouched.
+    expect((await signIn(fx.url, await fx.adminKey(), from("198.51.100.21"))).status).toBe(200);
+    expect((await signIn(fx.url, BOGUS)).status).toBe(401);
+
+    // The session records the client, not the proxy.
+    const { rows } = await fx.rt.pool.query<{ source: string }>("SELECT source FROM console_sessions");
+    expect(rows.map((r) => r.source).sort()).toEqual(["198.51.100.20", "198.51.100.21"]);
+  });
+
+  it("signs in a valid key from a client over its limit", async () => {
+    expect((await signIn(fx.url, BOGUS, from("203.0.113.66"))).status).toBe(429);
+    expect((await signIn(fx.url, key, from("203.0.113.66"))).status).toBe(200);
+    expect((await signIn(fx.url, BOGUS, from("203.0.113.66"))).status).toBe(429);
+  });
+
+  it("ignores X-Forwarded-For from a peer that is not a trusted proxy: forging it dodges no limit", async () => {
+    // 127.0.0.2 is not in the list: a client reaching the gateway beside the proxy.
+    for (let i = 0; i < 10; i++) {
+      expect((await signInFrom(fx.url, BOGUS, "127.0.0.2", { "x-forwarded-for": `192.0.2.${i}` })).status).toBe(401);
+    }
+    expect((await signInFrom(fx.url, BOGUS, "127.0.0.2", { "x-forwarded-for": "192.0.2.200" })).status).toBe(429);
+    expect((await signInFrom(fx.url, BOGUS, "127.0.0.2", from("198.51.100.99"))).status).toBe(429);
+    // Its good key still signs in; the forged addresses were never counted, so the proxy's clients are unaffected.
+    expect((await signInFrom(fx.url, key, "127.0.0.2", { "x-forwarded-for": "192.0.2.1" })).status).toBe(200);
+    expect((await signIn(fx.url, BOGUS, from("192.0.2.1"))).status).toBe(401);
   });
 });

@@ -4,6 +4,10 @@
  * Sign-in resolves the key with the same function as bearer auth (`resolveApiKey`): unknown and revoked keys are
  * refused alike, admin keys sign in as admin. Answers are JSON `{tenant, admin, csrfToken, expiresAt}`, errors
  * `{code, message}` with the codes of the Connect API.
+ *
+ * Failed sign-ins are counted per client address (`X-Forwarded-For` read through the trusted proxies only,
+ * gateway/client-address.ts). A key that resolves always signs in, whatever its address has failed: behind an
+ * Ingress many people share an address, and one of them sending bogus keys must not lock the others out.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
@@ -17,6 +21,7 @@ import { clearedSessionCookie, sessionCookie } from "./cookies.js";
 import { checkCsrf, isOwnOrigin, requestSessionToken, type HeaderSource } from "./session-auth.js";
 import type { ConsoleSession, ConsoleSessionStore } from "./session-store.js";
 import type { SignInLimiter } from "./sign-in-limiter.js";
+import { requestClientAddress, type TrustedProxies } from "../client-address.js";
 
 export const SESSION_PATH = "/console/session";
 const MAX_BODY_BYTES = 4096;
@@ -26,6 +31,8 @@ export interface SessionRouteDeps {
   db: Queryable;
   sessions: ConsoleSessionStore;
   limiter: SignInLimiter;
+  /** Whose `X-Forwarded-For` names the client that failures are counted against; empty: the socket peer is. */
+  trustedProxies: TrustedProxies;
   publicUrl?: string;
   logger: Logger;
 }
@@ -75,19 +82,28 @@ export async function handleSessionRoute(req: IncomingMessage, res: ServerRespon
 }
 
 async function signIn(req: IncomingMessage, res: ServerResponse, deps: SessionRouteDeps): Promise<void> {
-  const source = req.socket.remoteAddress ?? "unknown";
-  const wait = deps.limiter.retryAfterMs(source);
-  if (wait > 0) {
-    throw new SwitchyardError(ErrorCode.ResourceExhausted, `too many failed sign-ins from this address; try again in ${Math.ceil(wait / 1000)} s`, { details: { retryAfterMs: wait } });
-  }
+  const source = requestClientAddress(req, deps.trustedProxies);
   // Another site's page must not sign a visitor in as someone else (login CSRF): browsers send Origin on POST.
   const origin = req.headers.origin;
   if (origin !== undefined && !isOwnOrigin(origin, req.headers.host ?? null, deps.publicUrl)) {
     throw new SwitchyardError(ErrorCode.PermissionDenied, `console sign-in is accepted only from the gateway's own pages, not from origin ${origin}`);
   }
   const apiKey = parseSignIn(await readBody(req, MAX_BODY_BYTES));
+  // The key is resolved before the limiter is asked, even for an address over its limit: a key that resolves signs
+  // in whatever its address has failed (people behind one proxy or NAT share an address; one of them guessing
+  // must not lock the rest out), and its success neither counts nor resets the failures. That makes the refusal an
+  // answer to a wrong key only, so an address over its limit still learns whether a guess was right: the limit
+  // alone does not stop guessing. The keys do: 32 random bytes (256 bits, tenancy/api-keys.ts) are not guessed at
+  // any request rate. The limit keeps failing clients at 429 with Retry-After, and the log free of their repeats.
   const resolved = await resolveApiKey(deps.db, apiKey);
   if (resolved.status !== "ok") {
+    const wait = deps.limiter.retryAfterMs(source);
+    // Over the limit: refused without counting, so a client that keeps failing holds at most `maxFailures` entries
+    // and is free again once its counted failures age out of the window. (Bearer calls to the API resolve keys
+    // without any limit; resolving here too adds no new way to load the database.)
+    if (wait > 0) {
+      throw new SwitchyardError(ErrorCode.ResourceExhausted, `too many failed sign-ins from this address; try again in ${Math.ceil(wait / 1000)} s`, { details: { retryAfterMs: wait } });
+    }
     deps.limiter.recordFailure(source);
     deps.logger.info({ source, reason: resolved.status }, "console sign-in refused");
     throw new SwitchyardError(ErrorCode.Unauthenticated, resolved.status === "revoked" ? `API key ${resolved.prefix}… is revoked` : "unknown API key");

@@ -1,8 +1,10 @@
 /**
- * Failed console sign-ins per source address: after `maxFailures` within `windowMs` the address is refused (429)
- * until the oldest failure leaves the window, so guessing keys through the sign-in form is slow. Per gateway
- * process, in memory: with N replicas an address gets N times the budget, still far below what guessing a 256-bit
- * key needs. A successful sign-in does not reset the count (a guesser with one valid key must not earn retries).
+ * Failed console sign-ins per client address (gateway/client-address.ts: behind trusted proxies, the address
+ * `X-Forwarded-For` names): after `maxFailures` within `windowMs` the address's failing sign-ins are refused (429)
+ * until the oldest failure leaves the window. Only failures count, and only failures are refused: a key that
+ * resolves signs in whatever its address has failed (session-route.ts says why that is safe). Per gateway process,
+ * in memory: with N replicas an address gets N times the budget. A successful sign-in does not reset the count (a
+ * guesser with one valid key must not earn retries).
  */
 export interface SignInLimiterOptions {
   /** Failed sign-ins allowed per address within the window. @defaultValue 10 */
