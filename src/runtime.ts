@@ -132,7 +132,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const close = async () => {
     if (closed) return;
     closed = true;
-    a2a?.close();
+    await a2a?.close();
     await replies?.close().catch(() => {});
     await flags.stop();
     await limits.stop();
@@ -200,7 +200,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const longRunning = options.longRunning ?? true;
   if (!options.foreign && longRunning) {
     const { createA2AForeign } = await import("./foreign/a2a-foreign.js");
-    a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth });
+    a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth, limits });
   }
   replies = longRunning
     ? await createRuntimeReplySender(config, pool, logger, metrics, health, options.replies ?? flags, options.clock)

@@ -133,6 +133,12 @@ export interface ForeignConfig {
   connectTimeoutMs: number;
   totalTimeoutMs: number;
   maxResponseBytes: number;
+  /** Foreign calls in flight at once per coordinator process (the sender's pool, send-slots.ts). */
+  sendConcurrency: number;
+  /** Percent of `sendConcurrency` one tenant may hold, times its dispatch weight (at least one slot). */
+  tenantSendPercent: number;
+  /** A call is aborted this many step timeouts after it started, whatever progress it reports. */
+  callCeilingFactor: number;
   /** Attempts per outbound call for transient failures. */
   retries: number;
   retryBaseMs: number;

@@ -21,6 +21,7 @@ import type { A2ACallbackDeps } from "./callback-route.js";
 import { BreakerRegistry } from "./egress/index.js";
 import { TokenBuckets } from "./rate-limit.js";
 import { ForeignSender } from "./sender.js";
+import type { LimitSource } from "../fairness/limits.js";
 import { ForeignSweep } from "./sweep.js";
 import { ForeignPoller } from "./poller.js";
 import { ForeignTransports } from "./transport.js";
@@ -47,7 +48,7 @@ export interface A2AForeign {
   callback: A2ACallbackDeps;
   /** The sender (every coordinator sweep interval, at most 1 s), the poller and the reconciliation sweep (`foreign.sweepIntervalMs`). */
   jobs: BackgroundJob[];
-  close(): void;
+  close(): Promise<void>;
 }
 
 export interface A2AForeignOptions {
@@ -64,6 +65,8 @@ export interface A2AForeignOptions {
   clock?: () => number;
   /** The process's dependency health (the sender's kicked runs report outages to it). */
   health?: DependencyHealth;
+  /** Dispatch weights: each tenant's share of the sender's slots. @defaultValue every tenant weighs 1 */
+  limits?: LimitSource;
   /** Signs the FOREIGN RESULTs as the gateway identity (its key is looked up on first use). */
   busAuth: BusAuth;
 }
@@ -109,6 +112,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     ...(options.flags ? { flags: options.flags } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.health ? { health: options.health } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
   });
   const poller = new ForeignPoller({ ...deps, transports, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
   const sweep = new ForeignSweep({ ...deps, transports, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
@@ -129,7 +133,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     transports,
     callback,
     jobs: [
-      { name: "a2a-send", intervalMs: Math.min(config.coordinator.sweepIntervalMs, 1_000), run: () => sender.run() },
+      { name: "a2a-send", intervalMs: Math.min(config.coordinator.sweepIntervalMs, 1_000), run: () => sender.pump() },
       // Due polls are found every pollBaseMs (at most 250 ms), so a GetTask due now waits at most that long.
       { name: "a2a-poll", intervalMs: Math.min(config.foreign.pollBaseMs, 250), run: () => poller.run(abort.signal) },
       {
@@ -144,7 +148,9 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
         },
       },
     ],
-    close() {
+    async close() {
+      // The calls in flight first (they still use the channels), then everything else.
+      await sender.close();
       abort.abort();
       breakers.shutdown();
     },

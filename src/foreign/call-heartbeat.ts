@@ -45,6 +45,8 @@ export interface CallHeartbeatDeps {
   clock?: () => number;
   /** The throttle's upper bound (see `heartbeatIntervalMs`). @defaultValue HEARTBEAT_MIN_INTERVAL_MS */
   minIntervalMs?: number;
+  /** A heartbeat found the bridge resolved or its attempt over: the call should stop (the sender aborts it). */
+  onAttemptOver?: () => void;
 }
 
 type HeartbeatBridge = Pick<BridgeRecord, "id" | "orgId" | "taskId" | "stepId" | "attempt" | "agentKey">;
@@ -135,8 +137,9 @@ export class CallHeartbeat {
     );
     const row = rows[0];
     if (!row) {
-      // The bridge resolved or its attempt is over: nothing to keep alive.
+      // The bridge resolved or its attempt is over: nothing to keep alive, and nothing waits for the call.
       this.stopped = true;
+      this.deps.onAttemptOver?.();
       return;
     }
     this.sent = n;

@@ -3,12 +3,17 @@
  * (transport.ts: A2A or MCP, picked by the registry's protocol). The sender itself is transport-blind: it claims,
  * retries, breaks, records and resumes; what "sending" means — and what must be checked first — is the transport's.
  *
- * A bridge is claimed with `FOR UPDATE SKIP LOCKED` and a lease (`claimed_until`), so several coordinators share the
- * work and a crashed sender's bridge is picked up again after the lease. The send itself runs OUTSIDE any
- * transaction, so a push that races the response is never blocked on our row lock: it finds the bridge by id and
- * records the foreign task id itself; the send's answer must then agree.
+ * Sends run in a bounded pool (send-slots.ts: `foreign.sendConcurrency` slots, and per tenant its share), claimed as
+ * slots free (send-claim.ts: `FOR UPDATE SKIP LOCKED` and a lease, `claimed_until`, so several coordinators share the
+ * work and a crashed sender's bridge is picked up again after the lease): a call that hangs holds one slot of its
+ * own tenant's share, never the others'. The send itself runs OUTSIDE any transaction, so a push that races the
+ * response is never blocked on our row lock: it finds the bridge by id and records the foreign task id itself; the
+ * send's answer must then agree.
  *
- * Before sending, the step attempt must still be in flight (a cancelled or timed-out hop sends nothing). Then
+ * Before sending, the step attempt must still be in flight (a cancelled or timed-out hop sends nothing); while the
+ * call runs it is aborted as soon as the attempt is no longer in flight (checked every `livenessIntervalMs`, and at
+ * once when a progress heartbeat finds it over), and at its hard ceiling, `foreign.callCeilingFactor` step timeouts
+ * after it started, which progress cannot move. Then
  * `transport.send` runs inside `withRetries` and the per-(tenant, agent) circuit breaker. The A2A transport resolves
  * the Agent Card through the agent's guarded fetch and checks it there (a2a/a2a-transport.ts: the registry's skills
  * and a step input's `skill`, push only when the registration forces `--delivery push` — otherwise a card without
@@ -26,9 +31,13 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
 import { getLinkKey } from "../approvals/link-keys.js";
-import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
+import type { BridgeRecord } from "./bridge-store.js";
+import type { LimitSource } from "../fairness/limits.js";
+import { attemptsOver, claimBridges, type ClaimedBridge } from "./send-claim.js";
+import { ATTEMPT_OVER_MESSAGE, callStop, SendPool, stopOf } from "./send-pool.js";
+import { SendSlots, type ClaimRooms, type InFlightCall } from "./send-slots.js";
 import { notificationSecret, signCallbackToken } from "./callback-token.js";
-import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
+import { tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { applyObservation, applyObservations, failSend, type BridgeResumeDeps } from "./resume.js";
 import { CallHeartbeat } from "./call-heartbeat.js";
 import type { PushTarget } from "./a2a/client.js";
@@ -48,8 +57,12 @@ export interface ForeignSenderOptions extends BridgeResumeDeps {
   foreign: ForeignConfig;
   /** Base URL agents reach our callback route at (SWITCHYARD_PUBLIC_URL). */
   publicUrl: string;
-  /** Bridges claimed per run. @defaultValue 20 */
-  batchSize?: number;
+  /** Calls in flight at once in this process. @defaultValue foreign.sendConcurrency */
+  concurrency?: number;
+  /** Dispatch weights, for each tenant's share of the slots. @defaultValue every tenant weighs 1 */
+  limits?: LimitSource;
+  /** How often the calls in flight are checked against their step attempts (ms). @defaultValue 1000 */
+  livenessIntervalMs?: number;
   /** How long a claim holds off other senders (ms). @defaultValue retries × total timeout + 30 s */
   leaseMs?: number;
   /** Ask agents for `Authorization: Bearer` instead of the token header. @defaultValue false */
@@ -81,113 +94,79 @@ interface SendProgress {
   startedAs?: string;
 }
 
-interface Claimed {
-  bridge: BridgeRecord;
-  stepStatus: string | null;
-  stepAttempt: number | null;
-  dueAtMs: number | null;
-  /** The step's own timeout from its workflow definition (null: the coordinator's default applies). */
-  stepTimeoutMs: number | null;
-}
+/** How often the calls in flight are checked against their step attempts. */
+const LIVENESS_INTERVAL_MS = 1_000;
 
 export class ForeignSender {
   private readonly logger: Logger;
   private readonly clock: () => number;
+  private readonly pool: SendPool<ClaimedBridge>;
   private active = false;
-  private running: Promise<number> | undefined;
-  private again = false;
 
   constructor(private readonly options: ForeignSenderOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "a2a-sender" });
     this.clock = options.clock ?? Date.now;
+    const limits = options.limits;
+    const slots = new SendSlots({
+      capacity: options.concurrency ?? options.foreign.sendConcurrency,
+      tenantPercent: options.foreign.tenantSendPercent,
+      ...(limits ? { limits: () => limits.limits() } : {}),
+    });
+    this.pool = new SendPool({
+      slots,
+      claim: (rooms) => this.claim(rooms),
+      send: (claimed, call) => this.sendOne(claimed, call),
+      attemptsOver: (ids) => attemptsOver(options.pool, ids),
+      enabled: () => !options.flags || options.flags.busEnabled(),
+      // An outage is the process's DependencyHealth's to log (once); the periodic fill retries.
+      absorb: (error) => options.health?.absorb(error) ?? false,
+      logger: this.logger,
+      livenessIntervalMs: options.livenessIntervalMs ?? LIVENESS_INTERVAL_MS,
+    });
+  }
+
+  /** Calls in flight in this process. */
+  get inFlight(): number {
+    return this.pool.inFlight;
   }
 
   /**
-   * Asks for a run soon (after a hop wrote a bridge). Only in a process whose loop runs the sender (a coordinator),
+   * Asks for a fill soon (after a hop wrote a bridge). Only in a process whose loop runs the sender (a coordinator),
    * so a short-lived CLI process never starts a send it would abandon.
    */
   kick(): void {
     if (!this.active) return;
-    setTimeout(
-      () =>
-        void this.run().catch((error: unknown) => {
-          // An outage is the process's DependencyHealth's to log (once); the periodic run retries the bridge.
-          if (this.options.health?.absorb(error)) return;
-          this.logger.error({ err: error }, "foreign sender failed");
-        }),
-      10,
-    );
+    setTimeout(() => this.pool.fillSoon(), 10);
   }
 
-  /** Sends every claimable bridge; returns how many were handled. One run at a time per process. */
+  /** Claims into the free slots and starts those sends without waiting for them (the periodic job); how many started. */
+  pump(): Promise<number> {
+    this.active = true;
+    return this.pool.fill();
+  }
+
+  /** Sends every claimable bridge and waits until nothing is in flight; how many were handled (tests, step-by-step runs). */
   run(): Promise<number> {
     this.active = true;
-    if (this.options.flags && !this.options.flags.busEnabled()) return Promise.resolve(0);
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = (async () => {
-      let total = 0;
-      try {
-        do {
-          this.again = false;
-          for (;;) {
-            const claimed = await this.claim();
-            if (claimed.length === 0) break;
-            const handled = (await Promise.all(claimed.map((c) => this.sendOne(c)))).filter(Boolean).length;
-            total += handled;
-            // Every claim handed back (switched off meanwhile): claiming again now would only find them again.
-            if (handled === 0) break;
-          }
-        } while (this.again);
-      } finally {
-        this.running = undefined;
-      }
-      return total;
-    })();
-    return this.running;
+    return this.pool.run();
   }
 
-  private async claim(): Promise<Claimed[]> {
+  /** Stops claiming; the calls in flight get `graceMs`, then are aborted (as a crash would leave them). */
+  close(graceMs = 5_000): Promise<void> {
+    return this.pool.close(graceMs);
+  }
+
+  private async claim(rooms: ClaimRooms): Promise<ClaimedBridge[]> {
     const tenants = tenantSqlFilter(this.options.flags?.coordinatorTenants?.());
     if (tenants.none) return [];
     // Each attempt may take a card fetch and a send, each up to the total timeout, plus backoff between attempts.
     const f = this.options.foreign;
     const leaseMs = this.options.leaseMs ?? f.retries * (2 * f.totalTimeoutMs + 5_000) + 30_000;
-    const { rows } = await this.options.pool.query(
-      `WITH picked AS (
-         SELECT id FROM a2a_bridge WHERE status = 'pending_send' AND foreign_task_id IS NULL
-           AND (claimed_until IS NULL OR claimed_until < now())
-           AND ${tenantSqlClause("org_id", 3)}
-         ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       -- A SendMessage may last until the step is due (a blocking agent answers when done), so the claim holds at
-       -- least that long: another sender must not re-send while this one waits.
-       UPDATE a2a_bridge b SET claimed_until = GREATEST(now() + make_interval(secs => $2::double precision / 1000),
-           (SELECT to_timestamp((s.due_at_ms + $2::double precision) / 1000.0) FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id))
-       FROM picked WHERE b.id = picked.id
-       RETURNING ${BRIDGE_COLUMNS_OF_B},
-         (SELECT s.status FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_status,
-         (SELECT s.attempt FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS step_attempt,
-         (SELECT s.due_at_ms FROM steps s WHERE s.task_id = b.task_id AND s.step_id = b.step_id) AS due_at_ms,
-         -- The step's timeout as the coordinator reads it (hops.ts stepTimeoutMs): the workflow step of that id.
-         (SELECT (d->>'timeoutMs')::double precision FROM tasks t
-            JOIN workflows w ON w.org_id = t.org_id AND w.name = t.workflow_name AND w.version = t.workflow_version
-            CROSS JOIN LATERAL jsonb_array_elements(w.definition->'steps') d
-          WHERE t.id = b.task_id AND d->>'id' = b.step_id LIMIT 1) AS step_timeout_ms`,
-      [this.options.batchSize ?? 20, leaseMs, tenants.only, tenants.except],
-    );
-    return rows.map((row) => ({
-      bridge: toBridge(row),
-      stepStatus: (row.step_status as string | null) ?? null,
-      stepAttempt: (row.step_attempt as number | null) ?? null,
-      dueAtMs: row.due_at_ms === null ? null : Number(row.due_at_ms),
-      stepTimeoutMs: row.step_timeout_ms === null ? null : Number(row.step_timeout_ms),
-    }));
+    return claimBridges(this.options.pool, { rooms, leaseMs, tenants });
   }
 
   /** Sends one claimed bridge (or closes or fails it); false when it was handed back unsent, to wait. */
-  private async sendOne(claimed: Claimed): Promise<boolean> {
+  private async sendOne(claimed: ClaimedBridge, call: InFlightCall): Promise<boolean> {
     const { bridge } = claimed;
     const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, agent: bridge.agentKey });
     if (claimed.stepStatus !== "dispatched" || claimed.stepAttempt !== bridge.attempt) {
@@ -225,14 +204,32 @@ export class ForeignSender {
       const deadlineMs = claimed.dueAtMs ?? this.clock() + this.options.foreign.totalTimeoutMs;
       // A call's progress heartbeats its step (call-heartbeat.ts), only while the call runs.
       const stepTimeoutMs = claimed.stepTimeoutMs ?? this.options.defaultStepTimeoutMs ?? defaultConfig.coordinator.defaultStepTimeoutMs;
-      const heartbeat = new CallHeartbeat({ ...this.options, logger: log }, bridge, stepTimeoutMs);
-      const sent = await inSpan(span, () => this.send(agent, bridge, deadlineMs, reach, { stepTimeoutMs, progress: () => heartbeat.beat() })).finally(() => heartbeat.stop());
+      const onAttemptOver = () => this.pool.abort(bridge.id, callStop("ATTEMPT_OVER", ATTEMPT_OVER_MESSAGE));
+      const heartbeat = new CallHeartbeat({ ...this.options, logger: log, onAttemptOver }, bridge, stepTimeoutMs);
+      const ceilingMs = stepTimeoutMs * this.options.foreign.callCeilingFactor;
+      const ceiling = setTimeout(
+        () => call.controller.abort(callStop("CALL_CEILING", `the call ran ${ceilingMs} ms (${this.options.foreign.callCeilingFactor} step timeouts), its ceiling; it was aborted`)),
+        ceilingMs,
+      );
+      ceiling.unref();
+      const signal = call.controller.signal;
+      const sent = await inSpan(span, () => this.send(agent, bridge, deadlineMs, reach, { stepTimeoutMs, progress: () => heartbeat.beat(), signal })).finally(() => {
+        clearTimeout(ceiling);
+        heartbeat.stop();
+      });
       if (heartbeat.count > 0) log.debug({ heartbeats: heartbeat.count }, "the call's progress heartbeated its step");
       await inSpan(span, () => this.recordAnswer(bridge, sent, deadlineMs, log));
       endSpan(span, undefined, { "switchyard.delivery": sent.delivery, "switchyard.dialect": sent.dialect });
       log.info({ foreignTaskId: sent.foreignTaskId, dialect: sent.dialect, delivery: sent.delivery }, "foreign task opened");
-    } catch (error) {
+    } catch (thrown) {
+      // An abort from here is told by its reason, whatever the transport made of it.
+      const stop = stopOf(call);
+      const error = stop ?? thrown;
       endSpan(span, error);
+      if (stop?.details.reason === "SHUTDOWN") {
+        log.info("foreign call abandoned at shutdown; its lease and the sweep take over");
+        return false;
+      }
       if (reach.startedAs !== undefined) {
         // The call was under way (the bridge left pending_send): its failure is what the agent did with the task.
         const why = SwitchyardError.from(error);
@@ -318,7 +315,7 @@ export class ForeignSender {
     bridge: BridgeRecord,
     deadlineMs: number,
     reach: SendProgress,
-    during: { stepTimeoutMs: number; progress(): void },
+    during: { stepTimeoutMs: number; progress(): void; signal: AbortSignal },
   ): Promise<TransportSendResult> {
     const transport = this.options.transports.for(agent);
     const f = this.options.foreign;
@@ -332,6 +329,7 @@ export class ForeignSender {
             deadlineMs,
             stepTimeoutMs: during.stepTimeoutMs,
             progress: during.progress,
+            signal: during.signal,
             reach,
             push: () => (push ??= this.pushTarget(this.options.pool, bridge, deadlineMs)),
             started: async (foreignTaskId) => {
@@ -348,6 +346,7 @@ export class ForeignSender {
         // and a SendMessage that may have reached the agent (a timeout, a reset — a blocking agent holds its answer
         // while it works) unless the agent is registered idempotent. A failure before any byte left is re-tried.
         isTransient: (error) => isRetryable(error) && reach.startedAs === undefined && (!reach.mayHaveReached || agent.idempotent),
+        signal: during.signal,
       },
     );
   }

@@ -46,6 +46,34 @@ export function completeBeforeAnswering(ctx: ResultContext, bus: ExecutionEventB
   bus.finished();
 }
 
+/**
+ * `status-message-only`: the first and only event is the Task, completed, its answer only in `status.message`;
+ * `empty-complete` (no output): completed with neither an artifact nor a status message.
+ */
+export function completeInStatusMessage(ctx: ResultContext, bus: ExecutionEventBus, output: unknown): void {
+  const message: Message | undefined = output === undefined ? undefined : {
+    messageId: randomUUID(),
+    contextId: ctx.contextId,
+    taskId: ctx.taskId,
+    role: Role.ROLE_AGENT,
+    parts: [{ content: { $case: "text", value: "done" }, metadata: undefined, filename: "", mediaType: "" } as Part, dataPart(output)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+  bus.publish(
+    AgentEvent.task({
+      id: ctx.taskId,
+      contextId: ctx.contextId,
+      status: { state: TaskState.TASK_STATE_COMPLETED, message, timestamp: new Date().toISOString() },
+      artifacts: [],
+      history: [ctx.userMessage],
+      metadata: undefined,
+    }),
+  );
+  bus.finished();
+}
+
 /** `chunked-out-of-order`: artifact `result` as three append chunks `{ chunk: 1..3 }`, lastChunk on the third. */
 export async function publishChunks(ctx: ResultContext, bus: ExecutionEventBus): Promise<void> {
   for (const chunk of [1, 2, 3]) {

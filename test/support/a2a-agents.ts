@@ -35,7 +35,7 @@ import {
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { createLegacyAwarePushNotificationSender, V03PushNotificationSerializer } from "@a2a-js/sdk/compat/v0_3/server";
 import { legacyAgentCardRouter } from "@a2a-js/sdk/compat/v0_3/server/express";
-import { completeBeforeAnswering, dataPart, holdingBack, publishChunks, replyWithMessage } from "./a2a-agent-results.js";
+import { completeBeforeAnswering, completeInStatusMessage, dataPart, holdingBack, publishChunks, replyWithMessage } from "./a2a-agent-results.js";
 import { v03Card, v03Interop, v1Security, type CardInteropOptions } from "./a2a-agent-cards.js";
 
 export type { CardInteropOptions, LabSecurity } from "./a2a-agent-cards.js";
@@ -52,6 +52,10 @@ export type AgentDialect = "1.0" | "0.3";
  * - `blocking-complete`: the work is done before SendMessage is answered: the first (and only) event is the Task,
  *   already completed with its artifact, so the answer is a finished Task even though we ask `returnImmediately`.
  * - `message-reply`: answers SendMessage with a Message (the output as its data part) and opens no task.
+ * - `status-message-only`: the first and only event is the Task, already completed, its answer (the output, as a
+ *   data part, after a text part "done") in `status.message` and no artifact.
+ * - `empty-complete`: the first and only event is the Task, already completed, with no artifact and no status message.
+ * - `hang`: publishes nothing, so SendMessage is never answered (until the client gives up or the agent closes).
  * - `reordered-pushes`: like `complete`, but the artifact push is held back (`holdMs`, default 300 ms) so the final
  *   status push is sent BEFORE it. (A v0.3 agent pushes Task snapshots, where the final one has the artifact.)
  * - `chunked-out-of-order`: the artifact comes in three append chunks (`{ chunk: 1..3 }`, lastChunk on the third),
@@ -66,6 +70,9 @@ export type AgentBehaviour =
   | "input-required"
   | "blocking-complete"
   | "message-reply"
+  | "status-message-only"
+  | "empty-complete"
+  | "hang"
   | "reordered-pushes"
   | "chunked-out-of-order";
 
@@ -146,6 +153,9 @@ const DEFAULT_DELAYS: Record<AgentBehaviour, number> = {
   "input-required": 30,
   "blocking-complete": 30,
   "message-reply": 30,
+  "status-message-only": 30,
+  "empty-complete": 30,
+  hang: 30,
   "reordered-pushes": 30,
   "chunked-out-of-order": 30,
 };
@@ -328,9 +338,16 @@ class TestExecutor implements AgentExecutor {
     );
     const pause = (i: number) => Promise.race([sleep(delayAt(i)), cancelledSignal]);
     const output = () => (this.options.output ? this.options.output(parts[0]) : { echo: parts[0], by: this.options.name });
-    if (behaviour === "message-reply" || behaviour === "blocking-complete") {
+    if (behaviour === "message-reply" || behaviour === "blocking-complete" || behaviour === "status-message-only" || behaviour === "empty-complete") {
       this.cancels.delete(ctx.taskId);
-      (behaviour === "message-reply" ? replyWithMessage : completeBeforeAnswering)(ctx, bus, output());
+      const answer = behaviour === "message-reply" ? replyWithMessage : behaviour === "blocking-complete" ? completeBeforeAnswering : completeInStatusMessage;
+      answer(ctx, bus, behaviour === "empty-complete" ? undefined : output());
+      return;
+    }
+    if (behaviour === "hang") {
+      // Released by a CancelTask or by close() (cancelAll).
+      await cancelledSignal;
+      this.cancels.delete(ctx.taskId);
       return;
     }
     const task: Task = {

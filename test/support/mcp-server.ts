@@ -41,6 +41,9 @@ export interface RunningMcpServer {
   callsOf(tool: string): number;
   /** Calls of `count` that finished (answered). */
   finished: number;
+  /** Calls of `slow` running now, and those that ended because the client went away (the request was aborted). */
+  slowRunning: number;
+  slowAborted: number;
   close(): Promise<void>;
 }
 
@@ -67,7 +70,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 export async function startMcpServer(options: StartMcpServerOptions = {}): Promise<RunningMcpServer> {
   const calls: RunningMcpServer["calls"] = [];
-  const state = { finished: 0 };
+  const state = { finished: 0, slowRunning: 0, slowAborted: 0 };
 
   const build = () => {
     const mcp = new McpServer({ name: options.name ?? "test-tools", version: "1.0.0" });
@@ -89,12 +92,18 @@ export async function startMcpServer(options: StartMcpServerOptions = {}): Promi
       const every = options.progressEveryMs ?? 100;
       const token = extra._meta?.progressToken;
       const started = Date.now();
-      while (Date.now() - started < ms && !extra.signal.aborted) {
-        await sleep(Math.min(every, ms - (Date.now() - started)), extra.signal);
-        const reporting = options.progress !== false && Date.now() - started < (options.progressForMs ?? Number.POSITIVE_INFINITY);
-        if (token !== undefined && reporting && !extra.signal.aborted) {
-          await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: Date.now() - started, total: ms } }).catch(() => undefined);
+      state.slowRunning++;
+      try {
+        while (Date.now() - started < ms && !extra.signal.aborted) {
+          await sleep(Math.min(every, ms - (Date.now() - started)), extra.signal);
+          const reporting = options.progress !== false && Date.now() - started < (options.progressForMs ?? Number.POSITIVE_INFINITY);
+          if (token !== undefined && reporting && !extra.signal.aborted) {
+            await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: Date.now() - started, total: ms } }).catch(() => undefined);
+          }
         }
+      } finally {
+        state.slowRunning--;
+        if (extra.signal.aborted) state.slowAborted++;
       }
       return { content: [{ type: "text", text: `slept ${ms}` }] };
     });
@@ -141,6 +150,12 @@ export async function startMcpServer(options: StartMcpServerOptions = {}): Promi
     callsOf: (tool) => calls.filter((c) => c.tool === tool).length,
     get finished() {
       return state.finished;
+    },
+    get slowRunning() {
+      return state.slowRunning;
+    },
+    get slowAborted() {
+      return state.slowAborted;
     },
     async close() {
       http.closeAllConnections();

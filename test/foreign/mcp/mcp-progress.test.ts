@@ -13,6 +13,7 @@ import type { TransportSendRequest } from "../../../src/foreign/transport.js";
 import type { OutboxRow } from "../../../src/coordinator/outbox.js";
 import { startMcpServer, type RunningMcpServer } from "../../support/mcp-server.js";
 import { waitFor } from "../../support/runtime.js";
+import { waitForProgress } from "../../support/wait.js";
 import { createForeignRuntime, type ForeignTestRuntime } from "../integration/support.js";
 
 const ORG = "acme";
@@ -169,4 +170,38 @@ steps:
     expect(due.length).toBeGreaterThanOrEqual(2);
     expect(server.callsOf("slow")).toBe(1);
   }, 40_000);
+});
+
+describe("a foreign call's hard ceiling", () => {
+  let rt: ForeignTestRuntime | undefined;
+  let server: RunningMcpServer | undefined;
+
+  afterEach(async () => {
+    await server?.close();
+    await rt?.cleanup();
+    rt = server = undefined;
+  });
+
+  it("progress cannot move it: a tool reporting progress for ever is aborted 3 step timeouts after it started", async () => {
+    rt = await createForeignRuntime({ callCeilingFactor: 3 });
+    rt.startCoordinator();
+    server = await startMcpServer({ slowMs: 60_000, progressEveryMs: 200 });
+    await rt.register(ORG, { agentKey: "tools", baseUrl: server.url, protocol: "mcp", tool: "slow", skills: [] });
+    await rt.submit(ORG, `
+name: w
+steps:
+  - { id: b, to: "foreign:tools", timeout: 1s }
+`);
+    const started = Date.now();
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "w", input: {} });
+    const task = await rt.finished(ORG, taskId, 15_000);
+    const took = Date.now() - started;
+    expect(task.status).toBe("failed");
+    expect(task.steps[0]!.error?.message).toMatch(/ceiling/);
+    // Kept alive by progress past its 1 s timeout, then stopped at 3 s, not at the tool's 60 s.
+    expect(took).toBeGreaterThanOrEqual(3_000);
+    expect(took).toBeLessThan(20_000);
+    await waitForProgress({ what: "the tool's call to be aborted", progress: async () => server!.slowRunning, done: (running) => running === 0 });
+    expect(server.slowAborted).toBe(1);
+  }, 60_000);
 });
