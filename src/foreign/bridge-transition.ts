@@ -26,6 +26,7 @@ import { isInterruptedForeignState, isTerminalForeignState, type ForeignTaskStat
 import { isOpen, type BridgeRecord, type BridgeStatus } from "./bridge-store.js";
 import { foreignResultEnvelope, outputTooLarge, type OutboxEnvelope, type ResultWriting } from "./foreign-result.js";
 import { priceHop, type HopRates } from "./pricing.js";
+import { depthBeyond, MAX_JSON_DEPTH } from "../json-depth.js";
 
 /** What a push or a poll says about the foreign task. */
 export interface ForeignObservation {
@@ -40,6 +41,8 @@ export interface ForeignObservation {
   complete?: boolean;
   /** Usage the agent reported with this observation (pricing.ts reads it off A2A metadata and MCP `_meta`). */
   usage?: ForeignUsage;
+  /** The status message's parts as an artifact: the answer of a task that completes with no artifact. */
+  statusAnswer?: ForeignArtifact;
 }
 
 /** Usage an agent reports; `cost` in our cost units when it says so, tokens when it counts them. */
@@ -78,6 +81,11 @@ export interface Transition {
 export function observe(bridge: BridgeRecord, observation: ForeignObservation, maxPayloadBytes: number): Transition {
   if (!isOpen(bridge.status)) return lateArrival(bridge, observation);
   if (bridge.foreignTaskId !== null && bridge.foreignTaskId !== observation.foreignTaskId) return { outcome: "mismatch", bridge };
+  // Checked here, where every foreign answer (SendMessage, GetTask, push, MCP result) becomes bridge state, so no
+  // path can store what the recursive walks downstream (jsonb, Value conversion, CEL) cannot read back.
+  if (artifactsTooDeep(observation.artifacts) || (observation.statusAnswer && artifactsTooDeep([observation.statusAnswer]))) {
+    return { outcome: "resumed", bridge: { ...bridge, status: "failed", lastState: observation.state ?? bridge.lastState }, end: { state: "failed", error: outputTooDeep(bridge.agentKey) } };
+  }
   // A whole task's list replaces what pushes collected (it has the chunks in their order); an empty one keeps them
   // (an agent that keeps no artifacts in its task, or our own "resolve with what was collected").
   // Only a TERMINAL whole task is the final list: a non-terminal snapshot (a SendMessage answer, a v0.3 Task push)
@@ -96,9 +104,16 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
     if (sameBridgeState(bridge, next)) return { outcome: "unchanged", bridge };
     return { outcome: "updated", bridge: next, pollNow: true };
   }
-  if (isTerminalForeignState(state) || isInterruptedForeignState(state)) {
-    return { outcome: "resumed", bridge: { ...base, status: resolvedStatus(state!), lastState: state! }, end: { state: state!, message: observation.message } };
+  if (state === "completed" && !hasOutput(base.artifacts)) {
+    // The order of a completed task's answer: its artifacts; else its status message; else nothing, which fails
+    // closed (an agent that completes with no answer must not read as an empty success). A call (MCP) is its own
+    // answer, even when empty.
+    if (observation.statusAnswer) return resolve({ ...base, artifacts: [observation.statusAnswer] }, state, observation);
+    if (bridge.delivery !== "call") {
+      return { outcome: "resumed", bridge: { ...base, status: "failed", lastState: state }, end: { state: "failed", error: noOutput(bridge.agentKey) } };
+    }
   }
+  if (isTerminalForeignState(state) || isInterruptedForeignState(state)) return resolve(base, state!, observation);
   // Merged artifacts are bounded too: an agent streaming updates must not grow the row without end. The final
   // output is checked exactly against the payload cap when the RESULT is encoded; this is the looser bound.
   if (JSON.stringify(artifacts).length > 2 * maxPayloadBytes) {
@@ -116,6 +131,30 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
   return { outcome: "updated", bridge: next };
 }
 
+function resolve(base: BridgeRecord, state: ForeignTaskState, observation: ForeignObservation): Transition {
+  return { outcome: "resumed", bridge: { ...base, status: resolvedStatus(state), lastState: state }, end: { state, message: observation.message } };
+}
+
+function hasOutput(artifacts: readonly ForeignArtifact[]): boolean {
+  return artifacts.some((artifact) => artifact.parts.length > 0);
+}
+
+function artifactsTooDeep(artifacts: readonly ForeignArtifact[]): boolean {
+  return artifacts.some((artifact) => artifact.parts.some((part) => depthBeyond(part) !== 0));
+}
+
+function outputTooDeep(agentKey: string): StepError {
+  return { code: "FOREIGN_OUTPUT_TOO_DEEP", message: `foreign agent ${agentKey} answered with JSON nested deeper than ${MAX_JSON_DEPTH} levels; the step fails closed`, retryable: false };
+}
+
+function noOutput(agentKey: string): StepError {
+  return {
+    code: "FOREIGN_NO_OUTPUT",
+    message: `foreign agent ${agentKey} completed the task with no artifact and no status message; the step fails closed rather than succeed empty`,
+    retryable: false,
+  };
+}
+
 /** Whether a `completed` status push must be confirmed with GetTask before the bridge resolves; see the module comment. */
 function mustConfirm(bridge: BridgeRecord): boolean {
   // Nothing to ask: a Message answer has no task, and a call (MCP) is its own answer. Anything else is asked every
@@ -128,6 +167,7 @@ function lateArrival(bridge: BridgeRecord, observation: ForeignObservation): Tra
   if (bridge.foreignTaskId !== null && bridge.foreignTaskId !== observation.foreignTaskId) return { outcome: "ignored", bridge };
   const fresh: ForeignArtifact[] = [];
   for (const artifact of observation.artifacts) {
+    if (artifactsTooDeep([artifact])) continue;
     if (artifactKnown(bridge.artifacts, artifact)) continue;
     if ([...bridge.lateArtifacts, ...fresh].some((seen) => isDeepStrictEqual(seen, artifact))) continue;
     fresh.push(artifact);

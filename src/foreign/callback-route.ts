@@ -108,6 +108,7 @@ async function handleCallback(req: IncomingMessage, res: ServerResponse, deps: A
         artifacts: parsed.artifacts,
         complete: parsed.complete,
         ...(parsed.message !== undefined ? { message: parsed.message } : {}),
+        ...(parsed.statusAnswer ? { statusAnswer: parsed.statusAnswer } : {}),
         ...(parsed.usage ? { usage: parsed.usage } : {}),
       };
       outcome = await (traced ? traced.run(() => deps.intake.apply(target, observation)) : deps.intake.apply(target, observation));

@@ -28,6 +28,7 @@ import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
 import { sha256Hex } from "../coordinator/envelopes.js";
+import { depthBeyond, MAX_JSON_DEPTH } from "../json-depth.js";
 import type { Pool } from "../store/db.js";
 import { deliveryFacts } from "./delivery-facts.js";
 import { recordDelivery, type DeliveryCause } from "./delivery-store.js";
@@ -40,6 +41,15 @@ import { verifyDelivery } from "./verify/index.js";
 
 export const INGEST_PATH_PREFIX = "/api/v1/ingest/";
 const PATH_RE = /^\/api\/v1\/ingest\/([^/]+)$/;
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+function decodeStrictUtf8(raw: Buffer): string | undefined {
+  try {
+    return STRICT_UTF8.decode(raw);
+  } catch {
+    return undefined;
+  }
+}
 
 export interface IngestRouteDeps {
   /** Reads and writes delivery rows; the owner's pool (the route runs before a tenant is known). */
@@ -106,16 +116,27 @@ export async function handleIngest(req: IncomingMessage, res: ServerResponse, de
     }
   }
 
+  // Strict UTF-8 for every source: a lenient decode maps each invalid byte to U+FFFD, so distinct bodies (distinct
+  // replay identities) would become one task input, and the task would not hold what was sent.
+  const text = decodeStrictUtf8(raw);
+  if (text === undefined) {
+    count(source, "malformed");
+    return answer(res, undefined, 400, { error: "the body is not valid UTF-8" });
+  }
   let body: unknown;
   try {
-    body = JSON.parse(raw.toString("utf8"));
+    body = JSON.parse(text);
   } catch {
     // A generic sender may post anything; a verified provider always posts JSON.
     if (source !== "generic") {
       count(source, "malformed");
       return answer(res, undefined, 400, { error: "the body is not JSON" });
     }
-    body = raw.toString("utf8");
+    body = text;
+  }
+  if (depthBeyond(body) !== 0) {
+    count(source, "malformed");
+    return answer(res, undefined, 400, { error: `the body nests deeper than ${MAX_JSON_DEPTH} levels` });
   }
   const facts = deliveryFacts(source, req, body);
   if ("malformed" in facts) {

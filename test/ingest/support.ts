@@ -9,7 +9,7 @@ import { Webhook } from "standardwebhooks";
 import { createClient } from "@connectrpc/connect";
 import { createApiTransport } from "../../src/cli/remote/transport.js";
 import { startGateway, type Gateway } from "../../src/gateway/server.js";
-import { IngestService } from "../../src/gen/switchyard/api/v1/ingest_pb.js";
+import { IngestService, IngestSource } from "../../src/gen/switchyard/api/v1/ingest_pb.js";
 import { createLogger } from "../../src/logger.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { createTenantWithKey } from "../../src/tenancy/bootstrap.js";
@@ -102,4 +102,16 @@ export function slackHeaders(secret: string, body: string, timestampSec = Math.f
 
 export function cairnHeaders(secret: string, body: string, id: string, at = new Date()): Record<string, string> {
   return { "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": new Webhook(secret).sign(id, at, body) };
+}
+
+const SOURCES = { github: IngestSource.GITHUB, gitea: IngestSource.GITEA, slack: IngestSource.SLACK, cairn: IngestSource.CAIRN, generic: IngestSource.GENERIC } as const;
+
+/** One endpoint of the `triage` workflow per source named, with its URL id and signing secret. */
+export async function createEndpoints<N extends keyof typeof SOURCES>(bed: IngestBed, names: readonly N[]): Promise<Record<N, { id: string; secret: string }>> {
+  const out = {} as Record<N, { id: string; secret: string }>;
+  for (const name of names) {
+    const created = await bed.ingest.create({ source: SOURCES[name], workflow: "triage" });
+    out[name] = { id: created.endpoint!.id, secret: created.secret };
+  }
+  return out;
 }

@@ -7,6 +7,7 @@
  * - `fails`: `isError: true` with a text message.
  * - `slow`: sleeps `ms` (argument `ms` or `task.ms` — a workflow step's input is `{ task, steps }` — default `slowMs`), sending a progress notification every `progressEveryMs` when
  *   the client asked for progress (unless `progress: false`; only during the first `progressForMs` if set); answers text `slept <ms>`.
+ * - `deep`: answers structuredContent nested `depth` levels (argument `depth` or `task.depth`, default 500).
  * - `count`: counts its calls (per `key` argument), sleeping `ms` first; answers the count as text.
  *
  * `calls` records every tool call (name and arguments) as it starts.
@@ -106,6 +107,14 @@ export async function startMcpServer(options: StartMcpServerOptions = {}): Promi
         if (extra.signal.aborted) state.slowAborted++;
       }
       return { content: [{ type: "text", text: `slept ${ms}` }] };
+    });
+    mcp.registerTool("deep", { description: "answers deeply nested JSON", inputSchema: z.looseObject({}) }, async (args) => {
+      calls.push({ tool: "deep", args });
+      const task = args.task as { depth?: unknown } | undefined;
+      const depth = typeof args.depth === "number" ? args.depth : typeof task?.depth === "number" ? task.depth : 500;
+      let nested: Record<string, unknown> = { leaf: true };
+      for (let i = 0; i < depth; i++) nested = { d: nested };
+      return { content: [{ type: "text", text: "deep" }], structuredContent: nested };
     });
     mcp.registerTool("count", { description: "counts its calls", inputSchema: z.looseObject({}) }, async (args, extra) => {
       calls.push({ tool: "count", args });

@@ -81,6 +81,7 @@ export class A2ATransport implements ForeignTransport {
       artifacts: sent.artifacts,
       complete: true,
       ...(sent.message !== undefined ? { message: sent.message } : {}),
+      ...(sent.statusAnswer ? { statusAnswer: sent.statusAnswer } : {}),
       ...(sent.usage ? { usage: sent.usage } : {}),
     };
     return { foreignTaskId: sent.foreignTaskId, dialect: card.protocol, delivery, observation };
@@ -99,6 +100,7 @@ export class A2ATransport implements ForeignTransport {
       artifacts: snapshot.artifacts,
       complete: true,
       ...(snapshot.message !== undefined ? { message: snapshot.message } : {}),
+      ...(snapshot.statusAnswer ? { statusAnswer: snapshot.statusAnswer } : {}),
       ...(snapshot.usage ? { usage: snapshot.usage } : {}),
     };
   }

@@ -125,6 +125,30 @@ function base64Length(text: string): number {
   return Math.max(0, Math.floor((text.length * 3) / 4) - padding);
 }
 
+/** The artifact id a completed task's status message answers under when the task has no artifact. */
+export const STATUS_MESSAGE_ARTIFACT = "status-message";
+
+/**
+ * For a task that completes with no artifact carrying a part: its status message's parts as one artifact
+ * (`status-message`), its answer (bridge-transition.ts uses it only when nothing was collected either); undefined
+ * otherwise or when the message has no part we can read. Lenient like messageText: an unreadable message is no answer, not a malformed body.
+ */
+export function statusMessageArtifact(
+  state: string | undefined,
+  artifacts: readonly ForeignArtifact[],
+  message: unknown,
+  dialect: A2ADialect,
+  limits: ArtifactLimits = {},
+): ForeignArtifact | undefined {
+  if (state !== "completed" || artifacts.some((artifact) => artifact.parts.length > 0)) return undefined;
+  if (!isJsonObject(message) || !Array.isArray(message.parts) || message.parts.length === 0) return undefined;
+  try {
+    return normalizeArtifact({ artifactId: STATUS_MESSAGE_ARTIFACT, parts: message.parts }, dialect, "$.status.message", limits);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The text of a status message (its text parts joined by newlines, capped at 2,000 characters), for audit reasons
  * and failure messages. Lenient: a message we cannot read yields undefined rather than failing the whole body.

@@ -21,12 +21,12 @@ import { randomUUID } from "node:crypto";
 import { AgentCard, Message, Role, Task, type SendMessageRequest } from "@a2a-js/sdk";
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client, type RequestOptions } from "@a2a-js/sdk/client";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { messageText, normalizeArtifact, normalizeArtifacts, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
+import { messageText, normalizeArtifact, normalizeArtifacts, statusMessageArtifact, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
 import type { AgentEndpoint } from "./card-parse.js";
 import { callFailure, mapCallError } from "./client-errors.js";
 import { messageParts } from "./message-parts.js";
 import { foreignTaskState, type A2ADialect, type ForeignTaskState } from "./task-state.js";
-import { isJsonObject, requireId } from "./untrusted-json.js";
+import { assertDepth, isJsonObject, requireId } from "./untrusted-json.js";
 import { jsonRpcRequestId, withRequestId } from "./null-id-answer.js";
 import type { Logger } from "../../logger.js";
 import type { ForeignUsage } from "../bridge-transition.js";
@@ -105,6 +105,8 @@ export interface A2ASendResult {
   artifacts: ForeignArtifact[];
   /** Text of the status message, capped. */
   message?: string;
+  /** The status message's parts as an artifact: the answer when the task completes without one. */
+  statusAnswer?: ForeignArtifact;
 }
 
 export interface A2ATaskRequest {
@@ -120,6 +122,8 @@ export interface ForeignTaskSnapshot {
   artifacts: ForeignArtifact[];
   /** Text of the status message, capped (e.g. why the task failed). */
   message?: string;
+  /** The status message's parts as an artifact: the answer when the task completes without one. */
+  statusAnswer?: ForeignArtifact;
   /** Usage reported in the Task's `metadata` or its status message's (pricing.ts). */
   usage?: ForeignUsage;
 }
@@ -258,17 +262,21 @@ interface ReadTask extends ForeignTaskSnapshot {
 function readTask(task: Task, limits: ArtifactLimits | undefined): ReadTask {
   try {
     const json = Task.toJSON(task) as Record<string, unknown>;
+    assertDepth(json, "the agent's task");
     const foreignTaskId = requireId(json.id, "$.id", "MISSING_TASK_ID", "task id");
     const status = isJsonObject(json.status) ? json.status : {};
     const artifacts = normalizeArtifacts(json.artifacts, "1.0", "$.artifacts", limits);
     const message = messageText(status.message, "1.0");
+    const state = foreignTaskState(status.state);
+    const statusAnswer = statusMessageArtifact(state, artifacts, status.message, "1.0", limits);
     const contextId = typeof json.contextId === "string" && json.contextId !== "" ? json.contextId : undefined;
     const usage = firstUsage(json.metadata, isJsonObject(status.message) ? status.message.metadata : undefined);
     return {
       foreignTaskId,
-      state: foreignTaskState(status.state),
+      state,
       artifacts,
       ...(message !== undefined ? { message } : {}),
+      ...(statusAnswer ? { statusAnswer } : {}),
       ...(contextId !== undefined ? { contextId } : {}),
       ...(usage ? { usage } : {}),
     };
@@ -285,6 +293,7 @@ function readTask(task: Task, limits: ArtifactLimits | undefined): ReadTask {
 function readMessageAnswer(result: Message, ourMessageId: string, limits: ArtifactLimits | undefined): A2ASendResult {
   try {
     const json = Message.toJSON(result) as Record<string, unknown>;
+    assertDepth(json, "the agent's message answer");
     const messageId = requireId(json.messageId, "$.messageId", "MISSING_MESSAGE_ID", "message id");
     const taskId = typeof json.taskId === "string" && json.taskId !== "" ? json.taskId : undefined;
     const artifact = normalizeArtifact({ artifactId: "message", parts: Array.isArray(json.parts) ? json.parts : [] }, "1.0", "$", limits);

@@ -16,7 +16,7 @@
  * The result says what the body claims; correlating `foreignTaskId` with the bridge is the caller's job.
  */
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { messageText, normalizeArtifact, normalizeArtifacts, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
+import { messageText, normalizeArtifact, normalizeArtifacts, statusMessageArtifact, type ArtifactLimits, type ForeignArtifact } from "./artifacts.js";
 import { isTerminalForeignState, parseForeignTaskState, WIRE_STATE_NAMES, type A2ADialect, type ForeignTaskState } from "./task-state.js";
 import { isJsonObject, malformed, optionalString, parseUntrustedJson, requireId, type JsonObject } from "./untrusted-json.js";
 import type { ForeignUsage } from "../bridge-transition.js";
@@ -40,6 +40,8 @@ export interface ParsedPushNotification {
   artifacts: ForeignArtifact[];
   /** Text of the status message (or of the message, for `kind: "message"`), capped. */
   message?: string;
+  /** A Task snapshot's status message parts as an artifact: the answer when the task completes without one. */
+  statusAnswer?: ForeignArtifact;
   /** Usage reported in the event's `metadata` or its status message's (pricing.ts); absent when none is usable. */
   usage?: ForeignUsage;
   /**
@@ -129,7 +131,9 @@ function parseEvent(dialect: A2ADialect, kind: PushKind, event: JsonObject, path
       const foreignTaskId = requireId(event.id, `${path}.id`, "MISSING_TASK_ID", "task id");
       const status = readStatus(event.status, dialect, `${path}.status`);
       const artifacts = normalizeArtifacts(event.artifacts, dialect, `${path}.artifacts`, limits);
-      return withMessage({ ...base(foreignTaskId), state: status.state, final: isTerminalForeignState(status.state), artifacts }, status.message);
+      const statusAnswer = isJsonObject(event.status) ? statusMessageArtifact(status.state, artifacts, event.status.message, dialect, limits) : undefined;
+      const parsed = { ...base(foreignTaskId), state: status.state, final: isTerminalForeignState(status.state), artifacts, ...(statusAnswer ? { statusAnswer } : {}) };
+      return withMessage(parsed, status.message);
     }
     case "statusUpdate": {
       const foreignTaskId = requireId(event.taskId, `${path}.taskId`, "MISSING_TASK_ID", "taskId");

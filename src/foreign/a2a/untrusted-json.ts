@@ -4,11 +4,9 @@
  * SwitchyardError with a stable `details.reason`, so callers answer 4xx or fail closed without guessing.
  */
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { depthBeyond, MAX_JSON_DEPTH } from "../../json-depth.js";
 
 export type JsonObject = Record<string, unknown>;
-
-/** Deeper than any honest A2A document; deep enough that a walk, stringify or clone of it cannot blow the stack. */
-export const MAX_JSON_DEPTH = 64;
 
 export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -39,17 +37,9 @@ export function parseUntrustedJson(bytes: Uint8Array, what: string): unknown {
   return value;
 }
 
-/** Iterative, so the check itself cannot overflow the stack on the input it is meant to refuse. */
+/** TOO_DEEP past `maxDepth` (src/json-depth.ts: one iterative check for every untrusted JSON). */
 export function assertDepth(value: unknown, what: string, maxDepth: number = MAX_JSON_DEPTH): void {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!;
-    if (typeof node !== "object" || node === null) continue;
-    if (depth > maxDepth) throw malformed("TOO_DEEP", `${what} nests deeper than ${maxDepth} levels`);
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
-    }
-  }
+  if (depthBeyond(value, maxDepth) !== 0) throw malformed("TOO_DEEP", `${what} nests deeper than ${maxDepth} levels`);
 }
 
 /**

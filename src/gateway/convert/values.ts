@@ -5,10 +5,14 @@
 import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, ValueSchema, type Timestamp, type Value } from "@bufbuild/protobuf/wkt";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { clampJsonDepth, MAX_READ_JSON_DEPTH } from "../../json-depth.js";
 
-/** Any JSON value (task input, step output) as a `google.protobuf.Value`. */
+/**
+ * Any JSON value (task input, step output) as a `google.protobuf.Value`. Clamped to MAX_READ_JSON_DEPTH: the conversion
+ * recurses, and a value stored before the intake checks (or by a worker) must not make the task unreadable.
+ */
 export function toValue(value: unknown): Value {
-  return fromJson(ValueSchema, (value ?? null) as JsonValue);
+  return fromJson(ValueSchema, clampJsonDepth(value ?? null, MAX_READ_JSON_DEPTH) as JsonValue);
 }
 
 /** An unset Value reads as null, the way a missing output does in the TaskView. */

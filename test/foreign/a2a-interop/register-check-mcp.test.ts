@@ -41,7 +41,7 @@ describe("switchyard foreign register --protocol mcp checks the server's tools",
     expect(out).toContain("MCP_TOOL_MISSING");
     const error = (JSON.parse(run.stdout.trim() || run.stderr.trim()) as { error: { code: string; message: string; details: { listed: string[] } } }).error;
     expect(error.code).toBe("FAILED_PRECONDITION");
-    expect(error.message).toMatch(/does not list tool "translate" \(it lists: echo, fails, slow, count\)/);
+    expect(error.message).toMatch(/does not list tool "translate" \(it lists: echo, fails, slow, deep, count\)/);
     expect(error.details.listed).toContain("echo");
     expect(await listed()).not.toContain("no-such-tool");
     // describe lists tools; it never calls one.

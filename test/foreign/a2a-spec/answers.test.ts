@@ -66,4 +66,29 @@ steps:
       expect(agent.calls).toEqual([]);
     });
   }
+
+  for (const dialect of ["1.0", "0.3"] as const) {
+    it(`v${dialect}: a completed Task whose answer is only in status.message completes the step with that message`, async () => {
+      const { task } = await run({ dialect, behaviour: "status-message-only", output: () => ({ answer: 42 }) });
+      expect(task).toMatchObject({
+        status: "completed",
+        steps: [{ status: "completed", output: { artifacts: [{ artifactId: "status-message", parts: ["done", { answer: 42 }] }] } }],
+      });
+    });
+
+    it(`v${dialect}: a completed Task with no artifact and no status message fails closed (FOREIGN_NO_OUTPUT), never an empty success`, async () => {
+      const { task } = await run({ dialect, behaviour: "empty-complete" });
+      expect(task.status).toBe("failed");
+      expect(task.steps[0]).toMatchObject({ status: "failed", error: { code: "FOREIGN_NO_OUTPUT" } });
+    });
+  }
+
+  it("an answer nested 500 levels fails the hop closed, and the task stays readable", async () => {
+    let deep: unknown = { leaf: true };
+    for (let i = 0; i < 500; i++) deep = { d: deep };
+    const { taskId, task } = await run({ dialect: "1.0", behaviour: "blocking-complete", output: () => deep });
+    expect(task.status).toBe("failed");
+    expect(task.steps[0]!.error?.message).toMatch(/deeper than 64 levels/);
+    expect(JSON.stringify(await rt.tasks.get(ORG, taskId)).length).toBeLessThan(100_000);
+  });
 });

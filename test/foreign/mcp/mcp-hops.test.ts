@@ -263,3 +263,30 @@ steps:
     });
   });
 });
+
+describe("MCP results nested too deep", () => {
+  let rt: ForeignTestRuntime | undefined;
+  let server: RunningMcpServer | undefined;
+
+  afterEach(async () => {
+    await server?.close();
+    await rt?.cleanup();
+    rt = server = undefined;
+  });
+
+  it("a result nested 3,000 levels fails the hop closed (FOREIGN_OUTPUT_TOO_DEEP) and the task stays readable", async () => {
+    rt = await createForeignRuntime();
+    rt.startCoordinator();
+    server = await startMcpServer();
+    await rt.register("acme", { agentKey: "tools", baseUrl: server.url, protocol: "mcp", tool: "deep", skills: [] });
+    await rt.submit("acme", `name: w\nsteps:\n  - { id: b, to: "foreign:tools", timeout: 5s }\n`);
+    const { taskId } = await rt.tasks.start({ orgId: "acme", workflow: "w", input: { depth: 3_000 } });
+    const task = await rt.finished("acme", taskId);
+    expect(task.status).toBe("failed");
+    expect(task.steps[0]).toMatchObject({ status: "failed", error: { code: "FOREIGN_OUTPUT_TOO_DEEP" } });
+    const [bridge] = await listBridges(rt.pool, "acme", taskId);
+    expect(bridge).toMatchObject({ status: "failed" });
+    // Nothing of the deep answer was kept on the bridge either.
+    expect(JSON.stringify(bridge!.artifacts).length).toBeLessThan(1_000);
+  });
+});

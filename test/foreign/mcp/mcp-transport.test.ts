@@ -114,7 +114,7 @@ describe("McpTransport", () => {
     server = await startMcpServer();
     const error = await transport.describe(agentAt(server.url, "translate")).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SwitchyardError);
-    expect(error).toMatchObject({ code: "FAILED_PRECONDITION", details: { reason: "MCP_TOOL_MISSING", tool: "translate", listed: ["echo", "fails", "slow", "count"] } });
+    expect(error).toMatchObject({ code: "FAILED_PRECONDITION", details: { reason: "MCP_TOOL_MISSING", tool: "translate", listed: ["echo", "fails", "slow", "deep", "count"] } });
     expect(server.calls).toEqual([]);
   });
 
