@@ -9,13 +9,16 @@
  */
 import { Draft, roundCost } from "./draft.js";
 import { deliverNextReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js";
-import { DEFAULT_DELEGATION_LIMITS, TERMINAL_STEP_STATUSES, type AwaitedReply, type Checkpoint, type CoordinatorEvent, type StepError, type StepRecord } from "./model.js";
+import { DEFAULT_DELEGATION_LIMITS, MAX_DELEGATION_DEPTH, TERMINAL_STEP_STATUSES, type AwaitedReply, type Checkpoint, type CoordinatorEvent, type StepError, type StepRecord } from "./model.js";
 import { actorOf } from "./sender-guard.js";
 
 type QueryEvent = Extract<CoordinatorEvent, { type: "query" }>;
 
 /** The step error of a turn that asked more sub-queries than the limits allow. */
 export const DELEGATION_LIMIT = "DELEGATION_LIMIT";
+
+/** The step error of work past the delegation-depth ceiling that asked a sub-query. */
+export const DELEGATION_DEPTH = "DELEGATION_DEPTH";
 
 export function onQuery(draft: Draft, event: QueryEvent): string | undefined {
   const origin = draft.step(event.originStepId);
@@ -144,6 +147,18 @@ function delegateStep(draft: Draft, origin: StepRecord, stepId: string, query: Q
 
 /** Why this stand-down is refused (the step then fails, not retried: the handler asked for what cannot be), if it is. */
 function refusalOf(draft: Draft, origin: StepRecord, checkpoint: Checkpoint, event: QueryEvent): { rule: string; error: StepError } | undefined {
+  // Work past the ceiling runs but its reply is never delivered (hops.ts replyArrived); letting it delegate again
+  // would grow the chain without bound. Read from our own record of the step, never from the envelope.
+  if (origin.depth > MAX_DELEGATION_DEPTH && event.queries.length > 0) {
+    return {
+      rule: "builtin:delegation-depth",
+      error: {
+        code: DELEGATION_DEPTH,
+        message: `step ${origin.stepId} is delegated work ${origin.depth} levels down, past the delegation-depth ceiling of ${MAX_DELEGATION_DEPTH}: it may not delegate again`,
+        retryable: false,
+      },
+    };
+  }
   const invalid = (message: string) => ({ rule: "builtin:query", error: { code: "INVALID_ARGUMENT", message, retryable: false } });
   if (event.queries.length === 0 && checkpoint.awaiting.length === 0) {
     return invalid(`step ${origin.stepId} asked to keep waiting (awaitMore) with no reply outstanding`);

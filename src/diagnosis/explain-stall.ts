@@ -37,7 +37,7 @@ async function explainStep(view: TaskView, step: StepView, facts: StallFacts, fl
   if (step.status === "parked" && step.approvalId) {
     const approval = await facts.approval(view.orgId, step.approvalId);
     if (!approval) return `${label}: parked on approval ${step.approvalId}`;
-    return `${label}: parked on approval ${approval.id} (rule ${approval.rule}: ${approval.reason}) since ${ago(now - approval.createdAt.getTime())}; decide with \`switchyard approval approve|deny ${approval.id}\``;
+    return `${label}: parked on approval ${approval.id} (rule ${approval.rule}: ${approval.reason}) since ${ago(now - approval.createdAt.getTime())}; decide with \`switchyard approval approve|deny ${approval.id} --tenant ${view.orgId}\``;
   }
   if (step.status === "waiting") return undefined; // formatStepLine already names the replies it waits for
   const queue = /^(role|team):(.+)$/.exec(step.destination);

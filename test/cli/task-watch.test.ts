@@ -48,7 +48,12 @@ describe("stall explanations", () => {
     const watched = await cli.run(["task", "watch", taskId, "--tenant", "acme", "--timeout", "2.5", "--explain-after", "1"]);
     expect(watched.code).toBe(1);
     expect(watched.stdout).toContain(`step ship: parked on approval ${approval.id} (rule ${approval.rule}: `);
-    expect(watched.stdout).toContain(`decide with \`switchyard approval approve|deny ${approval.id}\``);
+    const hint = /decide with `switchyard (approval approve)\|deny ([^`]+)`/.exec(watched.stdout);
+    expect(hint, watched.stdout).not.toBeNull();
+    // The printed command works as pasted (here: its approve form).
+    const pasted = await cli.run([...hint![1]!.split(" "), ...hint![2]!.split(" "), "--reason", "test"]);
+    expect(pasted.code, pasted.stderr).toBe(0);
+    expect(hint![2]).toBe(`${approval.id} --tenant acme`);
   });
 
   it("task watch says a tenant is held by COORDINATOR_ENABLED, and ends at once (exit 1) once the task is cancelled", async () => {

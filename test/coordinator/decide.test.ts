@@ -304,6 +304,17 @@ describe("decide", () => {
       expect(sends(decide(below, result("a.d1", 1), context(20, "rd")).effects)).toHaveLength(1);
     });
 
+    it(`refuses a sub-query from work past the ceiling (depth > ${MAX_DELEGATION_DEPTH}): audited denial, the step fails DELEGATION_DEPTH`, () => {
+      const started = run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
+      // Depth comes from our record of the step; the QUERY carries none the decision reads.
+      const s = { ...started, steps: new Map(started.steps).set("a", { ...started.steps.get("a")!, depth: MAX_DELEGATION_DEPTH + 1 }) };
+      const r = decide(s, query(), context(20, "q"));
+      expect(r.state.steps.get("a")).toMatchObject({ status: "failed", error: { code: "DELEGATION_DEPTH", retryable: false } });
+      expect(r.state.steps.has("a.d1")).toBe(false);
+      expect(sends(r.effects).filter((e) => e.kind === "WORK")).toHaveLength(0);
+      expect(audits(r.effects)).toContainEqual(expect.objectContaining({ action: "query", verdict: "denied", rule: "builtin:delegation-depth", stepId: "a" }));
+    });
+
     it("an origin that moved on (timed out and re-dispatched) gets no reply and nothing crashes", () => {
       const w = chain(stepDef("a", "role:one", { retries: 1, timeoutMs: 100 }));
       let s = run(initialState(w), [{ type: "task_started", eventId: "s" }, query()]).state;

@@ -93,36 +93,42 @@ steps:
     expect(task.steps.find((s) => s.id === "research.d1")!.error).toMatchObject({ code: "POLICY_DENIED" });
   });
 
-  it(`delivers no REPLY at depth >= ${MAX_DELEGATION_DEPTH}, but the delegated work still runs and is recorded`, async () => {
+  it(`delivers no REPLY at depth >= ${MAX_DELEGATION_DEPTH}; the work past it runs, is recorded, and may not delegate again`, async () => {
     await submitWorkflow(rt.pool, ORG, parseWorkflowDefinition(`
 name: deep
 steps:
   - { id: s, to: "role:loop", timeout: 30s }
 `));
-    // Delegates to itself down to work depth 10, past the ceiling.
+    // An unbounded recursive handler: it delegates to itself whenever it is not resumed.
     workers.start("loop", async (work, ctx) => {
-      if (work.resume || work.depth >= 10) return { depth: work.depth, resumed: Boolean(work.resume) };
+      if (work.resume) return { depth: work.depth, resumed: true };
       return ctx.delegate("role:loop", { depth: work.depth }, { state: { depth: work.depth } });
     });
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "deep" });
-    // The deepest delegate (work depth 10, asked at query depth 9) ran and was recorded...
-    await waitFor(async () => {
-      const { rows } = await rt.pool.query("SELECT status FROM steps WHERE task_id = $1 AND depth = 10", [taskId]);
-      return rows[0]?.status === "completed" || undefined;
+    // The work past the ceiling (depth 9, asked at query depth 8) ran; its own sub-query was refused, so it failed
+    // DELEGATION_DEPTH with an audited denial, and nothing deeper was ever created.
+    const deepest = await waitFor(async () => {
+      const { rows } = await rt.pool.query("SELECT step_id, status, error FROM steps WHERE task_id = $1 AND depth = $2", [taskId, MAX_DELEGATION_DEPTH + 1]);
+      return rows[0]?.status === "failed" ? rows[0] : undefined;
     });
+    expect(deepest.error).toMatchObject({ code: "DELEGATION_DEPTH" });
+    const { rows: denied } = await rt.pool.query("SELECT rule FROM audit_log WHERE task_id = $1 AND step_id = $2 AND action = 'query' AND verdict = 'denied'", [taskId, deepest.step_id]);
+    expect(denied).toEqual([{ rule: "builtin:delegation-depth" }]);
     const counted = await waitFor(async () => {
       const metric = await rt.metrics.delegationDepthExceeded.get();
       return (metric.values[0]?.value ?? 0) >= 1 ? metric.values[0]!.value : undefined;
     });
     expect(counted).toBeGreaterThanOrEqual(1);
-    // ...but no REPLY crosses the ceiling: the origins at depth >= 8 time out instead, and their failure is
-    // reported below the ceiling, so the task still finishes.
+    // No REPLY crosses the ceiling: the origin at depth 8 times out instead, and its failure is reported below the
+    // ceiling, so the task still finishes.
     const task = await waitForTask(rt.tasks, ORG, taskId, { until: (t) => t.status === "completed" });
     expect(task.steps.find((s) => s.id === "s")!.status).toBe("completed");
+    const { rows: depth } = await rt.pool.query("SELECT max(depth) AS max FROM steps WHERE task_id = $1", [taskId]);
+    expect(depth[0].max).toBe(MAX_DELEGATION_DEPTH + 1);
     const { rows: replies } = await rt.pool.query("SELECT step_id FROM audit_log WHERE task_id = $1 AND action = 'reply' AND verdict <> 'orphaned'", [taskId]);
     const { rows: delegates } = await rt.pool.query("SELECT step_id, delegation FROM steps WHERE task_id = $1 AND kind = 'delegation'", [taskId]);
     const pastCeiling = delegates.filter((r) => r.delegation.queryDepth >= MAX_DELEGATION_DEPTH).map((r) => r.delegation.originStepId);
-    expect(pastCeiling).toHaveLength(2);
+    expect(pastCeiling).toHaveLength(1);
     for (const origin of pastCeiling) expect(replies.map((r) => r.step_id)).not.toContain(origin);
   });
 });

@@ -54,24 +54,25 @@ name: tree
 steps:
   - { id: s, to: "role:loop", timeout: 30s }
 `);
-    // Two branches at the top, one below, down to work depth 10: 20 delegates, 4 of them asked at depth >= 8.
+    // Two branches at the top, one below, down to work depth 9 (past the ceiling: work there may not delegate
+    // again): 18 delegates, 2 of them asked at depth >= 8.
     workers.start("loop", (work, ctx) => {
       if (work.resume) {
         const replies = [...(work.resume.state as { replies: string[] }).replies, `${work.resume.reply.correlationId}:${work.resume.reply.status}`];
         return work.resume.outstanding.length > 0 ? ctx.awaitMore({ replies }) : { depth: work.depth, replies };
       }
-      if (work.depth >= 10) return { depth: work.depth, leaf: true };
+      if (work.depth > MAX_DELEGATION_DEPTH) return { depth: work.depth, leaf: true };
       const branches = work.depth === 0 ? 2 : 1;
       const queries = Array.from({ length: branches }, (_, i) => ({ to: "role:loop", payload: { from: work.depth }, correlationId: `depth${work.depth}-${i}` }));
       return ctx.delegateAll(queries, { state: { replies: [] } });
     });
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "tree" });
 
-    // Both deepest delegates (work depth 10, asked at query depth 9) ran and were recorded...
+    // Both deepest delegates (work depth 9, asked at query depth 8) ran and were recorded...
     await waitFor(async () => {
-      const { rows } = await rt.pool.query("SELECT status FROM steps WHERE task_id = $1 AND depth = 10", [taskId]);
+      const { rows } = await rt.pool.query("SELECT status FROM steps WHERE task_id = $1 AND depth = $2", [taskId, MAX_DELEGATION_DEPTH + 1]);
       return (rows.length === 2 && rows.every((r) => r.status === "completed")) || undefined;
-    }, { what: "both depth-10 delegates to complete" });
+    }, { what: "both depth-9 delegates to complete" });
     // ...their replies were held back at the ceiling and counted...
     expect(await waitFor(async () => ((await counterTotal(rt.metrics.delegationDepthExceeded)) >= 2 ? true : undefined))).toBe(true);
     // ...and the task still finishes: the top step hears back from both branches, from below the ceiling.
@@ -84,9 +85,9 @@ steps:
       "SELECT step_id, delegation FROM steps WHERE task_id = $1 AND kind = 'delegation'",
       [taskId],
     );
-    expect(delegates).toHaveLength(20);
+    expect(delegates).toHaveLength(18);
     const pastCeiling = delegates.filter((r) => r.delegation.queryDepth >= MAX_DELEGATION_DEPTH).map((r) => r.delegation.originStepId);
-    expect(pastCeiling).toHaveLength(4);
+    expect(pastCeiling).toHaveLength(2);
     // No REPLY was delivered to an origin whose delegate was asked at the ceiling or beyond.
     const audit = await auditOf(rt.pool, taskId);
     const delivered = audit.filter((a) => a.action === "reply" && a.verdict !== "orphaned").map((a) => a.stepId);
