@@ -45,7 +45,6 @@ export const EXTERNAL = [
   "@modelcontextprotocol/sdk/*",
   "@octokit/*",
   "opossum",
-  "standardwebhooks",
 ];
 
 /**
