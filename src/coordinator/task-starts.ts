@@ -1,11 +1,12 @@
 /**
  * Writing task starts, for both paths of TaskService (the engine inline, or a start envelope for the shard owner):
  * each request is checked on its own, then the tasks of ONE tenant (idempotency keys respected) and their pending
- * steps are written with one statement per table. A request that is bad (input too large, reply address invalid,
+ * steps are written with one statement per table. A request that is bad (input too large or too deep, reply address invalid,
  * workflow unknown) fails alone: the others of its batch still start.
  */
 import { randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError, isSwitchyardError } from "../errors.js";
+import { depthBeyond, MAX_JSON_DEPTH } from "../json-depth.js";
 import { validateAddress, viewAddress, type ReplyAddress } from "../origin/reply-address.js";
 import type { PoolClient } from "../store/db.js";
 import { getWorkflow, type StoredWorkflow } from "../store/workflow-store.js";
@@ -43,6 +44,8 @@ export function checkStarts(orgId: string, requests: readonly StartTaskRequest[]
   return requests.map((request) => {
     if (request.orgId !== orgId) throw new SwitchyardError(ErrorCode.Internal, `a start batch of tenant ${orgId} got a request of tenant ${request.orgId}`);
     try {
+      // Before stringify, which recurses: a deep enough input would throw RangeError and fail the whole batch.
+      if (depthBeyond(request.input) !== 0) throw new SwitchyardError(ErrorCode.InvalidArgument, `task input nests deeper than ${MAX_JSON_DEPTH} levels`);
       if (Buffer.byteLength(JSON.stringify(request.input ?? {})) > maxPayloadBytes) {
         throw new SwitchyardError(ErrorCode.PayloadTooLarge, `task input is over the ${maxPayloadBytes}-byte limit`);
       }

@@ -97,4 +97,14 @@ describe("bad input at the coordinator", () => {
     const { rows } = await rt.pool.query("SELECT count(*)::int AS n FROM tasks");
     expect(rows[0].n).toBe(0);
   });
+
+  it("refuses a task input nested past 64 levels (even 100,000) with a clear error and creates nothing", async () => {
+    for (const depth of [65, 100_000]) {
+      let input: unknown = 1;
+      for (let i = 0; i < depth; i++) input = { d: input };
+      await expect(rt.tasks.start({ orgId: ORG, workflow: "one", input })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: "task input nests deeper than 64 levels" });
+    }
+    const { rows } = await rt.pool.query("SELECT count(*)::int AS n FROM tasks");
+    expect(rows[0].n).toBe(0);
+  });
 });
