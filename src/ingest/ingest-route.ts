@@ -41,6 +41,7 @@ import { verifyDelivery } from "./verify/index.js";
 
 export const INGEST_PATH_PREFIX = "/api/v1/ingest/";
 const PATH_RE = /^\/api\/v1\/ingest\/([^/]+)$/;
+const MAX_BODY_DEPTH = MAX_JSON_DEPTH - 1;
 const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 function decodeStrictUtf8(raw: Buffer): string | undefined {
@@ -134,9 +135,10 @@ export async function handleIngest(req: IncomingMessage, res: ServerResponse, de
     }
     body = text;
   }
-  if (depthBeyond(body) !== 0) {
+  // The task input holds the body one level down ({ source, event, delivery, body }), within MAX_JSON_DEPTH.
+  if (depthBeyond(body, MAX_BODY_DEPTH) !== 0) {
     count(source, "malformed");
-    return answer(res, undefined, 400, { error: `the body nests deeper than ${MAX_JSON_DEPTH} levels` });
+    return answer(res, undefined, 400, { error: `the body nests deeper than ${MAX_BODY_DEPTH} levels` });
   }
   const facts = deliveryFacts(source, req, body);
   if ("malformed" in facts) {

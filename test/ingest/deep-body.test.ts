@@ -1,4 +1,7 @@
-/** An ingest body nested past MAX_JSON_DEPTH is refused (400) before anything is stored (issue 26 §4). */
+/**
+ * An ingest body whose task input would nest past MAX_JSON_DEPTH (the body sits one level down in it) is refused
+ * (400) before anything is stored (issue 26 §4).
+ */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEndpoints, createIngestBed, githubHeaders, type IngestBed } from "./support.js";
 
@@ -19,7 +22,7 @@ describe("ingest bodies nested too deep", () => {
     it(`generic: ${depth} levels → 400, nothing stored`, async () => {
       const before = await stored();
       const answer = await bed.post(eps.generic!.id, `${"[".repeat(depth)}${"]".repeat(depth)}`);
-      expect(answer).toEqual({ status: 400, body: { error: "the body nests deeper than 64 levels" } });
+      expect(answer).toEqual({ status: 400, body: { error: "the body nests deeper than 63 levels" } });
       expect(await stored()).toBe(before);
     });
   }
@@ -32,8 +35,8 @@ describe("ingest bodies nested too deep", () => {
     expect(await stored()).toBe(before);
   });
 
-  it("64 levels are still taken", async () => {
-    const answer = await bed.post(eps.generic!.id, `${"[".repeat(63)}${"]".repeat(63)}`);
-    expect(answer.status).toBe(202);
+  it("63 levels are still taken (the task input holds the body one level down: 64), 64 are not", async () => {
+    expect((await bed.post(eps.generic!.id, `${"[".repeat(63)}${"]".repeat(63)}`)).status).toBe(202);
+    expect((await bed.post(eps.generic!.id, `${"[".repeat(64)}${"]".repeat(64)}`)).status).toBe(400);
   });
 });
