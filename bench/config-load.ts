@@ -5,7 +5,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { loadConfig } from "../src/config.js";
+import { loadConfig } from "../src/config/index.js";
 
 const runs = Number(process.argv[2] ?? 8);
 

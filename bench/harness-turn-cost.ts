@@ -13,7 +13,7 @@ import { BusAuth } from "../src/bus/auth/bus-auth.js";
 import type { Bus } from "../src/bus/bus.js";
 import { COORDINATOR_ENDPOINT, createEnvelope, encodeEnvelope, EndpointKind, EnvelopeKind, jsonPayload } from "../src/bus/codec.js";
 import { createRedisBus } from "../src/bus/redis-bus.js";
-import { loadConfig } from "../src/config.js";
+import { loadConfig } from "../src/config/index.js";
 import { createHarness, HARNESS_GROUP } from "../src/harness/index.js";
 import { BENCH_BUS_SECRETS, unlinkByPrefix } from "./support.js";
 import { noopHandler } from "./scenarios/noop-handler.js";

@@ -8,7 +8,7 @@
 import { writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { pathToFileURL } from "node:url";
-import { loadConfig } from "../src/config.js";
+import { loadConfig } from "../src/config/index.js";
 import { ErrorCode, SwitchyardError } from "../src/errors.js";
 import { scenarios } from "./run.js";
 import { log, runScenarios, type Scenario, type ScenarioContext } from "./support.js";

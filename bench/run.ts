@@ -7,7 +7,7 @@ import os from "node:os";
 import { pathToFileURL } from "node:url";
 import pg from "pg";
 import { Redis } from "ioredis";
-import { loadConfig } from "../src/config.js";
+import { loadConfig } from "../src/config/index.js";
 import { bullmqScenario } from "./bullmq.js";
 import { cliStartupScenario } from "./cli-startup.js";
 import { rawRelayScenario } from "./raw-relay.js";

@@ -3,7 +3,7 @@
  * Redis key prefix, scratch databases, phases, a time budget), timing and percentile helpers, and the runner.
  * The report (table, ratios against the baselines, targets, JSON line) is at the bottom.
  *
- * The bench is a script, not a library: connection URLs come from `loadConfig()` (src/config.ts still being the
+ * The bench is a script, not a library: connection URLs come from `loadConfig()` (src/config/index.ts still being the
  * only reader of REDIS_URL / DATABASE_URL), and progress goes to stderr so stdout holds only the report.
  */
 import { parseBusSecrets } from "../src/bus/auth/bus-keys.js";
@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { Redis } from "ioredis";
-import { defaultConfig, type Config } from "../src/config.js";
+import { defaultConfig, type Config } from "../src/config/index.js";
 import { ErrorCode, SwitchyardError } from "../src/errors.js";
 import { createPool, type Pool } from "../src/store/db.js";
 import { migrate } from "../src/store/migrate.js";

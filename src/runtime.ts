@@ -4,14 +4,14 @@
  * lives in one place. `close()` releases everything and is idempotent.
  */
 import type { RedisClient } from "./bus/redis-connection.js";
-import type { Config } from "./config.js";
+import type { Config } from "./config/index.js";
 import type { Bus } from "./bus/bus.js";
 import { BusAuth } from "./bus/auth/bus-auth.js";
 import { generateDevSecret } from "./bus/auth/bus-keys.js";
 import { createRedisBus } from "./bus/redis-bus.js";
 import { createRedisConnection } from "./bus/redis-connection.js";
-import { DependencyHealth } from "./dependency-health.js";
-import { notAnswering, redisEndpoint, type ServiceEndpoints } from "./service-endpoints.js";
+import { DependencyHealth } from "./process/dependency-health.js";
+import { notAnswering, redisEndpoint, type ServiceEndpoints } from "./process/service-endpoints.js";
 import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
 import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
@@ -26,7 +26,7 @@ import { LiveFlags } from "./flags/live-flags.js";
 import { LiveLimits } from "./fairness/live-limits.js";
 import { PolicyCache } from "./governance/policy-store.js";
 import { silentLogger, type Logger } from "./logger.js";
-import { createMetrics, type Metrics } from "./metrics.js";
+import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { createPool, type Pool } from "./store/db.js";
 import { assertSchemaCurrent } from "./store/migrate.js";
 import { WorkflowCache } from "./store/workflow-store.js";

@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { defaultConfig } from "../../src/config.js";
+import { defaultConfig } from "../../src/config/index.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { AgentChannels } from "../../src/foreign/agent-channels.js";
 import { createA2AClient, type ForeignStepMessage, type PushTarget } from "../../src/foreign/a2a/client.js";

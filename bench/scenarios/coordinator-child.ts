@@ -6,7 +6,7 @@
  */
 import { BENCH_BUS_SECRETS } from "../support.js";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
-import type { Config } from "../../src/config.js";
+import type { Config } from "../../src/config/index.js";
 import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
 import { createCoordinator } from "../../src/coordinator-process.js";
 import { createRuntime } from "../../src/runtime.js";

@@ -16,7 +16,7 @@ import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
 import { randomBytes, randomUUID } from "node:crypto";
 import { sign } from "@octokit/webhooks-methods";
-import { defaultConfig, type Config } from "../../src/config.js";
+import { defaultConfig, type Config } from "../../src/config/index.js";
 import { TaskService } from "../../src/coordinator/tasks.js";
 import { EchoChecker } from "../../src/ingest/echo.js";
 import { SeenBodies } from "../../src/ingest/seen-bodies.js";

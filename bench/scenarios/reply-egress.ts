@@ -10,7 +10,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { defaultConfig } from "../../src/config.js";
+import { defaultConfig } from "../../src/config/index.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { startProviderStub } from "../../src/cli/demo/provider-stubs.js";
 import { createReplySender } from "../../src/replies/reply-sender.js";

@@ -41,7 +41,7 @@ import {
   toBuffer,
   type RawEntry,
 } from "./redis-replies.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { createStreamWrites } from "./stream-writes.js";
 
 export interface RedisBusOptions {

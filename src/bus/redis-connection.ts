@@ -9,7 +9,7 @@
  * `RedisClient` and, where a command is per server (SCAN, INFO, CONFIG, ACL), runs it on every master (`mastersOf`).
  */
 import { Cluster, Redis } from "ioredis";
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import { parseRedisUrl } from "./redis-url.js";
 
 /** A Redis command connection: one server or a cluster. */

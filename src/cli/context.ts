@@ -3,19 +3,19 @@
  * and helpers that open and always close the connections a command needs.
  */
 import type { Command } from "commander";
-import type { Config } from "../config.js";
+import type { Config } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import type { Runtime, RuntimeOptions } from "../runtime.js";
 import type { Pool } from "../store/db.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import type { ServiceEndpoints } from "../service-endpoints.js";
+import type { ServiceEndpoints } from "../process/service-endpoints.js";
 import { ExitCode, jsonLine } from "./output.js";
 
 // Every implementation module (pg, ioredis, the runtime) is imported when a command needs it, never here: this
 // file is loaded by every command's registration, so `switchyard --help` would otherwise pay for all of them.
-type ConfigModule = typeof import("../config.js");
+type ConfigModule = typeof import("../config/index.js");
 type LoggerModule = typeof import("../logger.js");
-type EndpointsModule = typeof import("../service-endpoints.js");
+type EndpointsModule = typeof import("../process/service-endpoints.js");
 
 export interface TextSink {
   write(text: string): unknown;
@@ -74,7 +74,7 @@ export class CliContext {
 
   /** The context of one running command; loads the configuration and logging modules its sync getters use. */
   static async of(io: CliIo, command: Command): Promise<CliContext> {
-    const [config, logger, endpoints] = await Promise.all([import("../config.js"), import("../logger.js"), import("../service-endpoints.js")]);
+    const [config, logger, endpoints] = await Promise.all([import("../config/index.js"), import("../logger.js"), import("../process/service-endpoints.js")]);
     return new CliContext(io, command.optsWithGlobals<GlobalOptions>(), { config, logger, endpoints });
   }
 
@@ -226,14 +226,14 @@ export async function openRuntime(config: Config, options: RuntimeOptions & { wa
     import("../runtime.js"),
     import("../store/migrate.js"),
     import("../bus/redis-check.js"),
-    import("../service-endpoints.js"),
+    import("../process/service-endpoints.js"),
   ]);
   if (options.waitForDependencies) {
     const [{ silentLogger }, { createMetrics }, { DependencyHealth }, { untilDependenciesAnswer }] = await Promise.all([
       import("../logger.js"),
-      import("../metrics.js"),
-      import("../dependency-health.js"),
-      import("../dependency-wait.js"),
+      import("../metrics/metrics.js"),
+      import("../process/dependency-health.js"),
+      import("../process/dependency-wait.js"),
     ]);
     // Long-running processes: an unreachable Postgres or Redis at start-up is waited out (see dependency-wait.ts).
     // One tracker and one registry for every attempt, so an outage at start-up is logged once, not per attempt.

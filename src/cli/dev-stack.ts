@@ -4,7 +4,7 @@
  * processes (`start coordinator`, `start harness`).
  */
 import { createCoordinator } from "../coordinator-process.js";
-import type { Config } from "../config.js";
+import type { Config } from "../config/index.js";
 import { Coordinator } from "../coordinator/coordinator.js";
 import { createHarness, type Harness } from "../harness/harness.js";
 import { loadHandler } from "../harness/process.js";

@@ -7,7 +7,7 @@ import type { TaskView } from "../coordinator/tasks.js";
 import { createRedisConnection, type RedisClient } from "../bus/redis-connection.js";
 import { explainStall } from "../diagnosis/explain-stall.js";
 import { createLocalStallFacts } from "../diagnosis/stall-facts-local.js";
-import { notAnswering } from "../service-endpoints.js";
+import { notAnswering } from "../process/service-endpoints.js";
 import type { Pool } from "../store/db.js";
 import type { CliContext } from "./context.js";
 import type { TenantApi } from "./remote/tenant-api.js";

@@ -11,7 +11,7 @@ import { AuditHeadCache } from "../governance/audit-heads.js";
 import { evaluate } from "../governance/governor.js";
 import type { CompiledPolicy } from "../governance/policy.js";
 import { silentLogger, type Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { createReplyFactsSource, type ReplyFactsSource } from "../replies/reply-facts.js";
 import { DEFAULT_REPLY_LIMITS, type ReplyEventFacts, type ReplyLimits } from "../replies/reply-types.js";
 import { ReplyBatch } from "./reply-batch.js";

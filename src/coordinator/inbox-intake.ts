@@ -9,7 +9,7 @@ import type { Bus, BusEntry } from "../bus/bus.js";
 import { isSwitchyardError } from "../errors.js";
 import type { TenantHold } from "../flags/tenant-hold.js";
 import type { Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { Pool } from "../store/db.js";
 import type { Engine } from "./engine.js";
 import { envelopeToEvent } from "./envelopes.js";

@@ -4,7 +4,7 @@
  * off; a batch that failed in an outage is applied again before anything else is read.
  */
 import type { Bus, BusEntry } from "../bus/bus.js";
-import { outageBackoffMs, type DependencyHealth } from "../dependency-health.js";
+import { outageBackoffMs, type DependencyHealth } from "../process/dependency-health.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { sleep } from "../sleep.js";

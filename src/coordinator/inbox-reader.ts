@@ -8,7 +8,7 @@
  * 3. otherwise a blocking read over all of them.
  */
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { COORDINATOR_GROUP } from "./inbox-intake.js";
 import type { ShardOwnership } from "./shard-ownership.js";
 import { shardInbox } from "./shards.js";

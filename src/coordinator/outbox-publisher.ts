@@ -3,10 +3,10 @@
  * `sweep` is the relay for rows a crashed writer left behind (older than `staleMs`).
  */
 import type { Bus } from "../bus/bus.js";
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import { withTransaction, type Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { claimStaleOutbox, deleteOutbox, type OutboxRow } from "./outbox.js";
 
 export interface OutboxPublisherOptions {

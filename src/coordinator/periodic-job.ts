@@ -3,7 +3,7 @@
  * A run that fails because a dependency is unreachable is recorded as an outage and the next run waits longer
  * (up to 5 s), so the job does not hammer a dependency that is restarting; any other failure is logged.
  */
-import { outageBackoffMs, type DependencyHealth } from "../dependency-health.js";
+import { outageBackoffMs, type DependencyHealth } from "../process/dependency-health.js";
 import type { Logger } from "../logger.js";
 import { sleep } from "../sleep.js";
 

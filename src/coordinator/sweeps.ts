@@ -5,7 +5,7 @@
  * for them (an outage or BUS_ENABLED off just ended and the inbox backlog is not read yet).
  */
 import { COORDINATOR_STREAM, type Bus } from "../bus/bus.js";
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import type { CoordinatorFlags, TenantSelection } from "../flags/flag-types.js";
 import type { TenantHold } from "../flags/tenant-hold.js";
 import type { Logger } from "../logger.js";

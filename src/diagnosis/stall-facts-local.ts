@@ -6,7 +6,7 @@
  */
 import type { RedisClient } from "../bus/redis-connection.js";
 import { streamKey } from "../bus/keys.js";
-import type { FlagsConfig } from "../config.js";
+import type { FlagsConfig } from "../config/index.js";
 import { listFlags } from "../flags/flag-store.js";
 import type { FlagName, ScopeKind } from "../flags/flag-types.js";
 import { FlagValues } from "../flags/flag-values.js";

@@ -3,10 +3,10 @@
  * flags' poll) so a change made with `switchyard limits set` is in force everywhere within about a second. Reads are
  * synchronous (a snapshot swapped whole on each poll); a failed poll keeps the last good snapshot.
  */
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
-import { TablePoller } from "../table-poller.js";
+import { TablePoller } from "../process/table-poller.js";
 import { listLimits } from "./limit-store.js";
 import { LimitTable, type LimitSource } from "./limits.js";
 

@@ -11,7 +11,7 @@
  */
 import type { Pool, Queryable } from "../store/db.js";
 import type { Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { sleep } from "../sleep.js";
 import type { Engine, InlineRelease } from "../coordinator/engine.js";
 import { applyIsolating, type DecodedEntry } from "../coordinator/isolated-apply.js";

@@ -6,7 +6,7 @@
  * A scoped switch is on when the flag's global value AND the scope's value are on (the global value is the
  * master switch). BUS_ROUTED has no global value: its role/team value alone decides.
  */
-import type { FlagsConfig, ScopeList } from "../config.js";
+import type { FlagsConfig, ScopeList } from "../config/index.js";
 import { FLAG_NAMES, FLAG_SCOPES, type FlagName, type FlagRow, type FlagSwitches, type ScopeKind, type TenantSelection } from "./flag-types.js";
 
 /** One line of a flag listing: a stored row or an environment default, with what is in force. */

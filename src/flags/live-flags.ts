@@ -7,11 +7,11 @@
  * This object is the `EgressSwitch` the engine's tenant facts read, the `CoordinatorFlags` of a coordinator and
  * the `HarnessFlags` of a harness.
  */
-import type { FlagsConfig } from "../config.js";
-import type { DependencyHealth } from "../dependency-health.js";
+import type { FlagsConfig } from "../config/index.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
-import { TablePoller } from "../table-poller.js";
+import { TablePoller } from "../process/table-poller.js";
 import { describeScope, listFlags } from "./flag-store.js";
 import type { FlagName, FlagRow, FlagSwitches, ScopeKind, TenantSelection } from "./flag-types.js";
 import { FlagValues, type FlagView } from "./flag-values.js";

@@ -8,11 +8,11 @@
  */
 import type { BusAuth } from "../bus/auth/bus-auth.js";
 import { GATEWAY_SENDER } from "../bus/auth/bus-keys.js";
-import type { Config } from "../config.js";
-import type { DependencyHealth } from "../dependency-health.js";
+import type { Config } from "../config/index.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { silentLogger, type Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { Pool } from "../store/db.js";
 import { AgentChannels } from "./agent-channels.js";
 import type { CoordinatorFlags } from "../flags/flag-types.js";

@@ -4,7 +4,7 @@
  * foreign agent — card, send, get, cancel — goes through its channel, so the egress guard sees all of them.
  * A changed registry entry (another allow_host) gets a fresh channel; old ones are dropped least-recently-used.
  */
-import type { ForeignConfig } from "../config.js";
+import type { ForeignConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { AgentCardCache } from "./a2a/agent-card.js";
 import { createA2AClient, type A2AClient } from "./a2a/client.js";

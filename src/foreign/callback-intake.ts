@@ -15,7 +15,7 @@
  * gateway builds it with the runtime (`runtime.a2a.callback.intake`).
  */
 import type { LinkKey } from "../approvals/link-keys.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { isDatabaseUnavailable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
 import { BRIDGE_COLUMNS_OF_B, isBridgeId, toBridge, writeBridges, type BridgeRecord } from "./bridge-store.js";

@@ -19,7 +19,7 @@
  * `handleA2ACallback` answers false, touching nothing, for any other path.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import { isSwitchyardError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { parsePushNotification } from "./a2a/push-body.js";

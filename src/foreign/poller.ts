@@ -20,10 +20,10 @@
  * a poller that dies mid-call leaves the bridge to be polled again after that. With the bus off nothing is polled;
  * a tenant whose coordinator is switched off is left alone, like the sender and the sweep do.
  */
-import type { ForeignConfig } from "../config.js";
+import type { ForeignConfig } from "../config/index.js";
 import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
 import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
 import { EgressReason, type BreakerRegistry } from "./egress/index.js";

@@ -17,7 +17,7 @@
  * in the coordinators' environment), or the protocol has no `describe` here.
  * An input with problems of its own is not checked: storing it reports every problem (INVALID_ARGUMENT).
  */
-import type { ForeignConfig } from "../config.js";
+import type { ForeignConfig } from "../config/index.js";
 import { SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { foreignAgentProblems, type ForeignAgentInput, type ForeignAgentRecord } from "./registry.js";

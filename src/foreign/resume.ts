@@ -16,7 +16,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import { BRIDGE_COLUMNS_OF_B, findBridge, isBridgeId, isOpen, toBridge, writeBridges, type BridgeRecord } from "./bridge-store.js";
 import { observe, resultFor, type ForeignObservation, type ObservationOutcome, type Transition } from "./bridge-transition.js";
 import type { ForeignArtifact } from "./a2a/artifacts.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { foreignResultEnvelope, type OutboxEnvelope } from "./foreign-result.js";
 import type { HopRates } from "./pricing.js";
 

@@ -2,7 +2,7 @@
  * The secret-store port: a foreign agent's `credential_ref` is a NAME; the secret behind it is resolved here, at
  * send time, and never stored in a workflow, a registry row, a log line or an API response.
  *
- * The default adapter reads the environment (through src/config.ts, the only place env is read). Secrets are
+ * The default adapter reads the environment (through src/config/index.ts, the only place env is read). Secrets are
  * per tenant: tenant T's reference `env:NAME` resolves to `SWITCHYARD_SECRET_<escaped T>__<NAME>`, see
  * {@link secretEnvName}. Other schemes (a vault, an encrypted table) are further adapters of the same port.
  */

@@ -25,8 +25,8 @@
  * reached the agent (the step's retries may then re-send it), `a2a:<bridge>:send-failed` otherwise (never re-sent to
  * an agent not registered idempotent); a failure after an MCP call started becomes a `failed` observation.
  */
-import { defaultConfig, type ForeignConfig } from "../config.js";
-import type { DependencyHealth } from "../dependency-health.js";
+import { defaultConfig, type ForeignConfig } from "../config/index.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";

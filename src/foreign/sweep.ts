@@ -12,7 +12,7 @@
  *    the poller's (poller.ts), and an MCP bridge (delivery `call`) has nothing to poll: its answer is the call's own.
  * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so several coordinators may sweep at once.
  */
-import type { ForeignConfig } from "../config.js";
+import type { ForeignConfig } from "../config/index.js";
 import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";

@@ -12,7 +12,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { ErrorDetailSchema } from "../gen/switchyard/api/v1/errors_pb.js";
 import type { Logger } from "../logger.js";
-import { unreachableDependencyOf, type DependencyHealth } from "../dependency-health.js";
+import { unreachableDependencyOf, type DependencyHealth } from "../process/dependency-health.js";
 
 const CONNECT_CODES: Partial<Record<ErrorCode, Code>> = {
   [ErrorCode.InvalidArgument]: Code.InvalidArgument,

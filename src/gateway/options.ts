@@ -2,7 +2,7 @@
  * Gateway settings. The CLI fills them from `config.gateway` (SWITCHYARD_GATEWAY_HOST / _PORT / _MAX_BODY_BYTES)
  * or its flags; code may pass them directly.
  */
-import { defaultConfig } from "../config.js";
+import { defaultConfig } from "../config/index.js";
 
 export interface GatewayOptions {
   /** TCP port; 0 picks a free one (tests). @defaultValue 8080 */

@@ -6,7 +6,7 @@
  */
 import type { Logger } from "../logger.js";
 import { silentLogger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { Pool } from "../store/db.js";
 import { activeSigningKey, parseOperatorKey, type SigningKey } from "./checkpoint-keys.js";
 import { signHead } from "./checkpoints.js";

@@ -5,7 +5,7 @@
  * TurnCheck, as any reclaimed entry).
  */
 import type { Bus, BusEntry } from "../bus/bus.js";
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import type { Logger } from "../logger.js";
 
 export interface DuplicateDeps {

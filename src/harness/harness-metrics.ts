@@ -5,7 +5,7 @@
  * those only call a small recorder.
  */
 import type { BusEntry } from "../bus/bus.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { TurnObserver, TurnOutcome } from "./turn.js";
 
 export type HarnessMetrics = Pick<Metrics, "harnessTurns" | "reclaims" | "harnessTurnSeconds" | "harnessInFlight" | "harnessReadLag" | "harnessHeartbeats">;

@@ -14,7 +14,7 @@ import { envelopeToBinary } from "../bus/envelope-wire.js";
 import type { Bus, BusEntry } from "../bus/bus.js";
 import { EndpointKind, EnvelopeKind } from "../bus/codec.js";
 import { consumerName } from "../bus/keys.js";
-import { DependencyHealth, outageBackoffMs } from "../dependency-health.js";
+import { DependencyHealth, outageBackoffMs } from "../process/dependency-health.js";
 import { parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { HarnessFlags } from "../flags/flag-types.js";

@@ -7,15 +7,15 @@
 import { resolve as resolvePath } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { RedisClient } from "../bus/redis-connection.js";
-import type { Config } from "../config.js";
+import type { Config } from "../config/index.js";
 import { BusAuth } from "../bus/auth/bus-auth.js";
 import { createRedisBus } from "../bus/redis-bus.js";
 import { createRedisConnection } from "../bus/redis-connection.js";
-import { untilDependenciesAnswer } from "../dependency-wait.js";
-import { DependencyHealth } from "../dependency-health.js";
-import { endpointsOf, notAnswering, whenAnswering } from "../service-endpoints.js";
-import { readiness } from "../readiness.js";
-import { createMetrics } from "../metrics.js";
+import { untilDependenciesAnswer } from "../process/dependency-wait.js";
+import { DependencyHealth } from "../process/dependency-health.js";
+import { endpointsOf, notAnswering, whenAnswering } from "../process/service-endpoints.js";
+import { readiness } from "../process/readiness.js";
+import { createMetrics } from "../metrics/metrics.js";
 import { startMetricsServer, type MetricsServer } from "../metrics/metrics-server.js";
 import { assertRedisSafe } from "../bus/redis-check.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
@@ -25,7 +25,7 @@ import { createPool } from "../store/db.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
 import { createStepTurnCheck } from "../store/step-turn-check.js";
 import { replyDeadlineMs } from "../replies/reply-limits.js";
-import { installProcessGuards } from "../process-guard.js";
+import { installProcessGuards } from "../process/process-guard.js";
 import { createHarness } from "./harness.js";
 import type { Handler } from "./types.js";
 
@@ -49,7 +49,7 @@ export interface HarnessProcessOptions {
    */
   liveFlags?: boolean;
   /**
-   * Install the process-wide handlers of src/process-guard.ts (a stray dependency error is an outage, anything
+   * Install the process-wide handlers of src/process/process-guard.ts (a stray dependency error is an outage, anything
    * else exits with 70). `switchyard start harness` turns this on. @defaultValue false
    */
   processGuards?: boolean;

@@ -9,7 +9,7 @@
  * publishes and acknowledges nothing, so its entry is reclaimed.
  */
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import { performance } from "node:perf_hooks";
 import type { Bus, BusEntry } from "../bus/bus.js";
 import { answerInbox } from "../coordinator/shards.js";

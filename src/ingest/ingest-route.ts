@@ -26,7 +26,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { sha256Hex } from "../coordinator/envelopes.js";
 import { depthBeyond, MAX_JSON_DEPTH } from "../json-depth.js";
 import type { Pool } from "../store/db.js";

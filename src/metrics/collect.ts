@@ -7,7 +7,7 @@
  * per-stream series that were seen once stay at 0 when their rows disappear (no pending approvals any more),
  * so alerts and graphs see a drop to zero rather than a vanishing series.
  */
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { RedisClient } from "../bus/redis-connection.js";
 import { COORDINATOR_STREAM, type Bus } from "../bus/bus.js";
@@ -16,7 +16,7 @@ import { COORDINATOR_GROUP } from "../coordinator/coordinator.js";
 import { costDay } from "../coordinator/tenant-facts.js";
 import { HARNESS_GROUP } from "../harness/harness.js";
 import { silentLogger, type Logger } from "../logger.js";
-import type { Metrics } from "../metrics.js";
+import type { Metrics } from "./metrics.js";
 import type { Queryable } from "../store/db.js";
 import { discoverStreams } from "../bus/stream-discovery.js";
 

@@ -18,9 +18,9 @@
  * (`rate_limited_until`): claimReplies dials none of its rows before then. A row pending longer than `maxPendingMs`
  * is expired by the sweep, never dialed.
  */
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 import { SwitchyardError } from "../errors.js";
-import { countOriginReply, type Metrics } from "../metrics.js";
+import { countOriginReply, type Metrics } from "../metrics/metrics.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
 import type { SecretCipher } from "../vault/secret-cipher.js";

@@ -4,7 +4,7 @@
  * the migrations and a unique Redis key prefix, torn down leaving neither behind.
  *
  * Where the services are: `options.redisUrl` / `options.databaseUrl`, else REDIS_URL / DATABASE_URL (read by
- * src/config.ts), else the local defaults. The database named in the URL is only used to reach the server: the
+ * src/config/index.ts), else the local defaults. The database named in the URL is only used to reach the server: the
  * stack creates its own next to it (the role needs CREATEDB).
  *
  * Timings are the tests' (100 ms reads and sweeps, 5 s step timeout) so a retry or a timeout is seen in seconds.
@@ -14,7 +14,7 @@ import pg from "pg";
 import { Coordinator } from "../coordinator/coordinator.js";
 import { coordinatorOptionsFrom } from "../coordinator-process.js";
 import type { TaskView } from "../coordinator/tasks.js";
-import { defaultConfig, loadConfig, type Config } from "../config.js";
+import { defaultConfig, loadConfig, type Config } from "../config/index.js";
 import { assertRedisSafe } from "../bus/redis-check.js";
 import { deleteKeys } from "../bus/redis-scan.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";

@@ -11,7 +11,7 @@
  * The caller builds its runtime from the returned config (the resolved URLs) and stops the services last.
  */
 import { isAbsolute, relative, resolve } from "node:path";
-import type { Config } from "../config.js";
+import type { Config } from "../config/index.js";
 import { parseRedisUrl, redactRedisUrl } from "../bus/redis-url.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { startEmbeddedPostgres } from "./embedded-postgres.js";

@@ -2,7 +2,7 @@
  * Postgres access: one pool per process, and a transaction helper every repository uses.
  */
 import pg from "pg";
-import type { DependencyHealth } from "../dependency-health.js";
+import type { DependencyHealth } from "../process/dependency-health.js";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;

@@ -7,7 +7,7 @@
  * timeout — itself) and `console` (stdout), as OTEL_TRACES_EXPORTER names them (config.telemetry.exporters).
  */
 import { context, propagation, trace } from "@opentelemetry/api";
-import type { TelemetryConfig } from "../config.js";
+import type { TelemetryConfig } from "../config/index.js";
 import type { Logger } from "../logger.js";
 import { useTracerProvider } from "./tracing.js";
 

@@ -1,7 +1,7 @@
 /** REDIS_URL: one Redis or a cluster, validated at start-up with errors naming the variable. */
 import { describe, expect, it } from "vitest";
 import { parseRedisUrl, redactRedisUrl } from "../../src/bus/redis-url.js";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/config/index.js";
 import { ErrorCode } from "../../src/errors.js";
 
 describe("REDIS_URL", () => {

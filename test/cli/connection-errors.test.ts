@@ -5,8 +5,8 @@
 import { TEST_BUS_SECRETS } from "../support/bus-auth.js";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultConfig, type Config } from "../../src/config.js";
-import { unreachableDependencyOf } from "../../src/dependency-health.js";
+import { defaultConfig, type Config } from "../../src/config/index.js";
+import { unreachableDependencyOf } from "../../src/process/dependency-health.js";
 import { createLogger } from "../../src/logger.js";
 import { runHarnessProcess } from "../../src/harness/process.js";
 import { freePort } from "../support/ports.js";
@@ -96,7 +96,7 @@ describe("connection errors", () => {
   });
 
   it("keeps a named error recognisable as an outage of that dependency", async () => {
-    const { notAnswering, redisEndpoint, postgresEndpoint } = await import("../../src/service-endpoints.js");
+    const { notAnswering, redisEndpoint, postgresEndpoint } = await import("../../src/process/service-endpoints.js");
     expect(unreachableDependencyOf(notAnswering(redisEndpoint("redis://127.0.0.1:1"), new Error("Connection is closed.")))).toBe("redis");
     expect(unreachableDependencyOf(notAnswering(postgresEndpoint("postgres://u:p@db.internal/x"), new Error("x")))).toBe("postgres");
     expect(postgresEndpoint("postgres://u:p@db.internal/x").address).toBe("db.internal:5432");

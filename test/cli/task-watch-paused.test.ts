@@ -5,7 +5,7 @@
 import { testBusAuth } from "../support/bus-auth.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/config/index.js";
 import { LiveFlags } from "../../src/flags/live-flags.js";
 import { createHarness, type Harness } from "../../src/harness/harness.js";
 import echo from "../../examples/handlers/echo.js";

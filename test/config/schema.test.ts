@@ -5,7 +5,7 @@
  */
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { configProblems, defaultConfig, loadConfig } from "../../src/config.js";
+import { configProblems, defaultConfig, loadConfig } from "../../src/config/index.js";
 import { variables } from "../../src/config/load.js";
 import { valueAt, type ConfigPath } from "../../src/config/variable.js";
 import { LOG_LEVELS } from "../../src/config/variables-core.js";

@@ -1,7 +1,7 @@
 /** A misspelt SWITCHYARD_* variable is named (with the likely intended one) instead of silently ignored. */
 import { describe, expect, it } from "vitest";
 import { CliContext, defaultIo } from "../../src/cli/context.js";
-import { loadConfig, unknownVariables } from "../../src/config.js";
+import { loadConfig, unknownVariables } from "../../src/config/index.js";
 
 describe("unknown SWITCHYARD_* variables", () => {
   it("are listed with the closest known name; tenant secrets and other variables are not ours to judge", () => {
@@ -17,7 +17,7 @@ describe("unknown SWITCHYARD_* variables", () => {
   it("are warned about on the CLI's stderr once the configuration is read", async () => {
     const stderr: string[] = [];
     const io = defaultIo({ env: { SWITCHYARD_HEARTBEAT: "500" }, stdout: { write: () => true }, stderr: { write: (text: string) => stderr.push(text) } });
-    const context = new CliContext(io, {}, { config: await import("../../src/config.js"), logger: await import("../../src/logger.js"), endpoints: await import("../../src/service-endpoints.js") });
+    const context = new CliContext(io, {}, { config: await import("../../src/config/index.js"), logger: await import("../../src/logger.js"), endpoints: await import("../../src/process/service-endpoints.js") });
     expect(context.config.harness.heartbeatMs).toBe(10_000);
     expect(stderr).toEqual(["warning: SWITCHYARD_HEARTBEAT is not a Switchyard setting and is ignored (did you mean SWITCHYARD_HEARTBEAT_MS?)\n"]);
     void context.config;

@@ -3,7 +3,7 @@
  * stay (a redelivery within the window is still dropped). The window cannot be set below an hour.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/config/index.js";
 import { trimProcessedEnvelopes } from "../../src/coordinator/processed-envelopes.js";
 import { ErrorCode } from "../../src/errors.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";

@@ -11,7 +11,7 @@ import { verifyChain } from "../../src/governance/audit-verify.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
-import { DependencyHealth } from "../../src/dependency-health.js";
+import { DependencyHealth } from "../../src/process/dependency-health.js";
 
 const ORG = "acme";
 const WORKFLOW = `

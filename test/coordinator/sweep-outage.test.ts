@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { COORDINATOR_GROUP, Coordinator } from "../../src/coordinator/coordinator.js";
-import { DependencyHealth } from "../../src/dependency-health.js";
+import { DependencyHealth } from "../../src/process/dependency-health.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";

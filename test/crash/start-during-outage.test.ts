@@ -5,7 +5,7 @@
  * runs through both. A coordinator started against a Postgres port where nothing answers stays up and says why.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { defaultConfig } from "../../src/config.js";
+import { defaultConfig } from "../../src/config/index.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";

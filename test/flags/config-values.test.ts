@@ -1,9 +1,9 @@
 /**
- * Flag defaults from the environment (src/config.ts) and the semantics of a snapshot (FlagValues): everything
+ * Flag defaults from the environment (src/config/index.ts) and the semantics of a snapshot (FlagValues): everything
  * off by default, the global value as master switch, a stored row overriding its scope's default.
  */
 import { describe, expect, it } from "vitest";
-import { defaultConfig, loadConfig, type FlagsConfig } from "../../src/config.js";
+import { defaultConfig, loadConfig, type FlagsConfig } from "../../src/config/index.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import type { FlagRow } from "../../src/flags/flag-types.js";
 import { FlagValues } from "../../src/flags/flag-values.js";

@@ -3,7 +3,7 @@
  * subscribers), and the last good values kept when the table cannot be read.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { defaultConfig } from "../../src/config.js";
+import { defaultConfig } from "../../src/config/index.js";
 import { setFlag } from "../../src/flags/flag-store.js";
 import { LiveFlags } from "../../src/flags/live-flags.js";
 import { createPool } from "../../src/store/db.js";

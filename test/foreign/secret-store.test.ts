@@ -6,7 +6,7 @@ import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultConfig, loadConfig } from "../../src/config.js";
+import { defaultConfig, loadConfig } from "../../src/config/index.js";
 import { AgentChannels } from "../../src/foreign/agent-channels.js";
 import { foreignAgentProblems } from "../../src/foreign/registry.js";
 import { createEnvSecretStore, secretEnvName } from "../../src/foreign/secret-store.js";

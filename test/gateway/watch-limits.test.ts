@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/config/index.js";
 import { TaskService } from "../../src/gen/switchyard/api/v1/tasks_pb.js";
 import { WorkflowService } from "../../src/gen/switchyard/api/v1/workflows_pb.js";
 import { WatchHub } from "../../src/gateway/watch-hub.js";

@@ -8,7 +8,7 @@ import { COORDINATOR_STREAM, type Bus } from "../../src/bus/bus.js";
 import { EnvelopeKind, ResultStatus, type Envelope } from "../../src/bus/codec.js";
 import { HARNESS_GROUP } from "../../src/harness/harness.js";
 import type { TurnCheck, TurnRef } from "../../src/harness/turn-check.js";
-import { createMetrics } from "../../src/metrics.js";
+import { createMetrics } from "../../src/metrics/metrics.js";
 import { createBusFixture, deferred, replyEnvelope, waitFor, workEnvelope, type BusFixture } from "./fixtures.js";
 
 let fx: BusFixture;

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { EnvelopeKind, ResultStatus, type Envelope } from "../../src/bus/codec.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
-import { defaultConfig, type Config } from "../../src/config.js";
+import { defaultConfig, type Config } from "../../src/config/index.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { silentLogger } from "../../src/logger.js";
 import { loadHandler, runHarnessProcess } from "../../src/harness/process.js";

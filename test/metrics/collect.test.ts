@@ -10,7 +10,7 @@ import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { listApprovals } from "../../src/coordinator/approval-store.js";
 import { inboxOf } from "../../src/coordinator/shards.js";
 import { createHarness, type Harness } from "../../src/harness/index.js";
-import { createMetrics } from "../../src/metrics.js";
+import { createMetrics } from "../../src/metrics/metrics.js";
 import { collectMetrics } from "../../src/metrics/collect.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";

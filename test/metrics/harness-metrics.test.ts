@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { EnvelopeKind, type Envelope } from "../../src/bus/codec.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
-import { defaultConfig, type Config } from "../../src/config.js";
+import { defaultConfig, type Config } from "../../src/config/index.js";
 import { silentLogger } from "../../src/logger.js";
 import { runHarnessProcess } from "../../src/harness/process.js";
 import { workEnvelope } from "../harness/fixtures.js";

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Registry } from "prom-client";
-import { loadConfig } from "../../src/config.js";
-import { createMetrics } from "../../src/metrics.js";
+import { loadConfig } from "../../src/config/index.js";
+import { createMetrics } from "../../src/metrics/metrics.js";
 import { startMetricsServer, type MetricsServer } from "../../src/metrics/metrics-server.js";
 
 describe("a standalone process's metrics endpoint", () => {

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { defaultConfig, type Config } from "../../src/config.js";
+import { defaultConfig, type Config } from "../../src/config/index.js";
 import { createCoordinator } from "../../src/coordinator-process.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { createSecretCipher } from "../../src/vault/secret-cipher.js";

@@ -9,7 +9,7 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadConfig, type Config } from "../../src/config.js";
+import { loadConfig, type Config } from "../../src/config/index.js";
 import { answers } from "../../src/services/probe.js";
 import { pings } from "../../src/services/redis-server.js";
 import { resolveLocalServices } from "../../src/services/resolve-local-services.js";

@@ -8,12 +8,12 @@ import { EventEmitter } from "node:events";
 import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DependencyHealth, outageBackoffMs, unreachableDependencyOf } from "../../src/dependency-health.js";
+import { DependencyHealth, outageBackoffMs, unreachableDependencyOf } from "../../src/process/dependency-health.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { createLogger } from "../../src/logger.js";
-import { createMetrics } from "../../src/metrics.js";
-import { EXIT_SOFTWARE, installProcessGuards } from "../../src/process-guard.js";
-import { readiness } from "../../src/readiness.js";
+import { createMetrics } from "../../src/metrics/metrics.js";
+import { EXIT_SOFTWARE, installProcessGuards } from "../../src/process/process-guard.js";
+import { readiness } from "../../src/process/readiness.js";
 import { createPool, isDatabaseUnavailable } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 

@@ -2,7 +2,7 @@
  * A full runtime (pool, Redis, bus, engine, task service) on a fresh test database and a unique key prefix.
  */
 import { parseRedisUrl } from "../../src/bus/redis-url.js";
-import { defaultConfig, type Config } from "../../src/config.js";
+import { defaultConfig, type Config } from "../../src/config/index.js";
 import { Coordinator } from "../../src/coordinator/coordinator.js";
 import { coordinatorOptionsFrom } from "../../src/coordinator-process.js";
 import { createLogger } from "../../src/logger.js";

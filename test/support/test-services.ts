@@ -7,7 +7,7 @@
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/config/index.js";
 import { resolveLocalServices } from "../../src/services/resolve-local-services.js";
 
 /** Returns the teardown (stops what was started; nothing when nothing was). */

@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, type Command } from "commander";
 import type { ApprovalRow } from "../../coordinator/approval-store.js";
-import type { Config } from "../../config.js";
+import type { Config } from "../../config/index.js";
 import { requireTenant, secondsOption, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";

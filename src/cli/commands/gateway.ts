@@ -39,7 +39,7 @@ async function runGateway(ctx: CliContext, options: GatewayCommandOptions): Prom
 async function serveGateway(ctx: CliContext, options: GatewayCommandOptions, logger: ReturnType<CliContext["createLogger"]>): Promise<void> {
   const [{ startGateway }, { installProcessGuards }, { GATEWAY_SENDER }] = await Promise.all([
     import("../../gateway/server.js"),
-    import("../../process-guard.js"),
+    import("../../process/process-guard.js"),
     import("../../bus/auth/bus-keys.js"),
   ]);
   const runtime = await openRuntime(ctx.config, { logger, waitForDependencies: true });

@@ -19,7 +19,7 @@ export function registerMigrateCommand(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
-        const [{ migrate }, { whenAnswering }] = await Promise.all([import("../../store/migrate.js"), import("../../service-endpoints.js")]);
+        const [{ migrate }, { whenAnswering }] = await Promise.all([import("../../store/migrate.js"), import("../../process/service-endpoints.js")]);
         const result = await whenAnswering(ctx.endpoints.postgres, () => migrate({ connectionString: ctx.config.databaseUrl, createDatabase: true }));
         if (options.json) return ctx.printJson(result);
         for (const name of result.applied) ctx.print(`applied ${name}`);

@@ -9,7 +9,7 @@ import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
 import { EXAMPLE_ROLES } from "../example-handlers.js";
 import type { MetricsServer } from "../../metrics/metrics-server.js";
-import type { Config } from "../../config.js";
+import type { Config } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
 
 /** How long each /readyz check of a standalone coordinator may take. */
@@ -127,7 +127,7 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
 }
 
 async function runAllOn(ctx: CliContext, options: AllOptions, roles: string[], logger: Logger, config: Config): Promise<void> {
-  const [{ startDevStack }, { installProcessGuards }] = await Promise.all([import("../dev-stack.js"), import("../../process-guard.js")]);
+  const [{ startDevStack }, { installProcessGuards }] = await Promise.all([import("../dev-stack.js"), import("../../process/process-guard.js")]);
   const stack = await startDevStack({
     config,
     logger,
@@ -170,8 +170,8 @@ async function runCoordinator(ctx: CliContext, options: { consumer?: string }, l
     import("../../coordinator-process.js"),
     import("../../bus/keys.js"),
     import("../../metrics/metrics-server.js"),
-    import("../../readiness.js"),
-    import("../../process-guard.js"),
+    import("../../process/readiness.js"),
+    import("../../process/process-guard.js"),
   ]);
   const { config } = ctx;
   const consumer = options.consumer ?? consumerName("coordinator");

@@ -7,7 +7,7 @@
  * through the operator allowlist (as `SWITCHYARD_EGRESS_ALLOWED_NETWORKS=127.0.0.0/8` would) and points the public
  * URL, which the callback links in every push config are built from, at the demo's own gateway.
  */
-import type { Config } from "../../config.js";
+import type { Config } from "../../config/index.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { registerForeignAgent, updateForeignAgent, type ForeignAgentInput, type ForeignAgentRecord } from "../../foreign/registry.js";
 import type { Logger } from "../../logger.js";

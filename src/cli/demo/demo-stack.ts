@@ -9,7 +9,7 @@
  * tries again with a new port (a few times) instead of adding a way to re-point a running runtime.
  */
 import { createServer, type AddressInfo } from "node:net";
-import type { Config } from "../../config.js";
+import type { Config } from "../../config/index.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { startGateway, type Gateway } from "../../gateway/server.js";
 import type { Logger } from "../../logger.js";

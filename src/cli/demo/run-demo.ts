@@ -9,7 +9,7 @@
  * itself (with `keepRunning`, once the signal aborts).
  */
 import { readFile } from "node:fs/promises";
-import type { Config } from "../../config.js";
+import type { Config } from "../../config/index.js";
 import { listApprovals } from "../../coordinator/approval-store.js";
 import type { TaskView } from "../../coordinator/tasks.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";

@@ -10,7 +10,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { sign } from "@octokit/webhooks-methods";
-import type { Config } from "../../config.js";
+import type { Config } from "../../config/index.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain } from "../../governance/audit-verify.js";

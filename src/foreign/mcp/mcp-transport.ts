@@ -25,7 +25,7 @@ import { ErrorCode, SwitchyardError } from "../../errors.js";
 import type { AgentChannels } from "../agent-channels.js";
 import type { BridgeRecord } from "../bridge-store.js";
 import type { ForeignObservation } from "../bridge-transition.js";
-import type { ForeignConfig } from "../../config.js";
+import type { ForeignConfig } from "../../config/index.js";
 import type { ForeignAgentRecord } from "../registry.js";
 import type { AgentDescription, ForeignTransport, TransportSendRequest, TransportSendResult } from "../transport.js";
 import { connectMcp, failure, mcpError } from "./mcp-client.js";

@@ -3,7 +3,7 @@
  * service is built with `transact: tenantScoped(pool)`, so every tenant request runs under row-level security.
  */
 import type { RedisClient } from "../../bus/redis-connection.js";
-import type { FlagsConfig } from "../../config.js";
+import type { FlagsConfig } from "../../config/index.js";
 import type { Bus } from "../../bus/bus.js";
 import type { StartBatcher } from "../../coordinator/start-batcher.js";
 import type { StartTaskRequest, TaskService } from "../../coordinator/tasks.js";

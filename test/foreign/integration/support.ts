@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { defaultConfig, type Config } from "../../../src/config.js";
+import { defaultConfig, type Config } from "../../../src/config/index.js";
 import { Coordinator } from "../../../src/coordinator/coordinator.js";
 import { coordinatorOptionsFrom } from "../../../src/coordinator-process.js";
 import { createLogger } from "../../../src/logger.js";

@@ -5,7 +5,7 @@
  */
 import { createServer, type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { defaultConfig } from "../../../src/config.js";
+import { defaultConfig } from "../../../src/config/index.js";
 import { SwitchyardError } from "../../../src/errors.js";
 import { AgentChannels } from "../../../src/foreign/agent-channels.js";
 import type { BridgeRecord } from "../../../src/foreign/bridge-store.js";

@@ -11,7 +11,7 @@
  *   structured log line with a distinct exit status.
  */
 import type { DependencyHealth } from "./dependency-health.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../logger.js";
 
 export const EXIT_SOFTWARE = 70;
 

@@ -4,10 +4,10 @@
  * stack coming up in any order — waits for them instead of exiting, as it would once running. Only
  * unreachability is waited out: a wrong schema version, an evicting Redis or bad credentials still fail at once.
  */
-import { SwitchyardError } from "./errors.js";
-import { sleep } from "./sleep.js";
+import { SwitchyardError } from "../errors.js";
+import { sleep } from "../sleep.js";
 import { unreachableDependencyOf } from "./dependency-health.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../logger.js";
 
 export interface DependencyWaitOptions {
   logger: Logger;

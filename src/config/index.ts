@@ -6,12 +6,12 @@
  * field it fills); the loader validates the whole environment against that schema, and `npm run docs:config`
  * writes the README's configuration tables from it.
  */
-import { parseConfig, type Env } from "./config/load.js";
-import type { Config } from "./config/types.js";
+import { parseConfig, type Env } from "./load.js";
+import type { Config } from "./types.js";
 
-export type * from "./config/types.js";
-export { defaultConfig } from "./config/defaults.js";
-export { configProblems, unknownVariables, type ConfigProblem, type UnknownVariable } from "./config/load.js";
+export type * from "./types.js";
+export { defaultConfig } from "./defaults.js";
+export { configProblems, unknownVariables, type ConfigProblem, type UnknownVariable } from "./load.js";
 
 /** Reads configuration from the environment (default: `process.env`), validating every value. */
 export function loadConfig(env: Env = process.env): Config {

@@ -4,8 +4,8 @@
  * database is the process's outage, logged once by its DependencyHealth), and said again when reading works.
  */
 import type { DependencyHealth } from "./dependency-health.js";
-import type { Logger } from "./logger.js";
-import { sleep } from "./sleep.js";
+import type { Logger } from "../logger.js";
+import { sleep } from "../sleep.js";
 
 export interface TablePollerOptions {
   /** What is read, for the log lines ("flags", "limits"). */

@@ -8,10 +8,10 @@
  * between log nothing above debug. Metrics: `switchyard_dependency_up`, `switchyard_dependency_outages_total` and
  * the `switchyard_dependency_outage_seconds` histogram (its `_count` is the number of recoveries).
  */
-import { ErrorCode, SwitchyardError } from "./errors.js";
-import { silentLogger, type Logger } from "./logger.js";
-import type { Metrics } from "./metrics.js";
-import { isDatabaseUnavailable } from "./store/db.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import { silentLogger, type Logger } from "../logger.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { isDatabaseUnavailable } from "../store/db.js";
 
 export const DEPENDENCIES = ["postgres", "redis"] as const;
 export type Dependency = (typeof DEPENDENCIES)[number];

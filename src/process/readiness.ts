@@ -5,10 +5,10 @@
  * each result also feeds the process's DependencyHealth (a successful probe ends an outage it recorded, a failed
  * one caused by an unreachable server starts one), and the report names the outage in progress with its start.
  */
-import type { RedisClient } from "./bus/redis-connection.js";
+import type { RedisClient } from "../bus/redis-connection.js";
 import type { DependencyHealth, Dependency } from "./dependency-health.js";
-import { isDatabaseUnavailable, type Pool } from "./store/db.js";
-import { assertSchemaCurrent } from "./store/migrate.js";
+import { isDatabaseUnavailable, type Pool } from "../store/db.js";
+import { assertSchemaCurrent } from "../store/migrate.js";
 
 export interface ReadinessDeps {
   pool: Pick<Pool, "query">;

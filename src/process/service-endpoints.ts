@@ -7,8 +7,8 @@
  * (dependency-wait.ts, via `unreachableDependencyOf`) still recognises it.
  */
 import { unreachableDependencyOf, type Dependency } from "./dependency-health.js";
-import { ErrorCode, SwitchyardError } from "./errors.js";
-import { parseRedisUrl } from "./bus/redis-url.js";
+import { ErrorCode, SwitchyardError } from "../errors.js";
+import { parseRedisUrl } from "../bus/redis-url.js";
 
 export interface ServiceEndpoint {
   dependency: Dependency;

@@ -52,7 +52,7 @@ export interface Metrics {
   harnessHeartbeats: Counter<"stream">;
   /** Checkpoint signer runs per tenant: signed, or refused because the chain did not verify. */
   checkpoints: Counter<"outcome">;
-  /** 1 while this process reaches the dependency (postgres, redis), 0 during an outage (src/dependency-health.ts). */
+  /** 1 while this process reaches the dependency (postgres, redis), 0 during an outage (src/process/dependency-health.ts). */
   dependencyUp: Gauge<"dependency">;
   /** Outages started, per dependency. */
   dependencyOutages: Counter<"dependency">;

@@ -1,0 +1,133 @@
+/**
+ * The layering of `src/`, checked on its import graph (every relative `import … from`, `export … from` and
+ * `import("…")`), so a change that runs an arrow the wrong way fails here rather than in a reader's head.
+ *
+ * Two kinds of rule. A rule that holds: the folder imports only what it lists. A rule issue 27 asks for that does
+ * not hold yet: the edges that break it today are listed, and the list may only shrink — a new edge of that kind
+ * fails, and one that is gone must be struck from the list (so the list stays the truth about what is left).
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, normalize, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const SRC = join(dirname(fileURLToPath(import.meta.url)), "../../src");
+const IMPORT = /(?:^|[\s;])(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+
+/** Every module of src/ (generated code aside) with the src-relative modules it imports (`.ts`). */
+function importGraph(): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (relative(SRC, path) !== "gen") walk(path);
+      } else if (entry.name.endsWith(".ts")) {
+        const from = relative(SRC, path);
+        const targets = new Set<string>();
+        for (const match of readFileSync(path, "utf8").matchAll(IMPORT)) {
+          const spec = match[1] ?? match[2]!;
+          targets.add(normalize(join(dirname(from), spec)).replace(/\.js$/, ".ts"));
+        }
+        graph.set(from, targets);
+      }
+    }
+  };
+  walk(SRC);
+  return graph;
+}
+
+const graph = importGraph();
+/** `bus/codec.ts` → `bus`; a root file is its own name. */
+const areaOf = (module: string): string => (module.includes("/") ? module.split("/")[0]! : module.replace(/\.ts$/, ""));
+
+/** Edges `from → to` whose source is in `area`, to another area, as `from -> to`. */
+function edgesOutOf(area: string): string[] {
+  const out: string[] = [];
+  for (const [from, targets] of graph) {
+    if (areaOf(from) !== area) continue;
+    for (const to of targets) if (areaOf(to) !== area) out.push(`${from} -> ${to}`);
+  }
+  return out.sort();
+}
+
+function importsOutside(area: string, allowed: readonly string[]): string[] {
+  return edgesOutOf(area).filter((edge) => !allowed.includes(areaOf(edge.split(" -> ")[1]!)));
+}
+
+describe("layering of src/", () => {
+  it("reads every module (the graph is not empty by accident)", () => {
+    expect(graph.size).toBeGreaterThan(300);
+    expect(graph.get("runtime.ts")?.has("config/index.ts")).toBe(true);
+  });
+
+  it("keeps only composition roots and shared leaves at the root of src/; process plumbing lives in process/", () => {
+    const root = [...graph.keys()].filter((m) => !m.includes("/")).sort();
+    expect(root).toEqual([
+      "coordinator-process.ts",
+      "domain.ts",
+      "edit-distance.ts",
+      "errors.ts",
+      "json-depth.ts",
+      "logger.ts",
+      "package-paths.ts",
+      "read-body.ts",
+      "runtime.ts",
+      "sleep.ts",
+      "stable-json.ts",
+    ]);
+  });
+
+  it("has leaves that import nothing of src/: errors, domain, the JSON depth check", () => {
+    for (const leaf of ["errors.ts", "domain.ts", "json-depth.ts", "stable-json.ts", "sleep.ts"]) expect([...graph.get(leaf)!], leaf).toEqual([]);
+  });
+
+  it("keeps the bus on the ground floor: it imports no coordinator, store, feature, gateway, CLI or harness", () => {
+    expect(importsOutside("bus", ["domain", "errors", "logger", "gen", "metrics", "process"])).toEqual([]);
+  });
+
+  it("keeps process plumbing below the features", () => {
+    expect(importsOutside("process", ["errors", "logger", "sleep", "bus", "metrics", "store"])).toEqual([]);
+  });
+
+  it("ratchet (issue 27 §3): the harness's remaining imports of store/ only shrink", () => {
+    const toStore = edgesOutOf("harness").filter((edge) => edge.split(" -> ")[1]!.startsWith("store/"));
+    expect(toStore).toEqual([
+      "harness/process.ts -> store/db.ts",
+      "harness/process.ts -> store/step-result-reader.ts",
+      "harness/process.ts -> store/step-turn-check.ts",
+      "harness/turn.ts -> store/db.ts",
+    ]);
+  });
+
+  it("ratchet (issue 27 §4): what cli/commands reach besides the client and output helpers only shrinks", () => {
+    const reach = new Set(edgesOutOf("cli").filter((edge) => edge.startsWith("cli/commands/")).map((edge) => areaOf(edge.split(" -> ")[1]!)));
+    expect([...reach].sort()).toEqual(BASELINE_CLI_COMMANDS_REACH);
+  });
+});
+
+/** The areas `src/cli/commands/*` import today; issue 27 §4 wants the client and the output helpers only. */
+const BASELINE_CLI_COMMANDS_REACH = [
+  "approvals",
+  "bus",
+  "config",
+  "coordinator",
+  "coordinator-process",
+  "domain",
+  "errors",
+  "fairness",
+  "flags",
+  "foreign",
+  "gateway",
+  "governance",
+  "harness",
+  "ingest",
+  "logger",
+  "metrics",
+  "process",
+  "services",
+  "store",
+  "telemetry",
+  "tenancy",
+  "vault",
+];
