@@ -1,7 +1,7 @@
 /**
  * `reply_added_ms`: what the reply sender adds to one origin reply over a raw `fetch` of the same post.
  *
- * A GitHub stand-in (src/cli/demo/provider-stubs.ts) on 127.0.0.1 and a tenant connection to it (token sealed in the
+ * A GitHub stand-in (src/devtools/demo/provider-stubs.ts) on 127.0.0.1 and a tenant connection to it (token sealed in the
  * vault). Untimed per call: a task row with a forge_comment address and a `pending` reply row, as the engine writes
  * them after the governed hop committed. Timed, sender path: `runOnce()` — claim the row (`dialing`), open the
  * connection's secret, check address against connection, the guarded fetch (DNS pinned, no redirects) through
@@ -12,7 +12,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { defaultConfig } from "../../src/config/index.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
-import { startProviderStub } from "../../src/cli/demo/provider-stubs.js";
+import { startProviderStub } from "../../src/devtools/demo/provider-stubs.js";
 import { createReplySender } from "../../src/replies/reply-sender.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { createTenant } from "../../src/tenancy/tenants.js";

@@ -90,6 +90,11 @@ describe("layering of src/", () => {
     expect(importsOutside("process", ["errors", "logger", "sleep", "bus", "metrics", "store"])).toEqual([]);
   });
 
+  it("keeps the dev tools (demos, dev stack, example handlers) out of the product: only the CLI's commands load them", () => {
+    const users = [...graph].filter(([from, targets]) => areaOf(from) !== "devtools" && [...targets].some((to) => areaOf(to) === "devtools")).map(([from]) => from);
+    expect(users.sort()).toEqual(["cli/commands/demo.ts", "cli/commands/start.ts"]);
+  });
+
   it("ratchet (issue 27 §3): the harness's remaining imports of store/ only shrink", () => {
     const toStore = edgesOutOf("harness").filter((edge) => edge.split(" -> ")[1]!.startsWith("store/"));
     expect(toStore).toEqual([
@@ -113,6 +118,7 @@ const BASELINE_CLI_COMMANDS_REACH = [
   "config",
   "coordinator",
   "coordinator-process",
+  "devtools",
   "domain",
   "errors",
   "fairness",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hopRows, formatHopsTable } from "../../src/cli/demo/hops-table.js";
+import { hopRows, formatHopsTable } from "../../src/devtools/demo/hops-table.js";
 import { exitCodeFor, formatErrorJson, formatErrorLine, formatTable, toCliError } from "../../src/cli/output.js";
 import { runCli } from "../../src/cli/main.js";
 import type { AuditRow } from "../../src/domain.js";

@@ -32,15 +32,15 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
    * gateway up until Ctrl-C so the console can be opened (without it the demo exits by itself, as CI needs).
    */
   /**
-   * `demo origin` runs the origin-reply loop instead (src/cli/demo/run-origin-demo.ts): a signed GitHub webhook →
+   * `demo origin` runs the origin-reply loop instead (src/devtools/demo/run-origin-demo.ts): a signed GitHub webhook →
    * task → the worker's ctx.reply → a local stand-in forge receives the comment with the tenant's token → the
    * comment's own webhook starts nothing. Exit 0 only when all of it happened and the chain verifies.
    *
-   * `demo mcp` runs role → MCP tool → role (src/cli/demo/run-mcp-demo.ts): the example MCP server
+   * `demo mcp` runs role → MCP tool → role (src/devtools/demo/run-mcp-demo.ts): the example MCP server
    * (examples/mcp/text-stats.ts) registered as `--protocol mcp --tool text_stats`, examples/workflows/mcp-demo.yaml.
    * Exit 0 only when the task completed, the tool was called exactly once and the chain verifies.
    *
-   * `demo orchestrator` runs fan-out delegation (src/cli/demo/run-orchestrator-demo.ts): the orchestrator
+   * `demo orchestrator` runs fan-out delegation (src/devtools/demo/run-orchestrator-demo.ts): the orchestrator
    * (examples/handlers/orchestrator.ts) asks role:analyst, role:critic and the example A2A agent at once and takes
    * their answers one turn at a time, examples/workflows/orchestrator-demo.yaml. Exit 0 only when the task
    * completed, every answer was handed over once in the order the coordinator received it, and the chain verifies.
@@ -79,24 +79,24 @@ export function registerDemoCommand(program: Command, run: ActionRunner): void {
         try {
           for (const line of services.lines) ctx.print(line);
           if (scenario === "mcp") {
-            const { runMcpDemo } = await import("../demo/run-mcp-demo.js");
+            const { runMcpDemo } = await import("../../devtools/demo/run-mcp-demo.js");
             const mcp = await runMcpDemo({ config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!mcp.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
           if (scenario === "orchestrator") {
-            const { runOrchestratorDemo } = await import("../demo/run-orchestrator-demo.js");
+            const { runOrchestratorDemo } = await import("../../devtools/demo/run-orchestrator-demo.js");
             const fanOut = await runOrchestratorDemo({ config, print: (line) => ctx.print(line), logger, tenant: options.tenant, topic: options.topic, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!fanOut.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
           if (scenario === "origin") {
-            const { runOriginDemo } = await import("../demo/run-origin-demo.js");
+            const { runOriginDemo } = await import("../../devtools/demo/run-origin-demo.js");
             const origin = await runOriginDemo({ config, print: (line) => ctx.print(line), logger, tenant: options.tenant, timeoutMs: options.timeout * 1000, signal: stop.signal });
             if (!origin.ok) throw new CommandExit(ExitCode.Failed);
             return;
           }
-          const { runDemo } = await import("../demo/run-demo.js");
+          const { runDemo } = await import("../../devtools/demo/run-demo.js");
           const result = await runDemo({
             config,
             print: (line) => ctx.print(line),

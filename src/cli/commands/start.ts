@@ -7,7 +7,7 @@ import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { openRuntime, type CliContext } from "../context.js";
-import { EXAMPLE_ROLES } from "../example-handlers.js";
+import { EXAMPLE_ROLES } from "../../devtools/example-handlers.js";
 import type { MetricsServer } from "../../metrics/metrics-server.js";
 import type { Config } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
@@ -127,7 +127,7 @@ async function runAll(ctx: CliContext, options: AllOptions): Promise<void> {
 }
 
 async function runAllOn(ctx: CliContext, options: AllOptions, roles: string[], logger: Logger, config: Config): Promise<void> {
-  const [{ startDevStack }, { installProcessGuards }] = await Promise.all([import("../dev-stack.js"), import("../../process/process-guard.js")]);
+  const [{ startDevStack }, { installProcessGuards }] = await Promise.all([import("../../devtools/dev-stack.js"), import("../../process/process-guard.js")]);
   const stack = await startDevStack({
     config,
     logger,

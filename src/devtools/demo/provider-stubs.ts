@@ -5,7 +5,7 @@
  * set, and can be told how to misbehave for the next posts: 429 with Retry-After, 5xx, 401, hang after reading the
  * request, close the socket.
  *
- * No test framework is imported here: the demo (src/cli/demo) runs these too.
+ * No test framework is imported here: the demo (src/devtools/demo) runs these too.
  */
 import { randomInt } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";

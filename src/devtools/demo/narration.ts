@@ -3,7 +3,7 @@
  */
 import { migrate } from "../../store/migrate.js";
 import type { TaskView } from "../../coordinator/tasks.js";
-import { formatStepLine, watchTask, type WatchTaskOptions } from "../task-watch.js";
+import { formatStepLine, watchTask, type WatchTaskOptions } from "../../cli/task-watch.js";
 
 /** Step 1 of every demo: create the database if missing and apply the migrations, saying what happened. */
 export async function prepareDemoDatabase(databaseUrl: string, say: (line: string) => void): Promise<void> {

@@ -12,7 +12,7 @@ import type { Logger } from "../logger.js";
 import type { Runtime } from "../runtime.js";
 import type { GatewayOptions } from "../gateway/options.js";
 import { startGateway, type Gateway } from "../gateway/server.js";
-import { openRuntime } from "./context.js";
+import { openRuntime } from "../cli/context.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
 import { replyDeadlineMs } from "../replies/reply-limits.js";
 

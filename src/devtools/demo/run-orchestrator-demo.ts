@@ -20,7 +20,7 @@ import { verifyChain } from "../../governance/audit-verify.js";
 import { submitWorkflow } from "../../store/workflow-store.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
 import type { TurnNote } from "../../../examples/handlers/orchestrator.js";
-import { describeVerification, formatNumber } from "../output.js";
+import { describeVerification, formatNumber } from "../../cli/output.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
 import { DEMO_AGENT_KEY, LOOPBACK_NETWORK, registerDemoAgent, startDemoAgent } from "./demo-foreign.js";
 import { startDemoStack } from "./demo-stack.js";

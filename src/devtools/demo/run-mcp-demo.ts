@@ -18,7 +18,7 @@ import type { Queryable } from "../../store/db.js";
 import { submitWorkflow } from "../../store/workflow-store.js";
 import { createTenant, getTenant } from "../../tenancy/tenants.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
-import { describeVerification, formatNumber } from "../output.js";
+import { describeVerification, formatNumber } from "../../cli/output.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
 import { LOOPBACK_NETWORK, registerOrUpdate } from "./demo-foreign.js";
 import { DEMO_ACTOR, type DemoOptions } from "./run-demo.js";

@@ -1,7 +1,7 @@
 /**
  * `npm run demo -- origin`: an origin reply end to end, on loopback, narrated.
  *
- * A local stand-in for a GitHub forge (src/cli/demo/provider-stubs.ts) → the tenant's connection to it (its token
+ * A local stand-in for a GitHub forge (src/devtools/demo/provider-stubs.ts) → the tenant's connection to it (its token
  * sealed in the vault) and a GitHub ingest endpoint → a signed `issue_comment` delivery to the gateway → a task whose
  * reply address the verified body chose → the worker's `ctx.reply` (examples/handlers/responder.ts), governed as
  * `origin_reply` and audited → the forge receives the comment with the connection's token → the forge's webhook for
@@ -21,8 +21,8 @@ import { createTenant, getTenant } from "../../tenancy/tenants.js";
 import { addConnection } from "../../vault/connection-store.js";
 import { createSecretCipher, type EncryptionKey } from "../../vault/secret-cipher.js";
 import { parseWorkflowDefinition } from "../../workflow/definition.js";
-import { describeVerification, formatTable } from "../output.js";
-import { formatStepLine, watchTask } from "../task-watch.js";
+import { describeVerification, formatTable } from "../../cli/output.js";
+import { formatStepLine, watchTask } from "../../cli/task-watch.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
 import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";

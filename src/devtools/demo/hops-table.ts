@@ -3,7 +3,7 @@
  * row, so a newcomer sees each hop pass the choke-point (policy verdict, rule, cost) and how long it took.
  */
 import type { AuditRow } from "../../domain.js";
-import { formatTable } from "../output.js";
+import { formatTable } from "../../cli/output.js";
 
 export const HOP_COLUMNS = ["seq", "step", "action", "actor", "destination", "verdict", "rule", "cost", "+ms"] as const;
 
