@@ -121,7 +121,7 @@ export interface StepDefinition {
   priority?: number;
   /**
    * At most `limit` (1–10,000) of the tenant's steps with the same value at `key` (`task.input.` and 1–8 field
-   * names) in flight (src/fairness/concurrency-key.ts).
+   * names) in flight (src/core/concurrency-key.ts).
    */
   concurrency?: { key: string; limit: number };
 }

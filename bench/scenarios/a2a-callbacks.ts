@@ -19,7 +19,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { randomUUID } from "node:crypto";
-import type { StepRecord } from "../../src/coordinator/model.js";
+import type { StepRecord } from "../../src/core/model.js";
 import { saveSteps } from "../../src/coordinator/task-store.js";
 import { getLinkKey, type LinkKey } from "../../src/approvals/link-keys.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";

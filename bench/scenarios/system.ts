@@ -21,7 +21,7 @@ import type { Bus } from "../../src/bus/bus.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { streamKey } from "../../src/bus/keys.js";
 import { COORDINATOR_GROUP, Coordinator } from "../../src/coordinator/coordinator.js";
-import type { StepRecord } from "../../src/coordinator/model.js";
+import type { StepRecord } from "../../src/core/model.js";
 import { saveSteps } from "../../src/coordinator/task-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import type { WorkflowDefinition } from "../../src/domain.js";

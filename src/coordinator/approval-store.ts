@@ -5,7 +5,7 @@
  */
 import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
 import type { Queryable } from "../store/db.js";
-import type { ApprovalSpec } from "./model.js";
+import type { ApprovalSpec } from "../core/model.js";
 import type { OwnedShards } from "./shard-ownership.js";
 import { shardSqlClause, shardSqlParams } from "./shards.js";
 

@@ -25,7 +25,7 @@ import { TenantHold } from "../flags/tenant-hold.js";
 import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
 import { runPeriodically } from "./periodic-job.js";
 import { Sweeps } from "./sweeps.js";
-import type { LimitSource } from "../fairness/limits.js";
+import type { LimitSource } from "../core/limits.js";
 import { inlineRelease, ReleaseLoop } from "../fairness/releaser.js";
 
 export { COORDINATOR_GROUP } from "./inbox-intake.js";

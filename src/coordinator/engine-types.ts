@@ -6,7 +6,7 @@ import type { AuditRow } from "../domain.js";
 import type { Queryable } from "../store/db.js";
 import type { AuditHeadCache } from "../governance/audit-heads.js";
 import type { HopSpans } from "../telemetry/hop-spans.js";
-import type { ApprovalSpec, CoordinatorEvent, HopRecord, TaskRecord } from "./model.js";
+import type { ApprovalSpec, CoordinatorEvent, HopRecord, TaskRecord } from "../core/model.js";
 import type { OutboxRow } from "./outbox.js";
 
 /** Proves, inside a transaction, that its writer still owns the tenants' shards (shard-ownership.ts); FENCED if not. */

@@ -13,12 +13,12 @@ import type { CompiledPolicy } from "../governance/policy.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { createReplyFactsSource, type ReplyFactsSource } from "../replies/reply-facts.js";
-import { DEFAULT_REPLY_LIMITS, type ReplyEventFacts, type ReplyLimits } from "../replies/reply-types.js";
+import { DEFAULT_REPLY_LIMITS, type ReplyEventFacts, type ReplyLimits } from "../core/reply-types.js";
 import { ReplyBatch } from "./reply-batch.js";
-import { decide } from "./decide.js";
+import { decide } from "../core/decide.js";
 import { derivedIdSource, sha256Hex } from "./envelopes.js";
 import { unavailableForeignDispatcher, type ForeignDispatcher } from "./foreign-dispatcher.js";
-import { DEFAULT_DELEGATION_LIMITS, type DecideContext, type DelegationLimits, type Effect, type TaskState } from "./model.js";
+import { DEFAULT_DELEGATION_LIMITS, type DecideContext, type DelegationLimits, type Effect, type TaskState } from "../core/model.js";
 import { HopSpans } from "../telemetry/hop-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
 import { loadTasksForUpdate, orderSteps } from "./task-store.js";
@@ -28,9 +28,9 @@ import { emptyResult, mergeResult, type ApplyInTransactionOptions, type ApplyRes
 import { dedupe, forgetRefused } from "./envelope-dedupe.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { accrueDailyCost, costDay, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
-import { AdmissionGate } from "../fairness/admission.js";
+import { AdmissionGate } from "../core/admission.js";
 import { admissionScope, anyConcurrencyKey, loadAdmission } from "../fairness/admission-load.js";
-import { NO_LIMITS, type LimitSource } from "../fairness/limits.js";
+import { NO_LIMITS, type LimitSource } from "../core/limits.js";
 
 export type { ApplyInTransactionOptions, ApplyResult, EngineFence, EngineInput, EngineRefusal, InlineRelease } from "./engine-types.js";
 

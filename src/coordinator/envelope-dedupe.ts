@@ -4,7 +4,7 @@
  */
 import type { Queryable } from "../store/db.js";
 import type { ApplyResult, EngineInput } from "./engine-types.js";
-import type { CoordinatorEvent } from "./model.js";
+import type { CoordinatorEvent } from "../core/model.js";
 
 /** A refused envelope was not processed: its id must not shadow the genuine envelope that may carry it. */
 export async function forgetRefused(client: Queryable, refused: ApplyResult["refused"], applied: ReadonlySet<string>): Promise<void> {

@@ -18,7 +18,7 @@ import {
 import type { StarterSender } from "../bus/auth/bus-auth.js";
 import { isNotSentResultId } from "../foreign/foreign-result.js";
 import { MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
-import { startEventId, type CoordinatorEvent, type EnvelopeSpec, type EventSender } from "./model.js";
+import { startEventId, type CoordinatorEvent, type EnvelopeSpec, type EventSender } from "../core/model.js";
 import { isUuid } from "./task-store.js";
 
 const encoder = new TextEncoder();

@@ -3,7 +3,7 @@
  * Until the FOREIGN endpoint feature lands, the only adapter fails the step closed with a clear code.
  */
 import type { Queryable } from "../store/db.js";
-import type { EnvelopeSpec, StepError } from "./model.js";
+import type { EnvelopeSpec, StepError } from "../core/model.js";
 
 /**
  * `sentHash`: sha256 hex of the canonical JSON of exactly what will leave (the input after the registration's field

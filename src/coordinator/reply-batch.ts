@@ -4,10 +4,10 @@
  * rows recorded (the task cap and the idempotency key must count them) and tokens taken (the bucket).
  */
 import type { ReplyFactsSource } from "../replies/reply-facts.js";
-import type { BucketState, ReplyEventFacts } from "../replies/reply-types.js";
+import type { BucketState, ReplyEventFacts } from "../core/reply-types.js";
 import type { Queryable } from "../store/db.js";
-import { replyActor } from "./decide-reply.js";
-import type { CoordinatorEvent, Effect, TaskState } from "./model.js";
+import { replyActor } from "../core/decide-reply.js";
+import type { CoordinatorEvent, Effect, TaskState } from "../core/model.js";
 
 export class ReplyBatch {
   private readonly recorded = new Map<string, { count: number; keys: Set<string> }>();

@@ -11,7 +11,7 @@ import { COORDINATOR_ENDPOINT, EnvelopeKind, TASK_STARTED_CONTENT_TYPE, createEn
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { Queryable } from "../store/db.js";
 import { derivedIdSource } from "./envelopes.js";
-import { startEventId } from "./model.js";
+import { startEventId } from "../core/model.js";
 import { insertOutbox, type OutboxRow } from "./outbox.js";
 import { inboxOf } from "./shards.js";
 

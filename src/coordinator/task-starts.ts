@@ -7,13 +7,13 @@
 import { randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError, isSwitchyardError } from "../errors.js";
 import { depthBeyond, MAX_JSON_DEPTH } from "../json-depth.js";
-import { validateAddress, viewAddress, type ReplyAddress } from "../origin/reply-address.js";
+import { validateAddress, viewAddress, type ReplyAddress } from "../core/reply-address.js";
 import type { PoolClient } from "../store/db.js";
 import { getWorkflow, type StoredWorkflow } from "../store/workflow-store.js";
 import { recordTaskStart } from "../telemetry/task-spans.js";
 import { activeTraceparent } from "../telemetry/traceparent.js";
 import { tracingOn } from "../telemetry/tracing.js";
-import type { StepRecord, TaskRecord } from "./model.js";
+import type { StepRecord, TaskRecord } from "../core/model.js";
 import { insertTasks, pendingWorkflowStep, saveSteps } from "./task-store.js";
 import type { StartTaskRequest, TaskView } from "./tasks.js";
 

@@ -7,8 +7,8 @@
  */
 import type { Queryable } from "../store/db.js";
 import type { StepDefinition, WorkflowDefinition } from "../domain.js";
-import { tryAddress } from "../origin/reply-address.js";
-import type { Checkpoint, StepRecord, TaskRecord } from "./model.js";
+import { tryAddress } from "../core/reply-address.js";
+import type { Checkpoint, StepRecord, TaskRecord } from "../core/model.js";
 import { parseStoredTenantFacts, storedTenantFactsColumn, type StoredTenantFacts } from "./tenant-facts.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

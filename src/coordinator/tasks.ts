@@ -7,14 +7,14 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import { retryOnConflict, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { unscoped, type TransactionRunner } from "../store/tenant-scope.js";
 import { getWorkflow } from "../store/workflow-store.js";
-import { tryAddress, viewAddress, type ReplyAddress, type ReplyAddressView } from "../origin/reply-address.js";
+import { tryAddress, viewAddress, type ReplyAddress, type ReplyAddressView } from "../core/reply-address.js";
 import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
 import { waitForReplyOutcome } from "../replies/reply-outcome.js";
 import { listReplies, type ReplyView } from "../replies/reply-store.js";
-import type { ReplyOutcome } from "../replies/reply-types.js";
+import type { ReplyOutcome } from "../core/reply-types.js";
 import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "./approval-store.js";
 import type { ApplyResult, Engine } from "./engine.js";
-import { EXPIRY_ACTOR, startEventId, type StepRecord, type TaskRecord, type TaskStatus } from "./model.js";
+import { EXPIRY_ACTOR, startEventId, type StepRecord, type TaskRecord, type TaskStatus } from "../core/model.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
 import { insertStartEnvelopes, type StartOwner } from "./start-envelope.js";
 import { checkStarts, writeStarts, type OnStartsCreated, type StartedTask, type StartSettled } from "./task-starts.js";
@@ -56,7 +56,7 @@ export interface TaskReplyRequest {
   signal?: AbortSignal;
 }
 
-export { EXPIRY_ACTOR } from "./model.js";
+export { EXPIRY_ACTOR } from "../core/model.js";
 
 export interface DecideApprovalRequest {
   orgId: string;

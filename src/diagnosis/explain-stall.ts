@@ -5,7 +5,7 @@
  * StallFacts port, so the CLI uses it locally and a gateway could remotely.
  */
 import type { StepView, TaskView } from "../coordinator/tasks.js";
-import { TERMINAL_TASK_STATUSES } from "../coordinator/model.js";
+import { TERMINAL_TASK_STATUSES } from "../core/model.js";
 import type { FlagFact, QueueReading, StallFacts } from "./stall-facts.js";
 
 /**

@@ -9,28 +9,15 @@
  * capacity may be overshot by a batch's worth; it is a throttle, not a guarantee (README, Tenant fairness).
  */
 import type { Queryable } from "../store/db.js";
-import { HELD_COUNT_CAP, type AdmissionFacts, type Bucket, type DestinationLoad, type KeyLoad, type TenantLoad } from "./admission.js";
-import { concurrencyGroupOf } from "./concurrency-key.js";
-import { pairKey, type LimitTable } from "./limits.js";
-import type { CoordinatorEvent, TaskState } from "../coordinator/model.js";
+import { HELD_COUNT_CAP, type AdmissionFacts, type Bucket, type DestinationLoad, type KeyLoad, type TenantLoad } from "../core/admission.js";
+import { concurrencyGroupOf } from "../core/concurrency-key.js";
+import { pairKey, type LimitTable } from "../core/limits.js";
+import type { CoordinatorEvent, TaskState } from "../core/model.js";
+import type { HeldStep } from "../core/held-step.js";
 
 /** Advisory-lock namespace of tenant admission (`pg_advisory_xact_lock(ns, hashtext(org))`). */
 const ADMISSION_LOCK_NAMESPACE = 0x5f15;
 
-/** A step held back, as written to `held_steps`. */
-export interface HeldStep {
-  orgId: string;
-  taskId: string;
-  stepId: string;
-  destination: string;
-  /** 1–5, higher first within the tenant. */
-  priority: number;
-  concurrencyKey: string | null;
-  /** The key's limit when it has one (the releaser counts the key's room from it). */
-  concurrencyLimit: number | null;
-  reason: string;
-  heldAtMs: number;
-}
 
 /** What a batch may dispatch: each tenant's destinations, and the concurrency keys of its tasks' steps. */
 export interface AdmissionScope {

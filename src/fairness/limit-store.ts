@@ -11,7 +11,7 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import { appendAudit } from "../governance/audit-log.js";
 import { SYSTEM_CHAIN } from "../flags/flag-store.js";
 import { withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
-import { validateLimit, type DispatchLimit, type DispatchLimitRow } from "./limits.js";
+import { validateLimit, type DispatchLimit, type DispatchLimitRow } from "../core/limits.js";
 
 export interface LimitChange {
   actor: string;

@@ -8,7 +8,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
 import { TablePoller } from "../process/table-poller.js";
 import { listLimits } from "./limit-store.js";
-import { LimitTable, type LimitSource } from "./limits.js";
+import { LimitTable, type LimitSource } from "../core/limits.js";
 
 export interface LiveLimitsOptions {
   db: Queryable;

@@ -16,9 +16,9 @@ import { sleep } from "../sleep.js";
 import type { Engine, InlineRelease } from "../coordinator/engine.js";
 import { applyIsolating, type DecodedEntry } from "../coordinator/isolated-apply.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
-import { refill } from "./admission.js";
+import { refill } from "../core/admission.js";
 import { planReleases, type TenantDemand } from "./fair-share.js";
-import { pairKey, type LimitSource, type LimitTable } from "./limits.js";
+import { pairKey, type LimitSource, type LimitTable } from "../core/limits.js";
 
 export interface ReleaserOptions {
   engine: Engine;

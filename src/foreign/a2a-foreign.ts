@@ -21,7 +21,7 @@ import type { A2ACallbackDeps } from "./callback-route.js";
 import { BreakerRegistry } from "./egress/index.js";
 import { TokenBuckets } from "./rate-limit.js";
 import { ForeignSender } from "./sender.js";
-import type { LimitSource } from "../fairness/limits.js";
+import type { LimitSource } from "../core/limits.js";
 import { ForeignSweep } from "./sweep.js";
 import { ForeignPoller } from "./poller.js";
 import { ForeignTransports } from "./transport.js";

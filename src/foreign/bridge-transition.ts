@@ -20,7 +20,7 @@
  * `late`) for the operator, never merged into the RESULT already written.
  */
 import { isDeepStrictEqual } from "node:util";
-import type { StepError } from "../coordinator/model.js";
+import type { StepError } from "../core/model.js";
 import { artifactKnown, foreignOutput, mergeArtifacts, type ForeignArtifact } from "./a2a/artifacts.js";
 import { isInterruptedForeignState, isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
 import { isOpen, type BridgeRecord, type BridgeStatus } from "./bridge-store.js";

@@ -1,7 +1,7 @@
 /**
  * Foreign hops the coordinator gave up on without re-sending (a hop to an agent not registered `idempotent` that
  * timed out, or whose task the agent failed, while the step had retries left: step error FOREIGN_NOT_RETRIED, decided
- * in src/coordinator/decide.ts), shown to SREs beside the bus's dead letters (`switchyard dlq list`,
+ * in src/core/decide.ts), shown to SREs beside the bus's dead letters (`switchyard dlq list`,
  * AdminService/ListDeadLetters) under the stream name `foreign:KEY`.
  *
  * They live in Postgres, not in a Redis dead-letter stream: the record is the failed step and its bridge, written in

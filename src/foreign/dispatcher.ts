@@ -6,7 +6,7 @@
  * post-commit sender (sender.ts) opens the foreign task, so no byte leaves before the audit row is committed — and
  * a rolled-back hop leaves no bridge behind.
  */
-import type { EnvelopeSpec } from "../coordinator/model.js";
+import type { EnvelopeSpec } from "../core/model.js";
 import type { ForeignDispatcher, ForeignDispatchOutcome } from "../coordinator/foreign-dispatcher.js";
 import { ensureLinkKey } from "../approvals/link-keys.js";
 import { ErrorCode } from "../errors.js";

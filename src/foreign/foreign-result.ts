@@ -10,7 +10,7 @@ import { continueTrace } from "../telemetry/traceparent.js";
 import { tracingOn } from "../telemetry/tracing.js";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, jsonPayload } from "../bus/codec.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
-import type { StepError } from "../coordinator/model.js";
+import type { StepError } from "../core/model.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import type { BridgeRecord } from "./bridge-store.js";
 import type { PricedBy } from "./pricing.js";

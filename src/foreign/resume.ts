@@ -8,7 +8,7 @@
  * which the coordinator deduplicates by its id should the relay publish it twice. The callback route takes an
  * optimistic path first (callback-intake.ts) and falls back to this one when a bridge changed under it.
  */
-import type { StepError } from "../coordinator/model.js";
+import type { StepError } from "../core/model.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { withTransactionRetry, type Pool, type PoolClient } from "../store/db.js";

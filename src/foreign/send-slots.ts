@@ -9,7 +9,7 @@
  * so a tenant may hold its share on each coordinator; with N coordinators that is N shares of the deployment's N
  * pools, the same fraction.
  */
-import { DEFAULT_WEIGHT, type LimitTable } from "../fairness/limits.js";
+import { DEFAULT_WEIGHT, type LimitTable } from "../core/limits.js";
 
 export interface SendSlotsOptions {
   capacity: number;

@@ -32,7 +32,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
 import { getLinkKey } from "../approvals/link-keys.js";
 import type { BridgeRecord } from "./bridge-store.js";
-import type { LimitSource } from "../fairness/limits.js";
+import type { LimitSource } from "../core/limits.js";
 import { attemptsOver, claimBridges, type ClaimedBridge } from "./send-claim.js";
 import { ATTEMPT_OVER_MESSAGE, callStop, SendPool, stopOf } from "./send-pool.js";
 import { SendSlots, type ClaimRooms, type InFlightCall } from "./send-slots.js";
@@ -187,7 +187,7 @@ export class ForeignSender {
       return false;
     }
     // Whether any request may have reached the agent, over all of the send's tries: only a send that failed before
-    // anything left is reported `not-sent`, which lets the step re-send it (src/coordinator/decide.ts).
+    // anything left is reported `not-sent`, which lets the step re-send it (src/core/decide.ts).
     const reach: SendProgress = { mayHaveReached: false };
     // Tracing on only: the egress span, in the task's trace through the bridge's stored traceparent.
     const span = tracingOn() ? startEgressSpan(bridge) : undefined;

@@ -3,7 +3,7 @@
  * base64url of the last row's exact `created_at` (as Postgres prints it, microseconds included) and id, so paging
  * is stable while new tasks arrive.
  */
-import type { TaskStatus } from "../coordinator/model.js";
+import type { TaskStatus } from "../core/model.js";
 import type { TaskView } from "../coordinator/tasks.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";

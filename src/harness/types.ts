@@ -44,10 +44,10 @@
  */
 import type { Logger } from "../logger.js";
 import type { Destination } from "../domain.js";
-import type { ReplyAddressView } from "../origin/reply-address.js";
-import type { ReplyOutcome } from "../replies/reply-types.js";
+import type { ReplyAddressView } from "../core/reply-address.js";
+import type { ReplyOutcome } from "../core/reply-types.js";
 
-export type { ReplyOutcome } from "../replies/reply-types.js";
+export type { ReplyOutcome } from "../core/reply-types.js";
 
 /** The answer to a delegation, as the resumed turn sees it. */
 export interface Reply {

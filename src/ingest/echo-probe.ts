@@ -11,7 +11,7 @@
  * - Slack `bot_id` / `app_id` a connection of the tenant may have learnt.
  */
 import { sha256Hex } from "../coordinator/envelopes.js";
-import { accountKeyOf, canonicalBaseUrl, connectionKindOf, displayAddress, type ConnectionKind } from "../origin/reply-address.js";
+import { accountKeyOf, canonicalBaseUrl, connectionKindOf, displayAddress, type ConnectionKind } from "../core/reply-address.js";
 import type { IngestSource } from "./endpoint-store.js";
 import { deriveReplyAddress } from "./reply-address-parsers.js";
 

@@ -19,9 +19,9 @@
  * `instance` is the Cairn instance's base URL (its origin is kept, lower case); `data.artifact.id` the artifact.
  * Comment events carry `data.comment.id` (see echo.ts) and yield no address unless their type starts `artifact.`.
  *
- * Every part is checked by `tryAddress` (src/origin/reply-address.ts): anything off-charset yields no address.
+ * Every part is checked by `tryAddress` (src/core/reply-address.ts): anything off-charset yields no address.
  */
-import { canonicalBaseUrl, tryAddress, type ReplyAddress } from "../origin/reply-address.js";
+import { canonicalBaseUrl, tryAddress, type ReplyAddress } from "../core/reply-address.js";
 import type { IngestSource } from "./endpoint-store.js";
 
 const FORGE_EVENTS = new Set(["issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment"]);

@@ -5,10 +5,10 @@
  * and, for an approval decision, the parked reply it names. Reading under the task lock makes the count and the
  * key check exact across coordinators (the lock serialises every reply of a task).
  */
-import type { ReplyAddress } from "../origin/reply-address.js";
+import type { ReplyAddress } from "../core/reply-address.js";
 import type { Queryable } from "../store/db.js";
 import { selectConnection as vaultSelect } from "../vault/connection-select.js";
-import { MAX_REPLY_TEXT_BYTES, type ConnectionSelection, type ParkedReplyFacts, type ReplyRequestFacts, type ReplyState } from "./reply-types.js";
+import { MAX_REPLY_TEXT_BYTES, type ConnectionSelection, type ParkedReplyFacts, type ReplyRequestFacts, type ReplyState } from "../core/reply-types.js";
 import { scanForSecrets, type SecretScanner } from "./secret-scan.js";
 
 export interface ReplyRequestQuery {

@@ -1,6 +1,6 @@
 /** The reply bounds and deadlines a process takes from its configuration (config.origin). */
 import type { Config } from "../config/index.js";
-import { MAX_REPLY_TEXT_BYTES, type ReplyLimits } from "./reply-types.js";
+import { MAX_REPLY_TEXT_BYTES, type ReplyLimits } from "../core/reply-types.js";
 
 export function replyLimitsOf(config: Pick<Config, "origin">): ReplyLimits {
   const o = config.origin;

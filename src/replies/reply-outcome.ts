@@ -8,7 +8,7 @@
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { sleep } from "../sleep.js";
 import type { Queryable } from "../store/db.js";
-import type { ReplyOutcome, ReplyState } from "./reply-types.js";
+import type { ReplyOutcome, ReplyState } from "../core/reply-types.js";
 
 export interface ReplyOutcomeQuery {
   orgId: string;

@@ -27,7 +27,7 @@ import type { SecretCipher } from "../vault/secret-cipher.js";
 import { openConnectionSecret } from "../vault/connection-secret.js";
 import { createGuardedFetch, type EgressResolver } from "../foreign/egress/index.js";
 import type { BackgroundJob } from "../foreign/a2a-foreign.js";
-import { accountKeyOf, connectionKindOf, targetOf, validateAddress, type ReplyAddress } from "../origin/reply-address.js";
+import { accountKeyOf, connectionKindOf, targetOf, validateAddress, type ReplyAddress } from "../core/reply-address.js";
 import { targetAllowed } from "../vault/connection-select.js";
 import { findConnection, type ConnectionRecord } from "../vault/connection-store.js";
 import { redact, type DialOutcome } from "./dial-outcome.js";

@@ -3,7 +3,7 @@
  * the listing a task view shows. A listing never carries the text, the connection's secret or anything of it.
  */
 import type { Queryable } from "../store/db.js";
-import type { ReplyRecord, ReplyState, ReplyUpdate } from "./reply-types.js";
+import type { ReplyRecord, ReplyState, ReplyUpdate } from "../core/reply-types.js";
 
 /** Inserts new rows; a redelivered request (same org, task and request id) inserts nothing. */
 export async function insertReplies(db: Queryable, rows: readonly ReplyRecord[]): Promise<void> {

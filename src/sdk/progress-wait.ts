@@ -4,7 +4,7 @@
  * stopped moving and says what is stuck (which tasks and steps, in which state). So the suite tells "slow" from
  * "stuck". Tests that use these waits need a vitest timeout well above `stallMs` (the global one is).
  */
-import { TERMINAL_TASK_STATUSES } from "../coordinator/model.js";
+import { TERMINAL_TASK_STATUSES } from "../core/model.js";
 import type { TaskView } from "../coordinator/tasks.js";
 import type { Queryable } from "../store/db.js";
 

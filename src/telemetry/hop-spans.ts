@@ -10,7 +10,7 @@
  */
 import { SpanKind, SpanStatusCode, type Attributes, type Span } from "@opentelemetry/api";
 import type { AuditRow } from "../domain.js";
-import type { CoordinatorEvent, Effect, EnvelopeSpec } from "../coordinator/model.js";
+import type { CoordinatorEvent, Effect, EnvelopeSpec } from "../core/model.js";
 import type { Queryable } from "../store/db.js";
 import { parentContext, traceparentOf } from "./traceparent.js";
 import { tracer } from "./tracing.js";

@@ -3,12 +3,12 @@
  * touching the database, so every problem is reported at once with its field path, and nothing here ever echoes
  * the secret (a problem with it says what is wrong, never what it was).
  *
- * The account key is normalised to the exact form reply addresses carry (src/origin/reply-address.ts), because
+ * The account key is normalised to the exact form reply addresses carry (src/core/reply-address.ts), because
  * selection compares the two with `=`: a forge host lower case with its port, a Slack team id upper case, a Cairn
  * base URL in `canonicalBaseUrl` form.
  */
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import { canonicalBaseUrl, CONNECTION_KINDS, type ConnectionKind } from "../origin/reply-address.js";
+import { canonicalBaseUrl, CONNECTION_KINDS, type ConnectionKind } from "../core/reply-address.js";
 
 export interface ConnectionInput {
   kind: string;

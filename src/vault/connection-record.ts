@@ -2,7 +2,7 @@
  * A connection as the rest of the code sees it: every column of `connections` except the sealed secret. The
  * ciphertext never leaves this directory's queries; only `openConnectionSecret` (connection-secret.ts) opens it.
  */
-import type { ConnectionKind } from "../origin/reply-address.js";
+import type { ConnectionKind } from "../core/reply-address.js";
 
 export interface ConnectionRecord {
   id: string;

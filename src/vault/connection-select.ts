@@ -6,7 +6,7 @@
  * filters by it explicitly because the reply path runs as the table owner, outside row-level security.
  */
 import type { Queryable } from "../store/db.js";
-import { accountKeyOf, connectionKindOf, displayAddress, targetOf, type ReplyAddress } from "../origin/reply-address.js";
+import { accountKeyOf, connectionKindOf, displayAddress, targetOf, type ReplyAddress } from "../core/reply-address.js";
 import { CONNECTION_COLUMNS, connectionFromRow, type ConnectionRecord } from "./connection-record.js";
 
 export type ConnectionSelection =

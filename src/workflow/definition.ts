@@ -10,7 +10,7 @@ import { invalidWorkflow, type WorkflowProblem } from "./problems.js";
 import { decodeSource } from "./source.js";
 import { editDistance } from "../edit-distance.js";
 import { schemaProblem } from "./step-schemas.js";
-import { concurrencyProblem } from "../fairness/concurrency-key.js";
+import { concurrencyProblem } from "../core/concurrency-key.js";
 import { stableJson } from "../stable-json.js";
 
 export { topologicalOrder, dependents } from "./graph.js";
@@ -203,7 +203,7 @@ function readStep(raw: unknown, base: string, add: (path: string, reason: string
     else step.priority = raw.priority;
   }
   if (raw.concurrency != null) {
-    // Isolates the tenant's own customers from each other (src/fairness/concurrency-key.ts).
+    // Isolates the tenant's own customers from each other (src/core/concurrency-key.ts).
     const problem = concurrencyProblem(raw.concurrency);
     if (problem) add(`${at("concurrency")}${problem.path}`, problem.reason);
     else {

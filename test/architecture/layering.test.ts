@@ -82,6 +82,14 @@ describe("layering of src/", () => {
     for (const leaf of ["errors.ts", "domain.ts", "json-depth.ts", "stable-json.ts", "sleep.ts"]) expect([...graph.get(leaf)!], leaf).toEqual([]);
   });
 
+  it("keeps the state machine pure: src/core/ imports only domain, errors, stable-json and workflow/ (and no package but node:crypto)", () => {
+    expect(importsOutside("core", ["domain", "errors", "stable-json", "workflow"])).toEqual([]);
+    const packages = [...graph.keys()]
+      .filter((m) => areaOf(m) === "core")
+      .flatMap((m) => [...readFileSync(join(SRC, m), "utf8").matchAll(/from\s*["']([^."'][^"']*)["']/g)].map((x) => x[1]!));
+    expect([...new Set(packages)]).toEqual(["node:crypto"]);
+  });
+
   it("keeps the bus on the ground floor: it imports no coordinator, store, feature, gateway, CLI or harness", () => {
     expect(importsOutside("bus", ["domain", "errors", "logger", "gen", "metrics", "process"])).toEqual([]);
   });
@@ -118,6 +126,7 @@ const BASELINE_CLI_COMMANDS_REACH = [
   "config",
   "coordinator",
   "coordinator-process",
+  "core",
   "devtools",
   "domain",
   "errors",

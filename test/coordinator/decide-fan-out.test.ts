@@ -3,9 +3,9 @@
  * order their results are applied and go out one at a time, only while no turn of the origin runs.
  */
 import { describe, expect, it } from "vitest";
-import { decide } from "../../src/coordinator/decide.js";
+import { decide } from "../../src/core/decide.js";
 import { toStep } from "../../src/coordinator/task-store.js";
-import type { CoordinatorEvent, DecideContext, Effect, EnvelopeSpec, EventSender, TaskState } from "../../src/coordinator/model.js";
+import type { CoordinatorEvent, DecideContext, Effect, EnvelopeSpec, EventSender, TaskState } from "../../src/core/model.js";
 import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
 
 const ORIGIN: EventSender = { kind: "queue", endpoint: "role:boss" };

@@ -3,10 +3,10 @@
  * ended), the order of refusals, cost on allow, and that the same event and facts always decide the same.
  */
 import { describe, expect, it } from "vitest";
-import { decide } from "../../src/coordinator/decide.js";
-import type { CoordinatorEvent, DecideContext, Effect, TaskState } from "../../src/coordinator/model.js";
-import type { ReplyRequestFacts } from "../../src/replies/reply-types.js";
-import { DEFAULT_REPLY_LIMITS } from "../../src/replies/reply-types.js";
+import { decide } from "../../src/core/decide.js";
+import type { CoordinatorEvent, DecideContext, Effect, TaskState } from "../../src/core/model.js";
+import type { ReplyRequestFacts } from "../../src/core/reply-types.js";
+import { DEFAULT_REPLY_LIMITS } from "../../src/core/reply-types.js";
 import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
 
 const NOW = 1_000_000;

@@ -4,8 +4,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decide } from "../../src/coordinator/decide.js";
-import type { CoordinatorEvent, Effect, TaskState } from "../../src/coordinator/model.js";
+import { decide } from "../../src/core/decide.js";
+import type { CoordinatorEvent, Effect, TaskState } from "../../src/core/model.js";
 import type { HopFacts, Verdict } from "../../src/domain.js";
 import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
 

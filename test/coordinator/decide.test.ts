@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { decide } from "../../src/coordinator/decide.js";
-import type { CoordinatorEvent, Effect, EnvelopeSpec, EventSender, TaskState } from "../../src/coordinator/model.js";
-import { MAX_DELEGATION_DEPTH } from "../../src/coordinator/model.js";
+import { decide } from "../../src/core/decide.js";
+import type { CoordinatorEvent, Effect, EnvelopeSpec, EventSender, TaskState } from "../../src/core/model.js";
+import { MAX_DELEGATION_DEPTH } from "../../src/core/model.js";
 import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
 
 function sends(effects: Effect[]): EnvelopeSpec[] {

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, jsonPayload, type EnvelopeInit } from "../../src/bus/codec.js";
 import { envelopeToEvent } from "../../src/coordinator/envelopes.js";
 import { MAX_CORRELATION_ID_CHARS } from "../../src/domain.js";
-import type { EventSender } from "../../src/coordinator/model.js";
+import type { EventSender } from "../../src/core/model.js";
 import { ErrorCode } from "../../src/errors.js";
 
 const TASK = "0b8e4f0c-2a51-4c3f-9d7e-3f1c2b7a9e10";

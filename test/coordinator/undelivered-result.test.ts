@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { EndpointKind, EnvelopeKind, ResultStatus, createEnvelope } from "../../src/bus/codec.js";
 import { envelopeToEvent } from "../../src/coordinator/envelopes.js";
-import type { EventSender } from "../../src/coordinator/model.js";
+import type { EventSender } from "../../src/core/model.js";
 import { foreignResultId } from "../../src/foreign/foreign-result.js";
 
 const TASK = "0b8e4f0c-2a51-4c3f-9d7e-3f1c2b7a9e10";

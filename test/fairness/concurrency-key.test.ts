@@ -5,7 +5,7 @@
  * works without them).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { concurrencyGroupOf } from "../../src/fairness/concurrency-key.js";
+import { concurrencyGroupOf } from "../../src/core/concurrency-key.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";

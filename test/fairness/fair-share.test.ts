@@ -1,8 +1,8 @@
 /** The pure parts of tenant fairness: weighted max-min shares, the release plan, and the admission gate. */
 import { describe, expect, it } from "vitest";
-import { AdmissionGate, HELD_COUNT_CAP, refill } from "../../src/fairness/admission.js";
+import { AdmissionGate, HELD_COUNT_CAP, refill } from "../../src/core/admission.js";
 import { fairShares, planReleases, type TenantDemand } from "../../src/fairness/fair-share.js";
-import { LimitTable, validateLimit, type DispatchLimit } from "../../src/fairness/limits.js";
+import { LimitTable, validateLimit, type DispatchLimit } from "../../src/core/limits.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 
 const demand = (orgId: string, inFlight: number, held: number, extra: Partial<TenantDemand> = {}): TenantDemand => ({ orgId, weight: 1, inFlight, held, ours: true, ...extra });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { clearLimit, listLimits, setLimit } from "../../src/fairness/limit-store.js";
 import { LiveLimits } from "../../src/fairness/live-limits.js";
-import type { DispatchLimit } from "../../src/fairness/limits.js";
+import type { DispatchLimit } from "../../src/core/limits.js";
 import { ErrorCode } from "../../src/errors.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { redisUrl } from "../support/env.js";

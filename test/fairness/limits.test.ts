@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { setLimit } from "../../src/fairness/limit-store.js";
-import type { DispatchLimit } from "../../src/fairness/limits.js";
+import type { DispatchLimit } from "../../src/core/limits.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";

@@ -1,6 +1,6 @@
 /** The sender's slots (send-slots.ts): a tenant's share of them, weighted, and the rooms a claim is given. */
 import { describe, expect, it } from "vitest";
-import { LimitTable } from "../../src/fairness/limits.js";
+import { LimitTable } from "../../src/core/limits.js";
 import { SendSlots } from "../../src/foreign/send-slots.js";
 
 const weighted = (weights: Record<string, number>) =>

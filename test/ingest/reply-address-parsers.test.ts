@@ -6,7 +6,7 @@ import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { deriveReplyAddress } from "../../src/ingest/reply-address-parsers.js";
 import { echoProbe } from "../../src/ingest/echo.js";
-import { validateAddress } from "../../src/origin/reply-address.js";
+import { validateAddress } from "../../src/core/reply-address.js";
 
 const examples = createRequire(import.meta.url)("@octokit/webhooks-examples") as Array<{ name: string; examples: any[] }>;
 const of = (name: string) => examples.find((e) => e.name === name)!.examples;

@@ -8,7 +8,7 @@ import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { listAudit } from "../../src/governance/audit-log.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { putPolicy } from "../../src/governance/policy-store.js";
-import { MAX_DELEGATION_DEPTH } from "../../src/coordinator/model.js";
+import { MAX_DELEGATION_DEPTH } from "../../src/core/model.js";
 import researcher from "../../examples/handlers/researcher.js";
 import analyst from "../../examples/handlers/analyst.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";

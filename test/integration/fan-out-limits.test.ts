@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { verifyChain } from "../../src/governance/audit-verify.js";
-import { MAX_DELEGATION_DEPTH } from "../../src/coordinator/model.js";
+import { MAX_DELEGATION_DEPTH } from "../../src/core/model.js";
 import type { Handler } from "../../src/harness/index.js";
 import type { Config } from "../../src/config/index.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";

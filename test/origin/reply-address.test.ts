@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { accountKeyOf, canonicalBaseUrl, connectionKindOf, displayAddress, targetOf, tryAddress, validateAddress, viewAddress } from "../../src/origin/reply-address.js";
+import { accountKeyOf, canonicalBaseUrl, connectionKindOf, displayAddress, targetOf, tryAddress, validateAddress, viewAddress } from "../../src/core/reply-address.js";
 
 describe("reply addresses", () => {
   const forge = { kind: "forge_comment", forge: "github", host: "github.com", repository: "acme/app", number: 12 } as const;

@@ -7,7 +7,7 @@ import { randomBytes, randomUUID, createHash } from "node:crypto";
 import { Writable } from "node:stream";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { createMetrics, type Metrics } from "../../src/metrics/metrics.js";
-import type { ReplyAddress } from "../../src/origin/reply-address.js";
+import type { ReplyAddress } from "../../src/core/reply-address.js";
 import { createReplySender, type ReplySender, type ReplySenderOptions } from "../../src/replies/reply-sender.js";
 import type { Pool } from "../../src/store/db.js";
 import { createSecretCipher, type SecretCipher } from "../../src/vault/secret-cipher.js";

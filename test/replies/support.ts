@@ -1,8 +1,8 @@
 /** Shared set-up of the reply tests: tenants, a workflow, connections, tasks with addresses, reply requests. */
 import { randomUUID } from "node:crypto";
 import type { ApplyResult } from "../../src/coordinator/engine.js";
-import type { EventSender } from "../../src/coordinator/model.js";
-import type { ReplyAddress } from "../../src/origin/reply-address.js";
+import type { EventSender } from "../../src/core/model.js";
+import type { ReplyAddress } from "../../src/core/reply-address.js";
 import { defaultReplyKey } from "../../src/replies/reply-key.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";

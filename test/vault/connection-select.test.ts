@@ -3,7 +3,7 @@
  * exactly, the targets allowlist per kind. Pure matching first, then against the database.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ReplyAddress } from "../../src/origin/reply-address.js";
+import type { ReplyAddress } from "../../src/core/reply-address.js";
 import { withTransaction } from "../../src/store/db.js";
 import { createTenant } from "../../src/tenancy/tenants.js";
 import { selectConnection, targetAllowed } from "../../src/vault/connection-select.js";

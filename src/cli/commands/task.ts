@@ -18,7 +18,7 @@
  * "finishedAt"}]` (never the text, never a credential).
  */
 import { InvalidArgumentError, type Command } from "commander";
-import type { TaskStatus } from "../../coordinator/model.js";
+import type { TaskStatus } from "../../core/model.js";
 import type { TaskView } from "../../coordinator/tasks.js";
 import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "../../gateway/task-page.js";
 import { intOption, parseJsonOption, secondsOption, uuidOption } from "../args.js";

@@ -3,7 +3,7 @@
  * server raised (code, message and details from the ErrorDetail), so the CLI prints and exits exactly as it would
  * have in direct mode; network failures are UNAVAILABLE naming the URL.
  */
-import type { ReplyOutcome } from "../../replies/reply-types.js";
+import type { ReplyOutcome } from "../../core/reply-types.js";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { ApprovalService, ApprovalStatus } from "../../gen/switchyard/api/v1/approvals_pb.js";

@@ -7,7 +7,7 @@
  * Commands without an API counterpart (migrate, start, demo, policy, tenant, apikey, flags, dlq, approval
  * link/keys, audit checkpoint…) keep using the database directly.
  */
-import type { ReplyOutcome } from "../../replies/reply-types.js";
+import type { ReplyOutcome } from "../../core/reply-types.js";
 import type { ApprovalRow } from "../../coordinator/approval-store.js";
 import type { TaskView } from "../../coordinator/tasks.js";
 import type { AuditRow } from "../../domain.js";

@@ -4,7 +4,7 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { ConnectionKind, type Connection, type ConnectionSchema } from "../../gen/switchyard/api/v1/connections_pb.js";
-import type { ConnectionKind as DomainKind } from "../../origin/reply-address.js";
+import type { ConnectionKind as DomainKind } from "../../core/reply-address.js";
 import type { ConnectionRecord } from "../../vault/connection-record.js";
 import { enumMapping, isoFromTimestamp, toTimestamp } from "./values.js";
 

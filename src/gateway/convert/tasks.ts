@@ -3,7 +3,7 @@
  * the object direct mode reads from the database, key order included, so the CLI prints the same either way.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { StepError, StepStatus, TaskStatus } from "../../coordinator/model.js";
+import type { StepError, StepStatus, TaskStatus } from "../../core/model.js";
 import type { StepView, TaskView } from "../../coordinator/tasks.js";
 import {
   StepKind,
@@ -18,8 +18,8 @@ import {
   type TaskSummarySchema,
 } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import type { TaskSummaryView } from "../task-list.js";
-import type { ReplyAddressKind } from "../../origin/reply-address.js";
-import type { ReplyState } from "../../replies/reply-types.js";
+import type { ReplyAddressKind } from "../../core/reply-address.js";
+import type { ReplyState } from "../../core/reply-types.js";
 import type { ReplyView } from "../../replies/reply-store.js";
 import type { Reply, ReplySchema } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import { enumMapping, fromValue, isoFromTimestamp, jsonbKeyOrder, toTimestamp, toValue } from "./values.js";

@@ -19,7 +19,7 @@ import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters } from "../
 import { isForeignStream, listForeignDeadLetters, refuseForeignReplay } from "../../foreign/dead-letters.js";
 import type { ServiceDeps } from "./deps.js";
 import { clearLimit, listLimits, setLimit } from "../../fairness/limit-store.js";
-import type { DispatchLimitRow } from "../../fairness/limits.js";
+import type { DispatchLimitRow } from "../../core/limits.js";
 
 const DEFAULT_DEAD_LETTER_LIMIT = 100;
 const MAX_DEAD_LETTER_LIMIT = 10_000;

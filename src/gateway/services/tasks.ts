@@ -3,7 +3,7 @@
  * Watch add each step's attempts, delegation links and bridges (step-history.ts) for the console's task page.
  */
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { TERMINAL_TASK_STATUSES } from "../../coordinator/model.js";
+import { TERMINAL_TASK_STATUSES } from "../../core/model.js";
 import { getTaskView, type TaskView } from "../../coordinator/tasks.js";
 import { explainStall } from "../../diagnosis/explain-stall.js";
 import { createLocalStallFacts } from "../../diagnosis/stall-facts-local.js";

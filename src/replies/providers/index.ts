@@ -1,5 +1,5 @@
 /** The reply provider adapters by connection kind. */
-import type { ConnectionKind } from "../../origin/reply-address.js";
+import type { ConnectionKind } from "../../core/reply-address.js";
 import { cairnProvider } from "./cairn.js";
 import { giteaProvider } from "./gitea.js";
 import { githubProvider } from "./github.js";

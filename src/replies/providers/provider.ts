@@ -5,7 +5,7 @@
  * The credential goes only to `apiBaseUrl`; the address contributes path components alone (each already checked
  * against a strict charset by validateAddress, and still percent-encoded here).
  */
-import type { ConnectionKind, ReplyAddress } from "../../origin/reply-address.js";
+import type { ConnectionKind, ReplyAddress } from "../../core/reply-address.js";
 import { classifyAnswer, classifyThrown, providerErrorText, type DialOutcome } from "../dial-outcome.js";
 
 export interface ProviderPost {

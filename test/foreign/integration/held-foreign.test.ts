@@ -7,7 +7,7 @@
 import { createServer, type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { setLimit } from "../../../src/fairness/limit-store.js";
-import type { DispatchLimit } from "../../../src/fairness/limits.js";
+import type { DispatchLimit } from "../../../src/core/limits.js";
 import { listAudit } from "../../../src/governance/audit-log.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
 import { listBridges } from "../../../src/foreign/bridge-store.js";

@@ -9,7 +9,7 @@
  * connection. Audit rows carry the text's sha256, the address display and the connection id — never the text.
  */
 import { parseDestination, type Destination, type HopFacts, type Verdict } from "../domain.js";
-import { displayAddress } from "../origin/reply-address.js";
+import { displayAddress } from "./reply-address.js";
 import {
   DEFAULT_REPLY_LIMITS,
   type BucketState,
@@ -17,7 +17,7 @@ import {
   type ReplyRecord,
   type ReplyRefusalCode,
   type ReplyRequestFacts,
-} from "../replies/reply-types.js";
+} from "./reply-types.js";
 import { Draft } from "./draft.js";
 import { approvedVerdict } from "./hops.js";
 import { EXPIRY_ACTOR, type CoordinatorEvent, type DecideContext, type EventSender, type TaskState } from "./model.js";

@@ -5,11 +5,11 @@
  * cost accrual — and then sends, parks for approval, or fails closed.
  */
 import { parseDestination, type ActionType, type HopFacts, type Verdict } from "../domain.js";
-import { viewAddress } from "../origin/reply-address.js";
+import { viewAddress } from "./reply-address.js";
 import { Draft, roundCost } from "./draft.js";
 import { MAX_DELEGATION_DEPTH, type EnvelopeSpec, type StepError, type StepRecord } from "./model.js";
 import { checkAgainstSchema, schemaError, type SchemaSide } from "../workflow/step-schemas.js";
-import { concurrencyGroupOf, type ConcurrencyGroup } from "../fairness/concurrency-key.js";
+import { concurrencyGroupOf, type ConcurrencyGroup } from "./concurrency-key.js";
 
 const encoder = new TextEncoder();
 

@@ -34,7 +34,7 @@ export interface TenantLoad {
   keyedHeldByDestination?: Map<string, number>;
 }
 
-/** A concurrency key's load: its steps in flight and held (src/fairness/concurrency-key.ts). */
+/** A concurrency key's load: its steps in flight and held (src/core/concurrency-key.ts). */
 export interface KeyLoad {
   inFlight: number;
   held: number;

@@ -3,10 +3,10 @@
  * events it reacts to and the effects it asks the shell to carry out. Types only.
  */
 import type { ActionType, AuditEntry, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
-import type { ReplyAddress } from "../origin/reply-address.js";
-import type { ReplyEventFacts, ReplyLimits, ReplyRecord, ReplyUpdate } from "../replies/reply-types.js";
-import type { AdmissionCheck } from "../fairness/admission.js";
-import type { HeldStep } from "../fairness/admission-load.js";
+import type { ReplyAddress } from "./reply-address.js";
+import type { ReplyEventFacts, ReplyLimits, ReplyRecord, ReplyUpdate } from "./reply-types.js";
+import type { AdmissionCheck } from "./admission.js";
+import type { HeldStep } from "./held-step.js";
 
 export type TaskStatus = "running" | "parked" | "completed" | "failed" | "cancelled";
 /** `held`: ready, but held back in Postgres by a dispatch limit until the releaser lets it go (src/fairness/). */
@@ -118,7 +118,7 @@ export interface StepRecord {
    * turn is stale (a redelivered entry re-run after its turn already stood down).
    */
   turns: number;
-  /** The key group it counts in while dispatched (src/fairness/concurrency-key.ts); absent: none. */
+  /** The key group it counts in while dispatched (src/core/concurrency-key.ts); absent: none. */
   concurrencyKey?: string | null;
 }
 
