@@ -19,7 +19,7 @@ import { OutboxPublisher } from "./coordinator/outbox-publisher.js";
 import { createTenantFactsSource, type EgressSwitch, type ReplySwitch } from "./coordinator/tenant-facts.js";
 import { replyDeadlineMs, replyLimitsOf } from "./replies/reply-limits.js";
 import { ReplyKicks } from "./replies/reply-kicks.js";
-import { TaskService } from "./coordinator/tasks.js";
+import { TaskService } from "./tasks/tasks.js";
 import { FlaggedOutboxPublisher } from "./flags/flagged-publisher.js";
 import type { FlagSwitches } from "./flags/flag-types.js";
 import { LiveFlags } from "./flags/live-flags.js";

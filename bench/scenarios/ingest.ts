@@ -17,7 +17,7 @@ import { performance } from "node:perf_hooks";
 import { randomBytes, randomUUID } from "node:crypto";
 import { sign } from "@octokit/webhooks-methods";
 import { defaultConfig, type Config } from "../../src/config/index.js";
-import { TaskService } from "../../src/coordinator/tasks.js";
+import { TaskService } from "../../src/tasks/tasks.js";
 import { EchoChecker } from "../../src/ingest/echo.js";
 import { SeenBodies } from "../../src/ingest/seen-bodies.js";
 import { EndpointCache } from "../../src/ingest/endpoint-cache.js";

@@ -12,7 +12,7 @@
 import { BusAuth } from "../../src/bus/auth/bus-auth.js";
 import { BENCH_BUS_SECRETS } from "../support.js";
 import { GATEWAY_SENDER } from "../../src/bus/auth/bus-keys.js";
-import { insertStartEnvelopes } from "../../src/coordinator/start-envelope.js";
+import { insertStartEnvelopes } from "../../src/tasks/start-envelope.js";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { Redis } from "ioredis";

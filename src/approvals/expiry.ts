@@ -7,7 +7,7 @@
 import type { Engine } from "../coordinator/engine.js";
 import type { OwnedShards } from "../coordinator/shard-ownership.js";
 import type { OutboxPublisher } from "../coordinator/outbox-publisher.js";
-import { EXPIRY_ACTOR, TaskService } from "../coordinator/tasks.js";
+import { EXPIRY_ACTOR, TaskService } from "../tasks/tasks.js";
 import { listOverdueApprovals } from "../coordinator/approval-store.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { TenantSelection } from "../flags/flag-types.js";

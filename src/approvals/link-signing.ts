@@ -10,7 +10,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { getApproval } from "../coordinator/approval-store.js";
-import type { DecideApprovalOutcome } from "../coordinator/tasks.js";
+import type { DecideApprovalOutcome } from "../tasks/tasks.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
 import type { ApprovalDecider } from "./expiry.js";

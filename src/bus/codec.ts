@@ -79,7 +79,7 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 export const JSON_CONTENT_TYPE = "application/json";
 /**
- * A CONTROL envelope telling a tenant's shard owner to apply `task_started` (src/coordinator/start-envelope.ts).
+ * A CONTROL envelope telling a tenant's shard owner to apply `task_started` (src/tasks/start-envelope.ts).
  * Named here because the bus verifier decides on it: only a starting identity may send one.
  */
 export const TASK_STARTED_CONTENT_TYPE = "application/vnd.switchyard.task-started";

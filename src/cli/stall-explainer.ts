@@ -3,7 +3,7 @@
  * Redis (src/diagnosis/, opened on the first stall only, so a task that moves costs no extra connection). With
  * `--url` the gateway reads the same facts and answers them (TaskService.Explain).
  */
-import type { TaskView } from "../coordinator/tasks.js";
+import type { TaskView } from "../tasks/tasks.js";
 import { createRedisConnection, type RedisClient } from "../bus/redis-connection.js";
 import { explainStall } from "../diagnosis/explain-stall.js";
 import { createLocalStallFacts } from "../diagnosis/stall-facts-local.js";

@@ -4,7 +4,7 @@
  * newest view it delivered, so step changes show as soon as the gateway sends them and stall detection works the
  * same in both modes.
  */
-import type { TaskView } from "../coordinator/tasks.js";
+import type { TaskView } from "../tasks/tasks.js";
 import type { TenantApi } from "./remote/tenant-api.js";
 
 export interface TaskSource {

@@ -4,7 +4,7 @@
  * demo.
  */
 import { sleep } from "../sleep.js";
-import type { StepView, TaskService, TaskView } from "../coordinator/tasks.js";
+import type { StepView, TaskService, TaskView } from "../tasks/tasks.js";
 import { TERMINAL_STEP_STATUSES, TERMINAL_TASK_STATUSES } from "../core/model.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { formatNumber } from "./output.js";

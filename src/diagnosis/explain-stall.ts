@@ -4,7 +4,7 @@
  * (bridge …, last state working)", "held: COORDINATOR_ENABLED is off for tenant T". Reads only through the
  * StallFacts port, so the CLI uses it locally and a gateway could remotely.
  */
-import type { StepView, TaskView } from "../coordinator/tasks.js";
+import type { StepView, TaskView } from "../tasks/tasks.js";
 import { TERMINAL_TASK_STATUSES } from "../core/model.js";
 import type { FlagFact, QueueReading, StallFacts } from "./stall-facts.js";
 

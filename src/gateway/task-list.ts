@@ -4,7 +4,7 @@
  * is stable while new tasks arrive.
  */
 import type { TaskStatus } from "../core/model.js";
-import type { TaskView } from "../coordinator/tasks.js";
+import type { TaskView } from "../tasks/tasks.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
 import { parseWorkflowRef } from "../store/workflow-store.js";

@@ -3,13 +3,13 @@
  * that arrive while its previous batch commits start together in ONE transaction, with their delivery rows written
  * by one insert in it. A delivery whose start fails (its workflow vanished) fails alone.
  */
-import type { StartTaskRequest, TaskService } from "../coordinator/tasks.js";
-import { StartBatcher } from "../coordinator/start-batcher.js";
+import type { StartTaskRequest, TaskService } from "../tasks/tasks.js";
+import { StartBatcher } from "../tasks/start-batcher.js";
 import { recordStartedDeliveries, type DeliveryRecord } from "./delivery-store.js";
 
-import type { StartedTask } from "../coordinator/task-starts.js";
+import type { StartedTask } from "../tasks/task-starts.js";
 
-export type { StartedTask } from "../coordinator/task-starts.js";
+export type { StartedTask } from "../tasks/task-starts.js";
 
 /** A task to start for a delivery, and the delivery row to write in the same transaction when it is created. */
 export interface DeliveryStart {

@@ -5,7 +5,7 @@
  * "stuck". Tests that use these waits need a vitest timeout well above `stallMs` (the global one is).
  */
 import { TERMINAL_TASK_STATUSES } from "../core/model.js";
-import type { TaskView } from "../coordinator/tasks.js";
+import type { TaskView } from "../tasks/tasks.js";
 import type { Queryable } from "../store/db.js";
 
 /** How long nothing may move before a wait fails (ms), unless the wait says otherwise. */

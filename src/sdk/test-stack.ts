@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { Coordinator } from "../coordinator/coordinator.js";
 import { coordinatorOptionsFrom } from "../coordinator-process.js";
-import type { TaskView } from "../coordinator/tasks.js";
+import type { TaskView } from "../tasks/tasks.js";
 import { defaultConfig, loadConfig, type Config } from "../config/index.js";
 import { assertRedisSafe } from "../bus/redis-check.js";
 import { deleteKeys } from "../bus/redis-scan.js";

@@ -10,4 +10,4 @@ export { errorInfoOf, type ErrorInfo } from "../harness/error-info.js";
 export type { UsageTotals } from "../harness/handler-usage.js";
 export { createTestStack, type RegisterOptions, type TestStack, type TestStackOptions } from "./test-stack.js";
 export { DEFAULT_STALL_MS, describeTask, waitForProgress, waitForTask, type WaitForProgressOptions, type WaitForTaskOptions } from "./progress-wait.js";
-export type { StepView, TaskView } from "../coordinator/tasks.js";
+export type { StepView, TaskView } from "../tasks/tasks.js";

@@ -103,6 +103,11 @@ describe("layering of src/", () => {
     expect(users.sort()).toEqual(["cli/commands/demo.ts", "cli/commands/start.ts"]);
   });
 
+  it("keeps the task service above the coordinator process: coordinator/ imports nothing of tasks/", () => {
+    expect(edgesOutOf("coordinator").filter((edge) => areaOf(edge.split(" -> ")[1]!) === "tasks")).toEqual([]);
+    expect(edgesOutOf("tasks").some((edge) => edge.includes(" -> coordinator/engine.ts"))).toBe(true);
+  });
+
   it("ratchet (issue 27 §3): the harness's remaining imports of store/ only shrink", () => {
     const toStore = edgesOutOf("harness").filter((edge) => edge.split(" -> ")[1]!.startsWith("store/"));
     expect(toStore).toEqual([
@@ -142,6 +147,7 @@ const BASELINE_CLI_COMMANDS_REACH = [
   "process",
   "services",
   "store",
+  "tasks",
   "telemetry",
   "tenancy",
   "vault",

@@ -1,7 +1,7 @@
 /** Helpers shared by the live-flag tests. */
 import type { FlagName, ScopeKind } from "../../src/flags/flag-types.js";
 import { setFlag } from "../../src/flags/flag-store.js";
-import type { TaskView } from "../../src/coordinator/tasks.js";
+import type { TaskView } from "../../src/tasks/tasks.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { waitFor, type TestRuntime } from "../support/runtime.js";

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/main.js";
 import { formatStepLine } from "../../src/cli/task-watch.js";
-import type { TaskView } from "../../src/coordinator/tasks.js";
+import type { TaskView } from "../../src/tasks/tasks.js";
 import { taskFromProto } from "../../src/gateway/convert/tasks.js";
 import { TaskService } from "../../src/gen/switchyard/api/v1/tasks_pb.js";
 import type { Handler } from "../../src/harness/index.js";

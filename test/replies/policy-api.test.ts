@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listApprovals } from "../../src/coordinator/approval-store.js";
-import { TaskService } from "../../src/coordinator/tasks.js";
+import { TaskService } from "../../src/tasks/tasks.js";
 import { isSwitchyardError } from "../../src/errors.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { putPolicy } from "../../src/governance/policy-store.js";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { tenantScoped, withTenantTransaction } from "../../src/store/tenant-scope.js";
-import { TaskService } from "../../src/coordinator/tasks.js";
+import { TaskService } from "../../src/tasks/tasks.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
 
 describe("tenant scope (row-level security)", () => {

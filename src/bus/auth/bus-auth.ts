@@ -17,7 +17,7 @@ export interface EnvelopeSigner {
 
 /**
  * Who an inbox envelope provably comes from. `starter`: an identity that may start tasks (the gateway), sending a
- * task start (src/coordinator/start-envelope.ts) — never anything that touches a step.
+ * task start (src/tasks/start-envelope.ts) — never anything that touches a step.
  */
 export type AuthenticatedSender = { kind: "queue"; endpoint: string } | { kind: "gateway"; agent: string } | StarterSender;
 export type StarterSender = { kind: "starter"; identity: string };

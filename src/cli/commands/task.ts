@@ -19,7 +19,7 @@
  */
 import { InvalidArgumentError, type Command } from "commander";
 import type { TaskStatus } from "../../core/model.js";
-import type { TaskView } from "../../coordinator/tasks.js";
+import type { TaskView } from "../../tasks/tasks.js";
 import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "../../gateway/task-page.js";
 import { intOption, parseJsonOption, secondsOption, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";

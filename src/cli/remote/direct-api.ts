@@ -4,7 +4,7 @@
  * What creates a tenant's data from nothing (a workflow, a task) needs the tenant to exist, as through the API: a
  * mistyped `--tenant` must not quietly start a second tenant.
  */
-import { getTaskView } from "../../coordinator/tasks.js";
+import { getTaskView } from "../../tasks/tasks.js";
 import { listApprovals } from "../../coordinator/approval-store.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChainWithCheckpoints } from "../../governance/checkpoint-verify.js";

@@ -9,7 +9,7 @@
  */
 import type { ReplyOutcome } from "../../core/reply-types.js";
 import type { ApprovalRow } from "../../coordinator/approval-store.js";
-import type { TaskView } from "../../coordinator/tasks.js";
+import type { TaskView } from "../../tasks/tasks.js";
 import type { AuditRow } from "../../domain.js";
 import type { WorkflowDocument } from "../../gateway/convert/workflows.js";
 import type { TaskListFilter, TaskPage } from "../../gateway/task-list.js";

@@ -2,7 +2,7 @@
  * Pieces every demo narrates the same way: the database step, and indented blocks (tables) under a step.
  */
 import { migrate } from "../../store/migrate.js";
-import type { TaskView } from "../../coordinator/tasks.js";
+import type { TaskView } from "../../tasks/tasks.js";
 import { formatStepLine, watchTask, type WatchTaskOptions } from "../../cli/task-watch.js";
 
 /** Step 1 of every demo: create the database if missing and apply the migrations, saying what happened. */

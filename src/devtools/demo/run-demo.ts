@@ -11,7 +11,7 @@
 import { readFile } from "node:fs/promises";
 import type { Config } from "../../config/index.js";
 import { listApprovals } from "../../coordinator/approval-store.js";
-import type { TaskView } from "../../coordinator/tasks.js";
+import type { TaskView } from "../../tasks/tasks.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { assetPath } from "../../package-paths.js";

@@ -14,7 +14,7 @@
  */
 import { readFile } from "node:fs/promises";
 import type { AuditRow } from "../../domain.js";
-import type { StepView, TaskView } from "../../coordinator/tasks.js";
+import type { StepView, TaskView } from "../../tasks/tasks.js";
 import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain } from "../../governance/audit-verify.js";
 import { submitWorkflow } from "../../store/workflow-store.js";

@@ -4,7 +4,7 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { StepError, StepStatus, TaskStatus } from "../../core/model.js";
-import type { StepView, TaskView } from "../../coordinator/tasks.js";
+import type { StepView, TaskView } from "../../tasks/tasks.js";
 import {
   StepKind,
   StepStatus as ProtoStepStatus,

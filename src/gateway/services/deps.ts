@@ -5,8 +5,8 @@
 import type { RedisClient } from "../../bus/redis-connection.js";
 import type { FlagsConfig } from "../../config/index.js";
 import type { Bus } from "../../bus/bus.js";
-import type { StartBatcher } from "../../coordinator/start-batcher.js";
-import type { StartTaskRequest, TaskService } from "../../coordinator/tasks.js";
+import type { StartBatcher } from "../../tasks/start-batcher.js";
+import type { StartTaskRequest, TaskService } from "../../tasks/tasks.js";
 import type { EndpointCache } from "../../ingest/endpoint-cache.js";
 import type { ForeignTransports } from "../../foreign/transport.js";
 import type { BreakerRegistry } from "../../foreign/egress/breakers.js";

@@ -4,7 +4,7 @@
  */
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { TERMINAL_TASK_STATUSES } from "../../core/model.js";
-import { getTaskView, type TaskView } from "../../coordinator/tasks.js";
+import { getTaskView, type TaskView } from "../../tasks/tasks.js";
 import { explainStall } from "../../diagnosis/explain-stall.js";
 import { createLocalStallFacts } from "../../diagnosis/stall-facts-local.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";

@@ -18,7 +18,7 @@ import { createTestDatabase, type TestDatabase } from "../../support/db.js";
 import { deleteByPrefix, uniquePrefix } from "../../support/redis.js";
 import { testConfig, type TestRuntime } from "../../support/runtime.js";
 import { waitForTask } from "../../support/wait.js";
-import type { TaskView } from "../../../src/coordinator/tasks.js";
+import type { TaskView } from "../../../src/tasks/tasks.js";
 
 export interface ForeignTestRuntime extends Runtime {
   db: TestDatabase;

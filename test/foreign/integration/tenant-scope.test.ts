@@ -3,7 +3,7 @@
  * switchyard_app role) signs its callback with the tenant's link key and completes like an operator's.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { TaskService } from "../../../src/coordinator/tasks.js";
+import { TaskService } from "../../../src/tasks/tasks.js";
 import { tenantScoped } from "../../../src/store/tenant-scope.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { createForeignRuntime, type ForeignTestRuntime } from "./support.js";

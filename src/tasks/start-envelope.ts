@@ -10,10 +10,10 @@
 import { COORDINATOR_ENDPOINT, EnvelopeKind, TASK_STARTED_CONTENT_TYPE, createEnvelope, type Envelope } from "../bus/codec.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { Queryable } from "../store/db.js";
-import { derivedIdSource } from "./envelopes.js";
+import { derivedIdSource } from "../coordinator/envelopes.js";
 import { startEventId } from "../core/model.js";
-import { insertOutbox, type OutboxRow } from "./outbox.js";
-import { inboxOf } from "./shards.js";
+import { insertOutbox, type OutboxRow } from "../coordinator/outbox.js";
+import { inboxOf } from "../coordinator/shards.js";
 
 const encoder = new TextEncoder();
 const PAYLOAD = encoder.encode(JSON.stringify({ type: "task_started" }));

@@ -14,7 +14,7 @@ import { recordTaskStart } from "../telemetry/task-spans.js";
 import { activeTraceparent } from "../telemetry/traceparent.js";
 import { tracingOn } from "../telemetry/tracing.js";
 import type { StepRecord, TaskRecord } from "../core/model.js";
-import { insertTasks, pendingWorkflowStep, saveSteps } from "./task-store.js";
+import { insertTasks, pendingWorkflowStep, saveSteps } from "../coordinator/task-store.js";
 import type { StartTaskRequest, TaskView } from "./tasks.js";
 
 export interface StartedTask {

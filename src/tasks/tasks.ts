@@ -12,13 +12,13 @@ import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
 import { waitForReplyOutcome } from "../replies/reply-outcome.js";
 import { listReplies, type ReplyView } from "../replies/reply-store.js";
 import type { ReplyOutcome } from "../core/reply-types.js";
-import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "./approval-store.js";
-import type { ApplyResult, Engine } from "./engine.js";
+import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "../coordinator/approval-store.js";
+import type { ApplyResult, Engine } from "../coordinator/engine.js";
 import { EXPIRY_ACTOR, startEventId, type StepRecord, type TaskRecord, type TaskStatus } from "../core/model.js";
-import type { OutboxPublisher } from "./outbox-publisher.js";
+import type { OutboxPublisher } from "../coordinator/outbox-publisher.js";
 import { insertStartEnvelopes, type StartOwner } from "./start-envelope.js";
 import { checkStarts, writeStarts, type OnStartsCreated, type StartedTask, type StartSettled } from "./task-starts.js";
-import { isUuid, STEP_COLUMNS, toStep } from "./task-store.js";
+import { isUuid, STEP_COLUMNS, toStep } from "../coordinator/task-store.js";
 
 export type { StartedTask, StartSettled } from "./task-starts.js";
 
