@@ -83,7 +83,7 @@ export function observe(bridge: BridgeRecord, observation: ForeignObservation, m
   if (bridge.foreignTaskId !== null && bridge.foreignTaskId !== observation.foreignTaskId) return { outcome: "mismatch", bridge };
   // Checked here, where every foreign answer (SendMessage, GetTask, push, MCP result) becomes bridge state, so no
   // path can store what the recursive walks downstream (jsonb, Value conversion, CEL) cannot read back.
-  if (artifactsTooDeep(observation.artifacts) || (observation.statusAnswer && artifactsTooDeep([observation.statusAnswer]))) {
+  if (artifactsTooDeep(observation.statusAnswer ? [...observation.artifacts, observation.statusAnswer] : observation.artifacts)) {
     return { outcome: "resumed", bridge: { ...bridge, status: "failed", lastState: observation.state ?? bridge.lastState }, end: { state: "failed", error: outputTooDeep(bridge.agentKey) } };
   }
   // A whole task's list replaces what pushes collected (it has the chunks in their order); an empty one keeps them

@@ -22,7 +22,7 @@ export function stopOf(call: InFlightCall): CallStop | undefined {
   return call.controller.signal.aborted && reason instanceof SwitchyardError && typeof reason.details.reason === "string" ? (reason as CallStop) : undefined;
 }
 
-export const ATTEMPT_OVER_MESSAGE = "the step attempt is no longer in flight (cancelled, timed out or retried); the call was aborted";
+const ATTEMPT_OVER_MESSAGE = "the step attempt is no longer in flight (cancelled, timed out or retried); the call was aborted";
 
 export interface SendPoolOptions<C extends { bridge: { id: string; orgId: string } }> {
   slots: SendSlots;
@@ -102,9 +102,9 @@ export class SendPool<C extends { bridge: { id: string; orgId: string } }> {
     return this.handled - before;
   }
 
-  /** Aborts one call in flight (no-op when it is not). */
-  abort(bridgeId: string, reason: CallStop): void {
-    this.options.slots.get(bridgeId)?.controller.abort(reason);
+  /** Aborts a call in flight whose step attempt is over (no-op when it is not in flight). */
+  attemptOver(bridgeId: string): void {
+    this.options.slots.get(bridgeId)?.controller.abort(callStop("ATTEMPT_OVER", ATTEMPT_OVER_MESSAGE));
   }
 
   /** Stops claiming; waits up to `graceMs` for the calls in flight, then aborts the rest as SHUTDOWN. */
@@ -165,7 +165,7 @@ export class SendPool<C extends { bridge: { id: string; orgId: string } }> {
     if (this.checking || this.options.slots.size === 0) return;
     this.checking = true;
     try {
-      for (const id of await this.options.attemptsOver(this.options.slots.bridgeIds())) this.abort(id, callStop("ATTEMPT_OVER", ATTEMPT_OVER_MESSAGE));
+      for (const id of await this.options.attemptsOver(this.options.slots.bridgeIds())) this.attemptOver(id);
     } catch (error) {
       if (!this.options.absorb(error)) this.options.logger.warn({ err: error }, "could not check the foreign calls in flight");
     } finally {

@@ -34,7 +34,7 @@ import { getLinkKey } from "../approvals/link-keys.js";
 import type { BridgeRecord } from "./bridge-store.js";
 import type { LimitSource } from "../core/limits.js";
 import { attemptsOver, claimBridges, type ClaimedBridge } from "./send-claim.js";
-import { ATTEMPT_OVER_MESSAGE, callStop, SendPool, stopOf } from "./send-pool.js";
+import { callStop, SendPool, stopOf } from "./send-pool.js";
 import { SendSlots, type ClaimRooms, type InFlightCall } from "./send-slots.js";
 import { notificationSecret, signCallbackToken } from "./callback-token.js";
 import { tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
@@ -204,8 +204,7 @@ export class ForeignSender {
       const deadlineMs = claimed.dueAtMs ?? this.clock() + this.options.foreign.totalTimeoutMs;
       // A call's progress heartbeats its step (call-heartbeat.ts), only while the call runs.
       const stepTimeoutMs = claimed.stepTimeoutMs ?? this.options.defaultStepTimeoutMs ?? defaultConfig.coordinator.defaultStepTimeoutMs;
-      const onAttemptOver = () => this.pool.abort(bridge.id, callStop("ATTEMPT_OVER", ATTEMPT_OVER_MESSAGE));
-      const heartbeat = new CallHeartbeat({ ...this.options, logger: log, onAttemptOver }, bridge, stepTimeoutMs);
+      const heartbeat = new CallHeartbeat({ ...this.options, logger: log, onAttemptOver: () => this.pool.attemptOver(bridge.id) }, bridge, stepTimeoutMs);
       const ceilingMs = stepTimeoutMs * this.options.foreign.callCeilingFactor;
       const ceiling = setTimeout(
         () => call.controller.abort(callStop("CALL_CEILING", `the call ran ${ceilingMs} ms (${this.options.foreign.callCeilingFactor} step timeouts), its ceiling; it was aborted`)),
