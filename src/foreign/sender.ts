@@ -165,17 +165,32 @@ export class ForeignSender {
     return claimBridges(this.options.pool, { rooms, leaseMs, tenants });
   }
 
+  /** Whether the bridge's step attempt is over; an unanswered question (Postgres down) says no, so the failure is kept. */
+  private async movedOn(bridgeId: string): Promise<boolean> {
+    try {
+      return (await attemptsOver(this.options.pool, [bridgeId])).length > 0;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Closes a bridge the agent never named a task for, as its hop moved on; `not_sent` only when nothing may have left. */
+  private async closeUnsent(bridgeId: string, mayHaveReached: boolean): Promise<void> {
+    await this.options.pool.query(
+      `UPDATE a2a_bridge SET status = 'timed_out', last_state = CASE WHEN $2 THEN last_state ELSE 'not_sent' END,
+         resolved_at = now(), updated_at = now(), claimed_until = NULL
+       WHERE id = $1 AND status = 'pending_send' AND foreign_task_id IS NULL`,
+      [bridgeId, mayHaveReached],
+    );
+  }
+
   /** Sends one claimed bridge (or closes or fails it); false when it was handed back unsent, to wait. */
   private async sendOne(claimed: ClaimedBridge, call: InFlightCall): Promise<boolean> {
     const { bridge } = claimed;
     const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, agent: bridge.agentKey });
     if (claimed.stepStatus !== "dispatched" || claimed.stepAttempt !== bridge.attempt) {
       // The hop was cancelled, timed out or retried before we sent it: nothing leaves.
-      await this.options.pool.query(
-        `UPDATE a2a_bridge SET status = 'timed_out', last_state = 'not_sent', resolved_at = now(), updated_at = now(), claimed_until = NULL
-         WHERE id = $1 AND status = 'pending_send'`,
-        [bridge.id],
-      );
+      await this.closeUnsent(bridge.id, false);
       log.info("foreign hop no longer in flight; not sent");
       return true;
     }
@@ -228,6 +243,15 @@ export class ForeignSender {
       if (stop?.details.reason === "SHUTDOWN") {
         log.info("foreign call abandoned at shutdown; its lease and the sweep take over");
         return false;
+      }
+      if (stop?.details.reason === "ATTEMPT_OVER" || (await this.movedOn(bridge.id))) {
+        // The hop moved on (cancelled, timed out, retried) before the call ended — aborted for it, or its own bound
+        // at the step's due time came first: the call's failure is not the step's. An opened bridge is the sweep's
+        // to close `timed_out` and to cancel on the agent, as for any hop that moved on; an unopened one is closed
+        // here, as at claim time.
+        if (reach.startedAs === undefined) await this.closeUnsent(bridge.id, reach.mayHaveReached);
+        log.info({ err: error, mayHaveReached: reach.mayHaveReached }, "foreign call ended after its step attempt was over; the sweep closes the hop");
+        return true;
       }
       if (reach.startedAs !== undefined) {
         // The call was under way (the bridge left pending_send): its failure is what the agent did with the task.

@@ -1,7 +1,7 @@
 /**
  * The reconciliation sweep and MCP bridges (delivery `call`): a call in flight is never "polled" however quiet it
  * is (there is no task to look up; its answer is the call's own), and a timed-out MCP hop's bridge is still closed
- * by the sweep. The sweep runs by hand here (its own interval is a minute), against a real MCP server on loopback.
+ * by the sweep, also once the send pool aborted its call. The sweep runs by hand here (its own interval is a minute), against a real MCP server on loopback.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startMcpServer, type RunningMcpServer } from "../../support/mcp-server.js";
@@ -68,5 +68,26 @@ steps:
     expect(report.polled).toBe(0);
     expect(await bridgeOf(taskId)).toMatchObject({ status: "timed_out", delivery: "call" });
     expect(server.callsOf("slow")).toBe(1);
+  });
+
+  it("leaves the bridge of a call aborted because its attempt timed out to the sweep, which closes it timed_out", async () => {
+    await rt.submit(ORG, `
+name: aborted
+steps:
+  - { id: b, to: "foreign:tools", timeout: 1s }
+`);
+    const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "aborted", input: { ms: 30_000 } });
+    expect(await rt.finished(ORG, taskId)).toMatchObject({ status: "failed" });
+    // The send pool's liveness check (every second) aborts the call once the attempt is over: the tool sees it go.
+    await waitForProgress({
+      what: "the timed-out MCP call aborted",
+      progress: () => ({ running: server.slowRunning, aborted: server.slowAborted }),
+      done: (p) => p.aborted === 1 && p.running === 0,
+      stallMs: 10_000,
+    });
+    // The abort is not the agent failing the task: the bridge stays for the sweep, as any hop that moved on.
+    expect(await bridgeOf(taskId)).toMatchObject({ status: "dispatched", delivery: "call" });
+    expect(await rt.a2a!.sweep.run()).toMatchObject({ timedOut: 1, polled: 0 });
+    expect(await bridgeOf(taskId)).toMatchObject({ status: "timed_out", delivery: "call" });
   });
 });
