@@ -100,7 +100,7 @@ function onResult(draft: Draft, event: EventOf<"result">): string | undefined {
   const undelivered = event.undelivered === true;
   if (error.retryable !== false && step.attempt < maxAttempts(draft, step, undelivered)) {
     releaseCheckpoint(draft, step.stepId, `attempt ${step.attempt} of ${step.stepId} failed and is retried`);
-    draft.updateStep(step.stepId, { status: "retrying", error, dueAtMs: draft.ctx.now + backoffMs(draft, step) });
+    draft.moveStep(step.stepId, "retry", { error, dueAtMs: draft.ctx.now + backoffMs(draft, step) });
     return undefined;
   }
   finishStep(draft, step.stepId, { ok: false, output: null, error: failedError(draft, step, error, undelivered) });
@@ -216,7 +216,7 @@ function onCancel(draft: Draft, event: EventOf<"cancel">): string | undefined {
     stepId: "",
     envelopeId: event.eventId,
   });
-  draft.updateTask({ status: "cancelled", finishedAtMs: draft.ctx.now, error: { code: "CANCELLED", message: event.reason || "cancelled" } });
+  draft.moveTask("cancel", { finishedAtMs: draft.ctx.now, error: { code: "CANCELLED", message: event.reason || "cancelled" } });
   draft.cancelOpenSteps("task cancelled");
   return undefined;
 }
@@ -329,7 +329,7 @@ function advance(draft: Draft): void {
   if (workflowSteps.every((s) => s?.status === "completed")) status = "completed";
   else if ([...draft.steps.values()].some((s) => s.status === "parked")) status = "parked";
   if (status !== draft.task.status) {
-    draft.updateTask({ status, finishedAtMs: status === "completed" ? draft.ctx.now : null });
+    draft.moveTask(status === "completed" ? "complete" : status === "parked" ? "park" : "resume", { finishedAtMs: status === "completed" ? draft.ctx.now : null });
   }
   if (status === "completed") closeOpenDelegations(draft);
 }

@@ -11,6 +11,11 @@ import type {
   TaskRecord,
   TaskState,
 } from "./model.js";
+import { nextStepStatus, nextTaskStatus, type StepEvent, type TaskEvent } from "./transitions.js";
+
+/** A change to a step or a task other than its status, which only a transition (transitions.ts) changes. */
+type StepPatch = Partial<Omit<StepRecord, "status">>;
+type TaskPatch = Partial<Omit<TaskRecord, "status">>;
 
 export class Draft {
   task: TaskRecord;
@@ -33,10 +38,19 @@ export class Draft {
     return this.steps.get(stepId);
   }
 
-  updateStep(stepId: string, patch: Partial<StepRecord>): StepRecord {
+  updateStep(stepId: string, patch: StepPatch): StepRecord {
     const current = this.steps.get(stepId);
     if (!current) throw new Error(`decide: no step ${stepId}`); // a bug in decision code, not bad input
     const next = { ...current, ...patch };
+    this.steps.set(stepId, next);
+    return next;
+  }
+
+  /** Moves a step along its transition for `event` (transitions.ts), with the rest of the change. */
+  moveStep(stepId: string, event: StepEvent, patch: StepPatch = {}): StepRecord {
+    const current = this.steps.get(stepId);
+    if (!current) throw new Error(`decide: no step ${stepId}`);
+    const next = { ...current, ...patch, status: nextStepStatus(current.status, event) };
     this.steps.set(stepId, next);
     return next;
   }
@@ -45,8 +59,12 @@ export class Draft {
     this.steps.set(step.stepId, step);
   }
 
-  updateTask(patch: Partial<TaskRecord>): void {
+  updateTask(patch: TaskPatch): void {
     this.task = { ...this.task, ...patch };
+  }
+
+  moveTask(event: TaskEvent, patch: TaskPatch = {}): void {
+    this.task = { ...this.task, ...patch, status: nextTaskStatus(this.task.status, event) };
   }
 
   accrue(delta: number): void {
@@ -71,7 +89,7 @@ export class Draft {
   /** Fails the whole task closed and cancels whatever else is still open. */
   failTask(stepId: string, error: StepError): void {
     if (!this.isTaskOpen()) return;
-    this.updateTask({ status: "failed", error: { ...error, stepId }, finishedAtMs: this.ctx.now });
+    this.moveTask("fail", { error: { ...error, stepId }, finishedAtMs: this.ctx.now });
     this.cancelOpenSteps("task failed");
   }
 
@@ -83,7 +101,7 @@ export class Draft {
       }
       // In-flight cost estimates are released: the attempt will never be accepted.
       if (this.attemptInFlight(step)) this.releaseEstimate(step.stepId);
-      this.updateStep(step.stepId, { status: "cancelled", dueAtMs: null });
+      this.moveStep(step.stepId, "cancel", { dueAtMs: null });
     }
   }
 

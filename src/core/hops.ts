@@ -140,7 +140,7 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
 
   if (verdict.verdict === "requires_approval") {
     const approvalId = draft.ctx.newId();
-    draft.updateStep(stepId, { status: "parked", approvalId, dueAtMs: null });
+    draft.moveStep(stepId, "await_approval", { approvalId, dueAtMs: null });
     draft.effects.push({
       type: "open_approval",
       approval: { id: approvalId, orgId: draft.task.orgId, taskId: draft.task.id, stepId, action, destination: step.destination, rule: verdict.rule, reason: verdict.reason, cost, expiresAtMs: draft.ctx.now + draft.ctx.approvalTtlMs },
@@ -156,8 +156,7 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
 
   const attempt = step.attempt + 1;
   draft.accrue(cost);
-  draft.updateStep(stepId, {
-    status: "dispatched",
+  draft.moveStep(stepId, "dispatch", {
     attempt,
     approvalId: null,
     cost: roundCost(step.cost + cost),
@@ -186,7 +185,7 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
 /** The step waits in `held_steps` (by priority, then arrival) until the releaser lets it go. */
 function holdStep(draft: Draft, step: StepRecord, reason: string, group: ConcurrencyGroup | undefined): void {
   const def = draft.workflow.steps.find((s) => s.id === step.stepId);
-  draft.updateStep(step.stepId, { status: "held", dueAtMs: null });
+  draft.moveStep(step.stepId, "hold", { dueAtMs: null });
   draft.effects.push({
     type: "hold",
     held: {
@@ -215,8 +214,7 @@ const MAX_PRIORITY = 5;
 export function finishStep(draft: Draft, stepId: string, outcome: { ok: boolean; output: unknown; error: StepError | null }): void {
   const step = draft.step(stepId)!;
   releaseCheckpoint(draft, stepId, `step ${stepId} ${outcome.ok ? "completed" : "failed"} before its handler took this reply`);
-  draft.updateStep(stepId, {
-    status: outcome.ok ? "completed" : "failed",
+  draft.moveStep(stepId, outcome.ok ? "complete" : "fail", {
     output: outcome.ok ? outcome.output : null,
     error: outcome.ok ? null : outcome.error,
     dueAtMs: null,
@@ -343,7 +341,7 @@ export function deliverNextReply(draft: Draft, originStepId: string, approvedBy?
   if (verdict.verdict === "requires_approval") {
     // Replies that arrive meanwhile queue behind this one: the approval holds the head of the queue.
     const approvalId = draft.ctx.newId();
-    draft.updateStep(origin.stepId, { status: "parked", approvalId, dueAtMs: null });
+    draft.moveStep(origin.stepId, "await_approval", { approvalId, dueAtMs: null });
     draft.effects.push({
       type: "open_approval",
       approval: { id: approvalId, orgId: draft.task.orgId, taskId: draft.task.id, stepId: origin.stepId, action: "reply", destination: origin.destination, rule: verdict.rule, reason: verdict.reason, cost: 0, expiresAtMs: draft.ctx.now + draft.ctx.approvalTtlMs },
@@ -359,8 +357,7 @@ export function deliverNextReply(draft: Draft, originStepId: string, approvedBy?
     return;
   }
   // The state travels in the REPLY; the next stand-down brings the next one.
-  draft.updateStep(origin.stepId, {
-    status: "dispatched",
+  draft.moveStep(origin.stepId, "dispatch", {
     approvalId: null,
     checkpoint: { state: null, awaiting: stillAwaited, arrived: checkpoint.arrived.slice(1) },
     dueAtMs: draft.ctx.now + stepTimeoutMs(draft, origin),

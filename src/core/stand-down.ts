@@ -90,8 +90,7 @@ export function onQuery(draft: Draft, event: QueryEvent): string | undefined {
   }
 
   // The origin's turn stands down; its in-flight estimate stays reserved until the step completes.
-  draft.updateStep(origin.stepId, {
-    status: "waiting",
+  draft.moveStep(origin.stepId, "stand_down", {
     delegations: asked,
     turns: origin.turns + 1,
     checkpoint: { state: event.state ?? null, awaiting, arrived: checkpoint.arrived },
@@ -104,7 +103,7 @@ export function onQuery(draft: Draft, event: QueryEvent): string | undefined {
   for (const delegate of delegates) {
     if (draft.step(delegate.stepId)!.status !== "pending") continue;
     if (TERMINAL_STEP_STATUSES.includes(draft.step(origin.stepId)!.status)) {
-      draft.updateStep(delegate.stepId, { status: "cancelled" });
+      draft.moveStep(delegate.stepId, "cancel");
       continue;
     }
     dispatchStep(draft, delegate.stepId);

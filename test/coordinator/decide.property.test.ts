@@ -5,7 +5,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decide } from "../../src/core/decide.js";
-import type { CoordinatorEvent, Effect, TaskState } from "../../src/core/model.js";
+import { TERMINAL_STEP_STATUSES, TERMINAL_TASK_STATUSES, type CoordinatorEvent, type Effect, type StepStatus, type TaskState, type TaskStatus } from "../../src/core/model.js";
+import { STEP_TRANSITIONS, TASK_TRANSITIONS } from "../../src/core/transitions.js";
 import type { HopFacts, Verdict } from "../../src/domain.js";
 import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
 
@@ -25,7 +26,7 @@ function governor(approvals: boolean) {
 
 interface Trace {
   state: TaskState;
-  log: Array<{ event: CoordinatorEvent; ignored?: string; effects: Effect[]; status: string; before: TaskState }>;
+  log: Array<{ event: CoordinatorEvent; ignored?: string; effects: Effect[]; status: string; before: TaskState; after: TaskState }>;
 }
 
 /** Candidate events the outside world could deliver next, given the state and what was delivered before. */
@@ -65,7 +66,7 @@ function simulate(choices: number[], approvals: boolean): Trace {
   const delivered: CoordinatorEvent[] = [];
   const first = decide(state, { type: "task_started", eventId: "start" }, context(now, "start", governor(approvals)));
   state = first.state;
-  log.push({ event: { type: "task_started", eventId: "start" }, effects: first.effects, status: state.task.status, before: initialState(workflow) });
+  log.push({ event: { type: "task_started", eventId: "start" }, effects: first.effects, status: state.task.status, before: initialState(workflow), after: state });
   for (const choice of choices) {
     const options = candidates(state, delivered, now);
     if (options.length === 0) break;
@@ -75,7 +76,7 @@ function simulate(choices: number[], approvals: boolean): Trace {
     const decision = decide(state, pick.event, context(now, pick.event.eventId, governor(approvals)));
     state = decision.state;
     delivered.push(pick.event);
-    log.push({ event: pick.event, ignored: decision.ignored, effects: decision.effects, status: state.task.status, before });
+    log.push({ event: pick.event, ignored: decision.ignored, effects: decision.effects, status: state.task.status, before, after: state });
   }
   return { state, log };
 }
@@ -167,4 +168,52 @@ describe("decide (properties)", () => {
     expect(seen.replies).toBeGreaterThan(100);
     expect(seen.queued).toBeGreaterThan(0);
   });
+
+  it("changes a status only along the transition table (src/core/transitions.ts), and never a final one", () => {
+    // One decision may take several rows (stood down, then its queued reply dispatched): what it changes must be
+    // reachable through the table. Which changes the schedules reached is counted, to show they reach the machine.
+    const seen = new Set<string>();
+    fc.assert(
+      fc.property(schedule, ([choices, approvals]) => {
+        for (const entry of simulate(choices, approvals).log) {
+          const before = entry.before;
+          const after = entry.after;
+          expect(TERMINAL_TASK_STATUSES.includes(before.task.status) && after.task.status !== before.task.status, "a final task status changed").toBe(false);
+          if (after.task.status !== before.task.status) {
+            expect(reachable(TASK_TRANSITIONS, before.task.status, after.task.status), `task ${before.task.status} → ${after.task.status}`).toBe(true);
+          }
+          for (const [stepId, step] of after.steps) {
+            const was = before.steps.get(stepId);
+            if (!was) {
+              expect(step.status === "pending" || reachable(STEP_TRANSITIONS, "pending", step.status), `a new step starts ${step.status}`).toBe(true);
+              continue;
+            }
+            if (was.status === step.status) continue;
+            expect(TERMINAL_STEP_STATUSES.includes(was.status), `step ${stepId} left final ${was.status}`).toBe(false);
+            expect(reachable(STEP_TRANSITIONS, was.status, step.status), `step ${stepId} ${was.status} → ${step.status}`).toBe(true);
+            seen.add(`${was.status}→${step.status}`);
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+    for (const pair of ["pending→dispatched", "dispatched→completed", "dispatched→retrying", "dispatched→waiting", "parked→dispatched", "parked→failed", "pending→parked"]) {
+      expect(seen, `the schedules never reached ${pair}`).toContain(pair);
+    }
+  });
 });
+
+function reachable<S extends StepStatus | TaskStatus>(table: readonly { from: S; to: S }[], from: S, to: S): boolean {
+  const seen = new Set<S>([from]);
+  const queue: S[] = [from];
+  while (queue.length > 0) {
+    const at = queue.shift()!;
+    for (const row of table) {
+      if (row.from !== at || seen.has(row.to)) continue;
+      if (row.to === to) return true;
+      seen.add(row.to);
+      queue.push(row.to);
+    }
+  }
+  return false;
+}
