@@ -1,9 +1,11 @@
 /**
  * A coordinator built from a runtime with everything a deployed one runs beside its inbox: live flags, the
- * signed-checkpoint job (SWITCHYARD_CHECKPOINT_*), the FOREIGN sender and sweep, and the origin-reply sender. `start coordinator`,
+ * signed-checkpoint job (SWITCHYARD_CHECKPOINT_*), approval expiry, the FOREIGN sender and sweep, and the origin-reply sender. `start coordinator`,
  * `start all` and the demo all use this, so they cannot drift apart. The test stack and the tests build theirs on
  * the same base (`coordinatorOptionsFrom`).
  */
+import { heldStepReleases } from "./fairness/releaser.js";
+import { approvalExpirySweep } from "./approvals/expiry.js";
 import { consumerName } from "./bus/keys.js";
 import { Coordinator, type CoordinatorOptions } from "./coordinator/coordinator.js";
 import { createCheckpointJob } from "./governance/checkpoint-job.js";
@@ -28,7 +30,7 @@ export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOp
       dedupeRetentionMs: config.coordinator.dedupeRetentionMs,
       shards: config.shards,
       logger,
-      limits: runtime.limits,
+      releases: heldStepReleases(runtime.limits),
       health: runtime.health,
       checkpoints: createCheckpointJob({
         pool,
@@ -65,6 +67,7 @@ export function coordinatorOptionsFrom(runtime: Runtime, overrides: Partial<Coor
     metrics: runtime.metrics,
     logger: runtime.logger,
     flags: runtime.flags,
+    sweepJobs: [approvalExpirySweep],
     ...overrides,
   };
 }

@@ -9,6 +9,7 @@
  * events applied in coordinator-sized batches, then published from the outbox), exactly as `TaskService.start`
  * does it one task at a time.
  */
+import { heldStepReleases } from "../../src/fairness/releaser.js";
 import { BusAuth } from "../../src/bus/auth/bus-auth.js";
 import { BENCH_BUS_SECRETS } from "../support.js";
 import { GATEWAY_SENDER } from "../../src/bus/auth/bus-keys.js";
@@ -20,6 +21,7 @@ import { defaultConfig, type Config } from "../../src/config/index.js";
 import type { Bus } from "../../src/bus/bus.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { streamKey } from "../../src/bus/keys.js";
+import { approvalExpirySweep } from "../../src/approvals/expiry.js";
 import { COORDINATOR_GROUP, Coordinator } from "../../src/coordinator/coordinator.js";
 import type { StepRecord } from "../../src/core/model.js";
 import { saveSteps } from "../../src/coordinator/task-store.js";
@@ -189,11 +191,13 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       // As `switchyard start coordinator` runs it (with live flags), every flag on: the per-entry tenant checks
       // are part of the hop's cost.
       flags: ALL_ON,
+      // As every composition root runs it (coordinator-process.ts): the expiry query is part of each sweep's cost.
+      sweepJobs: [approvalExpirySweep],
       // Tasks created in bulk wait with their first step pending (it has no needs) until the bench starts them; on a
       // loaded box that takes longer than the repair's default 5 s quiet time, and the sweep would "repair" (dispatch)
       // them, adding a `repair` audit row each. The sweep still runs; it only waits as long as the step timeout.
       strandedRepair: { intervalMs: 10_000, quietMs: STEP_TIMEOUT_MS },
-      ...(options.limits ? { limits: runtime.limits } : {}),
+      ...(options.limits ? { releases: heldStepReleases(runtime.limits) } : {}),
     });
     void coordinator.start();
     closers.push(() => coordinator.close());

@@ -1,17 +1,16 @@
 /**
  * Approval expiry: an approval nobody decided by its deadline (`expires_at`, set when it was opened) is denied by
  * `system:expiry` and its step fails closed with POLICY_DENIED — through the same decision path as a person's,
- * so the engine writes the one `approval` audit row. Every coordinator runs this on its sweep; when several race
+ * so the engine writes the one `approval` audit row. Every coordinator runs this on its sweep (handed in as a sweep job); when several race
  * on the same approval, the approval's row lock lets the first decide and the rest find it decided.
  */
-import type { Engine } from "../coordinator/engine.js";
 import type { OwnedShards } from "../coordinator/shard-ownership.js";
-import type { OutboxPublisher } from "../coordinator/outbox-publisher.js";
+import type { SweepJob } from "../coordinator/sweeps.js";
 import { EXPIRY_ACTOR, TaskService } from "../tasks/tasks.js";
 import { listOverdueApprovals } from "../coordinator/approval-store.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { TenantSelection } from "../flags/flag-types.js";
-import type { Pool, Queryable } from "../store/db.js";
+import type { Queryable } from "../store/db.js";
 
 /** What expiry needs of the task service: a decision that is idempotent under the approval's row lock. */
 export type ApprovalDecider = Pick<TaskService, "decideApproval">;
@@ -67,21 +66,12 @@ export async function expireApprovals(options: ExpireApprovalsOptions): Promise<
 }
 
 /**
- * The coordinator's default sweep hook: expires overdue approvals through a task service built on the
- * coordinator's own engine and publisher.
+ * Approval expiry as a coordinator sweep job (the composition roots hand it in: `sweepJobs`): expires overdue
+ * approvals of the tenants and shards the coordinator serves, through a task service built on its own fenced engine
+ * and publisher.
  */
-export function approvalExpirySweep(deps: {
-  pool: Pool;
-  engine: Engine;
-  publisher?: OutboxPublisher;
-  logger?: Logger;
-  limit?: number;
-  /** Asked at every sweep: the tenants whose coordinator is switched on. @defaultValue all */
-  tenants?: () => TenantSelection;
-  /** Asked at every sweep: the shards this coordinator owns. @defaultValue every tenant */
-  shards?: () => OwnedShards;
-}): (now: number) => Promise<ExpireApprovalsResult> {
+export const approvalExpirySweep: SweepJob = (context) => {
   // Only decides approvals and never starts a task, so no task input is ever measured against the payload cap.
-  const tasks = new TaskService({ pool: deps.pool, engine: deps.engine, publisher: deps.publisher, maxPayloadBytes: 0 });
-  return (now) => expireApprovals({ pool: deps.pool, tasks, now, logger: deps.logger, limit: deps.limit, tenants: deps.tenants?.(), shards: deps.shards?.() });
-}
+  const tasks = new TaskService({ pool: context.pool, engine: context.engine, publisher: context.publisher, maxPayloadBytes: 0 });
+  return (now) => expireApprovals({ pool: context.pool, tasks, now, logger: context.logger, tenants: context.tenants(), shards: context.shards() });
+};

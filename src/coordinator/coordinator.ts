@@ -24,9 +24,8 @@ import type { CoordinatorFlags } from "../flags/flag-types.js";
 import { TenantHold } from "../flags/tenant-hold.js";
 import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
 import { runPeriodically } from "./periodic-job.js";
-import { Sweeps } from "./sweeps.js";
-import type { LimitSource } from "../core/limits.js";
-import { inlineRelease, ReleaseLoop } from "../fairness/releaser.js";
+import { Sweeps, type SweepJob } from "./sweeps.js";
+import type { HeldReleases } from "./held-releases.js";
 
 export { COORDINATOR_GROUP } from "./inbox-intake.js";
 import { COORDINATOR_GROUP } from "./inbox-intake.js";
@@ -58,8 +57,13 @@ export interface CoordinatorOptions {
    * applied (before its due steps fire). @defaultValue everything on
    */
   flags?: CoordinatorFlags;
-  /** Runs at the end of every sweep with its time. @defaultValue expires overdue approvals (src/approvals/expiry.ts) */
+  /** Runs at the end of every sweep with its time, instead of `sweepJobs` (tests). @defaultValue runs the sweep jobs */
   onSweep?: (now: number) => Promise<unknown>;
+  /**
+   * Jobs run at the end of every sweep while the bus is on, given this coordinator's fenced engine and what it
+   * serves (sweeps.ts). The composition roots hand in approval expiry (src/approvals/expiry.ts). @defaultValue none
+   */
+  sweepJobs?: readonly SweepJob[];
   /** Signs audit chain heads periodically; `false` turns it off. @defaultValue every 1000 rows or 60 s per tenant (src/governance/checkpoint-job.ts) */
   checkpoints?: CheckpointJob | false;
   /**
@@ -77,10 +81,11 @@ export interface CoordinatorOptions {
   /** Tenant shards (config.shards): how many, and how long a lease lasts. @defaultValue 64 shards, 5 s */
   shards?: { count: number; leaseTtlMs: number };
   /**
-   * Dispatch limits (issue 15, `runtime.limits`): with them, a loop beside the inbox releases the held steps of the
-   * tenants this coordinator owns (src/fairness/releaser.ts). @defaultValue no releaser (held steps wait)
+   * Lets held steps go (issue 15): inline in the batch that freed a slot, and in a loop beside the inbox, for the
+   * tenants this coordinator owns. The composition roots hand in src/fairness/releaser.ts `heldStepReleases(limits)`.
+   * @defaultValue no releaser (held steps wait)
    */
-  limits?: LimitSource;
+  releases?: HeldReleases;
 }
 
 export class Coordinator {
@@ -103,7 +108,7 @@ export class Coordinator {
   /** Due steps, stranded repair, outbox relay, approval expiry and trimming. */
   private readonly sweeps: Sweeps;
   /** Lets held steps go (with limits only). */
-  private readonly releases: ReleaseLoop | undefined;
+  private readonly releases: { run(signal: AbortSignal): Promise<void> } | undefined;
   constructor(private readonly options: CoordinatorOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "coordinator", consumer: options.consumer });
     this.clock = options.clock ?? Date.now;
@@ -133,7 +138,7 @@ export class Coordinator {
       },
     });
     const serves = (orgId: string): boolean => this.ownership.ownsTenant(orgId) && this.tenantOn(orgId);
-    this.engine = options.engine.fenced(this.ownership, options.limits ? inlineRelease({ limits: options.limits, serves, clock: this.clock, metrics: options.metrics }) : undefined);
+    this.engine = options.engine.fenced(this.ownership, options.releases?.inline({ serves, clock: this.clock, metrics: options.metrics }));
     this.reader = new InboxReader({
       bus: options.bus,
       ownership: this.ownership,
@@ -153,21 +158,18 @@ export class Coordinator {
       tenantOn: (orgId) => this.tenantOn(orgId),
       routing: { owns: (orgId) => this.ownership.ownsTenant(orgId), inboxOf: (orgId) => inboxOf(orgId, shards.count) },
     });
-    this.releases = options.limits
-      ? new ReleaseLoop({
-          engine: this.engine,
-          pool: options.pool,
-          logger: this.logger,
-          limits: options.limits,
-          serves,
-          clock: this.clock,
-          metrics: options.metrics,
-          publish: async (rows) => {
-            this.sweeps.published(rows);
-            if (this.busOn()) await this.options.publisher.publish(rows);
-          },
-        })
-      : undefined;
+    this.releases = options.releases?.loop({
+      engine: this.engine,
+      pool: options.pool,
+      logger: this.logger,
+      serves,
+      clock: this.clock,
+      metrics: options.metrics,
+      publish: async (rows) => {
+        this.sweeps.published(rows);
+        if (this.busOn()) await this.options.publisher.publish(rows);
+      },
+    });
     this.hold = options.flags
       ? new TenantHold<AppliedBatch>({
           bus: options.bus,
@@ -188,7 +190,7 @@ export class Coordinator {
       : undefined;
     const busOn = (): boolean => this.busOn();
     const tenantOn = (orgId: string): boolean => this.tenantOn(orgId);
-    this.sweeps = new Sweeps({ ...options, engine: this.engine, ownership: this.ownership, health: this.health, logger: this.logger, clock: this.clock, hold: this.hold, busOn, tenantOn });
+    this.sweeps = new Sweeps({ ...options, jobs: options.sweepJobs, engine: this.engine, ownership: this.ownership, health: this.health, logger: this.logger, clock: this.clock, hold: this.hold, busOn, tenantOn });
     this.inbox = new InboxLoop({
       ...options,
       reader: this.reader,

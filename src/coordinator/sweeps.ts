@@ -1,7 +1,8 @@
 /**
  * The coordinator's periodic sweeps, for the tenants it serves now (shards it owns, COORDINATOR_ENABLED): due
  * steps (timeouts, retry backoff), stranded-step repair, the outbox relay and approval expiry; and the trim of the
- * streams it published to and of the applied envelope ids. Due steps wait while the bus may still hold results
+ * streams it published to and of the applied envelope ids; then the sweep jobs it was handed (approval expiry, from
+ * src/approvals/expiry.ts, is the composition roots' one). Due steps wait while the bus may still hold results
  * for them (an outage or BUS_ENABLED off just ended and the inbox backlog is not read yet).
  */
 import { COORDINATOR_STREAM, type Bus } from "../bus/bus.js";
@@ -10,13 +11,12 @@ import type { CoordinatorFlags, TenantSelection } from "../flags/flag-types.js";
 import type { TenantHold } from "../flags/tenant-hold.js";
 import type { Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
-import { approvalExpirySweep } from "../approvals/expiry.js";
 import { fireDueSteps } from "./due-steps.js";
 import type { Engine } from "./engine.js";
 import type { AppliedBatch } from "./inbox-intake.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
 import { trimProcessedEnvelopes } from "./processed-envelopes.js";
-import type { ShardOwnership } from "./shard-ownership.js";
+import type { OwnedShards, ShardOwnership } from "./shard-ownership.js";
 import { FIRST_STEP_QUIET_FACTOR, repairStrandedSteps } from "./stranded-steps.js";
 
 /** Applied envelope ids are kept this long by default (config: SWITCHYARD_DEDUPE_RETENTION_MS). */
@@ -24,6 +24,24 @@ const DEFAULT_DEDUPE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** After the bus comes back, due steps wait for the inbox backlog to be read, but never longer than this. */
 const CATCH_UP_LIMIT_MS = 10_000;
+
+/** What a sweep job is given: the coordinator's own (fenced) engine and publisher, and what it serves now. */
+export interface SweepJobContext {
+  pool: Pool;
+  engine: Engine;
+  publisher: OutboxPublisher;
+  logger: Logger;
+  /** Asked at every sweep: the tenants whose coordinator is switched on. */
+  tenants: () => TenantSelection;
+  /** Asked at every sweep: the shards this coordinator owns. */
+  shards: () => OwnedShards;
+}
+
+/**
+ * A job run at the end of every sweep while the bus is on, built once per coordinator from its context. Handed in
+ * (not imported) so the coordinator knows no feature that moves steps on from outside it.
+ */
+export type SweepJob = (context: SweepJobContext) => (now: number) => Promise<unknown>;
 
 export interface SweepsOptions {
   pool: Pool;
@@ -43,14 +61,14 @@ export interface SweepsOptions {
   trimMaxLen: number;
   dedupeRetentionMs?: number;
   onSweep?: (now: number) => Promise<unknown>;
+  jobs?: readonly SweepJob[];
   strandedRepair?: { intervalMs: number; quietMs: number } | false;
 }
 
 export class Sweeps {
   /** Streams this process published to, trimmed periodically. */
   private readonly streams = new Set<string>([COORDINATOR_STREAM]);
-  /** The default sweep hook: overdue approvals of the tenants served now are denied. */
-  private readonly expireApprovals: (now: number) => Promise<unknown>;
+  private readonly jobs: ReadonlyArray<(now: number) => Promise<unknown>>;
   /** When the bus was last (re)enabled or an outage ended, and when an inbox read last came back short (the backlog was read). */
   private busOnSince = 0;
   private drainedAt = 0;
@@ -61,7 +79,8 @@ export class Sweeps {
 
   constructor(private readonly options: SweepsOptions) {
     const { pool, engine, publisher, logger, ownership } = options;
-    this.expireApprovals = approvalExpirySweep({ pool, engine, publisher, logger, tenants: () => this.servedTenants(), shards: () => ownership.ownedShards() });
+    const context: SweepJobContext = { pool, engine, publisher, logger, tenants: () => this.servedTenants(), shards: () => ownership.ownedShards() };
+    this.jobs = (options.jobs ?? []).map((job) => job(context));
   }
 
   /** Records the streams of rows published (or to be), for the trim. */
@@ -96,8 +115,8 @@ export class Sweeps {
       if (options.health.isReachable("redis")) await options.publisher.sweep();
     }
     if (options.onSweep) await options.onSweep(now);
-    // Expiry decides approvals and moves steps on: paused with the bus, and per tenant with its coordinator.
-    else if (options.busOn()) await this.expireApprovals(now);
+    // Jobs (approval expiry) decide and move steps on: paused with the bus, and per tenant with its coordinator.
+    else if (options.busOn()) for (const job of this.jobs) await job(now);
     return fired;
   }
 

@@ -14,6 +14,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { sleep } from "../sleep.js";
 import type { Engine, InlineRelease } from "../coordinator/engine.js";
+import type { HeldReleases } from "../coordinator/held-releases.js";
 import { applyIsolating, type DecodedEntry } from "../coordinator/isolated-apply.js";
 import type { OutboxRow } from "../coordinator/outbox.js";
 import { refill } from "../core/admission.js";
@@ -252,4 +253,12 @@ export class ReleaseLoop {
       }
     }
   }
+}
+
+/** The coordinator's releaser port (coordinator/held-releases.ts) over these dispatch limits. */
+export function heldStepReleases(limits: LimitSource): HeldReleases {
+  return {
+    inline: (context) => inlineRelease({ limits, ...context }),
+    loop: (context) => new ReleaseLoop({ limits, ...context }),
+  };
 }

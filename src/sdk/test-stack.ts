@@ -9,6 +9,7 @@
  *
  * Timings are the tests' (100 ms reads and sweeps, 5 s step timeout) so a retry or a timeout is seen in seconds.
  */
+import { heldStepReleases } from "../fairness/releaser.js";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { Coordinator } from "../coordinator/coordinator.js";
@@ -177,7 +178,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     throw error;
   }
 
-  const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `stack-${token}`, limits: runtime.limits }));
+  const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `stack-${token}`, releases: heldStepReleases(runtime.limits) }));
   void coordinator.start();
   const harnesses: Harness[] = [];
   const resultReader = createStepResultReader({ db: runtime.pool });

@@ -3,7 +3,7 @@
  * with POLICY_DENIED and the denial is audited — once, however many coordinators sweep at the same time.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { expireApprovals } from "../../src/approvals/expiry.js";
+import { approvalExpirySweep, expireApprovals } from "../../src/approvals/expiry.js";
 import { Coordinator } from "../../src/coordinator/coordinator.js";
 import { setFlag } from "../../src/flags/flag-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
@@ -100,9 +100,10 @@ describe("approval expiry", () => {
         sweepIntervalMs: 100,
         trimMaxLen: 1000,
         clock: overdue,
+        sweepJobs: [approvalExpirySweep],
       });
     const [one, two] = [coordinator("one"), coordinator("two")];
-    // Sweeps through the coordinators' default hook, plus direct calls, all at once.
+    // Sweeps through the coordinators' expiry job, plus direct calls, all at once.
     const direct = await Promise.all([
       one.sweepOnce().then(() => undefined),
       two.sweepOnce().then(() => undefined),

@@ -103,6 +103,18 @@ describe("layering of src/", () => {
     expect(users.sort()).toEqual(["cli/commands/demo.ts", "cli/commands/start.ts"]);
   });
 
+  it("hands the coordinator the jobs that move steps on from outside it: coordinator.ts and sweeps.ts import nothing of approvals/ or fairness/", () => {
+    expect(edgesOutOf("coordinator").filter((edge) => areaOf(edge.split(" -> ")[1]!) === "approvals")).toEqual([]);
+    const loops = edgesOutOf("coordinator").filter((edge) => /^coordinator\/(coordinator|sweeps)\.ts -> /.test(edge));
+    expect(loops.length).toBeGreaterThan(0);
+    expect(loops.filter((edge) => areaOf(edge.split(" -> ")[1]!) === "fairness")).toEqual([]);
+  });
+
+  it("ratchet (issue 27 §2): the engine's remaining imports of fairness/ (admission load and save, SQL) only shrink", () => {
+    const toFairness = edgesOutOf("coordinator").filter((edge) => areaOf(edge.split(" -> ")[1]!) === "fairness");
+    expect(toFairness.sort()).toEqual(["coordinator/engine-persist.ts -> fairness/admission-load.ts", "coordinator/engine.ts -> fairness/admission-load.ts"]);
+  });
+
   it("keeps the task service above the coordinator process: coordinator/ imports nothing of tasks/", () => {
     expect(edgesOutOf("coordinator").filter((edge) => areaOf(edge.split(" -> ")[1]!) === "tasks")).toEqual([]);
     expect(edgesOutOf("tasks").some((edge) => edge.includes(" -> coordinator/engine.ts"))).toBe(true);

@@ -1,6 +1,7 @@
 /**
  * A full runtime (pool, Redis, bus, engine, task service) on a fresh test database and a unique key prefix.
  */
+import { heldStepReleases } from "../../src/fairness/releaser.js";
 import { parseRedisUrl } from "../../src/bus/redis-url.js";
 import { defaultConfig, type Config } from "../../src/config/index.js";
 import { Coordinator } from "../../src/coordinator/coordinator.js";
@@ -97,10 +98,10 @@ export async function createTestRuntime(
       const own = await createRuntime(config, { ...options, logger });
       separate.push(own);
       await own.limits.refresh();
-      return testRuntime.startCoordinator({ pool: own.pool, bus: own.bus, engine: own.engine, publisher: own.publisher, flags: own.flags, limits: own.limits, consumer });
+      return testRuntime.startCoordinator({ pool: own.pool, bus: own.bus, engine: own.engine, publisher: own.publisher, flags: own.flags, releases: heldStepReleases(own.limits), consumer });
     },
     startCoordinator(overrides = {}) {
-      const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `test-${coordinators.length}`, limits: runtime.limits, ...overrides }));
+      const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `test-${coordinators.length}`, releases: heldStepReleases(runtime.limits), ...overrides }));
       coordinators.push(coordinator);
       void coordinator.start();
       return coordinator;

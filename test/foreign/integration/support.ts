@@ -3,6 +3,7 @@
  * CIDR list (as `SWITCHYARD_EGRESS_ALLOWED_NETWORKS=127.0.0.0/8` would), the callback route served by a plain HTTP
  * server on 127.0.0.1:0 whose URL is the runtime's public URL, and a coordinator running the sender and the sweep.
  */
+import { heldStepReleases } from "../../../src/fairness/releaser.js";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { defaultConfig, type Config } from "../../../src/config/index.js";
@@ -107,7 +108,7 @@ export async function createForeignRuntime(
 /** A coordinator over `runtime` (its pool, bus, engine, dispatch limits and FOREIGN jobs), as a coordinator process builds one; not started. */
 export function coordinatorOf(runtime: Runtime, consumer: string): Coordinator {
   // Limits as a coordinator process has them (src/coordinator-process.ts): without, a held step would never be released.
-  return new Coordinator(coordinatorOptionsFrom(runtime, { consumer, limits: runtime.limits, checkpoints: false, background: runtime.foreignJobs }));
+  return new Coordinator(coordinatorOptionsFrom(runtime, { consumer, releases: heldStepReleases(runtime.limits), checkpoints: false, background: runtime.foreignJobs }));
 }
 
 /** Posts a push body to a callback URL as an agent would. */
