@@ -4,11 +4,11 @@
  * it to `dialing` with a lease (`FOR UPDATE SKIP LOCKED`), dialed outside any transaction, and its outcome written
  * with an UPDATE guarded by `state = 'dialing'`.
  *
- * Before a byte leaves, checked again here whatever the verb checked (defence in depth): the task's stored address
- * validates; the connection exists and belongs to the row's tenant, which is the task's; its kind and account key
- * match the address exactly (else `address_mismatch`); the text fits the provider's limit. The credential is opened
- * only for the dial and goes only to the connection's API base URL, through the egress guard (DNS pinned, no
- * redirects, private addresses only with SWITCHYARD_EGRESS_ALLOWED_NETWORKS).
+ * Before a byte leaves, checked again (reply-dial.ts) whatever the verb checked (defence in depth): the task's
+ * stored address validates; the connection exists and belongs to the row's tenant, which is the task's; its kind and
+ * account key match the address exactly (else `address_mismatch`); the text fits the provider's limit. The
+ * credential is opened only for the dial and goes only to the connection's API base URL, through the egress guard
+ * (DNS pinned, no redirects, private addresses only with SWITCHYARD_EGRESS_ALLOWED_NETWORKS).
  *
  * Outcomes (dial-outcome.ts): 2xx → `sent`; a failure before the request was written (the preparation: loading the
  * connection, opening its secret, a database blip; or a connection that failed), or a 429 → `pending` again (after
@@ -19,19 +19,13 @@
  * is expired by the sweep, never dialed.
  */
 import type { DependencyHealth } from "../process/dependency-health.js";
-import { SwitchyardError } from "../errors.js";
 import { countOriginReply, type Metrics } from "../metrics/metrics.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
 import type { SecretCipher } from "../vault/secret-cipher.js";
-import { openConnectionSecret } from "../vault/connection-secret.js";
-import { createGuardedFetch, type EgressResolver } from "../foreign/egress/index.js";
 import type { BackgroundJob } from "../foreign/a2a-foreign.js";
-import { accountKeyOf, connectionKindOf, targetOf, validateAddress, type ReplyAddress } from "../core/reply-address.js";
-import { targetAllowed } from "../vault/connection-select.js";
-import { findConnection, type ConnectionRecord } from "../vault/connection-store.js";
 import { redact, type DialOutcome } from "./dial-outcome.js";
-import { REPLY_PROVIDERS, type ProviderResult } from "./providers/index.js";
+import { dialProvider, prepareDial, type PreparedDial, type ReplyEgressOptions } from "./reply-dial.js";
 import {
   claimReplies,
   completeSent,
@@ -43,19 +37,6 @@ import {
   type ClaimedReply,
   type ReplyFinish,
 } from "./reply-rows.js";
-
-export interface ReplyEgressOptions {
-  /** SWITCHYARD_EGRESS_ALLOWED_NETWORKS: private ranges a connection's API may resolve to. @defaultValue none */
-  allowedNetworks?: readonly string[];
-  /** Name resolution, TCP and TLS must finish within this (ms). @defaultValue min(5 000, timeoutMs) */
-  connectTimeoutMs?: number;
-  /** Largest provider answer read (bytes). @defaultValue 1 MiB */
-  maxResponseBytes?: number;
-  /** @defaultValue the system resolver */
-  resolver?: EgressResolver;
-  /** Trust anchors for https (tests, private CAs). */
-  ca?: string | Buffer | Array<string | Buffer>;
-}
 
 export interface ReplySenderOptions {
   pool: Pool;
@@ -115,6 +96,7 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
   const retryBaseMs = options.retryBaseMs ?? 1_000;
   const maxRetryAfterMs = options.maxRetryAfterMs ?? 15 * 60_000;
   const maxPendingMs = options.maxPendingMs ?? 60 * 60_000;
+  const retry: RetryPolicy = { retryBaseMs, maxRetryAfterMs, dialAttempts: options.dialAttempts };
   const egress = options.egress ?? {};
   let active = false;
   let closed = false;
@@ -155,22 +137,22 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     let secret = "";
     let finish: ReplyFinish;
     let permalinkLater: (() => Promise<string | null>) | undefined;
-    let prepared: Awaited<ReturnType<typeof prepare>>;
+    let prepared: PreparedDial;
     try {
-      prepared = await prepare(reply);
+      prepared = await prepareDial(options, reply);
     } catch (error) {
       // Nothing was written yet (a database blip, a bug before the request): dialed again like a failed connection.
       prepared = { notReady: { code: "sender_error", message: `the dial could not be prepared: ${error instanceof Error ? error.message : String(error)}` } };
     }
     if ("refuse" in prepared) finish = { state: "failed", ...prepared.refuse };
-    else if ("notReady" in prepared) finish = retryOrFail(reply.dialAttempts, prepared.notReady.code, prepared.notReady.message);
+    else if ("notReady" in prepared) finish = retryOrFail(retry, reply.dialAttempts, prepared.notReady.code, prepared.notReady.message);
     else {
       const { connection } = prepared;
       kind = connection.kind;
       secret = prepared.secret;
       try {
         const started = clock();
-        const result = await dial(connection, prepared.address, prepared.secret, reply.text);
+        const result = await dialProvider({ ...options, egress, clock, maxRetryAfterMs }, connection, prepared.address, prepared.secret, reply.text);
         options.metrics?.originReplyDialSeconds.observe({ kind }, Math.max(0, clock() - started) / 1000);
         if (result.outcome === "sent") {
           // Learnt before the row says `sent`: the echo Slack delivers at once is recognised by either.
@@ -183,11 +165,11 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
         }
         if (result.outcome === "retry" && result.code === "provider_rate_limited") {
           // Before the row is put back: the connection's other rows must not be claimed in between.
-          await limitConnection(options.pool, connection.id, retryDelay(reply.dialAttempts, result.retryAfterMs)).catch((error: unknown) =>
+          await limitConnection(options.pool, connection.id, retryDelay(retry, reply.dialAttempts, result.retryAfterMs)).catch((error: unknown) =>
             log.warn({ err: error }, "could not record the connection's rate limit"),
           );
         }
-        finish = toFinish(result, reply.dialAttempts);
+        finish = toFinish(retry, result, reply.dialAttempts);
       } catch (error) {
         // Our own failure (database, a bug) once the request may have been written: never again.
         finish = { state: "unknown", code: "sender_error", message: error instanceof Error ? error.message : String(error) };
@@ -214,102 +196,6 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     };
     if (finish.state === "sent" || finish.state === "pending") log.info(fields, "origin reply dialed");
     else log.warn(fields, "origin reply not sent");
-  };
-
-  /**
-   * Everything checked before a dial; a `refuse` fails the row without a request, a `notReady` (or a throw) puts it
-   * back to pending as an attempt: nothing was written either way.
-   */
-  const prepare = async (
-    reply: ClaimedReply,
-  ): Promise<
-    | { refuse: { code: string; message: string } }
-    | { notReady: { code: string; message: string } }
-    | { connection: ConnectionRecord; address: ReplyAddress; secret: string }
-  > => {
-    if (reply.replyTo === null || reply.replyTo === undefined) return { refuse: { code: "no_reply_address", message: "the task has no reply address" } };
-    let address: ReplyAddress;
-    try {
-      address = validateAddress(reply.replyTo);
-    } catch (error) {
-      return { refuse: { code: "invalid_address", message: (error as Error).message } };
-    }
-    if (options.replyEnabled && !options.replyEnabled(reply.orgId)) {
-      return { refuse: { code: "reply_disabled", message: `replies are switched off for tenant ${reply.orgId} (REPLY_ENABLED); nothing was sent` } };
-    }
-    if (reply.taskOrgId !== reply.orgId) return { refuse: { code: "no_connection", message: "the reply's row does not belong to the task's tenant" } };
-    // Read through the vault, scoped to the reply's tenant: another tenant's connection id is simply not found.
-    const connection = reply.connectionId === null ? undefined : await findConnection(options.pool, reply.orgId, reply.connectionId);
-    if (!connection) return { refuse: { code: "no_connection", message: "the reply's connection no longer exists for the task's tenant" } };
-    if (connection.kind !== connectionKindOf(address) || connection.accountKey !== accountKeyOf(address)) {
-      return {
-        refuse: {
-          code: "address_mismatch",
-          message: `the address (${connectionKindOf(address)} ${accountKeyOf(address)}) does not match the connection (${connection.kind} ${connection.accountKey}); nothing was sent`,
-        },
-      };
-    }
-    // The allowlist may have narrowed since the verb selected the connection: checked again at the last moment.
-    if (!targetAllowed(connection.targets, address)) {
-      return { refuse: { code: "target_not_allowed", message: `the connection's targets do not admit ${targetOf(address)}; nothing was sent` } };
-    }
-    const limit = REPLY_PROVIDERS[connection.kind].maxTextChars;
-    if (reply.text.length > limit) return { refuse: { code: "text_too_long", message: `the text is ${reply.text.length} characters; ${connection.kind} takes at most ${limit}` } };
-    let secret: string;
-    try {
-      // The vault's one opening point, scoped to the row's tenant as well.
-      secret = await openConnectionSecret(options.pool, options.cipher, reply.orgId, connection.id);
-    } catch (error) {
-      // A missing row or an envelope no key of the ring opens (a key may be added to the ring): retried, then
-      // failed. A database failure is thrown, and retried the same way.
-      if (!(error instanceof SwitchyardError)) throw error;
-      return { notReady: { code: "connection_unusable", message: `the connection's secret cannot be opened: ${error.message}` } };
-    }
-    return { connection, address, secret };
-  };
-
-  const dial = async (connection: ConnectionRecord, address: ReplyAddress, secret: string, text: string): Promise<ProviderResult> => {
-    let host: string;
-    try {
-      host = new URL(connection.apiBaseUrl).host;
-    } catch {
-      return { outcome: "failed", code: "egress_refused", message: "the connection's API base URL is not a URL" };
-    }
-    // The guard admits the API base URL's host alone: however a path is built, the credential goes nowhere else.
-    const guardedFetch = createGuardedFetch({
-      allowHosts: [host],
-      allowedNetworks: egress.allowedNetworks ?? [],
-      connectTimeoutMs: Math.min(egress.connectTimeoutMs ?? 5_000, options.timeoutMs),
-      totalTimeoutMs: options.timeoutMs,
-      maxResponseBytes: egress.maxResponseBytes ?? 1024 * 1024,
-      // We sort 429 and 5xx ourselves: a 5xx is `unknown` here, never a retry.
-      transientStatusAsError: false,
-      ...(egress.resolver ? { resolver: egress.resolver } : {}),
-      ...(egress.ca !== undefined ? { ca: egress.ca } : {}),
-    });
-    return REPLY_PROVIDERS[connection.kind].post({ address, text, apiBaseUrl: connection.apiBaseUrl, secret, fetch: guardedFetch, now: clock, maxRetryAfterMs });
-  };
-
-  const toFinish = (result: DialOutcome, dialAttempts: number): ReplyFinish => {
-    switch (result.outcome) {
-      case "sent":
-        return { state: "sent", providerId: result.providerId, permalink: result.permalink };
-      case "failed":
-      case "unknown":
-        return { state: result.outcome, code: result.code, message: result.message };
-      case "retry":
-        return retryOrFail(dialAttempts, result.code, result.message, result.retryAfterMs);
-    }
-  };
-
-  /** The provider's Retry-After (capped), or base × 2^(dials − 1) up to 5 min. */
-  const retryDelay = (dialAttempts: number, retryAfter?: number): number =>
-    Math.min(retryAfter ?? Math.min(retryBaseMs * 2 ** (dialAttempts - 1), 5 * 60_000), maxRetryAfterMs);
-
-  /** Nothing was written: pending again after a delay, or `failed` once the row used its dials. */
-  const retryOrFail = (dialAttempts: number, code: string, message: string, retryAfter?: number): ReplyFinish => {
-    if (dialAttempts >= options.dialAttempts) return { state: "failed", code, message: `${message} (after ${dialAttempts} dials)` };
-    return { state: "pending", code, message, delayMs: retryDelay(dialAttempts, retryAfter) };
   };
 
   const sweep = async (): Promise<number> => {
@@ -355,4 +241,34 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
       await running?.catch(() => undefined);
     },
   };
+}
+
+interface RetryPolicy {
+  retryBaseMs: number;
+  maxRetryAfterMs: number;
+  /** Dials of one reply before it is `failed`. */
+  dialAttempts: number;
+}
+
+function toFinish(policy: RetryPolicy, result: DialOutcome, dialAttempts: number): ReplyFinish {
+  switch (result.outcome) {
+    case "sent":
+      return { state: "sent", providerId: result.providerId, permalink: result.permalink };
+    case "failed":
+    case "unknown":
+      return { state: result.outcome, code: result.code, message: result.message };
+    case "retry":
+      return retryOrFail(policy, dialAttempts, result.code, result.message, result.retryAfterMs);
+  }
+}
+
+/** The provider's Retry-After (capped), or base × 2^(dials − 1) up to 5 min. */
+function retryDelay(policy: RetryPolicy, dialAttempts: number, retryAfter?: number): number {
+  return Math.min(retryAfter ?? Math.min(policy.retryBaseMs * 2 ** (dialAttempts - 1), 5 * 60_000), policy.maxRetryAfterMs);
+}
+
+/** Nothing was written: pending again after a delay, or `failed` once the row used its dials. */
+function retryOrFail(policy: RetryPolicy, dialAttempts: number, code: string, message: string, retryAfter?: number): ReplyFinish {
+  if (dialAttempts >= policy.dialAttempts) return { state: "failed", code, message: `${message} (after ${dialAttempts} dials)` };
+  return { state: "pending", code, message, delayMs: retryDelay(policy, dialAttempts, retryAfter) };
 }
