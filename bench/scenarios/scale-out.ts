@@ -14,7 +14,7 @@ import { performance } from "node:perf_hooks";
 import { streamKey } from "../../src/bus/keys.js";
 import { listLeases, listMembers } from "../../src/coordinator/shard-leases.js";
 import { assignShards } from "../../src/coordinator/shard-ownership.js";
-import { inboxOf } from "../../src/coordinator/shards.js";
+import { inboxOf } from "../../src/bus/shards.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { perSecond, type Measurement, type Scenario, type ScenarioContext } from "../support.js";
 import { startCoordinatorProcess, type CoordinatorProcess } from "./coordinator-child.js";

@@ -15,7 +15,7 @@ import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { streamKey } from "../../src/bus/keys.js";
-import { allShards, shardInbox } from "../../src/coordinator/shards.js";
+import { allShards, shardInbox } from "../../src/bus/shards.js";
 import type { Measurement, Scenario } from "../support.js";
 import { startCoordinatorProcess } from "./coordinator-child.js";
 import { createBenchSystem, type BenchSystem } from "./system.js";

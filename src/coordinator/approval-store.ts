@@ -7,7 +7,7 @@ import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags
 import type { Queryable } from "../store/db.js";
 import type { ApprovalSpec } from "../core/model.js";
 import type { OwnedShards } from "./shard-ownership.js";
-import { shardSqlClause, shardSqlParams } from "./shards.js";
+import { shardSqlClause, shardSqlParams } from "../bus/shards.js";
 
 /** How a decision arrived. */
 export type ApprovalDecisionVia = "api" | "console" | "cli" | "link" | "expiry";

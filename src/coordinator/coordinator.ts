@@ -10,7 +10,7 @@ import type { EnvelopeVerifier } from "../bus/auth/bus-auth.js";
 import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
 import { InboxReader } from "./inbox-reader.js";
 import { ShardOwnership } from "./shard-ownership.js";
-import { DEFAULT_SHARD_COUNT, inboxOf } from "./shards.js";
+import { DEFAULT_SHARD_COUNT, inboxOf } from "../bus/shards.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { DependencyHealth } from "../process/dependency-health.js";
 import type { Pool } from "../store/db.js";

@@ -4,7 +4,7 @@
  * coordinators sweeping the same step apply it once.
  */
 import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
-import { shardSqlClause, shardSqlParams } from "./shards.js";
+import { shardSqlClause, shardSqlParams } from "../bus/shards.js";
 import type { OwnedShards } from "./shard-ownership.js";
 import { applyIsolating, type IsolatedApplyDeps } from "./isolated-apply.js";
 import type { OutboxRow } from "./outbox.js";

@@ -11,7 +11,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import { countOriginReply } from "../metrics/metrics.js";
 import { insertReplies, saveBuckets, updateReplies } from "../replies/reply-store.js";
 import type { ReplyRecord, ReplyUpdate } from "../core/reply-types.js";
-import { saveAdmission } from "../fairness/admission-load.js";
+import { saveAdmission } from "./admission-store.js";
 import type { HeldStep } from "../core/held-step.js";
 import type { AdmissionGate } from "../core/admission.js";
 import { specToEnvelope } from "./envelopes.js";
@@ -19,7 +19,7 @@ import type { ApprovalSpec, Effect, HopRecord, StepRecord, TaskRecord, TaskState
 import { insertOutbox, type OutboxRow } from "./outbox.js";
 import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { saveSteps, saveTasks } from "./task-store.js";
-import { inboxOf } from "./shards.js";
+import { inboxOf } from "../bus/shards.js";
 
 export interface PersistDeps {
   logger: Logger;

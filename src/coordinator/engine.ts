@@ -22,14 +22,14 @@ import { DEFAULT_DELEGATION_LIMITS, type DecideContext, type DelegationLimits, t
 import { HopSpans } from "../telemetry/hop-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
 import { loadTasksForUpdate, orderSteps } from "./task-store.js";
-import { DEFAULT_SHARD_COUNT } from "./shards.js";
+import { DEFAULT_SHARD_COUNT } from "../bus/shards.js";
 import { persistPhase, type PersistDeps } from "./engine-persist.js";
 import { emptyResult, mergeResult, type ApplyInTransactionOptions, type ApplyResult, type EngineFence, type EngineInput, type InlineRelease } from "./engine-types.js";
 import { dedupe, forgetRefused } from "./envelope-dedupe.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
 import { accrueDailyCost, costDay, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
 import { AdmissionGate } from "../core/admission.js";
-import { admissionScope, anyConcurrencyKey, loadAdmission } from "../fairness/admission-load.js";
+import { admissionScope, anyConcurrencyKey, loadAdmission } from "./admission-store.js";
 import { NO_LIMITS, type LimitSource } from "../core/limits.js";
 
 export type { ApplyInTransactionOptions, ApplyResult, EngineFence, EngineInput, EngineRefusal, InlineRelease } from "./engine-types.js";

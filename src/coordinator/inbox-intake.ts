@@ -16,7 +16,7 @@ import { envelopeToEvent } from "./envelopes.js";
 import { findForeignTaskClaims } from "./inbox-claims.js";
 import { applyIsolating, type DecodedEntry } from "./isolated-apply.js";
 import type { OutboxRow } from "./outbox.js";
-import { isInboxStream } from "./shards.js";
+import { isInboxStream } from "../bus/shards.js";
 
 export const COORDINATOR_GROUP = "coordinator";
 

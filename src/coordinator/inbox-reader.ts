@@ -11,7 +11,7 @@ import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { COORDINATOR_GROUP } from "./inbox-intake.js";
 import type { ShardOwnership } from "./shard-ownership.js";
-import { shardInbox } from "./shards.js";
+import { shardInbox } from "../bus/shards.js";
 
 /** Blocking reads are cut this short: shards acquired meanwhile are read from the next read on. */
 const READ_BLOCK_CAP_MS = 500;

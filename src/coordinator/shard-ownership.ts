@@ -21,7 +21,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Pool, Queryable } from "../store/db.js";
 import { sleep } from "../sleep.js";
 import { acquireShards, checkFence, heartbeatMember, leaveMembers, recordShardCount, releaseShards, renewShards } from "./shard-leases.js";
-import { allShards, shardInbox, shardOf } from "./shards.js";
+import { allShards, shardInbox, shardOf } from "../bus/shards.js";
 
 export interface ShardOwnershipOptions {
   pool: Pool;

@@ -6,7 +6,7 @@
  */
 import type { Queryable } from "../store/db.js";
 import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
-import { shardSqlClause, shardSqlParams } from "./shards.js";
+import { shardSqlClause, shardSqlParams } from "../bus/shards.js";
 import type { OwnedShards } from "./shard-ownership.js";
 import { applyIsolating, type DecodedEntry, type IsolatedApplyDeps } from "./isolated-apply.js";
 import type { OutboxRow } from "./outbox.js";

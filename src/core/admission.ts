@@ -1,6 +1,6 @@
 /**
  * The admission gate (issue 15): whether a ready step may be dispatched now or is held back in Postgres. Pure —
- * the shell loads the load figures in the batch's transaction (admission-load.ts) and the gate counts what the
+ * the shell loads the load figures in the batch's transaction (coordinator/admission-store.ts) and the gate counts what the
  * batch itself admits, so two decisions of one batch never both take the last slot.
  *
  * Fairness lives in the releaser (releaser.ts), not here: while any step is held on a contended destination, a
@@ -10,7 +10,7 @@ import { pairKey, type LimitTable } from "./limits.js";
 import type { ConcurrencyGroup } from "./concurrency-key.js";
 
 /**
- * Held steps are counted up to this many per destination and per (tenant, destination) (admission-load.ts):
+ * Held steps are counted up to this many per destination and per (tenant, destination) (coordinator/admission-store.ts):
  * admission only needs to know whether steps are held, and counting a backlog of thousands in every batch's
  * transaction was most of what holding cost. A count at the cap reads "100+" in a reason.
  */

@@ -124,7 +124,7 @@ export class LimitTable {
     return { ratePerSec: row.ratePerSec, burst: row.burst ?? Math.max(1, Math.ceil(row.ratePerSec)) };
   }
 
-  /** Whether the tenant has limits of its own (taken under its admission lock: src/fairness/admission-load.ts). */
+  /** Whether the tenant has limits of its own (taken under its admission lock: src/coordinator/admission-store.ts). */
   tenantLimited(orgId: string): boolean {
     return this.limitedTenants.has(orgId);
   }

@@ -10,7 +10,7 @@
  */
 import type { Bus, BusEntry } from "../bus/bus.js";
 import type { Logger } from "../logger.js";
-import { shardSqlClause, shardSqlParams } from "../coordinator/shards.js";
+import { shardSqlClause, shardSqlParams } from "../bus/shards.js";
 import type { Queryable } from "../store/db.js";
 import type { CoordinatorFlags } from "./flag-types.js";
 import { HeldInbox, heldStreamName } from "./held-inbox.js";

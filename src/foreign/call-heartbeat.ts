@@ -16,7 +16,7 @@
  * no longer keep the step alive — and none once the call has ended. The first progress beats at once; a beat while
  * the previous one is still being written is dropped (the next progress carries it).
  */
-import { inboxFor } from "../coordinator/shards.js";
+import { inboxFor } from "../bus/shards.js";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, createEnvelope, jsonPayload } from "../bus/codec.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { OutboxRow } from "../coordinator/outbox.js";

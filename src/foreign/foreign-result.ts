@@ -5,7 +5,7 @@
  * `foreign:<agent>`, deduplicated by its id. So a foreign resume takes the same locks, flags and hold streams as
  * every other resume, and the callback route never waits on a tenant's audit-chain head.
  */
-import { inboxFor } from "../coordinator/shards.js";
+import { inboxFor } from "../bus/shards.js";
 import { continueTrace } from "../telemetry/traceparent.js";
 import { tracingOn } from "../telemetry/tracing.js";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createEnvelope, jsonPayload } from "../bus/codec.js";

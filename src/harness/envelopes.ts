@@ -6,7 +6,7 @@
  * origin step's) and copies the trace context; the coordinator dedupes by step state, not by our ids.
  */
 import { randomUUID } from "node:crypto";
-import { answerInbox } from "../coordinator/shards.js";
+import { answerInbox } from "../bus/shards.js";
 import {
   COORDINATOR_ENDPOINT,
   EndpointKind,

@@ -12,7 +12,7 @@ import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { DependencyHealth } from "../process/dependency-health.js";
 import { performance } from "node:perf_hooks";
 import type { Bus, BusEntry } from "../bus/bus.js";
-import { answerInbox } from "../coordinator/shards.js";
+import { answerInbox } from "../bus/shards.js";
 import type { Envelope } from "../bus/codec.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Logger } from "../logger.js";

@@ -11,7 +11,7 @@ import type { DependencyHealth } from "../process/dependency-health.js";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { RedisClient } from "../bus/redis-connection.js";
 import { COORDINATOR_STREAM, type Bus } from "../bus/bus.js";
-import { isInboxStream } from "../coordinator/shards.js";
+import { isInboxStream } from "../bus/shards.js";
 import { COORDINATOR_GROUP } from "../coordinator/coordinator.js";
 import { costDay } from "../coordinator/tenant-facts.js";
 import { HARNESS_GROUP } from "../harness/harness.js";

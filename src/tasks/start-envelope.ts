@@ -13,7 +13,7 @@ import type { Queryable } from "../store/db.js";
 import { derivedIdSource } from "../coordinator/envelopes.js";
 import { startEventId } from "../core/model.js";
 import { insertOutbox, type OutboxRow } from "../coordinator/outbox.js";
-import { inboxOf } from "../coordinator/shards.js";
+import { inboxOf } from "../bus/shards.js";
 
 const encoder = new TextEncoder();
 const PAYLOAD = encoder.encode(JSON.stringify({ type: "task_started" }));

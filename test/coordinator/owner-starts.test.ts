@@ -10,7 +10,7 @@ import { EndpointKind, createEnvelope, decodeEnvelope, type Envelope } from "../
 import { streamKey } from "../../src/bus/keys.js";
 import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
 import { envelopeToEvent } from "../../src/coordinator/envelopes.js";
-import { inboxOf } from "../../src/coordinator/shards.js";
+import { inboxOf } from "../../src/bus/shards.js";
 import { createStartEnvelope, startEnvelopeId } from "../../src/tasks/start-envelope.js";
 import { TaskService } from "../../src/tasks/tasks.js";
 import { listAudit } from "../../src/governance/audit-log.js";

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { deadLetterKey, streamKey } from "../../src/bus/keys.js";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
-import { inboxOf } from "../../src/coordinator/shards.js";
+import { inboxOf } from "../../src/bus/shards.js";
 import { createPool, type Pool } from "../../src/store/db.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";

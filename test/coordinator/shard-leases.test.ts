@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { acquireShards, checkFence, heartbeatMember, listLeases, recordShardCount, releaseShards, renewShards } from "../../src/coordinator/shard-leases.js";
 import { assignShards } from "../../src/coordinator/shard-ownership.js";
-import { inboxOf, shardInbox, shardOf, shardOfInbox } from "../../src/coordinator/shards.js";
+import { inboxOf, shardInbox, shardOf, shardOfInbox } from "../../src/bus/shards.js";
 import { withTransaction } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { seededRandom } from "../../faults/random.js";
 import { createApiTransport } from "../../src/cli/remote/transport.js";
-import { inboxOf } from "../../src/coordinator/shards.js";
+import { inboxOf } from "../../src/bus/shards.js";
 import { TaskService } from "../../src/gen/switchyard/api/v1/tasks_pb.js";
 import { toValue } from "../../src/gateway/convert/values.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Bus } from "../../src/bus/bus.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { listApprovals } from "../../src/coordinator/approval-store.js";
-import { inboxOf } from "../../src/coordinator/shards.js";
+import { inboxOf } from "../../src/bus/shards.js";
 import { createHarness, type Harness } from "../../src/harness/index.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { collectMetrics } from "../../src/metrics/collect.js";

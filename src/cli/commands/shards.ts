@@ -19,7 +19,7 @@ export function registerShardsCommands(program: Command, run: ActionRunner): voi
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
         const { listLeases, listMembers, readShardCount } = await import("../../coordinator/shard-leases.js");
-        const { shardOf } = await import("../../coordinator/shards.js");
+        const { shardOf } = await import("../../bus/shards.js");
         const { count, members, leases } = await ctx.withPool(async (pool) => ({
           count: (await readShardCount(pool)) ?? ctx.config.shards.count,
           members: await listMembers(pool),

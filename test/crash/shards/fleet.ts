@@ -4,7 +4,7 @@
  */
 import { listLeases, type LeaseRow } from "../../../src/coordinator/shard-leases.js";
 import { assignShards } from "../../../src/coordinator/shard-ownership.js";
-import { shardOf } from "../../../src/coordinator/shards.js";
+import { shardOf } from "../../../src/bus/shards.js";
 import type { Queryable } from "../../../src/store/db.js";
 import { TEST_BUS_SECRET_ENV } from "../../support/bus-auth.js";
 import { FLAGS_ON_ENV } from "../../support/env.js";

@@ -6,7 +6,7 @@
 import { GATEWAY_SENDER } from "../../../src/bus/auth/bus-keys.js";
 import { COORDINATOR_STREAM } from "../../../src/bus/bus.js";
 import { streamKey } from "../../../src/bus/keys.js";
-import { inboxOf } from "../../../src/coordinator/shards.js";
+import { inboxOf } from "../../../src/bus/shards.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { getLinkKey } from "../../../src/approvals/link-keys.js";
 import { setFlag } from "../../../src/flags/flag-store.js";
