@@ -100,3 +100,16 @@ export async function attemptsOver(db: Queryable, bridgeIds: readonly string[]):
   );
   return rows.map((row) => row.id);
 }
+
+/**
+ * Closes a bridge whose hop moved on before the agent named a task for it (`timed_out`); `not_sent` only when
+ * nothing may have left. One the agent named (a push before the send was recorded) is the sweep's to close and cancel.
+ */
+export async function closeUnsentBridge(db: Queryable, bridgeId: string, mayHaveReached: boolean): Promise<void> {
+  await db.query(
+    `UPDATE a2a_bridge SET status = 'timed_out', last_state = CASE WHEN $2 THEN last_state ELSE 'not_sent' END,
+       resolved_at = now(), updated_at = now(), claimed_until = NULL
+     WHERE id = $1 AND status = 'pending_send' AND foreign_task_id IS NULL`,
+    [bridgeId, mayHaveReached],
+  );
+}

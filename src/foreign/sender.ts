@@ -33,7 +33,7 @@ import type { Queryable } from "../store/db.js";
 import { getLinkKey } from "../approvals/link-keys.js";
 import type { BridgeRecord } from "./bridge-store.js";
 import type { LimitSource } from "../core/limits.js";
-import { attemptsOver, claimBridges, type ClaimedBridge } from "./send-claim.js";
+import { attemptsOver, claimBridges, closeUnsentBridge, type ClaimedBridge } from "./send-claim.js";
 import { callStop, SendPool, stopOf } from "./send-pool.js";
 import { SendSlots, type ClaimRooms, type InFlightCall } from "./send-slots.js";
 import { notificationSecret, signCallbackToken } from "./callback-token.js";
@@ -166,22 +166,8 @@ export class ForeignSender {
   }
 
   /** Whether the bridge's step attempt is over; an unanswered question (Postgres down) says no, so the failure is kept. */
-  private async movedOn(bridgeId: string): Promise<boolean> {
-    try {
-      return (await attemptsOver(this.options.pool, [bridgeId])).length > 0;
-    } catch {
-      return false;
-    }
-  }
-
-  /** Closes a bridge the agent never named a task for, as its hop moved on; `not_sent` only when nothing may have left. */
-  private async closeUnsent(bridgeId: string, mayHaveReached: boolean): Promise<void> {
-    await this.options.pool.query(
-      `UPDATE a2a_bridge SET status = 'timed_out', last_state = CASE WHEN $2 THEN last_state ELSE 'not_sent' END,
-         resolved_at = now(), updated_at = now(), claimed_until = NULL
-       WHERE id = $1 AND status = 'pending_send' AND foreign_task_id IS NULL`,
-      [bridgeId, mayHaveReached],
-    );
+  private movedOn(bridgeId: string): Promise<boolean> {
+    return attemptsOver(this.options.pool, [bridgeId]).then((over) => over.length > 0, () => false);
   }
 
   /** Sends one claimed bridge (or closes or fails it); false when it was handed back unsent, to wait. */
@@ -190,7 +176,7 @@ export class ForeignSender {
     const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, agent: bridge.agentKey });
     if (claimed.stepStatus !== "dispatched" || claimed.stepAttempt !== bridge.attempt) {
       // The hop was cancelled, timed out or retried before we sent it: nothing leaves.
-      await this.closeUnsent(bridge.id, false);
+      await closeUnsentBridge(this.options.pool, bridge.id, false);
       log.info("foreign hop no longer in flight; not sent");
       return true;
     }
@@ -249,7 +235,7 @@ export class ForeignSender {
         // at the step's due time came first: the call's failure is not the step's. An opened bridge is the sweep's
         // to close `timed_out` and to cancel on the agent, as for any hop that moved on; an unopened one is closed
         // here, as at claim time.
-        if (reach.startedAs === undefined) await this.closeUnsent(bridge.id, reach.mayHaveReached);
+        if (reach.startedAs === undefined) await closeUnsentBridge(this.options.pool, bridge.id, reach.mayHaveReached);
         log.info({ err: error, mayHaveReached: reach.mayHaveReached }, "foreign call ended after its step attempt was over; the sweep closes the hop");
         return true;
       }
