@@ -313,14 +313,15 @@ export function deliverNextReply(draft: Draft, originStepId: string, approvedBy?
   const stillAwaited = checkpoint.awaiting.filter((a) => a.delegateStepId !== delegateStepId);
 
   const envelopeId = draft.ctx.newId();
-  const payloadJson = JSON.stringify({
+  const payload = {
     input: stepInput(draft, origin),
     state: checkpoint.state,
     depth: origin.depth,
     turn: origin.turns,
     outstanding: stillAwaited.map((a) => a.correlationId),
     ...replyToField(draft),
-  });
+  };
+  const payloadJson = replyPayloadJson(payload, delegate, draft.ctx.maxPayloadBytes);
   const payloadHash = draft.ctx.hashPayload(payloadJson);
   const facts = hopFacts(draft, origin, "reply", origin.destination, 0);
   const verdict: Verdict = approvedBy ? approvedVerdict(draft.ctx.govern(facts), approvedBy) : draft.ctx.govern(facts);
@@ -383,6 +384,20 @@ export function deliverNextReply(draft: Draft, originStepId: string, approvedBy?
       createdAtMs: draft.ctx.now,
     },
   });
+}
+
+/**
+ * The REPLY payload, carrying the delegate's output as `result` when it completed and the whole payload stays
+ * within the cap: the origin's worker then reads it from the envelope and needs no database (issue 27 §3). Beyond
+ * the cap only `resultRef` travels, and the worker reads the stored output through its result reader.
+ */
+function replyPayloadJson(payload: Record<string, unknown>, delegate: StepRecord, maxPayloadBytes: number): string {
+  const bare = JSON.stringify(payload);
+  if (delegate.status !== "completed") return bare;
+  const carrying = JSON.stringify({ ...payload, result: delegate.output ?? null });
+  // Byte length only when it could matter: a UTF-16 length within a third of the cap is within it in UTF-8.
+  if (carrying.length * 3 <= maxPayloadBytes || encoder.encode(carrying).byteLength <= maxPayloadBytes) return carrying;
+  return bare;
 }
 
 /** The verdict of a hop a human approved: an approval answers requires_approval, never a deny. */

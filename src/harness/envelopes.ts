@@ -95,7 +95,7 @@ function outstandingOf(payload: Record<string, unknown>): string[] {
 
 /**
  * REPLY payload: `{ "input": <origin input>, "state": <checkpoint>, "depth": <origin work depth>, "turn": <n>,
- * "outstanding": [<correlation id>…] }`.
+ * "outstanding": [<correlation id>…], "result": <the delegate's output, when it fit> }`.
  */
 function workFromReply(envelope: Envelope): Work {
   const payload = payloadObject(envelope, "REPLY");
@@ -127,6 +127,20 @@ function workFromReply(envelope: Envelope): Work {
     replyTo: replyToOf(payload),
     resume: { state: payload.state ?? null, reply, outstanding: outstandingOf(payload) },
   };
+}
+
+/** The delegate output a REPLY carries (`result`, beside its `resultRef`), when the coordinator could fit it in. */
+export interface CarriedResult {
+  ref: string;
+  value: unknown;
+}
+
+/** The output carried in a REPLY's payload; undefined for a WORK, an error REPLY, or one whose output did not fit. */
+export function carriedResultOf(envelope: Envelope): CarriedResult | undefined {
+  if (envelope.kind !== EnvelopeKind.REPLY || envelope.status !== ResultStatus.OK || envelope.resultRef === "") return undefined;
+  const payload = readJsonPayload(envelope);
+  if (!isRecord(payload) || !Object.hasOwn(payload, "result")) return undefined;
+  return { ref: envelope.resultRef, value: payload.result };
 }
 
 /** Reads a WORK or REPLY into the handler's `Work`; throws MALFORMED_ENVELOPE when its payload is unusable. */

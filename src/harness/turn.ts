@@ -28,6 +28,7 @@ import {
   resultErrorEnvelope,
   resultOkEnvelope,
   workFromEnvelope,
+  carriedResultOf,
   type HarnessSource,
   type TurnUsage,
 } from "./envelopes.js";
@@ -195,8 +196,16 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
         return outcome;
       },
       async readResult(ref: string) {
+        // The REPLY that woke this turn carries its delegate's output when it fit: no store is asked. A copy, so a
+        // handler that edits what it read reads the original again.
+        const carried = ref === work.resume?.reply.resultRef ? carriedResultOf(envelope) : undefined;
+        if (carried) return structuredClone(carried.value);
         if (!deps.resultReader) {
-          throw new SwitchyardError(ErrorCode.FailedPrecondition, "this harness has no result reader; pass `resultReader` to read delegate results");
+          throw new SwitchyardError(
+            ErrorCode.FailedPrecondition,
+            `the result ${ref} did not travel in this turn's REPLY (another reply's, or over the payload cap) and this harness has no result reader; keep what a later turn needs in the checkpoint state`,
+            { details: { ref } },
+          );
         }
         return deps.resultReader.read(work.orgId, ref);
       },

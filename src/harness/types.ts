@@ -191,7 +191,12 @@ export interface HandlerContext {
    * new checkpoint `state`. Throws INVALID_ARGUMENT when nothing is outstanding (return the final output instead).
    */
   awaitMore(state?: unknown): Delegation;
-  /** Reads a stored step result (e.g. `work.resume.reply.resultRef`) through this tenant's scope. */
+  /**
+   * Reads a delegate's output (e.g. `work.resume.reply.resultRef`). The REPLY that woke this turn carries its own
+   * delegate's output when it fits in the bus payload cap, so reading that needs no store; any other reference (an
+   * earlier reply's, or one over the cap) goes to the harness's result reader, through this tenant's scope, and fails
+   * FAILED_PRECONDITION where there is none (a worker without a database: keep what a later turn needs in `state`).
+   */
   readResult(ref: string): Promise<unknown>;
   /**
    * Posts `text` to the task's reply address with the tenant's connection — governed (`origin_reply`), audited,

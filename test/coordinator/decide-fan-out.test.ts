@@ -104,6 +104,24 @@ describe("fan-out delegation", () => {
     expect(audits(done.effects).filter((a) => a.verdict === "orphaned")).toEqual([]);
   });
 
+  it("carries a completed delegate's output in its REPLY, and only the reference when it is an error or over the cap", () => {
+    const run = new Run({ maxPayloadBytes: 400 });
+    run.apply(fanOut(0, ["x", "y", "z"]));
+    const ok = sends(run.apply(result("a.d1")).effects)[0]!;
+    expect(JSON.parse(ok.payloadJson)).toMatchObject({ result: { from: "a.d1" } });
+    expect(ok.resultRef).toBe(`step:${run.state.task.id}/a.d1`);
+    run.apply(result("a.d2", false));
+    run.apply(result("a.d3", true, { output: { big: "é".repeat(400) } }));
+    const failed = sends(run.apply(fanOut(1, [])).effects)[0]!;
+    expect(failed.status).toBe("error");
+    expect(Object.hasOwn(JSON.parse(failed.payloadJson), "result")).toBe(false);
+    // Over the cap in UTF-8 bytes (400 two-byte characters): the REPLY goes out with the reference alone.
+    const big = sends(run.apply(fanOut(2, [])).effects)[0]!;
+    expect(big.correlationId).toBe("z");
+    expect(Object.hasOwn(JSON.parse(big.payloadJson), "result")).toBe(false);
+    expect(big.resultRef).toBe(`step:${run.state.task.id}/a.d3`);
+  });
+
   it("refuses a stand-down or RESULT of a turn that already stood down", () => {
     const run = new Run();
     const q = fanOut(0, ["x"]);

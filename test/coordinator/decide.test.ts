@@ -262,7 +262,7 @@ describe("decide", () => {
       return { type: "query", eventId: `q${depth}`, originStepId: "a", originAttempt: 1, sender: worker("a"), queries: [{ destination: "role:helper", correlationId: "corr-1", query: { ask: 1 } }], depth, turn: 0, cost: 0.5, state: { turn: 1 }, ...extra };
     }
 
-    it("governs the QUERY as sub_query, parks the origin and replies with a reference on completion", () => {
+    it("governs the QUERY as sub_query, parks the origin and replies with the result and its reference on completion", () => {
       const s = run(initialState(wf), [{ type: "task_started", eventId: "s" }]).state;
       const q = decide(s, query(), context(10, "q"));
       expect(q.state.steps.get("a")).toMatchObject({ status: "waiting", checkpoint: { state: { turn: 1 }, awaiting: [{ delegateStepId: "a.d1", correlationId: "corr-1" }], arrived: [] } });
@@ -274,8 +274,8 @@ describe("decide", () => {
       const r = decide(q.state, result("a.d1", 1), context(20, "rd"));
       const reply = sends(r.effects)[0]!;
       expect(reply).toMatchObject({ kind: "REPLY", stepId: "a", attempt: 1, status: "ok", correlationId: "corr-1", delegationDepth: 1, sourceStepId: "a.d1", resultRef: `step:${s.task.id}/a.d1` });
-      expect(JSON.parse(reply.payloadJson)).toEqual({ input: { task: { topic: "x" }, steps: {} }, state: { turn: 1 }, depth: 0, turn: 1, outstanding: [] });
-      expect(JSON.stringify(reply)).not.toContain("from"); // the result itself is not in the REPLY
+      // The output travels with its reference, so the origin's worker needs no store to read it (issue 27 §3).
+      expect(JSON.parse(reply.payloadJson)).toEqual({ input: { task: { topic: "x" }, steps: {} }, state: { turn: 1 }, depth: 0, turn: 1, outstanding: [], result: { from: "a.d1" } });
       expect(r.state.steps.get("a")!.status).toBe("dispatched");
       // the origin then finishes normally
       const done = decide(r.state, result("a", 1), context(30, "ra"));

@@ -177,4 +177,34 @@ describe("delegation", () => {
     expect(reader.reads).toEqual([`org-a step:${taskId}/draft.d1`]);
     expect(sent.error).toMatchObject({ code: ErrorCode.NotFound });
   });
+
+  it("reads the delegate's output from the REPLY that carries it, with no result reader (a worker without a database)", async () => {
+    const taskId = "7f1c8a52-4a8e-4c4b-9a52-2a4c1f0e9b13";
+    const reply = replyEnvelope({ taskId, sourceStepId: "draft.d1", result: { summary: "moon", n: [1, 2] } });
+    const sent = await runOne(async (w, ctx) => {
+      const first = (await ctx.readResult(w.resume!.reply.resultRef)) as { summary: string; n: number[] };
+      first.n.push(3);
+      // A copy each time: what the handler edited is not what a second read gives.
+      return { first, again: await ctx.readResult(w.resume!.reply.resultRef) };
+    }, reply);
+    expect(sent.status).toBe(ResultStatus.OK);
+    expect(json(sent)).toEqual({ first: { summary: "moon", n: [1, 2, 3] }, again: { summary: "moon", n: [1, 2] } });
+  });
+
+  it("reads a carried null output as null, and asks the reader for another reply's reference", async () => {
+    const taskId = "7f1c8a52-4a8e-4c4b-9a52-2a4c1f0e9b14";
+    const reader = memoryReader({ "org-a": { [`step:${taskId}/draft.d0`]: { earlier: true } } });
+    const reply = replyEnvelope({ taskId, result: null });
+    const sent = await runOne(async (w, ctx) => ({ mine: await ctx.readResult(w.resume!.reply.resultRef), other: await ctx.readResult(`step:${taskId}/draft.d0`) }), reply, reader);
+    expect(json(sent)).toEqual({ mine: null, other: { earlier: true } });
+    expect(reader.reads).toEqual([`org-a step:${taskId}/draft.d0`]);
+  });
+
+  it("fails FAILED_PRECONDITION, naming the reference, when the output did not travel and there is no reader", async () => {
+    const taskId = "7f1c8a52-4a8e-4c4b-9a52-2a4c1f0e9b15";
+    const sent = await runOne(async (w, ctx) => ctx.readResult(w.resume!.reply.resultRef), replyEnvelope({ taskId }));
+    expect(sent.error).toMatchObject({ code: ErrorCode.FailedPrecondition });
+    expect(sent.error?.message).toContain(`step:${taskId}/draft.d1`);
+    expect(sent.error?.message).toContain("checkpoint state");
+  });
 });

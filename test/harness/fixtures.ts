@@ -114,6 +114,8 @@ export interface ReplyFields extends WorkFields {
   error?: { code: string; message: string };
   /** Put in the payload as `outstanding` as given (absent when undefined), to test how odd values are read. */
   outstanding?: unknown;
+  /** The delegate's output carried in the payload as `result`, as a coordinator does when it fits (absent when undefined). */
+  result?: unknown;
 }
 
 export function replyEnvelope(fields: ReplyFields = {}): Envelope {
@@ -141,6 +143,7 @@ export function replyEnvelope(fields: ReplyFields = {}): Envelope {
       depth: originDepth,
       turn: fields.turn ?? 3,
       ...(fields.outstanding !== undefined ? { outstanding: fields.outstanding } : {}),
+      ...(fields.result !== undefined ? { result: fields.result } : {}),
     }),
     createdAtMs: BigInt(Date.now()),
   });
