@@ -20,6 +20,11 @@ export interface BusEntry {
   raw: Uint8Array;
 }
 
+export interface ClaimOptions {
+  /** Also record each entry's turn mark, in the same round trip (first deliveries; see `supersededTurns`). */
+  recordTurns?: boolean;
+}
+
 export interface OutgoingEnvelope {
   /** Logical stream name, e.g. `role:writer`. */
   stream: string;
@@ -112,7 +117,13 @@ export interface Bus {
    * outbox's fast path and its stale sweep racing, or a coordinator killed between publishing and deleting its
    * outbox rows). One round trip for the whole batch. Replaying a dead letter releases its envelope's claim.
    */
-  claimEnvelopes(stream: string, entries: readonly BusEntry[]): Promise<Array<string | null>>;
+  claimEnvelopes(stream: string, entries: readonly BusEntry[], options?: ClaimOptions): Promise<Array<string | null>>;
+  /**
+   * Per entry, in order: whether a later turn of the entry's step has since been handed to this stream (its first
+   * delivery recorded a turn mark, `ClaimOptions.recordTurns`). For reclaimed entries: true means the entry's turn
+   * is over and must not run again. False when unknown (no mark, an envelope without `turn`).
+   */
+  supersededTurns(stream: string, entries: readonly BusEntry[]): Promise<boolean[]>;
   /** Moves one entry to the dead-letter stream with a reason and acknowledges it. */
   deadLetter(stream: string, group: string, entryId: string, raw: Uint8Array, reason: string): Promise<void>;
   listDeadLetters(stream: string, count?: number): Promise<DeadLetter[]>;

@@ -10,6 +10,7 @@
 import type { RedisClient } from "./redis-connection.js";
 import type { BusEntry } from "./bus.js";
 import type { Envelope } from "./codec.js";
+import { recordTurnMarks } from "./turn-marks.js";
 
 /**
  * How long a claim is kept. It must outlast the time a duplicate can take to appear: the stale-outbox sweep
@@ -20,13 +21,24 @@ import type { Envelope } from "./codec.js";
  */
 export const ENVELOPE_CLAIM_TTL_MS = 10 * 60 * 1000;
 
-/** `SET … NX GET` per entry, one pipeline; the previous holder of each claim (`null`: this call took it). */
-export async function claimEnvelopes(redis: RedisClient, keyOf: (envelopeId: string) => string, entries: readonly BusEntry[]): Promise<Array<string | null>> {
+/**
+ * `SET … NX GET` per entry, one pipeline; the previous holder of each claim (`null`: this call took it). With
+ * `marks`, the same pipeline records the entries' turn marks (bus/turn-marks.ts): first deliveries only.
+ */
+export async function claimEnvelopes(
+  redis: RedisClient,
+  keyOf: (envelopeId: string) => string,
+  entries: readonly BusEntry[],
+  marks?: (envelope: Envelope) => string,
+): Promise<Array<string | null>> {
   if (entries.length === 0) return [];
   const pipeline = redis.pipeline();
   for (const entry of entries) pipeline.call("SET", [keyOf(entry.envelope.id), entry.id, "PX", ENVELOPE_CLAIM_TTL_MS, "NX", "GET"]);
-  const results = (await pipeline.exec()) ?? [];
-  if (results.length !== entries.length) throw new Error(`envelope claims: ${results.length} replies for ${entries.length} SETs`);
+  if (marks) recordTurnMarks(pipeline, marks, entries);
+  const all = (await pipeline.exec()) ?? [];
+  if (all.length < entries.length) throw new Error(`envelope claims: ${all.length} replies for ${entries.length} SETs`);
+  // A mark that could not be written only weakens a later reclaim's check: the claims are what this call answers.
+  const results = all.slice(0, entries.length);
   return results.map(([error, value]) => {
     if (error) throw error;
     return value === null || value === undefined ? null : String(value);

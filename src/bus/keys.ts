@@ -80,6 +80,15 @@ export function envelopeClaimKey(prefix: string, stream: string, envelopeId: str
 }
 
 /**
+ * `${prefix}{role:writer}:turn:<taskId>/<stepId>` — the latest turn of a step handed to the stream (bus/turn-marks.ts),
+ * under the stream's hash tag so it rides in the claims' pipeline. Task ids are UUIDs the coordinator assigns, so
+ * the task and step ids name one step of one tenant.
+ */
+export function turnMarkKey(prefix: string, stream: string, taskId: string, stepId: string): string {
+  return `${streamKey(prefix, stream)}:turn:${taskId}/${stepId}`;
+}
+
+/**
  * A consumer name unique to this process: `${hostname}-${pid}-${random}`. The role is not part of the name
  * because the consumer group already is per role; it is only checked to be non-empty so callers pass it.
  */

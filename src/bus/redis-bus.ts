@@ -21,7 +21,8 @@ import { decodeEnvelope, encodeEnvelope, type Envelope } from "./codec.js";
 import { createBlockingReads } from "./blocking-reads.js";
 import { createGroupReads } from "./group-reads.js";
 import { claimEnvelopes, releaseEnvelopeClaims } from "./envelope-claims.js";
-import { assertEntryId, assertGroupName, assertKeyPrefix, deadLetterKey, envelopeClaimKey, streamKey } from "./keys.js";
+import { assertEntryId, assertGroupName, assertKeyPrefix, deadLetterKey, envelopeClaimKey, streamKey, turnMarkKey } from "./keys.js";
+import { supersededTurns } from "./turn-marks.js";
 import { deadLetterScript } from "./lua/dead-letter.js";
 import { ENVELOPE_FIELD } from "./lua/fields.js";
 import { reclaimScript } from "./lua/reclaim.js";
@@ -250,10 +251,17 @@ export function createRedisBus(options: RedisBusOptions): Bus {
         if (touched !== ids.length) logger.warn({ stream, group, consumer, touched, asked: ids.length }, "some entries are no longer owned by this consumer");
       }),
 
-    claimEnvelopes: (stream, entries) =>
+    claimEnvelopes: (stream, entries, options) =>
       guard("claimEnvelopes", () => {
         keysOf(stream);
-        return claimEnvelopes(redis, (envelopeId) => envelopeClaimKey(keyPrefix, stream, envelopeId), entries);
+        const marks = options?.recordTurns ? (envelope: Envelope) => turnMarkKey(keyPrefix, stream, envelope.taskId, envelope.stepId) : undefined;
+        return claimEnvelopes(redis, (envelopeId) => envelopeClaimKey(keyPrefix, stream, envelopeId), entries, marks);
+      }),
+
+    supersededTurns: (stream, entries) =>
+      guard("supersededTurns", () => {
+        keysOf(stream);
+        return supersededTurns(redis, (envelope) => turnMarkKey(keyPrefix, stream, envelope.taskId, envelope.stepId), entries);
       }),
 
     deadLetter: (stream, group, entryId, raw, reason) =>

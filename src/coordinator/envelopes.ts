@@ -55,6 +55,7 @@ export function specToEnvelope(spec: EnvelopeSpec, inbox: string = COORDINATOR_E
     correlationId: spec.correlationId,
     delegationDepth: spec.delegationDepth,
     payload: { data: encoder.encode(spec.payloadJson), contentType: "application/json" },
+    ...(spec.turn !== undefined ? { turn: spec.turn } : {}),
     status: spec.status === undefined ? ResultStatus.UNSPECIFIED : spec.status === "ok" ? ResultStatus.OK : ResultStatus.ERROR,
     error: spec.error ? { code: spec.error.code, message: spec.error.message, retryable: spec.error.retryable ?? false } : undefined,
     sourceStepId: spec.sourceStepId ?? "",

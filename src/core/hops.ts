@@ -177,6 +177,7 @@ export function dispatchStep(draft: Draft, stepId: string, approvedBy?: { approv
     delegationDepth: step.depth,
     correlationId: step.delegation?.correlationId ?? "",
     payloadJson,
+    turn: step.turns,
     createdAtMs: draft.ctx.now,
   };
   draft.effects.push(action === "a2a_egress" ? { type: "foreign_dispatch", envelope } : { type: "send", envelope });
@@ -377,6 +378,7 @@ export function deliverNextReply(draft: Draft, originStepId: string, approvedBy?
       delegationDepth: info.queryDepth + 1,
       correlationId: info.correlationId,
       payloadJson,
+      turn: origin.turns,
       status: delegate.status === "completed" ? "ok" : "error",
       error: delegate.status === "completed" ? null : delegate.error,
       sourceStepId: delegateStepId,

@@ -230,6 +230,11 @@ export interface EnvelopeSpec {
   correlationId: string;
   /** JSON text of the payload. */
   payloadJson: string;
+  /**
+   * The step's turn, as the payload also says: on the envelope so a harness can mark it without parsing the payload
+   * (bus/turn-marks.ts). Absent on envelopes an older coordinator wrote to the outbox.
+   */
+  turn?: number;
   status?: "ok" | "error";
   error?: StepError | null;
   sourceStepId?: string;

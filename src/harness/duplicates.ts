@@ -9,29 +9,46 @@ import type { DependencyHealth } from "../process/dependency-health.js";
 import type { Logger } from "../logger.js";
 
 export interface DuplicateDeps {
-  bus: Pick<Bus, "claimEnvelopes">;
+  bus: Pick<Bus, "claimEnvelopes" | "supersededTurns">;
   stream: string;
   health: DependencyHealth;
   logger: Logger;
 }
 
+/** What the claims found: entries that are second copies (→ the entry that took the envelope), and stale turns. */
+export interface Screening {
+  duplicates: Map<string, string>;
+  /** Reclaimed entries whose step has since been handed a later turn (bus/turn-marks.ts): not to be run again. */
+  superseded: Set<string>;
+}
+
 /**
- * Entry id → the entry that took its envelope first, for the entries that are duplicates. One round trip for the
- * whole read. When Redis cannot answer, no entry is a duplicate: they all run (fail open; the coordinator still
- * drops a stale outcome, where skipping on a guess could strand the step).
+ * Claims the entries' envelopes in one round trip; a first delivery records its turn mark in the same pipeline, and a
+ * reclaim (`redelivered`) also asks the marks whether a later turn has come since. When Redis cannot answer, no
+ * entry is a duplicate or stale: they all run (fail open; the coordinator still drops a stale outcome, where
+ * skipping on a guess could strand the step).
  */
-export async function findDuplicates(entries: readonly BusEntry[], deps: DuplicateDeps): Promise<Map<string, string>> {
-  const duplicates = new Map<string, string>();
-  if (entries.length === 0) return duplicates;
-  try {
-    const holders = await deps.bus.claimEnvelopes(deps.stream, entries);
+export async function screenEntries(entries: readonly BusEntry[], redelivered: boolean, deps: DuplicateDeps): Promise<Screening> {
+  const screening: Screening = { duplicates: new Map(), superseded: new Set() };
+  if (entries.length === 0) return screening;
+  const [claims, stale] = await Promise.allSettled([
+    deps.bus.claimEnvelopes(deps.stream, entries, { recordTurns: !redelivered }),
+    redelivered ? deps.bus.supersededTurns(deps.stream, entries) : Promise.resolve([]),
+  ]);
+  if (claims.status === "fulfilled") {
     entries.forEach((entry, index) => {
-      const holder = holders[index];
-      if (holder && holder !== entry.id) duplicates.set(entry.id, holder);
+      const holder = claims.value[index];
+      if (holder && holder !== entry.id) screening.duplicates.set(entry.id, holder);
     });
-  } catch (error) {
-    if (deps.health.absorb(error)) deps.logger.debug({ err: error }, "could not claim envelopes in an outage; running the entries");
-    else deps.logger.warn({ err: error, entryIds: entries.map((e) => e.id) }, "could not claim envelopes; running the entries");
+  } else {
+    unanswered(claims.reason, "claim envelopes", entries, deps);
   }
-  return duplicates;
+  if (stale.status === "fulfilled") entries.forEach((entry, index) => stale.value[index] && screening.superseded.add(entry.id));
+  else unanswered(stale.reason, "read turn marks", entries, deps);
+  return screening;
+}
+
+function unanswered(error: unknown, what: string, entries: readonly BusEntry[], deps: DuplicateDeps): void {
+  if (deps.health.absorb(error)) deps.logger.debug({ err: error }, `could not ${what} in an outage; running the entries`);
+  else deps.logger.warn({ err: error, entryIds: entries.map((e) => e.id) }, `could not ${what}; running the entries`);
 }

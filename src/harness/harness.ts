@@ -20,7 +20,7 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { HarnessFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { createHarnessRecorder, type HarnessMetrics, type TurnRecording } from "./harness-metrics.js";
-import { findDuplicates } from "./duplicates.js";
+import { screenEntries } from "./duplicates.js";
 import { isHandledKind, type HarnessSource } from "./envelopes.js";
 import type { ResultReader } from "./result-reader.js";
 import type { TurnCheck } from "./turn-check.js";
@@ -244,12 +244,12 @@ export function createHarness(options: HarnessOptions): Harness {
       deadLettering.add(moving);
       void moving.finally(() => deadLettering.delete(moving));
     }
-    const duplicates = await findDuplicates(handled, { bus, stream, health, logger });
+    const { duplicates, superseded } = await screenEntries(handled, redelivered, { bus, stream, health, logger });
     for (const entry of handled) {
       const duplicateOf = duplicates.get(entry.id);
       const recording = recorder.started(entry, redelivered);
       recordings.set(entry.id, recording);
-      const turn = startTurn(entry, { ...turnDeps, observer: recording.observer }, { redelivered, ...(duplicateOf !== undefined ? { duplicateOf } : {}) });
+      const turn = startTurn(entry, { ...turnDeps, observer: recording.observer }, { redelivered, superseded: superseded.has(entry.id), ...(duplicateOf !== undefined ? { duplicateOf } : {}) });
       inFlight.set(entry.id, turn);
       void turn.done.then((outcome) => {
         inFlight.delete(entry.id);

@@ -65,6 +65,8 @@ export interface Delivery {
    * the claim could not be asked (fail open: the coordinator still drops a stale outcome).
    */
   duplicateOf?: string;
+  /** A reclaimed entry whose step was handed a later turn since (`Bus.supersededTurns`): acknowledged unrun. */
+  superseded?: boolean;
 }
 
 export interface TurnDeps {
@@ -159,6 +161,7 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
     }
     // Only a redelivery can be a turn that already stood down; the first delivery never pays the question.
     if (redelivered) {
+      if (delivery.superseded) return skipUnrun("stale", {}, "stale entry skipped: a later turn of its step has come since");
       const current = await isCurrentTurn(work);
       // Abandoned while asking (shutdown): acknowledge nothing, run nothing; the entry is reclaimed and asked again.
       if (abandoned) return "abandoned";

@@ -99,6 +99,8 @@ export function workEnvelope(fields: WorkFields = {}): Envelope {
     clearanceFloor: 2,
     delegationDepth: fields.depth ?? 0,
     payload: jsonPayload(fields.payload ?? { input: fields.input ?? { task: { topic: "tides" }, steps: {} }, turn: fields.turn ?? 2 }),
+    // As a coordinator stamps it (bus/turn-marks.ts).
+    turn: fields.turn ?? 2,
     trace: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "sy=1" },
     createdAtMs: BigInt(Date.now()),
   });
@@ -145,6 +147,7 @@ export function replyEnvelope(fields: ReplyFields = {}): Envelope {
       ...(fields.outstanding !== undefined ? { outstanding: fields.outstanding } : {}),
       ...(fields.result !== undefined ? { result: fields.result } : {}),
     }),
+    turn: fields.turn ?? 3,
     createdAtMs: BigInt(Date.now()),
   });
 }

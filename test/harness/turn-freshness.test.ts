@@ -3,6 +3,7 @@
  * its TurnCheck before running it again, and only for redeliveries. The check here is a small function standing in
  * for the port (the Postgres adapter has its own test, step-turn-check.test.ts); the bus is real Redis.
  */
+import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { COORDINATOR_STREAM } from "../../src/bus/bus.js";
 import { EnvelopeKind, ResultStatus, type Envelope } from "../../src/bus/codec.js";
@@ -110,5 +111,63 @@ describe("reclaimed entries and the turn check", () => {
     const sent = await runOne(fx, workEnvelope(), { turnCheck: check, handler: () => ({ ran: true }) });
     expect(sent).toMatchObject({ kind: EnvelopeKind.RESULT, status: ResultStatus.OK });
     expect(check.asked).toEqual([]);
+  });
+});
+
+describe("reclaimed entries and the turn marks (no turn check: a worker without a database)", () => {
+  /** Runs the queue's fresh entries with a harness that reclaims nothing, so their first deliveries leave turn marks. */
+  async function deliverFresh(handler: (work: { attempt: number; turn: number }) => unknown): Promise<void> {
+    const harness = fx.harness({ reclaimIdleMs: 60_000, handler: (w) => handler(w) });
+    const running = harness.start();
+    await waitFor(() => harness.stats.completed >= 1, 5_000, "the fresh entry to run");
+    await harness.close();
+    await running;
+  }
+
+  it("acknowledges unrun a reclaimed attempt whose step was dispatched again since (the attempt timed out)", async () => {
+    const taskId = randomUUID();
+    const old = workEnvelope({ taskId, stepId: "draft", attempt: 1, turn: 0 });
+    await leavePendingUnderDeadWorker(old);
+    await fx.publish("role:writer", workEnvelope({ taskId, stepId: "draft", attempt: 2, turn: 0 }));
+    const runs: string[] = [];
+    await deliverFresh((w) => runs.push(`attempt ${w.attempt}`));
+
+    const harness = fx.harness({ ...reclaimingOptions, handler: (w) => runs.push(`attempt ${w.attempt} again`) });
+    const running = harness.start();
+    await waitFor(() => harness.stats.stale === 1, 5_000, "the superseded entry to be skipped");
+    await waitFor(async () => (await fx.bus.stats("role:writer", HARNESS_GROUP)).pending === 0, 5_000, "the superseded entry to be acked");
+    await harness.close();
+    await running;
+    expect(runs).toEqual(["attempt 2"]);
+    expect(harness.stats).toMatchObject({ stale: 1, reclaimed: 1, completed: 0 });
+  });
+
+  it("acknowledges unrun a reclaimed turn whose step was handed its next turn (a REPLY) since", async () => {
+    const taskId = randomUUID();
+    await leavePendingUnderDeadWorker(workEnvelope({ taskId, stepId: "research", attempt: 1, turn: 0 }));
+    await fx.publish("role:writer", replyEnvelope({ taskId, stepId: "research", attempt: 1, turn: 1 }));
+    const runs: number[] = [];
+    await deliverFresh((w) => runs.push(w.turn));
+    const harness = fx.harness({ ...reclaimingOptions, handler: () => runs.push(-1) });
+    const running = harness.start();
+    await waitFor(() => harness.stats.stale === 1, 5_000, "the superseded turn to be skipped");
+    await harness.close();
+    await running;
+    expect(runs).toEqual([1]);
+  });
+
+  it("runs a reclaimed entry that is still its step's latest turn, and one of another step", async () => {
+    const taskId = randomUUID();
+    await leavePendingUnderDeadWorker(workEnvelope({ taskId, stepId: "draft", attempt: 1, turn: 0 }));
+    // Another step of the task moved on: no bearing on this one.
+    await fx.publish("role:writer", workEnvelope({ taskId, stepId: "review", attempt: 3, turn: 2 }));
+    await deliverFresh(() => ({ ok: true }));
+    const harness = fx.harness({ ...reclaimingOptions, handler: () => ({ ran: true }) });
+    const running = harness.start();
+    const [sent] = await fx.sent(2);
+    await harness.close();
+    await running;
+    expect(harness.stats).toMatchObject({ reclaimed: 1, completed: 1, stale: 0 });
+    expect(sent).toBeDefined();
   });
 });
