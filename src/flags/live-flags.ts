@@ -33,6 +33,7 @@ export class LiveFlags implements FlagSwitches {
   private values: FlagValues;
   private readonly logger: Logger;
   private readonly listeners = new Set<() => void>();
+  private readonly readListeners = new Set<(rows: readonly FlagRow[]) => void>();
   private readonly poller: TablePoller;
   private everLoaded = false;
 
@@ -62,6 +63,13 @@ export class LiveFlags implements FlagSwitches {
     this.everLoaded = true;
     const changes = diff(previous.rows, rows);
     if (first) this.logger.info({ stored: changes }, "flags read");
+    for (const listener of this.readListeners) {
+      try {
+        listener(rows);
+      } catch (error) {
+        this.logger.warn({ err: error }, "a flag read listener failed");
+      }
+    }
     if (changes.length === 0) return;
     if (!first) this.logger.info({ changes }, "flags changed");
     for (const listener of this.listeners) {
@@ -87,6 +95,16 @@ export class LiveFlags implements FlagSwitches {
   subscribe(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Called after every successful read of the table, changed or not, with the rows read (e.g. the coordinator's
+   * flag mirror, which re-writes them each time so a lost write heals at the next poll). Not called for a failed
+   * read. The listener must not block: it runs inside the poll. Returns the unsubscribe function.
+   */
+  onRead(listener: (rows: readonly FlagRow[]) => void): () => void {
+    this.readListeners.add(listener);
+    return () => this.readListeners.delete(listener);
   }
 
   /** The stored rows of the current snapshot. */
