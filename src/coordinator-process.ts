@@ -1,6 +1,7 @@
 /**
  * A coordinator built from a runtime with everything a deployed one runs beside its inbox: live flags, the
- * signed-checkpoint job (SWITCHYARD_CHECKPOINT_*), approval expiry, the FOREIGN sender and sweep, and the origin-reply sender. `start coordinator`,
+ * signed-checkpoint job (SWITCHYARD_CHECKPOINT_*), approval expiry, the FOREIGN sender and sweep, the origin-reply sender
+ * and the relay of reply outcomes to the harnesses. `start coordinator`,
  * `start all` and the demo all use this, so they cannot drift apart. The test stack and the tests build theirs on
  * the same base (`coordinatorOptionsFrom`).
  */
@@ -11,13 +12,15 @@ import { Coordinator, type CoordinatorOptions } from "./coordinator/coordinator.
 import { createCheckpointJob } from "./governance/checkpoint-job.js";
 import type { Logger } from "./logger.js";
 import type { Runtime } from "./runtime.js";
+import { createReplyOutcomeRelay } from "./replies/reply-outcome-relay.js";
+import { replyDeadlineMs } from "./replies/reply-limits.js";
 
 export interface CreateCoordinatorOptions {
   consumer?: string;
   logger?: Logger;
   /** Run the FOREIGN sender and sweep beside the loops. @defaultValue true */
   foreignJobs?: boolean;
-  /** Run the origin-reply sender (`runtime.replies.job`) beside the loops. @defaultValue true */
+  /** Run the origin-reply sender (`runtime.replies.job`) and the reply-outcome relay beside the loops. @defaultValue true */
   replyJobs?: boolean;
 }
 
@@ -40,9 +43,20 @@ export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOp
         logger,
         metrics,
       }),
-      background: [...(options.foreignJobs === false ? [] : runtime.foreignJobs), ...(options.replyJobs === false ? [] : [runtime.replies.job])],
+      background: [
+        ...(options.foreignJobs === false ? [] : runtime.foreignJobs),
+        ...(options.replyJobs === false ? [] : [runtime.replies.job, replyOutcomeRelay(runtime, logger).job]),
+      ],
     }),
   );
+}
+
+/** Copies reply outcomes into Redis for the harnesses' `ctx.reply`, which hold no database (issue 27 §3). */
+function replyOutcomeRelay(runtime: Runtime, logger: Logger) {
+  const { config } = runtime;
+  // A request's entry must outlive the longest wait for it.
+  const requestTtlMs = Math.max(10 * 60_000, 2 * replyDeadlineMs(config));
+  return createReplyOutcomeRelay({ pool: runtime.pool, redis: runtime.redis, keyPrefix: config.bus.keyPrefix, requestTtlMs, logger });
 }
 
 /**

@@ -23,6 +23,7 @@ import { TaskService } from "./tasks/tasks.js";
 import { FlaggedOutboxPublisher } from "./flags/flagged-publisher.js";
 import type { FlagSwitches } from "./flags/flag-types.js";
 import { LiveFlags } from "./flags/live-flags.js";
+import { FlagMirror } from "./flags/flag-mirror.js";
 import { LiveLimits } from "./fairness/live-limits.js";
 import { PolicyCache } from "./governance/policy-store.js";
 import { silentLogger, type Logger } from "./logger.js";
@@ -125,6 +126,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   // Commands wait in the offline queue across a Redis restart instead of failing; reconnects back off.
   const redis = createRedisConnection(config.redisUrl, { health });
   const flags = new LiveFlags({ db: pool, defaults: config.flags, logger, health });
+  // Harnesses hold no database credentials: they obey the flags from this copy in Redis (flags/mirrored-flags.ts).
+  const flagMirror = new FlagMirror({ flags, redis, keyPrefix: config.bus.keyPrefix, logger, health });
   const limits = new LiveLimits({ db: pool, pollMs: config.flags.pollMs, logger, health });
   let closed = false;
   let a2a: A2AForeign | undefined;
@@ -135,6 +138,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     await a2a?.close();
     await replies?.close().catch(() => {});
     await flags.stop();
+    await flagMirror.stop();
     await limits.stop();
     await bus.close().catch(() => {});
     redis.disconnect();
@@ -170,6 +174,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     logger.warn({ err: error }, "could not read table flags; using the environment's defaults until it can be read");
   }
   flags.start();
+  flagMirror.start();
   // Like the flags: until the table can be read, no limits apply.
   await limits.refresh().catch((error: unknown) => logger.warn({ err: error }, "could not read table dispatch_limits; no limits until it can be read"));
   limits.start();

@@ -7,7 +7,11 @@
  * nothing in memory. Each REPLY — ok or error — runs this same handler again, one at a time, in the order the
  * coordinator received them, with the state the previous turn returned and `work.resume.outstanding`, the answers
  * still awaited. A resumed turn notes its reply in that state and returns `ctx.awaitMore(state)` while anything is
- * outstanding; the last one reads what was gathered through `ctx.readResult`.
+ * outstanding; the last one combines what was gathered.
+ *
+ * Each answer is read in the turn its REPLY wakes (`ctx.readResult(reply.resultRef)`): the REPLY carries its own
+ * delegate's output, so that read needs no store, and a harness holds no database (issue 27 §3). What a later turn
+ * needs goes into the state.
  *
  * A specialist that fails is noted, not fatal: the orchestrator finishes with what the others answered, and fails
  * only when none did. Returning before `outstanding` is empty would also be allowed — the late replies would be
@@ -31,11 +35,8 @@ export interface TurnNote {
 /** The checkpoint carried from turn to turn. */
 interface Tally {
   topic: string;
-  /**
-   * Per correlation id: where the answer is stored, or why there is none. References, not results: the state
-   * travels with every REPLY and sits in the step's checkpoint, so it stays small until the last turn reads.
-   */
-  answers: Record<string, { ref: string } | { error: string }>;
+  /** Per correlation id: the answer, or why there is none. The state travels with every REPLY (keep answers small). */
+  answers: Record<string, { result: unknown } | { error: string }>;
   turns: TurnNote[];
 }
 
@@ -68,7 +69,7 @@ const orchestrator: Handler = async (work, ctx) => {
 
   const { reply, outstanding } = work.resume;
   const previous = work.resume.state as Tally;
-  const answer = reply.status === "ok" ? { ref: reply.resultRef } : { error: `${reply.error?.code ?? "ERROR"}: ${reply.error?.message ?? ""}` };
+  const answer = reply.status === "ok" ? { result: await ctx.readResult(reply.resultRef) } : { error: `${reply.error?.code ?? "ERROR"}: ${reply.error?.message ?? ""}` };
   const tally: Tally = {
     ...previous,
     answers: { ...previous.answers, [reply.correlationId]: answer },
@@ -80,12 +81,12 @@ const orchestrator: Handler = async (work, ctx) => {
   return gathered(tally, ctx);
 };
 
-/** The last turn: every reply is in; read the answers through this tenant's scope and combine them. */
-async function gathered(tally: Tally, ctx: HandlerContext): Promise<unknown> {
+/** The last turn: every reply is in; combine the answers. */
+function gathered(tally: Tally, ctx: HandlerContext): unknown {
   const results: Record<string, unknown> = {};
   const failed: Record<string, string> = {};
   for (const [correlationId, answer] of Object.entries(tally.answers)) {
-    if ("ref" in answer) results[correlationId] = await ctx.readResult(answer.ref);
+    if ("result" in answer) results[correlationId] = answer.result;
     else failed[correlationId] = answer.error;
   }
   if (Object.keys(results).length === 0) throw new Error(`no specialist answered: ${Object.values(failed).join("; ")}`);

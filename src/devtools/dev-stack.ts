@@ -15,6 +15,7 @@ import { startGateway, type Gateway } from "../gateway/server.js";
 import { openRuntime } from "../cli/context.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
 import { replyDeadlineMs } from "../replies/reply-limits.js";
+import { waitForRedisReplyOutcome } from "../replies/redis-reply-outcome.js";
 
 import { exampleHandlerPath } from "./example-handlers.js";
 
@@ -75,7 +76,7 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
         shutdownGraceMs: config.harness.shutdownGraceMs,
         blockMs: config.bus.blockMs,
         resultReader,
-        replies: { db: runtime.pool, deadlineMs: replyDeadlineMs(config) },
+        replies: { waitForOutcome: (query, wait) => waitForRedisReplyOutcome(runtime.redis, config.bus.keyPrefix, query, wait), deadlineMs: replyDeadlineMs(config) },
         flags: runtime.flags,
         health: runtime.health,
         metrics: runtime.metrics,

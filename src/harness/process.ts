@@ -1,5 +1,7 @@
 /**
- * A worker process: loads a handler module, connects Redis and Postgres, runs one harness until a signal.
+ * A worker process: loads a handler module, connects Redis, runs one harness until a signal. It holds no database
+ * credentials (issue 27 §3): a delegate's output arrives in its REPLY, stale turns are told by the turn marks beside
+ * the stream, the live flags are the coordinators' copy in Redis, and an origin reply's outcome comes back over Redis.
  *
  * Shutdown is two-phase: the first SIGINT/SIGTERM closes the harness gracefully (in-flight turns get the
  * configured grace, the rest are left for reclaim); a second signal exits at once with status 130.
@@ -19,12 +21,10 @@ import { createMetrics } from "../metrics/metrics.js";
 import { startMetricsServer, type MetricsServer } from "../metrics/metrics-server.js";
 import { assertRedisSafe } from "../bus/redis-check.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import { LiveFlags } from "../flags/live-flags.js";
+import { MirroredFlags } from "../flags/mirrored-flags.js";
 import type { Logger } from "../logger.js";
-import { createPool } from "../store/db.js";
-import { createStepResultReader } from "../store/step-result-reader.js";
-import { createStepTurnCheck } from "../store/step-turn-check.js";
 import { replyDeadlineMs } from "../replies/reply-limits.js";
+import { waitForRedisReplyOutcome } from "../replies/redis-reply-outcome.js";
 import { installProcessGuards } from "../process/process-guard.js";
 import { createHarness } from "./harness.js";
 import type { Handler } from "./types.js";
@@ -44,8 +44,9 @@ export interface HarnessProcessOptions {
   /** Aborting it stops the process gracefully, like a first SIGINT/SIGTERM (for embedding and tests). */
   signal?: AbortSignal;
   /**
-   * Obey the live flags (BUS_ENABLED, HARNESS_ENABLED, BUS_ROUTED): `config.flags` with table `flags` on top,
-   * re-read while running. `switchyard start harness` turns this on. @defaultValue false (everything on)
+   * Obey the live flags (BUS_ENABLED, HARNESS_ENABLED, BUS_ROUTED): `config.flags` with table `flags` on top, as
+   * the coordinators mirror it into Redis, re-read while running. `switchyard start harness` turns this on.
+   * @defaultValue false (everything on)
    */
   liveFlags?: boolean;
   /**
@@ -129,7 +130,6 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
   const metrics = createMetrics();
   const health = new DependencyHealth({ logger, metrics });
   const redis = createRedisConnection(config.redisUrl, { health });
-  const pool = createPool({ connectionString: config.databaseUrl, max: Math.max(2, options.concurrency ?? 10), applicationName: "switchyard-harness", health });
   const bus = createRedisBus({
     redis,
     keyPrefix: config.bus.keyPrefix,
@@ -157,10 +157,10 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
   if (options.signal?.aborted) stop.abort();
   else options.signal?.addEventListener("abort", onAbort, { once: true });
 
-  const flags = options.liveFlags ? new LiveFlags({ db: pool, defaults: config.flags, logger, health }) : undefined;
+  const flags = options.liveFlags ? new MirroredFlags({ redis, keyPrefix: config.bus.keyPrefix, defaults: config.flags, logger, health }) : undefined;
   let metricsServer: MetricsServer | undefined;
   try {
-    // Started while Redis or Postgres is down (a restart during an outage): wait for them, as a running harness would.
+    // Started while Redis is down (a restart during an outage): wait for it, as a running harness would.
     // Commands queue while Redis is away; a stop meanwhile closes the connection, which fails them and ends the wait.
     const stopWaiting = (): void => redis.disconnect();
     const endpoints = endpointsOf(config);
@@ -175,7 +175,7 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
         });
       }
       await assertRedisSafe(redis, { logger });
-      if (flags) await whenAnswering(endpoints.postgres, () => flags.refresh());
+      if (flags) await whenAnswering(endpoints.redis, () => flags.refresh());
     }), { logger, signal: stop.signal }).finally(() => stop.signal.removeEventListener("abort", stopWaiting));
     flags?.start(stop.signal);
     if (config.metrics.port !== null) {
@@ -184,7 +184,7 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
         host: config.metrics.host,
         port: config.metrics.port,
         logger,
-        readiness: () => readiness({ pool, redis, health, timeoutMs: READINESS_TIMEOUT_MS }),
+        readiness: () => readiness({ redis, health, timeoutMs: READINESS_TIMEOUT_MS }),
       });
       logger.info({ url: `${metricsServer.url}/metrics` }, "serving metrics and readiness");
     }
@@ -201,9 +201,7 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
       heartbeatMs: config.harness.heartbeatMs,
       shutdownGraceMs: config.harness.shutdownGraceMs,
       blockMs: config.bus.blockMs,
-      resultReader: createStepResultReader({ db: pool }),
-      turnCheck: createStepTurnCheck({ db: pool }),
-      replies: { db: pool, deadlineMs: replyDeadlineMs(config) },
+      replies: { waitForOutcome: (query, wait) => waitForRedisReplyOutcome(redis, config.bus.keyPrefix, query, wait), deadlineMs: replyDeadlineMs(config) },
       ...(flags ? { flags } : {}),
       health,
       metrics,
@@ -218,7 +216,6 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
     // Every cleanup runs even when an earlier one fails.
     await bus.close().catch((error: unknown) => logger.warn({ err: error }, "closing the bus failed"));
     await quitRedis(redis);
-    await pool.end().catch((error: unknown) => logger.warn({ err: error }, "closing the database pool failed"));
     removeGuards();
   }
 }
@@ -226,7 +223,7 @@ export async function runHarnessProcess(options: HarnessProcessOptions): Promise
 /** Runs `attempt`, rejecting with CANCELLED as soon as `signal` aborts (the attempt is left to settle on its own). */
 function untilStopped<T>(signal: AbortSignal, attempt: () => Promise<T>): Promise<T> {
   // `interrupted`: the CLI exits 130, as for any command the operator stopped.
-  const stopped = () => new SwitchyardError(ErrorCode.Cancelled, "stopped while waiting for Redis and Postgres", { details: { interrupted: true } });
+  const stopped = () => new SwitchyardError(ErrorCode.Cancelled, "stopped while waiting for Redis", { details: { interrupted: true } });
   if (signal.aborted) return Promise.reject(stopped());
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(stopped());

@@ -35,16 +35,20 @@ import {
 import type { ResultReader } from "./result-reader.js";
 import type { TurnCheck } from "./turn-check.js";
 import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
-import { waitForReplyOutcome } from "../replies/reply-outcome.js";
-import type { Queryable } from "../store/db.js";
+import type { ReplyOutcomeQuery } from "../replies/redis-reply-outcome.js";
+import type { ReplyOutcome } from "../core/reply-types.js";
 import type { AnyHandler, HandlerContext, ReplyOptions, UsageReport, Work } from "./types.js";
 import type { Span } from "@opentelemetry/api";
 import { endTurnSpan, stampTrace, startTurnSpan, withSpan } from "../telemetry/turn-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
 
+/**
+ * Where `ctx.reply` waits for its outcome: over Redis in a harness process (replies/redis-reply-outcome.ts, fed by
+ * the coordinators' relay), or on the reply rows where an embedder holds a database (replies/reply-outcome.ts).
+ */
 export interface HarnessReplies {
-  /** Read with `org_id` in every WHERE clause (the tenant boundary), like the result reader. */
-  db: Queryable;
+  /** Resolves with the outcome, or `unknown` / `outcome_pending` at the deadline; rejects CANCELLED on abort. */
+  waitForOutcome(query: ReplyOutcomeQuery, options: { signal: AbortSignal; deadlineMs: number }): Promise<ReplyOutcome>;
   /** replyDeadlineMs(config): the sender's dials plus 30 s. */
   deadlineMs: number;
 }
@@ -188,13 +192,13 @@ export function startTurn(entry: BusEntry, deps: TurnDeps, delivery: Delivery = 
       awaitMore: markers.awaitMore,
       async reply(text: string, options: ReplyOptions = {}) {
         if (controller.signal.aborted) throw new SwitchyardError(ErrorCode.Cancelled, "the turn was abandoned");
-        if (!deps.replies) throw new SwitchyardError(ErrorCode.FailedPrecondition, "this harness has no reply database; pass `replies` to post origin replies");
+        if (!deps.replies) throw new SwitchyardError(ErrorCode.FailedPrecondition, "this harness cannot learn reply outcomes; pass `replies` to post origin replies");
         if (typeof text !== "string") throw invalid("reply text must be a string");
         const key = options.idempotencyKey ?? defaultReplyKey(work.taskId, text);
         if (typeof key !== "string" || key === "" || key.length > MAX_REPLY_KEY_CHARS) throw invalid(`reply idempotencyKey must be a string of 1 to ${MAX_REPLY_KEY_CHARS} characters`);
         const request = replyEnvelope(envelope, deps.source, text, key, deps.now());
         await publish(request);
-        const outcome = await waitForReplyOutcome(deps.replies.db, { orgId: work.orgId, taskId: work.taskId, requestId: request.id, idempotencyKey: key }, { signal: controller.signal, deadlineMs: deps.replies.deadlineMs });
+        const outcome = await deps.replies.waitForOutcome({ orgId: work.orgId, taskId: work.taskId, requestId: request.id, idempotencyKey: key }, { signal: controller.signal, deadlineMs: deps.replies.deadlineMs });
         logger.info({ replyId: outcome.replyId, status: outcome.status, code: outcome.code }, "origin reply");
         return outcome;
       },

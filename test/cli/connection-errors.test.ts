@@ -53,29 +53,6 @@ describe("connection errors", () => {
     expect(flagged.stderr).toMatch(/is not answering \(--redis-url\)/);
   });
 
-  it("names the service in a harness's start-up wait, and the wait still counts it as an outage", async () => {
-    const config: Config = {
-      ...defaultConfig,
-      // Postgres down, Redis up.
-      redisUrl: cli.env.REDIS_URL!,
-      bus: { ...defaultConfig.bus, keyPrefix: cli.env.SWITCHYARD_KEY_PREFIX! },
-      databaseUrl: `postgres://postgres:hunter2secret@127.0.0.1:${deadPort}/switchyard`,
-      busAuth: { secrets: TEST_BUS_SECRETS, publisherKeys: [] },
-    };
-    let logged = "";
-    const sink = new Writable({ write: (chunk, _encoding, done) => ((logged += String(chunk)), done()) });
-    const stop = new AbortController();
-    const running = runHarnessProcess({ config, role: "echo", handlerPath: "examples/handlers/echo.ts", logger: createLogger({ level: "warn", destination: sink }), signal: stop.signal, liveFlags: true });
-    try {
-      await waitForProgress({ what: "the start-up wait's warning", progress: () => logged, done: (text) => text.includes("waiting for it before starting"), stallMs: 15_000 });
-    } finally {
-      stop.abort();
-      await running.catch(() => {});
-    }
-    expect(logged).toContain(`postgres is unreachable; waiting for it before starting: PostgreSQL at 127.0.0.1:${deadPort} is not answering (DATABASE_URL)`);
-    expect(logged).not.toContain("hunter2secret");
-  });
-
   it("names Redis in a harness's start-up wait, and a stop ends that wait", async () => {
     const config: Config = {
       ...defaultConfig,

@@ -2,6 +2,7 @@
 import type { HarnessFlags } from "../../src/flags/flag-types.js";
 import { createHarness, type Handler, type Harness } from "../../src/harness/index.js";
 import { createStepResultReader } from "../../src/store/step-result-reader.js";
+import { waitForReplyOutcome } from "../../src/replies/reply-outcome.js";
 import type { TestRuntime } from "./runtime.js";
 
 export interface WorkerOptions {
@@ -39,7 +40,8 @@ export class Workers {
       shutdownGraceMs: this.runtime.config.harness.shutdownGraceMs,
       blockMs: 100,
       resultReader: createStepResultReader({ db: this.runtime.pool }),
-      replies: { db: this.runtime.pool, deadlineMs: options.replyDeadlineMs ?? 10_000 },
+      // On the reply rows: these tests' coordinators run no outcome relay (the Redis path has its own tests).
+      replies: { waitForOutcome: (query, wait) => waitForReplyOutcome(this.runtime.pool, query, wait), deadlineMs: options.replyDeadlineMs ?? 10_000 },
       flags: options.flags ?? this.runtime.flags,
     });
     this.harnesses.push(harness);
