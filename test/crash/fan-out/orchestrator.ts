@@ -22,7 +22,8 @@ import {
 
 /** What the orchestrator carries from turn to turn: each reply seen so far, in the order seen. */
 interface Checkpoint {
-  seen: Array<Pick<Reply, "correlationId" | "status" | "resultRef"> & { error?: string }>;
+  // Each answer is read in the turn its REPLY wakes (the REPLY carries it; a harness holds no database) and kept here.
+  seen: Array<Pick<Reply, "correlationId" | "status" | "resultRef"> & { error?: string; answer?: SpecialistAnswer }>;
 }
 
 // Long enough that a kill often lands inside a turn, short enough that 40 tasks finish briskly.
@@ -67,6 +68,7 @@ async function decide(taskIndex: number, resume: Parameters<Handler>[0]["resume"
       correlationId: reply.correlationId,
       status: reply.status,
       resultRef: reply.resultRef,
+      ...(reply.status === "ok" ? { answer: (await ctx.readResult(reply.resultRef)) as SpecialistAnswer } : {}),
       ...(reply.error ? { error: `${reply.error.code}: ${reply.error.message}` } : {}),
     },
   ];
@@ -77,7 +79,7 @@ async function decide(taskIndex: number, resume: Parameters<Handler>[0]["resume"
   ctx.usage({ cost: COST.orchestratorFinal });
   const output: OrchestratorOutput = { taskIndex, replies: seen.map((s) => s.correlationId), answers: {}, errors: {} };
   for (const s of seen) {
-    if (s.status === "ok") output.answers[s.correlationId] = (await ctx.readResult(s.resultRef)) as SpecialistAnswer;
+    if (s.status === "ok") output.answers[s.correlationId] = s.answer!;
     else output.errors[s.correlationId] = s.error ?? "(no error given)";
   }
   return output;
