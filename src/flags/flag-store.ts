@@ -11,7 +11,7 @@ import type { AuditRow } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { appendAudit } from "../governance/audit-log.js";
 import { withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
-import { FLAG_NAMES, FLAG_SCOPES, SCOPE_KINDS, type FlagName, type FlagRow, type ScopeKind } from "./flag-types.js";
+import { describeScope, FLAG_NAMES, FLAG_SCOPES, SCOPE_KINDS, type FlagName, type FlagRow, type ScopeKind } from "./flag-types.js";
 
 /** The audit chain of changes that belong to no tenant. */
 export const SYSTEM_CHAIN = "_system";
@@ -66,9 +66,7 @@ export function validateFlagScope(name: string, scopeKind: string, scope = ""): 
 }
 
 /** How a scope is written in audit rows and listings: `global`, `tenant:acme`, `role:writer`. */
-export function describeScope(scopeKind: ScopeKind, scope: string): string {
-  return scopeKind === "global" ? "global" : `${scopeKind}:${scope}`;
-}
+export { describeScope } from "./flag-types.js";
 
 function text(value: unknown, path: string): string {
   if (typeof value !== "string" || value.trim() === "") throw invalid(path, `${path} must be a non-empty string`);

@@ -98,3 +98,8 @@ export function tenantSqlFilter(selection: TenantSelection | undefined): { only:
 export function tenantSqlClause(column: string, n: number): string {
   return `($${n}::text[] IS NULL OR ${column} = ANY($${n}::text[])) AND ($${n + 1}::text[] IS NULL OR ${column} <> ALL($${n + 1}::text[]))`;
 }
+
+/** `global`, `tenant:acme`, `role:writer`: how a scope is written in logs, audit rows and listings. */
+export function describeScope(scopeKind: ScopeKind, scope: string): string {
+  return scopeKind === "global" ? "global" : `${scopeKind}:${scope}`;
+}

@@ -16,38 +16,21 @@
  * - Redis not answering: `refresh()` throws, the poller keeps the last values (logged as LiveFlags does).
  */
 import type { RedisClient } from "../bus/redis-connection.js";
-import type { FlagsConfig } from "../config/index.js";
-import { silentLogger, type Logger } from "../logger.js";
-import type { DependencyHealth } from "../process/dependency-health.js";
-import { TablePoller } from "../process/table-poller.js";
 import { flagMirrorKey, parseFlagMirror, type FlagMirrorDocument } from "./flag-mirror.js";
-import type { FlagName, FlagRow, HarnessFlags, ScopeKind } from "./flag-types.js";
-import { FlagValues, type FlagView } from "./flag-values.js";
+import { PolledFlags, type PolledFlagsOptions } from "./polled-flags.js";
 
-export interface MirroredFlagsOptions {
+export interface MirroredFlagsOptions extends PolledFlagsOptions {
   /** The bus's Redis: where the coordinators mirror the flags. */
   redis: RedisClient;
   /** `config.bus.keyPrefix`, the same as the coordinators'. */
   keyPrefix: string;
-  /** The environment's defaults (`config.flags`). */
-  defaults: FlagsConfig;
-  /** @defaultValue defaults.pollMs */
-  pollMs?: number;
-  /** @defaultValue a silent logger */
-  logger?: Logger;
-  /** A poll that fails because Redis is down is recorded here (which logs the outage) instead of logged itself. */
-  health?: DependencyHealth;
 }
 
 /** What the last poll found, so each kind of trouble is said once when it starts and once when it ends. */
 type Finding = "value" | "absent" | "lost" | "unreadable";
 
-export class MirroredFlags implements HarnessFlags {
+export class MirroredFlags extends PolledFlags {
   readonly key: string;
-  private values: FlagValues;
-  private readonly logger: Logger;
-  private readonly listeners = new Set<() => void>();
-  private readonly poller: TablePoller;
   private everAnswered = false;
   private mirrored: FlagMirrorDocument | undefined;
   private finding: Finding | undefined;
@@ -55,16 +38,8 @@ export class MirroredFlags implements HarnessFlags {
   private announced = false;
 
   constructor(private readonly options: MirroredFlagsOptions) {
+    super("the flag mirror", options);
     this.key = flagMirrorKey(options.keyPrefix);
-    this.values = new FlagValues(options.defaults, []);
-    this.logger = (options.logger ?? silentLogger).child({ component: "flags" });
-    this.poller = new TablePoller({
-      what: "the flag mirror",
-      refresh: () => this.refresh(),
-      pollMs: options.pollMs ?? options.defaults.pollMs,
-      logger: this.logger,
-      ...(options.health ? { health: options.health } : {}),
-    });
   }
 
   /** True once Redis has answered a poll (the key may have been absent: then the defaults are what was read). */
@@ -99,50 +74,9 @@ export class MirroredFlags implements HarnessFlags {
     }
     this.found("value");
     this.mirrored = document;
-    this.swap(document.rows);
-  }
-
-  /** Starts polling every `pollMs` until `stop()` or the signal. Idempotent. */
-  start(signal?: AbortSignal): void {
-    this.poller.start(signal);
-  }
-
-  /** Stops the poller; resolves once it has. */
-  stop(): Promise<void> {
-    return this.poller.stop();
-  }
-
-  /** Called after each poll that changed a value. Returns the unsubscribe function. */
-  subscribe(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  /** The mirrored rows in force. */
-  rows(): readonly FlagRow[] {
-    return this.values.rows;
-  }
-
-  /** Every flag value in force, environment defaults included (for listings and metrics). */
-  describe(): FlagView[] {
-    return this.values.describe();
-  }
-
-  /** One scope's own value (its mirrored row, else the environment default), without the global master switch. */
-  value(name: FlagName, scopeKind: ScopeKind, scope = ""): boolean {
-    return this.values.value(name, scopeKind, scope);
-  }
-
-  busEnabled(): boolean {
-    return this.values.busEnabled();
-  }
-
-  harnessEnabled(kind: "role" | "team", name: string): boolean {
-    return this.values.harnessEnabled(kind, name);
-  }
-
-  busRouted(kind: "role" | "team", name: string): boolean {
-    return this.values.busRouted(kind, name);
+    const first = !this.announced;
+    this.announced = true;
+    this.swap(document.rows, first, "flags read from the mirror");
   }
 
   private found(finding: Finding): void {
@@ -154,46 +88,4 @@ export class MirroredFlags implements HarnessFlags {
     else if (finding === "lost") this.logger.warn(log, "the flag mirror is gone from Redis; keeping the last flag values until a coordinator writes it again");
     else if (before === "unreadable" || before === "lost") this.logger.info(log, "the flag mirror is readable again");
   }
-
-  private swap(rows: readonly FlagRow[]): void {
-    const previous = this.values;
-    const first = !this.announced;
-    this.announced = true;
-    this.values = new FlagValues(this.options.defaults, rows);
-    const changes = diff(previous.rows, rows);
-    if (first) this.logger.info({ stored: changes }, "flags read from the mirror");
-    if (changes.length === 0) return;
-    if (!first) this.logger.info({ changes }, "flags changed");
-    for (const listener of this.listeners) {
-      try {
-        listener();
-      } catch (error) {
-        this.logger.warn({ err: error }, "a flag change listener failed");
-      }
-    }
-  }
-}
-
-interface FlagChange {
-  flag: string;
-  scope: string;
-  enabled: boolean | "default";
-  by?: string;
-  reason?: string;
-}
-
-// As LiveFlags logs them; written again here because flag-store.ts (describeScope) sits on the database.
-function diff(before: readonly FlagRow[], after: readonly FlagRow[]): FlagChange[] {
-  const scopeOf = (row: FlagRow) => (row.scopeKind === "global" ? "global" : `${row.scopeKind}:${row.scope}`);
-  const id = (row: FlagRow) => `${row.name} ${scopeOf(row)}`;
-  const old = new Map(before.map((row) => [id(row), row]));
-  const changes: FlagChange[] = [];
-  for (const row of after) {
-    const was = old.get(id(row));
-    old.delete(id(row));
-    if (was?.enabled === row.enabled) continue;
-    changes.push({ flag: row.name, scope: scopeOf(row), enabled: row.enabled, by: row.updatedBy, reason: row.reason });
-  }
-  for (const row of old.values()) changes.push({ flag: row.name, scope: scopeOf(row), enabled: "default" });
-  return changes;
 }
