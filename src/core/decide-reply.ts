@@ -19,7 +19,7 @@ import {
   type ReplyRequestFacts,
 } from "./reply-types.js";
 import { Draft } from "./draft.js";
-import { approvedVerdict } from "./hops.js";
+import { approvedVerdict } from "./hop-facts.js";
 import { EXPIRY_ACTOR, type CoordinatorEvent, type DecideContext, type EventSender, type TaskState } from "./model.js";
 
 type ReplyRequest = Extract<CoordinatorEvent, { type: "reply_request" }>;

@@ -4,7 +4,8 @@
  * guarded by the step's status and attempt, so a duplicated, stale or reordered event changes nothing.
  */
 import { Draft, roundCost } from "./draft.js";
-import { deliverNextReply, dispatchStep, finishStep, recordOrphan, releaseCheckpoint, stepSchemaError, stepTimeoutMs } from "./hops.js";
+import { deliverNextReply, dispatchStep, finishStep, recordOrphan, releaseCheckpoint } from "./hops.js";
+import { stepSchemaError, stepTimeoutMs } from "./hop-facts.js";
 import { onQuery } from "./stand-down.js";
 import { TERMINAL_STEP_STATUSES, type CoordinatorEvent, type DecideContext, type Decision, type StepError, type StepRecord, type TaskState, type TaskStatus } from "./model.js";
 import { actorOf, refuseSender } from "./sender-guard.js";

@@ -8,7 +8,8 @@
  * older turn — a redelivered entry run again — is stale and changes nothing.
  */
 import { Draft, roundCost } from "./draft.js";
-import { deliverNextReply, dispatchStep, finishStep, stepTimeoutMs } from "./hops.js";
+import { deliverNextReply, dispatchStep, finishStep } from "./hops.js";
+import { stepTimeoutMs } from "./hop-facts.js";
 import { DEFAULT_DELEGATION_LIMITS, MAX_DELEGATION_DEPTH, TERMINAL_STEP_STATUSES, type AwaitedReply, type Checkpoint, type CoordinatorEvent, type StepError, type StepRecord } from "./model.js";
 import { actorOf } from "./sender-guard.js";
 
