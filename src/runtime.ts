@@ -16,7 +16,8 @@ import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
 import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
 import { OutboxPublisher } from "./coordinator/outbox-publisher.js";
-import { createTenantFactsSource, type EgressSwitch, type ReplySwitch } from "./coordinator/tenant-facts.js";
+import { createPostgresEngineStore } from "./coordinator/postgres-engine-store.js";
+import type { EgressSwitch, ReplySwitch } from "./coordinator/tenant-facts.js";
 import { replyDeadlineMs, replyLimitsOf } from "./replies/reply-limits.js";
 import { ReplyKicks } from "./replies/reply-kicks.js";
 import { TaskService } from "./tasks/tasks.js";
@@ -186,14 +187,20 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     policies,
     workflows,
     foreign: options.foreign ?? createA2ADispatcher({ onBridge: () => a2a?.sender.kick() }),
-    tenantFacts: createTenantFactsSource({ egress: options.egress ?? flags, replies: options.replies ?? flags }),
+    store: createPostgresEngineStore({
+      logger,
+      metrics,
+      maxPayloadBytes: config.bus.maxPayloadBytes,
+      shardCount: config.shards.count,
+      egress: options.egress ?? flags,
+      replies: options.replies ?? flags,
+    }),
     replyLimits: replyLimitsOf(config),
     replySender: replyKicks,
     approvalTtlMs: config.coordinator.approvalTtlMs,
     delegationLimits: { maxOutstanding: config.coordinator.maxOutstandingSubQueries, maxPerAttempt: config.coordinator.maxSubQueriesPerAttempt },
     maxPayloadBytes: config.bus.maxPayloadBytes,
     defaultStepTimeoutMs: config.coordinator.defaultStepTimeoutMs,
-    shardCount: config.shards.count,
     auditHeadsInMemory: config.coordinator.auditHeadsInMemory,
     limits,
     logger,

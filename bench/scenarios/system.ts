@@ -36,6 +36,8 @@ import type { ScenarioContext, ScratchDatabase } from "../support.js";
 import { startHarnessProcess, type HarnessProcess } from "./harness-child.js";
 import { noopHandler } from "./noop-handler.js";
 import { ProbedEngine, ProbedPublisher, type CpuSources } from "./probe.js";
+import { createPostgresEngineStore } from "../../src/coordinator/postgres-engine-store.js";
+import { DEFAULT_SHARD_COUNT } from "../../src/bus/shards.js";
 
 export const BENCH_ORG = "bench-org";
 const STEP_TIMEOUT_MS = 10 * 60_000;
@@ -106,6 +108,8 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
   ctx.defer(close);
 
   const engine = new ProbedEngine({
+    // Egress and replies off, as the coordinator's defaults are without flags.
+    store: createPostgresEngineStore({ logger: runtime.logger, metrics, maxPayloadBytes: config.bus.maxPayloadBytes, shardCount: DEFAULT_SHARD_COUNT }),
     policies: runtime.policies,
     workflows: runtime.workflows,
     maxPayloadBytes: config.bus.maxPayloadBytes,

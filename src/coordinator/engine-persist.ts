@@ -3,9 +3,9 @@
  * — one statement each. The audit rows are returned, not appended: the engine appends every phase's rows last, in
  * one statement, because appending locks the tenant's chain head until COMMIT.
  */
-import type { AuditEntry } from "../domain.js";
 import { encodeEnvelope } from "../bus/codec.js";
 import type { PoolClient } from "../store/db.js";
+import type { PersistedPhase } from "../store/engine-store.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { countOriginReply } from "../metrics/metrics.js";
@@ -15,8 +15,8 @@ import { saveAdmission } from "./admission-store.js";
 import type { HeldStep } from "../core/held-step.js";
 import type { AdmissionGate } from "../core/admission.js";
 import { specToEnvelope } from "./envelopes.js";
-import type { ApprovalSpec, Effect, HopRecord, StepRecord, TaskRecord, TaskState } from "../core/model.js";
-import { insertOutbox, type OutboxRow } from "./outbox.js";
+import type { Effect, StepRecord, TaskRecord, TaskState } from "../core/model.js";
+import { insertOutbox } from "./outbox.js";
 import { closeApprovals, insertApprovals } from "./approval-store.js";
 import { saveSteps, saveTasks } from "./task-store.js";
 import { inboxOf } from "../bus/shards.js";
@@ -28,21 +28,7 @@ export interface PersistDeps {
   shardCount: number;
 }
 
-/** What a phase adds to the batch's result. */
-export interface PersistedPhase {
-  outbox: OutboxRow[];
-  hops: HopRecord[];
-  approvals: ApprovalSpec[];
-  tasks: TaskRecord[];
-  /** Ids of reply rows made `pending`. */
-  replies: string[];
-  /** To append, after every phase (see the module comment). */
-  audit: AuditEntry[];
-  /** Destinations on which a step stopped being `dispatched`: a slot there may have freed. */
-  freed: Set<string>;
-  /** Tenants of which a step with a concurrency key stopped being `dispatched`: the key may have room now. */
-  freedKeyed: Set<string>;
-}
+export type { PersistedPhase } from "../store/engine-store.js";
 
 export async function persistPhase(
   deps: PersistDeps,

@@ -5,14 +5,13 @@
  */
 import { performance } from "node:perf_hooks";
 import type { AuditEntry, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
-import { isDatabaseUnavailable, retryOnConflict, withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
-import { appendAudit } from "../governance/audit-log.js";
+import type { Pool, PoolClient, Queryable } from "../store/db.js";
+import type { EngineStore } from "../store/engine-store.js";
 import { AuditHeadCache } from "../governance/audit-heads.js";
 import { evaluate } from "../governance/governor.js";
 import type { CompiledPolicy } from "../governance/policy.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { createReplyFactsSource, type ReplyFactsSource } from "../replies/reply-facts.js";
 import { DEFAULT_REPLY_LIMITS, type ReplyEventFacts, type ReplyLimits } from "../core/reply-types.js";
 import { ReplyBatch } from "./reply-batch.js";
 import { decide } from "../core/decide.js";
@@ -21,15 +20,10 @@ import { unavailableForeignDispatcher, type ForeignDispatcher } from "./foreign-
 import { DEFAULT_DELEGATION_LIMITS, type DecideContext, type DelegationLimits, type Effect, type TaskState } from "../core/model.js";
 import { HopSpans } from "../telemetry/hop-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
-import { loadTasksForUpdate, orderSteps } from "./task-store.js";
-import { DEFAULT_SHARD_COUNT } from "../bus/shards.js";
-import { persistPhase, type PersistDeps } from "./engine-persist.js";
+import { orderSteps } from "../core/step-order.js";
 import { emptyResult, mergeResult, type ApplyInTransactionOptions, type ApplyResult, type EngineFence, type EngineInput, type InlineRelease } from "./engine-types.js";
-import { dedupe, forgetRefused } from "./envelope-dedupe.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
-import { accrueDailyCost, costDay, createTenantFactsSource, type TenantFactsSource } from "./tenant-facts.js";
 import { AdmissionGate } from "../core/admission.js";
-import { admissionScope, anyConcurrencyKey, loadAdmission } from "./admission-store.js";
 import { NO_LIMITS, type LimitSource } from "../core/limits.js";
 
 export type { ApplyInTransactionOptions, ApplyResult, EngineFence, EngineInput, EngineRefusal, InlineRelease } from "./engine-types.js";
@@ -43,6 +37,8 @@ export interface WorkflowSource {
 }
 
 export interface EngineOptions {
+  /** Where the engine reads and writes, one port per concern (the Postgres adapters: postgres-engine-store.ts). */
+  store: EngineStore;
   policies: PolicySource;
   workflows: WorkflowSource;
   foreign?: ForeignDispatcher;
@@ -52,20 +48,14 @@ export interface EngineOptions {
   approvalTtlMs?: number;
   /** Fan-out bounds (config.coordinator). @defaultValue DEFAULT_DELEGATION_LIMITS */
   delegationLimits?: DelegationLimits;
-  /** Daily cost, daily budget and the egress switch per tenant. @defaultValue no budget, egress off */
-  tenantFacts?: TenantFactsSource;
   logger?: Logger;
   metrics?: Metrics;
   /** Injected for tests; the only clock the coordinator reads. */
   clock?: () => number;
-  /** Reply facts (connection selection, secret scan, bucket, recorded rows). @defaultValue the Postgres adapter */
-  replyFacts?: ReplyFactsSource;
   /** Bounds of origin replies (config.origin). @defaultValue DEFAULT_REPLY_LIMITS */
   replyLimits?: ReplyLimits;
   /** Told after a commit that made reply rows `pending`, so it dials them now rather than on its next poll. */
   replySender?: { kick(): void };
-  /** How many tenant shards there are (config.shards.count): WORK and REPLY name their tenant's shard inbox. @defaultValue DEFAULT_SHARD_COUNT */
-  shardCount?: number;
   /**
    * A fenced view (a coordinator's) keeps its tenants' audit-chain heads in memory and appends without locking
    * them first (governance/audit-heads.ts); `false` always locks and reads them. @defaultValue true
@@ -89,9 +79,7 @@ export class Engine {
   private readonly logger: Logger;
   private readonly foreign: ForeignDispatcher;
   private readonly clock: () => number;
-  private readonly tenantFacts: TenantFactsSource;
-  private readonly replyFacts: ReplyFactsSource;
-  private readonly shardCount: number;
+  private readonly store: EngineStore;
   /** Set on a coordinator's fenced view of the engine (`fenced`); the gateway's engine has none. */
   private readonly fenceBy: EngineFence | undefined = undefined;
   /** The chain heads a fenced view last committed; used by `apply` only (its retry handles STALE_HEAD). */
@@ -100,16 +88,10 @@ export class Engine {
   private readonly inlineRelease: InlineRelease | undefined = undefined;
 
   constructor(private readonly options: EngineOptions) {
-    this.tenantFacts = options.tenantFacts ?? createTenantFactsSource();
+    this.store = options.store;
     this.logger = options.logger ?? silentLogger;
     this.foreign = options.foreign ?? unavailableForeignDispatcher;
     this.clock = options.clock ?? Date.now;
-    this.replyFacts = options.replyFacts ?? createReplyFactsSource();
-    this.shardCount = options.shardCount ?? DEFAULT_SHARD_COUNT;
-  }
-
-  private get persistDeps(): PersistDeps {
-    return { logger: this.logger, metrics: this.options.metrics, maxPayloadBytes: this.options.maxPayloadBytes, shardCount: this.shardCount };
   }
 
   /**
@@ -136,12 +118,13 @@ export class Engine {
    */
   async apply(pool: Pool, inputs: readonly EngineInput[]): Promise<ApplyResult> {
     const heads = this.heads;
-    const result = await retryOnConflict(async () => {
+    const { transactions } = this.store;
+    const result = await transactions.retryOnConflict(async () => {
       const spans = tracingOn() ? new HopSpans() : undefined;
       // The tenants of every phase (an inline release adds some): their heads may have moved if COMMIT did.
       const touched = new Set<string>();
       try {
-        const applied = await withTransaction(pool, (client) => this.applyEvents(client, inputs, heads, spans, touched));
+        const applied = await transactions.transaction(pool, (client) => this.applyEvents(client, inputs, heads, spans, touched));
         spans?.end({ committed: true });
         return applied;
       } catch (error) {
@@ -184,7 +167,7 @@ export class Engine {
     // Last: appending locks the tenant's chain head until COMMIT, and every other transaction of the tenant
     // (other coordinators, task starts, approvals) queues on that lock, so nothing else should run under it.
     const started = performance.now();
-    result.audit = await appendAudit(client, audit, { heads });
+    result.audit = await this.store.audit.append(client, audit, { heads });
     this.options.metrics?.auditAppendLatency.observe((performance.now() - started) / 1000);
     spans?.audited(result.audit);
     return result;
@@ -204,20 +187,21 @@ export class Engine {
     const gate = first.gate;
     const destinations = [...new Set([...first.freed, ...gate.roomBehindHeld(), ...gate.keyedHeldDestinations(first.freedKeyed)])].filter((d) => gate.hasHeld(d));
     if (destinations.length === 0) return undefined;
-    await client.query("SAVEPOINT inline_release");
+    const inlineRelease = this.inlineRelease;
+    const { transactions } = this.store;
     try {
-      const releases = await this.inlineRelease.plan(client, destinations);
       // Its own result, merged once the phase is written: a rolled-back phase leaves the batch's counts alone.
       const own = emptyResult();
-      // The first phase's tenants are fenced already (their lease rows stay share-locked until COMMIT).
-      const fenced = new Set(first.orgIds);
-      const phase = releases.length === 0 ? undefined : await this.applyPhase(client, releases, spans, own, { releasing: true, touched, fenced });
-      await client.query("RELEASE SAVEPOINT inline_release");
+      const phase = await transactions.savepoint(client, async () => {
+        const releases = await inlineRelease.plan(client, destinations);
+        // The first phase's tenants are fenced already (their lease rows stay share-locked until COMMIT).
+        const fenced = new Set(first.orgIds);
+        return releases.length === 0 ? undefined : await this.applyPhase(client, releases, spans, own, { releasing: true, touched, fenced });
+      });
       mergeResult(result, own);
       return phase;
     } catch (error) {
-      if (isDatabaseUnavailable(error)) throw error;
-      await client.query("ROLLBACK TO SAVEPOINT inline_release");
+      if (transactions.isUnavailable(error)) throw error;
       this.logger.warn({ err: error, destinations }, "releasing held steps inline failed; the release loop retries them");
       return undefined;
     }
@@ -247,12 +231,12 @@ export class Engine {
         throw error;
       }
     }
-    const fresh = await dedupe(client, inputs);
+    const fresh = await this.store.envelopes.fresh(client, inputs);
     result.duplicates += inputs.length - fresh.length;
     if (fresh.length === 0) return undefined;
 
     const orgIds = [...new Set(fresh.map((i) => i.orgId))];
-    const { tasks, steps, tenantFacts: storedFacts } = await loadTasksForUpdate(client, fresh.map((i) => i.taskId), { orgIds, day: costDay(this.clock()) }, { skipLocked: phase.releasing });
+    const { tasks, steps, tenantFacts: storedFacts } = await this.store.tasks.lockForUpdate(client, fresh.map((i) => i.taskId), { orgIds, nowMs: this.clock() }, { skipLocked: phase.releasing });
     const queue = phase.releasing ? fresh.filter((i) => tasks.has(i.taskId)) : [...fresh];
     if (queue.length === 0) return undefined;
     if (spans) await spans.loadRoots(client, queue.map((i) => i.taskId));
@@ -271,13 +255,12 @@ export class Engine {
     // The clock is read after the admission load: a dispatch that takes a slot a committed result freed is then
     // never stamped earlier than that result's row.
     const limits = (this.options.limits ?? NO_LIMITS).limits();
-    // Dormant without limits and concurrency keys: not even the batch's destinations are gathered.
-    const admissionFacts = limits.empty && !anyConcurrencyKey(states) ? undefined : await loadAdmission(client, limits, admissionScope(states, queue));
+    const admissionFacts = await this.store.admission.load(client, limits, states, queue);
     const now = this.clock();
     const gate = admissionFacts ? new AdmissionGate(admissionFacts, now) : undefined;
     const facts = new Map<string, TenantFacts>();
     const dailyDeltas = new Map<string, number>();
-    const replies = new ReplyBatch(this.replyFacts);
+    const replies = new ReplyBatch(this.store.replyFacts);
     while (queue.length > 0) {
       const input = queue.shift()!;
       const state = states.get(input.taskId);
@@ -291,7 +274,7 @@ export class Engine {
       const orgId = state.task.orgId;
       const policy = await this.options.policies.get(orgId, client);
       let tenant = facts.get(orgId);
-      if (!tenant) facts.set(orgId, (tenant = await this.tenantFacts.get(orgId, client, now, storedFacts.get(orgId))));
+      if (!tenant) facts.set(orgId, (tenant = await this.store.tenantFacts.get(orgId, client, now, storedFacts.get(orgId))));
       const reply = await replies.facts(client, state, input.event);
       const span = spans?.start(input);
       const decision = decide(state, input.event, this.context(policy, input.event.eventId, tenant, reply, gate));
@@ -344,10 +327,10 @@ export class Engine {
       }
       if (input.createdAtMs) this.observeLatency(decision.effects, input.createdAtMs);
     }
-    await forgetRefused(client, result.refused.slice(refusedBefore), applied);
+    await this.store.envelopes.forgetRefused(client, result.refused.slice(refusedBefore), applied);
     // Before the audit append: it takes the tenant's chain-head lock, which should be the last lock taken.
-    await accrueDailyCost(client, dailyDeltas, now);
-    const persisted = await persistPhase(this.persistDeps, client, before, states, effects, gate);
+    await this.store.costs.accrue(client, dailyDeltas, now);
+    const persisted = await this.store.tasks.persist(client, before, states, effects, gate);
     result.outbox.push(...persisted.outbox);
     result.hops.push(...persisted.hops);
     result.approvals.push(...persisted.approvals);

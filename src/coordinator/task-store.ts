@@ -9,6 +9,7 @@ import type { Queryable } from "../store/db.js";
 import type { StepDefinition, WorkflowDefinition } from "../domain.js";
 import { tryAddress } from "../core/reply-address.js";
 import type { Checkpoint, StepRecord, TaskRecord } from "../core/model.js";
+import type { LockedTasks } from "../store/engine-store.js";
 import { parseStoredTenantFacts, storedTenantFactsColumn, type StoredTenantFacts } from "./tenant-facts.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -154,12 +155,7 @@ export interface TenantFactsWanted {
   day: string;
 }
 
-export interface LockedTasks {
-  tasks: Map<string, TaskRecord>;
-  steps: Map<string, StepRecord[]>;
-  /** The stored facts of the tenants asked for, read after the locks were taken (empty when no task was found). */
-  tenantFacts: Map<string, StoredTenantFacts>;
-}
+export type { LockedTasks } from "../store/engine-store.js";
 
 export async function loadTasksForUpdate(client: Queryable, taskIds: readonly string[], wanted?: TenantFactsWanted, options: { skipLocked?: boolean } = {}): Promise<LockedTasks> {
   const ids = [...new Set(taskIds)].filter(isUuid).sort();
@@ -285,16 +281,4 @@ export async function saveSteps(client: Queryable, steps: readonly StepRecord[])
        concurrency_key = EXCLUDED.concurrency_key, updated_at = now()`,
     [JSON.stringify(rows)],
   );
-}
-
-/** Workflow steps in definition order, then delegation steps in creation order. */
-export function orderSteps(workflow: WorkflowDefinition, steps: StepRecord[]): Map<string, StepRecord> {
-  const byId = new Map(steps.map((s) => [s.stepId, s]));
-  const ordered = new Map<string, StepRecord>();
-  for (const def of workflow.steps) {
-    const step = byId.get(def.id);
-    if (step) ordered.set(def.id, step);
-  }
-  for (const step of steps) if (!ordered.has(step.stepId)) ordered.set(step.stepId, step);
-  return ordered;
 }

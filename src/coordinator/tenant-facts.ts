@@ -9,22 +9,11 @@
  * read of its tasks carries them (`storedTenantFactsColumn`, evaluated once per statement), and `get` reads them
  * in a statement of their own only when that read did not (a batch that spans a UTC midnight, a caller without it).
  */
-import type { TenantFacts } from "../domain.js";
 import type { Queryable } from "../store/db.js";
 
-/** What Postgres holds about a tenant for one UTC day. */
-export interface StoredTenantFacts {
-  /** The UTC day `dailyCost` is for (`costDay`). */
-  day: string;
-  dailyCost: number;
-  dailyBudget: number | null;
-  idempotentForeignAgents: readonly string[];
-}
+import type { StoredTenantFacts, TenantFactsSource } from "../store/engine-store.js";
 
-export interface TenantFactsSource {
-  /** `stored`: this tenant's facts as the batch already read them; used when they are for `nowMs`'s day. */
-  get(orgId: string, db: Queryable, nowMs: number, stored?: StoredTenantFacts): Promise<TenantFacts>;
-}
+export type { StoredTenantFacts, TenantFactsSource } from "../store/engine-store.js";
 
 /** The flag lookups tenant facts need; satisfied by the live flags. */
 export interface EgressSwitch {

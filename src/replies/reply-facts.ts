@@ -1,5 +1,5 @@
 /**
- * The ReplyFactsSource port and its Postgres adapter: what the engine reads, inside the batch's transaction and
+ * The Postgres adapter of the ReplyFactsSource port (store/engine-store.ts): what the engine reads, inside the batch's transaction and
  * under the task's lock, before the pure `decideReplyRequest` runs — the task's recorded replies, whether the
  * idempotency key was used, the connection the address selects, the secret scan, the (tenant, actor) bucket —
  * and, for an approval decision, the parked reply it names. Reading under the task lock makes the count and the
@@ -8,23 +8,11 @@
 import type { ReplyAddress } from "../core/reply-address.js";
 import type { Queryable } from "../store/db.js";
 import { selectConnection as vaultSelect } from "../vault/connection-select.js";
-import { MAX_REPLY_TEXT_BYTES, type ConnectionSelection, type ParkedReplyFacts, type ReplyRequestFacts, type ReplyState } from "../core/reply-types.js";
+import { MAX_REPLY_TEXT_BYTES, type ConnectionSelection, type ReplyState } from "../core/reply-types.js";
 import { scanForSecrets, type SecretScanner } from "./secret-scan.js";
+import type { ReplyFactsSource } from "../store/engine-store.js";
 
-export interface ReplyRequestQuery {
-  orgId: string;
-  taskId: string;
-  address: ReplyAddress | null;
-  idempotencyKey: string;
-  text: string;
-  actor: string;
-}
-
-export interface ReplyFactsSource {
-  forRequest(db: Queryable, query: ReplyRequestQuery): Promise<ReplyRequestFacts>;
-  /** The reply parked on `approvalId`, or undefined when the approval holds no reply. */
-  forApproval(db: Queryable, orgId: string, approvalId: string): Promise<ParkedReplyFacts | undefined>;
-}
+export type { ReplyFactsSource, ReplyRequestQuery } from "../store/engine-store.js";
 
 /** Picks the task's tenant's connection for an address (the vault's `selectConnection`, src/vault/). */
 export type ConnectionSelector = (db: Queryable, orgId: string, address: ReplyAddress) => Promise<ConnectionSelection>;

@@ -12,6 +12,8 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const SRC = join(dirname(fileURLToPath(import.meta.url)), "../../src");
+/** A relative import that loads the module at run time (not `import type …`). */
+const VALUE_IMPORT = /(?:^|[\s;])import\s+(?!type\s)[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']/g;
 const IMPORT = /(?:^|[\s;])(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
 
 /** Every module of src/ (generated code aside) with the src-relative modules it imports (`.ts`). */
@@ -108,6 +110,21 @@ describe("layering of src/", () => {
     const outOf = edgesOutOf("coordinator").map((edge) => areaOf(edge.split(" -> ")[1]!));
     expect(outOf.filter((area) => area === "approvals" || area === "fairness")).toEqual([]);
     expect(edgesOutOf("fairness").some((edge) => edge.includes(" -> coordinator/held-releases.ts"))).toBe(true);
+  });
+
+  it("hands the engine its storage through ports (issue 27 §2): what decides a batch loads no module that runs SQL", () => {
+    // Type imports load nothing; a value import of a module with a query in it is an adapter the engine reaches
+    // around its ports (store/engine-store.ts, wired by runtime.ts from coordinator/postgres-engine-store.ts).
+    const runsSql = (module: string): boolean => /\.query[<(]/.test(readFileSync(join(SRC, module), "utf8"));
+    const engineModules = ["coordinator/engine.ts", "coordinator/reply-batch.ts", "coordinator/engine-types.ts", ...[...graph.keys()].filter((m) => areaOf(m) === "core")];
+    const loaded = engineModules.flatMap((from) =>
+      [...readFileSync(join(SRC, from), "utf8").matchAll(VALUE_IMPORT)].map((match) => `${from} -> ${normalize(join(dirname(from), match[1]!)).replace(/\.js$/, ".ts")}`),
+    );
+    expect(loaded.length).toBeGreaterThan(20);
+    // Tracing reads its spans' root contexts itself, and only when tracing is on.
+    expect(loaded.filter((edge) => runsSql(edge.split(" -> ")[1]!))).toEqual(["coordinator/engine.ts -> telemetry/hop-spans.ts"]);
+    expect(graph.get("coordinator/engine.ts")?.has("store/engine-store.ts")).toBe(true);
+    expect(graph.get("runtime.ts")?.has("coordinator/postgres-engine-store.ts")).toBe(true);
   });
 
   it("keeps the task service above the coordinator process: coordinator/ imports nothing of tasks/", () => {
