@@ -1,8 +1,7 @@
 /**
- * Where `task watch` / `task start --wait` read the task from: the API's streaming Watch when the TenantApi has
- * it (remote mode), else a read per poll. The stream is consumed in the background and the watch loop reads the
- * newest view it delivered, so step changes show as soon as the gateway sends them and stall detection works the
- * same in both modes.
+ * Where `task watch` / `task start --wait` read the task from: the API's streaming Watch (in-process in direct
+ * mode). The stream is consumed in the background and the watch loop reads the newest view it delivered, so step
+ * changes show as soon as the handler sends them and the watch loop's stall detection sees every poll.
  */
 import type { TaskView } from "../tasks/tasks.js";
 import type { TenantApi } from "./remote/tenant-api.js";
@@ -13,7 +12,6 @@ export interface TaskSource {
 }
 
 export function taskSource(api: TenantApi, taskId: string): TaskSource {
-  if (!api.watchTask) return { get: (_org, id) => api.getTask(id), close: () => {} };
   const controller = new AbortController();
   let latest: TaskView | undefined;
   let failure: unknown;

@@ -7,10 +7,14 @@
  *
  * This is the one place a tenant call's tenant is decided: every method of every tenant service gets it from
  * `tenantCall(ctx)`, so a check made here (the tenant exists) holds for all of them, present and future.
+ *
+ * The one other way in is the CLI's direct mode, which runs these services in-process for an operator with
+ * database access (src/cli/remote/direct-transport.ts): `setOperatorCall` stands in for this interceptor there.
  */
 import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import { recordedActor } from "../tenancy/principal.js";
 import { isDatabaseUnavailable, type Queryable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
 import { resolveApiKeys, type ApiKeyResolution } from "../tenancy/api-keys.js";
@@ -28,10 +32,21 @@ export interface TenantCall {
 
 const principalKey = createContextKey<Principal | undefined>(undefined, { description: "switchyard principal" });
 const tenantKey = createContextKey<TenantCall | undefined>(undefined, { description: "switchyard tenant call" });
-/** How the call authenticated: a bearer key (`api`) or a console session cookie (`console`). */
+/** How the call authenticated: a bearer key (`api`), a console session cookie (`console`), or none: the CLI's direct mode (`cli`). */
 const channelKey = createContextKey<CallChannel>("api", { description: "switchyard call channel" });
+/** Set for the CLI's direct mode only: the operator's own name for what it does (`--actor`). */
+const operatorKey = createContextKey<{ actor: string } | undefined>(undefined, { description: "switchyard operator call" });
 
-export type CallChannel = "api" | "console";
+export type CallChannel = "api" | "console" | "cli";
+
+/**
+ * Who the CLI's direct mode is, as a principal: an operator with database access. Its authority is the database
+ * URL, not a key, so it acts as an admin would — for the tenant it names, recording the actor it says.
+ */
+const OPERATOR: Principal = { kind: "admin", keyId: "", keyName: "operator", keyPrefix: "" };
+
+/** The header the CLI's direct mode names its `--actor` in for calls without an actor field (TaskService.Reply). Read only by `setOperatorCall`'s caller. */
+export const OPERATOR_ACTOR_HEADER = "switchyard-operator-actor";
 
 function unauthenticated(message: string): ConnectError {
   return new ConnectError(message, Code.Unauthenticated, { "www-authenticate": 'Bearer realm="switchyard"' });
@@ -116,6 +131,29 @@ function tenantOf(principal: Principal, asserted: string | null): string {
   }
   if (!ORG_ID_PATTERN.test(named)) throw new ConnectError(`${TENANT_HEADER}: not a tenant id: ${JSON.stringify(named)}`, Code.InvalidArgument);
   return named;
+}
+
+/**
+ * Sets what the auth interceptor would for the CLI's direct mode: an operator acting for `orgId` (whose existence
+ * the caller has checked as it sees fit), through the `cli` channel, under the name `actor` when the request
+ * carries none of its own.
+ */
+export function setOperatorCall(values: ContextValues, orgId: string, actor: string): void {
+  values.set(principalKey, OPERATOR);
+  values.set(channelKey, "cli");
+  values.set(operatorKey, { actor });
+  values.set(tenantKey, { orgId, principal: OPERATOR });
+}
+
+/**
+ * The actor recorded for a tenant call's action. Through the API: what the caller says plus the key that vouches
+ * for it (`recordedActor`). The CLI's direct mode: what the operator says, as direct mode has always recorded it —
+ * database access already lets it write anything, so a key suffix would vouch for nothing.
+ */
+export function callActor(ctx: HandlerContext, claimed: string): string {
+  const operator = ctx.values.get(operatorKey);
+  if (operator) return claimed.trim() || operator.actor;
+  return recordedActor(tenantCall(ctx).principal, claimed);
 }
 
 /** The tenant call of a tenant service handler. The interceptor always sets it; its absence is a wiring bug. */

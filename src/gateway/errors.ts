@@ -12,6 +12,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { ErrorDetailSchema } from "../gen/switchyard/api/v1/errors_pb.js";
 import type { Logger } from "../logger.js";
+import { watchCall } from "./call-outcome.js";
 import { unreachableDependencyOf, type DependencyHealth } from "../process/dependency-health.js";
 
 const CONNECT_CODES: Partial<Record<ErrorCode, Code>> = {
@@ -93,24 +94,5 @@ export function toConnectError(error: unknown, logger?: Logger, health?: Depende
 
 /** Outermost interceptor: maps errors of unary calls and of server streams (thrown mid-stream) alike. */
 export function createErrorInterceptor(logger: Logger, health?: DependencyHealth): Interceptor {
-  return (next) => async (req) => {
-    let res;
-    try {
-      res = await next(req);
-    } catch (error) {
-      throw toConnectError(error, logger, health);
-    }
-    if (!res.stream) return res;
-    const messages = res.message;
-    return {
-      ...res,
-      message: (async function* () {
-        try {
-          yield* messages;
-        } catch (error) {
-          throw toConnectError(error, logger, health);
-        }
-      })(),
-    };
-  };
+  return (next) => (req) => watchCall(next, req, { failed: (error) => toConnectError(error, logger, health) });
 }

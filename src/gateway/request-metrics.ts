@@ -4,6 +4,7 @@
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { Counter, Histogram, type Registry } from "prom-client";
+import { watchCall } from "./call-outcome.js";
 
 interface RequestMetrics {
   requests: Counter<"service" | "method" | "code">;
@@ -41,29 +42,9 @@ export function createMetricsInterceptor(registry: Registry): Interceptor {
       stop();
       metrics.requests.inc({ ...labels, code });
     };
-    let res;
-    try {
-      res = await next(req);
-    } catch (error) {
-      finish(codeName(error));
-      throw error;
-    }
-    if (!res.stream) {
-      finish("ok");
-      return res;
-    }
-    const messages = res.message;
-    return {
-      ...res,
-      message: (async function* () {
-        try {
-          yield* messages;
-          finish("ok");
-        } catch (error) {
-          finish(codeName(error));
-          throw error;
-        }
-      })(),
-    };
+    return watchCall(next, req, {
+      failed: (error) => (finish(codeName(error)), error),
+      ended: () => finish("ok"),
+    });
   };
 }

@@ -3,13 +3,13 @@
  * wait for, and the signed one-click links (with their per-tenant keys) that carry them by mail or chat.
  */
 import { InvalidArgumentError, type Command } from "commander";
-import type { ApprovalRow } from "../../coordinator/approval-store.js";
 import type { Config } from "../../config/index.js";
 import { requireTenant, secondsOption, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
 import { formatTable, formatTime } from "../output.js";
 import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
+import type { ApprovalRow } from "../remote/tenant-api.js";
 
 const STATUSES = ["pending", "approved", "denied", "all"] as const;
 type StatusFilter = (typeof STATUSES)[number];

@@ -5,15 +5,14 @@
 import { writeFile } from "node:fs/promises";
 import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
-import type { AuditRow } from "../../domain.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import type { VerifyWithCheckpointsResult } from "../../governance/checkpoint-verify.js";
 import type { Checkpoint, ExportedCheckpoint } from "../../governance/checkpoints.js";
 import { inFile, intOption, readInputFile, requireTenant, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";
 import { describeVerification, ExitCode, formatTable, formatTime } from "../output.js";
 import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
+import type { AuditRow, VerifyWithCheckpointsResult } from "../remote/tenant-api.js";
 
 export function registerAuditCommands(program: Command, run: ActionRunner): void {
   const audit = program.command("audit").description("verify and read the tenant's audit chain");

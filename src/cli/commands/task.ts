@@ -18,15 +18,12 @@
  * "finishedAt"}]` (never the text, never a credential).
  */
 import { InvalidArgumentError, type Command } from "commander";
-import type { TaskStatus } from "../../core/model.js";
-import type { TaskView } from "../../tasks/tasks.js";
-import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "../../gateway/task-page.js";
 import { intOption, parseJsonOption, secondsOption, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";
 import { ExitCode, formatNumber, formatTable, formatTime } from "../output.js";
 import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
-import type { TenantApi } from "../remote/tenant-api.js";
+import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE, type TaskStatus, type TaskView, type TenantApi } from "../remote/tenant-api.js";
 import { ErrorCode, isSwitchyardError } from "../../errors.js";
 import { taskSource } from "../task-stream.js";
 import { formatStepLine, watchTask } from "../task-watch.js";
@@ -99,7 +96,7 @@ export function registerTaskCommands(program: Command, run: ActionRunner): void 
    * "parked on approval …", "waiting on foreign:KEY (bridge …, last state working)", "held: COORDINATOR_ENABLED
    * is off for tenant T"), again whenever the reason changes. Exits 0 when the task completes, 1 when it fails, is
    * cancelled or `--timeout` passes. With `--json` the last stdout line is the TaskView and the rest goes to
-   * stderr. With `--url` it follows the API's streaming Watch and asks the gateway why (TaskService.Explain).
+   * stderr. It follows the API's streaming Watch and asks the API why (TaskService.Explain), in-process without `--url`.
    */
   task
     .command("watch")
@@ -256,9 +253,9 @@ async function waitWithProgress(
     explainAfterSeconds: number;
   },
 ): Promise<TaskView> {
-  const { createStallExplainer } = await import("../stall-explainer.js");
   const stop = ctx.shutdownSignal();
-  const explainer = createStallExplainer(ctx, options.api);
+  // TaskService.Explain, in either mode: the facts are read where the handlers run.
+  const explainer = { explain: (view: TaskView) => options.api.explainTask(view.id) };
   let explained = "";
   try {
     const final = await watchTask({
@@ -298,7 +295,6 @@ async function waitWithProgress(
     return final;
   } finally {
     stop.dispose();
-    await explainer.close();
   }
 }
 

@@ -1,16 +1,19 @@
 /**
- * TenantApi through a Switchyard gateway (Connect, binary protobuf). Errors come back as the SwitchyardError the
- * server raised (code, message and details from the ErrorDetail), so the CLI prints and exits exactly as it would
- * have in direct mode; network failures are UNAVAILABLE naming the URL.
+ * TenantApi as a client of the Connect services, for both modes: through a Switchyard gateway (remote mode, binary
+ * protobuf over HTTP) or through the same handlers run in-process (direct mode: direct-transport.ts). Errors come
+ * back as the SwitchyardError the handler raised — remotely rebuilt from the ErrorDetail (code, message, details),
+ * in-process the very error — so the CLI prints and exits the same way in both; network failures are UNAVAILABLE
+ * naming the URL.
  */
 import type { ReplyOutcome } from "../../core/reply-types.js";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { ApprovalService, ApprovalStatus } from "../../gen/switchyard/api/v1/approvals_pb.js";
 import { AuditService } from "../../gen/switchyard/api/v1/audit_pb.js";
 import { ErrorDetailSchema } from "../../gen/switchyard/api/v1/errors_pb.js";
 import { TaskService } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import { WorkflowService } from "../../gen/switchyard/api/v1/workflows_pb.js";
+import { OPERATOR_ACTOR_HEADER } from "../../gateway/auth.js";
 import { approvalFromProto, approvalStatuses } from "../../gateway/convert/approvals.js";
 import { auditRowFromProto, verificationFromProto } from "../../gateway/convert/audit.js";
 import { taskFromProto, taskStatuses, taskSummaryFromProto } from "../../gateway/convert/tasks.js";
@@ -56,6 +59,21 @@ export function switchyardErrorOf(error: unknown, url: string): SwitchyardError 
 
 export function createRemoteTenantApi(target: RemoteTarget, tenant: string | undefined): TenantApi {
   const transport = createApiTransport({ url: target.url, token: target.token, ...(tenant ? { tenant } : {}) });
+  // Connect's Node transport keeps no connection that needs closing per command.
+  return createClientTenantApi(transport, { mode: "remote", where: target.url, close: async () => {} });
+}
+
+export interface ClientTenantApiOptions {
+  mode: TenantApi["mode"];
+  /** Names the other side in errors that are about reaching it (the gateway's URL). */
+  where: string;
+  /** Closes what the transport opened. */
+  close(): Promise<void>;
+}
+
+/** The TenantApi over any transport to the tenant services. */
+export function createClientTenantApi(transport: Transport, options: ClientTenantApiOptions): TenantApi {
+  const target = { url: options.where };
   const workflows = createClient(WorkflowService, transport);
   const tasks = createClient(TaskService, transport);
   const approvals = createClient(ApprovalService, transport);
@@ -69,7 +87,7 @@ export function createRemoteTenantApi(target: RemoteTarget, tenant: string | und
   };
 
   return {
-    mode: "remote",
+    mode: options.mode,
     async submitWorkflow(file) {
       try {
         const res = await call(() => workflows.submit({ source: file.text, format: file.format ?? "" }));
@@ -110,8 +128,10 @@ export function createRemoteTenantApi(target: RemoteTarget, tenant: string | und
       return { task: taskFromProto(res.task!), alreadyFinished: res.alreadyFinished };
     },
     async replyTask(request) {
-      // The gateway records the API key's identity as the actor; the CLI's --actor is not sent.
-      const res = await call(() => tasks.reply({ taskId: request.taskId, text: request.text, idempotencyKey: request.idempotencyKey ?? "" }));
+      // A gateway records the API key's identity as the actor; the CLI's --actor is not sent. In direct mode the
+      // operator is recorded as it names itself, as it always was (gateway/auth.ts `callActor`).
+      const header = options.mode === "direct" ? { headers: { [OPERATOR_ACTOR_HEADER]: request.actor } } : {};
+      const res = await call(() => tasks.reply({ taskId: request.taskId, text: request.text, idempotencyKey: request.idempotencyKey ?? "" }, header));
       return {
         status: res.status as ReplyOutcome["status"],
         replyId: res.replyId,
@@ -154,8 +174,6 @@ export function createRemoteTenantApi(target: RemoteTarget, tenant: string | und
       );
       return res.rows.map(auditRowFromProto);
     },
-    async close() {
-      // Connect's Node transport keeps no connection that needs closing per command.
-    },
+    close: options.close,
   };
 }

@@ -6,8 +6,7 @@ import { listApprovals } from "../../coordinator/approval-store.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { ApprovalService } from "../../gen/switchyard/api/v1/approvals_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
-import { recordedActor } from "../../tenancy/principal.js";
-import { callChannel, tenantCall } from "../auth.js";
+import { callActor, callChannel, tenantCall } from "../auth.js";
 import { approvalStatuses, approvalToProto } from "../convert/approvals.js";
 import type { ServiceDeps } from "./deps.js";
 
@@ -28,12 +27,12 @@ export function approvalService(deps: ServiceDeps): ServiceImpl<typeof ApprovalS
     },
 
     async decide(req, ctx) {
-      const { orgId, principal } = tenantCall(ctx);
+      const { orgId } = tenantCall(ctx);
       const outcome = await deps.tasks.decideApproval({
         orgId,
         approvalId: req.id,
         approve: req.approve,
-        actor: recordedActor(principal, req.actor),
+        actor: callActor(ctx, req.actor),
         ...(req.reason !== "" ? { reason: req.reason } : {}),
         via: callChannel(ctx),
       });

@@ -10,8 +10,7 @@ import { createLocalStallFacts } from "../../diagnosis/stall-facts-local.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { TaskService } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
-import { recordedActor } from "../../tenancy/principal.js";
-import { tenantCall } from "../auth.js";
+import { callActor, tenantCall } from "../auth.js";
 import { fromTimestamp, fromValue } from "../convert/values.js";
 import { taskStatuses, taskSummaryToProto, taskToProto } from "../convert/tasks.js";
 import { listTasks } from "../task-list.js";
@@ -85,22 +84,22 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
     },
 
     async cancel(req, ctx) {
-      const { orgId, principal } = tenantCall(ctx);
+      const { orgId } = tenantCall(ctx);
       const before = await deps.tasks.get(orgId, req.id);
       if (isTerminal(before)) return { task: taskToProto(before), alreadyFinished: true };
-      const after = await deps.tasks.cancel(orgId, req.id, recordedActor(principal, req.actor), req.reason.trim() || "cancelled through the API");
+      const after = await deps.tasks.cancel(orgId, req.id, callActor(ctx, req.actor), req.reason.trim() || "cancelled through the API");
       return { task: taskToProto(after), alreadyFinished: false };
     },
 
     async reply(req, ctx) {
-      const { orgId, principal } = tenantCall(ctx);
+      const { orgId } = tenantCall(ctx);
       requireField(req.taskId, "task_id", "the task id");
       const outcome = await deps.tasks.reply({
         orgId,
         taskId: req.taskId,
         text: req.text,
         ...(req.idempotencyKey !== "" ? { idempotencyKey: req.idempotencyKey } : {}),
-        actor: recordedActor(principal, ""),
+        actor: callActor(ctx, ""),
         signal: AbortSignal.any([ctx.signal, deps.stopping]),
       });
       return {
