@@ -8,6 +8,10 @@
  * stack creates its own next to it (the role needs CREATEDB).
  *
  * Timings are the tests' (100 ms reads and sweeps, 5 s step timeout) so a retry or a timeout is seen in seconds.
+ *
+ * The surface is curated: workflows, handlers, tasks, step waits, approvals and a tenant API client. The connected
+ * parts behind them (pool, bus, task service…) are not part of it; the repo's own tests that need them call
+ * `testStackInternals(stack)`, which this module exports and `switchyard/testing` does not.
  */
 import { heldStepReleases } from "../fairness/releaser.js";
 import { randomBytes } from "node:crypto";
@@ -28,7 +32,11 @@ import { createStepResultReader } from "../store/step-result-reader.js";
 import { createStepTurnCheck } from "../store/step-turn-check.js";
 import { submitWorkflow, type SubmittedWorkflow } from "../store/workflow-store.js";
 import { parseWorkflowDefinition } from "../workflow/definition.js";
+import type { SwitchyardClient } from "./client.js";
 import { waitForTask, type WaitForTaskOptions } from "./progress-wait.js";
+import { createStackClient, type StackClient } from "./stack-client.js";
+import { decideApproval, waitForStep, type ApprovalDecision, type DecideOptions, type WaitForStepOptions } from "./stack-waits.js";
+import type { StepView } from "../tasks/tasks.js";
 
 /** Scratch databases are named `sy_stack_<pid>_<random>`: a later stack drops those of processes that died. */
 const DATABASE_PREFIX = "sy_stack_";
@@ -38,7 +46,10 @@ export interface TestStackOptions {
   redisUrl?: string;
   /** Any database on the server to use; the stack creates its own beside it. @defaultValue DATABASE_URL, else the local default */
   databaseUrl?: string;
-  /** The tenant the stack's workflows and tasks belong to. @defaultValue "test-org" */
+  /**
+   * The tenant the stack's workflows and tasks belong to, created with an API key for `client` (so a tenant id:
+   * lower-case letters, digits, `_`, `-`). @defaultValue "test-org"
+   */
   orgId?: string;
   /** Structured logs of the coordinator and harnesses. @defaultValue silent */
   logger?: Logger;
@@ -54,8 +65,6 @@ export interface RegisterOptions {
 export interface TestStack {
   readonly orgId: string;
   readonly config: Config;
-  /** The connected parts (pool, bus, task service…), for assertions the helpers below do not cover. */
-  readonly runtime: Runtime;
   /** The scratch database's URL. */
   readonly databaseUrl: string;
   /** The Redis key prefix every key of this stack lives under. */
@@ -70,6 +79,31 @@ export interface TestStack {
   waitForTask(taskId: string, options?: WaitForTaskOptions): Promise<TaskView>;
   /** `startTask` then `waitForTask`. */
   runTask(workflow: string, input?: unknown, options?: WaitForTaskOptions): Promise<TaskView>;
+  /**
+   * Waits until step `stepId` of the task reaches `options.status` — by default until it has settled: `completed`,
+   * `failed`, `cancelled` or `parked` (waiting on an approval or a foreign agent). Waits while the task keeps
+   * moving; fails once nothing moved for `stallMs`, saying which steps are stuck, and at once (FAILED_PRECONDITION,
+   * `details.reason` STEP_STATUS_UNREACHABLE) when the step or the task ended in another status.
+   */
+  waitForStep(taskId: string, stepId: string, options?: WaitForStepOptions): Promise<StepView>;
+  /**
+   * Approves the task's pending approval (of step `stepId`; without it, the only one pending) through
+   * `ApprovalService.Decide`, as a tenant would: the decision is audited and the parked hop goes on. Waits for the
+   * step to park first, while the task keeps moving. Throws a SwitchyardError FAILED_PRECONDITION whose
+   * `details.reason` says what is pending: NO_PENDING_APPROVAL (none, and none can come: the task or step ended, or
+   * nothing moved for `stallMs`) or SEVERAL_PENDING_APPROVALS (name the step; `details.pending` lists them).
+   */
+  approve(taskId: string, stepId?: string, options?: DecideOptions): Promise<ApprovalDecision>;
+  approve(taskId: string, options: DecideOptions): Promise<ApprovalDecision>;
+  /** As `approve`, but denies: the step fails closed with POLICY_DENIED, and the task as its workflow then goes. */
+  deny(taskId: string, stepId?: string, options?: DecideOptions): Promise<ApprovalDecision>;
+  deny(taskId: string, options: DecideOptions): Promise<ApprovalDecision>;
+  /**
+   * The `switchyard/client` clients for the stack's tenant, over an in-process transport to the gateway's own
+   * services: calls pass the gateway's auth (an API key of the tenant, named `test-stack`) and error handling, run
+   * under row-level security, and fail with a ConnectError, as against a deployed gateway.
+   */
+  readonly client: SwitchyardClient;
   /** Stops the harnesses and the coordinator, deletes the keys and drops the database. Idempotent. */
   close(): Promise<void>;
 }
@@ -143,6 +177,26 @@ function queueOf(queue: string): { role: string } | { team: string } {
   return { role: queue };
 }
 
+/** What the repo's own tests reach behind a stack's curated surface. Not exported by `switchyard/testing`. */
+export interface TestStackInternals {
+  /** The connected parts (pool, bus, task service…). */
+  readonly runtime: Runtime;
+}
+
+const internals = new WeakMap<TestStack, TestStackInternals>();
+
+/** The parts behind `stack` (the repo's tests only: `switchyard/testing` does not export this). */
+export function testStackInternals(stack: TestStack): TestStackInternals {
+  const found = internals.get(stack);
+  if (!found) throw new SwitchyardError(ErrorCode.InvalidArgument, "testStackInternals: not a stack made by createTestStack");
+  return found;
+}
+
+function decideArgs(stepOrOptions: string | DecideOptions | undefined, options: DecideOptions | undefined): { stepId: string | undefined; options: DecideOptions } {
+  if (typeof stepOrOptions === "object" && stepOrOptions !== null) return { stepId: undefined, options: stepOrOptions };
+  return { stepId: stepOrOptions, options: options ?? {} };
+}
+
 export async function createTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const env = options.redisUrl !== undefined && options.databaseUrl !== undefined ? undefined : loadConfig();
   const redisUrl = options.redisUrl ?? env!.redisUrl;
@@ -160,6 +214,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   const dropDatabase = () => withAdmin(serverUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).then(() => {});
 
   let runtime: Runtime;
+  let api: StackClient;
   const base = stackConfig(redisUrl, databaseUrl, keyPrefix);
   const config = options.configure ? options.configure(base) : base;
   try {
@@ -169,6 +224,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     runtime = await createRuntime(config, { devBusSecret: true, checks: false, ...(options.logger ? { logger: options.logger } : {}), applicationName: "switchyard-test-stack" });
     try {
       await assertRedisSafe(runtime.redis, { logger: runtime.logger });
+      api = await createStackClient(runtime, orgId);
     } catch (error) {
       await runtime.close();
       throw error;
@@ -188,7 +244,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
   const stack: TestStack = {
     orgId,
     config,
-    runtime,
+    client: api.client,
     databaseUrl,
     keyPrefix,
     async submitWorkflow(source) {
@@ -228,8 +284,18 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     async runTask(workflow, input, waitOptions) {
       return stack.waitForTask(await stack.startTask(workflow, input), waitOptions);
     },
+    waitForStep(taskId, stepId, waitOptions = {}) {
+      return waitForStep(runtime.tasks, orgId, taskId, stepId, waitOptions);
+    },
+    approve(taskId: string, stepOrOptions?: string | DecideOptions, decideOptions?: DecideOptions) {
+      return decideApproval(api.client, runtime.tasks, orgId, { taskId, approve: true, ...decideArgs(stepOrOptions, decideOptions) });
+    },
+    deny(taskId: string, stepOrOptions?: string | DecideOptions, decideOptions?: DecideOptions) {
+      return decideApproval(api.client, runtime.tasks, orgId, { taskId, approve: false, ...decideArgs(stepOrOptions, decideOptions) });
+    },
     close() {
       closing ??= (async () => {
+        api.close();
         await Promise.all(harnesses.map((h) => h.close()));
         await coordinator.close();
         await deleteKeys(runtime.redis, `${keyPrefix}*`).catch(() => {});
@@ -239,5 +305,6 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       return closing;
     },
   };
+  internals.set(stack, { runtime });
   return stack;
 }

@@ -3,7 +3,6 @@
  * workflow names, and fails the step closed — not retried — with the JSON path of the problem.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listAudit } from "../../src/governance/audit-log.js";
 import { createTestStack, type TestStack } from "../../src/sdk/testing.js";
 
 const WORKFLOW = {
@@ -47,7 +46,7 @@ describe("step schemas at run time", () => {
     expect(task.steps[0]!.error).toEqual({ code: "INPUT_SCHEMA", message: "step price input does not match its input_schema at $.task.quantity: must be >= 1", retryable: false });
     expect(task.steps[0]!.attempts).toBe(0);
     expect(runs).toBe(before);
-    const audit = await listAudit(stack.runtime.pool, "shop", { taskId: task.id });
+    const { rows: audit } = await stack.client.audit.listRows({ taskId: task.id });
     expect(audit.map((a) => `${a.action}:${a.verdict}:${a.rule}`)).toEqual(["dispatch:deny:builtin:input-schema"]);
   });
 
@@ -57,7 +56,7 @@ describe("step schemas at run time", () => {
     expect(task.status).toBe("failed");
     expect(task.steps[0]!.error).toEqual({ code: "OUTPUT_SCHEMA", message: "step price output does not match its output_schema at $.total: must be number", retryable: false });
     expect([task.steps[0]!.attempts, runs - before]).toEqual([1, 1]);
-    const audit = await listAudit(stack.runtime.pool, "shop", { taskId: task.id });
+    const { rows: audit } = await stack.client.audit.listRows({ taskId: task.id });
     expect(audit.map((a) => `${a.action}:${a.verdict}:${a.rule}`)).toEqual(["dispatch:allow:builtin:default", "result:failed:builtin:output-schema"]);
   });
 
