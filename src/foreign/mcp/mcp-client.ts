@@ -10,11 +10,14 @@
  * `MCP_NETWORK` when the request did not get an answer (its cause, the guard's error, says whether anything left),
  * `MCP_HTTP_STATUS`, `MCP_TIMEOUT`, `MCP_RPC_ERROR`, `MCP_TOOL_MISSING`. `details.retryable` says whether another try
  * may help (network trouble and 5xx only).
+ *
+ * `@modelcontextprotocol/sdk` is an optional dependency (a worker's install leaves it out, README "Installing for a
+ * worker"): loaded by the first connect and kept; without it, connecting is an UNAVAILABLE error naming it.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ErrorCode as McpErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
+import { loadOptionalPackage } from "../../process/optional-package.js";
 
 export type McpFailure = "MCP_NETWORK" | "MCP_HTTP_STATUS" | "MCP_TIMEOUT" | "MCP_RPC_ERROR" | "MCP_TOOL_MISSING" | "MCP_CANCELLED";
 
@@ -41,7 +44,34 @@ const CLIENT_INFO = { name: "switchyard", version: "1" };
 /** Pages of tools/list followed at most: a server that pages without end must not hold a registration forever. */
 const MAX_TOOL_PAGES = 50;
 
+interface McpSdk {
+  Client: typeof import("@modelcontextprotocol/sdk/client/index.js").Client;
+  StreamableHTTPClientTransport: typeof import("@modelcontextprotocol/sdk/client/streamableHttp.js").StreamableHTTPClientTransport;
+  StreamableHTTPError: typeof import("@modelcontextprotocol/sdk/client/streamableHttp.js").StreamableHTTPError;
+  McpError: typeof import("@modelcontextprotocol/sdk/types.js").McpError;
+  McpErrorCode: typeof import("@modelcontextprotocol/sdk/types.js").ErrorCode;
+}
+
+/** Set once the SDK is loaded; an MCP error can only come from a session, so mcpError finds it set. */
+let sdk: McpSdk | undefined;
+
+async function loadSdk(): Promise<McpSdk> {
+  const [client, http, types] = await loadOptionalPackage(
+    "@modelcontextprotocol/sdk",
+    () => Promise.all([import("@modelcontextprotocol/sdk/client/index.js"), import("@modelcontextprotocol/sdk/client/streamableHttp.js"), import("@modelcontextprotocol/sdk/types.js")]),
+    { needs: "MCP foreign agents need", retryable: false },
+  );
+  return (sdk = {
+    Client: client.Client,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    StreamableHTTPError: http.StreamableHTTPError,
+    McpError: types.McpError,
+    McpErrorCode: types.ErrorCode,
+  });
+}
+
 export async function connectMcp(options: McpConnectOptions): Promise<McpSession> {
+  const { Client, StreamableHTTPClientTransport } = sdk ?? (await loadSdk());
   const transport = new StreamableHTTPClientTransport(new URL(options.url), {
     fetch: options.fetch,
     // No reconnection of the optional GET stream: a session lives for one call.
@@ -99,11 +129,12 @@ export function mcpError(error: unknown, ctx: McpErrorContext): SwitchyardError 
     const transient = egress.details.transient === true || egress.details.retryable === true;
     return failure("MCP_NETWORK", egress.code, `MCP ${ctx.what} at ${ctx.url}: ${egress.message}`, transient, where, egress);
   }
-  if (error instanceof StreamableHTTPError) {
+  if (sdk && error instanceof sdk.StreamableHTTPError) {
     const status = error.code ?? 0;
     return failure("MCP_HTTP_STATUS", status >= 500 ? ErrorCode.Unavailable : ErrorCode.FailedPrecondition, `MCP ${ctx.what} at ${ctx.url}: HTTP ${status}: ${clip(error.message)}`, status >= 500, { ...where, status }, error);
   }
-  if (error instanceof McpError) {
+  if (sdk && error instanceof sdk.McpError) {
+    const McpErrorCode = sdk.McpErrorCode;
     if (error.code === McpErrorCode.RequestTimeout) return failure("MCP_TIMEOUT", ErrorCode.Timeout, `MCP ${ctx.what} at ${ctx.url} got no answer within ${ctx.timeoutMs} ms`, true, where, error);
     if (error.code === McpErrorCode.ConnectionClosed) return failure("MCP_NETWORK", ErrorCode.Unavailable, `MCP ${ctx.what} at ${ctx.url}: connection closed`, true, where, error);
     return failure("MCP_RPC_ERROR", ErrorCode.FailedPrecondition, `MCP ${ctx.what} at ${ctx.url} failed: JSON-RPC error ${error.code}: ${clip(error.message)}`, false, { ...where, rpcCode: error.code }, error);
