@@ -79,16 +79,18 @@ describe("FOREIGN send pool: one tenant's slow agent", () => {
     expect(dripping.callsOf("slow")).toBe(4);
     expect(hanging.received.length).toBe(4);
 
+    // Cancelled one by one, so a slot one cancellation frees may go to an attacker task not cancelled yet (its
+    // bridge is due and its share has room again): that call is made, and must be aborted like the others.
     for (const { orgId, taskId } of attackers) await rt.tasks.cancel(orgId, taskId, "test", "attack over");
     const drained = await waitForProgress({
       what: "the cancelled tasks' calls to be aborted",
       progress: async () => ({ inFlight: senders.map((s) => s.inFlight), dripping: dripping.slowRunning, aborted: dripping.slowAborted }),
       done: (s) => s.inFlight.every((n) => n === 0) && s.dripping === 0,
     });
-    expect(drained.aborted, "the tool saw every call of a cancelled task go away").toBe(4);
-    // The attackers' bridges beyond their shares were never sent.
-    expect(dripping.callsOf("slow")).toBe(4);
-    expect(hanging.received.length).toBe(4);
+    expect(drained.aborted, "the tool saw every call of a cancelled task go away").toBe(dripping.callsOf("slow"));
+    // At most one call per task: a cancelled task's bridge is never sent again.
+    expect(dripping.callsOf("slow")).toBeLessThanOrEqual(ATTACK_TASKS);
+    expect(hanging.received.length).toBeLessThanOrEqual(ATTACK_TASKS);
   });
 });
 
