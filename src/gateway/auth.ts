@@ -146,6 +146,16 @@ export function setOperatorCall(values: ContextValues, orgId: string, actor: str
 }
 
 /**
+ * As `setOperatorCall`, for an AdminService call from the CLI's direct mode: the operator as the admin principal
+ * `adminCall` expects, through the `cli` channel, acting for no tenant (as an admin key without `Switchyard-Tenant`).
+ */
+export function setOperatorAdminCall(values: ContextValues, actor: string): void {
+  values.set(principalKey, OPERATOR);
+  values.set(channelKey, "cli");
+  values.set(operatorKey, { actor });
+}
+
+/**
  * The actor recorded for a tenant call's action. Through the API: what the caller says plus the key that vouches
  * for it (`recordedActor`). The CLI's direct mode: what the operator says, as direct mode has always recorded it —
  * database access already lets it write anything, so a key suffix would vouch for nothing.

@@ -182,7 +182,6 @@ const BASELINE_CLI_COMMANDS_REACH = [
   "gateway",
   "governance",
   "harness",
-  "ingest",
   "logger",
   "metrics",
   "process",

@@ -1,14 +1,15 @@
 /**
- * `switchyard apikey create|revoke|list` — API keys for tenants and for SREs (admin keys), straight against the
- * database. A key is shown once, when created; only its sha256 hash is stored.
+ * `switchyard apikey create|revoke|list` — API keys for tenants and for SREs (admin keys), through AdminService
+ * run in-process against the database (remote/admin-api.ts). A key is shown once, when created; only its sha256
+ * hash is stored.
  */
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import type { ApiKeyRecord, NewApiKey } from "../../tenancy/api-keys.js";
 import { uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
 import { formatTable, formatTime } from "../output.js";
+import { withAdminApi, type ApiKeyRecord, type NewApiKey } from "../remote/admin-api.js";
 
 export function apiKeyJson(key: ApiKeyRecord): Record<string, unknown> {
   return {
@@ -47,12 +48,11 @@ export function registerApiKeyCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; admin?: boolean; name: string; json?: boolean }) => {
-        const { createApiKey } = await import("../../tenancy/api-keys.js");
         if ((options.tenant === undefined) === !options.admin) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "pass exactly one of --tenant T or --admin", { details: { path: "--tenant" } });
         }
-        const created = await ctx.withPool((pool) =>
-          createApiKey(pool, options.admin ? { kind: "admin", name: options.name } : { kind: "tenant", orgId: options.tenant!, name: options.name }),
+        const created = await withAdminApi(ctx, (api) =>
+          api.createApiKey(options.admin ? { kind: "admin", name: options.name } : { kind: "tenant", orgId: options.tenant!, name: options.name }),
         );
         if (options.json) return ctx.printJson({ apiKey: apiKeyJson(created.key), key: created.secret });
         printNewKey(ctx, created);
@@ -67,8 +67,7 @@ export function registerApiKeyCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the key as JSON")
     .action(
       run(async (ctx, id: string, options: { json?: boolean }) => {
-        const { revokeApiKey } = await import("../../tenancy/api-keys.js");
-        const key = await ctx.withPool((pool) => revokeApiKey(pool, id));
+        const key = await withAdminApi(ctx, (api) => api.revokeApiKey(id));
         if (options.json) return ctx.printJson(apiKeyJson(key));
         ctx.print(`revoked key ${key.id} (${key.prefix}…, "${key.name}") at ${formatTime(key.revokedAt)}`);
       }),
@@ -82,8 +81,7 @@ export function registerApiKeyCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
-        const { listApiKeys } = await import("../../tenancy/api-keys.js");
-        const keys = await ctx.withPool((pool) => listApiKeys(pool, options.tenant !== undefined ? { orgId: options.tenant } : {}));
+        const keys = await withAdminApi(ctx, (api) => api.listApiKeys(options.tenant !== undefined ? { orgId: options.tenant } : {}));
         if (options.json) return ctx.printJson({ apiKeys: keys.map(apiKeyJson) });
         ctx.print(
           formatTable(

@@ -1,15 +1,16 @@
 /**
  * `switchyard connection add|rotate|delete|list` — the tenant's connection vault (outbound credentials the reply
- * verb posts with). Straight against the database with `--tenant`, or through a gateway with `--url` (a tenant API
- * key manages its own tenant's connections).
+ * verb posts with), through the ConnectionService client (remote/connection-api.ts): the gateway's handlers run
+ * in-process against the database with `--tenant`, or a gateway with `--url` (a tenant API key manages its own
+ * tenant's connections).
  *
  * The secret is read from stdin only (`--secret-stdin`) and never printed: output shows its fingerprint.
  */
 import { Option, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import type { ConnectionRecord } from "../../vault/connection-record.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
+import type { ConnectionRecord } from "../remote/connection-api.js";
 import { formatTable } from "../output.js";
 import { readSecretFromStdin, refuseSecretFlag } from "../secret-input.js";
 

@@ -1,13 +1,14 @@
 /**
  * `switchyard dlq list|replay` — entries the bus gave up on (undecodable, or delivered too many times), and foreign
  * hops the coordinator gave up on without re-sending (stream `foreign:KEY`, listed only: src/foreign/dead-letters.ts).
+ * Both through AdminService (remote/admin-api.ts).
  */
 import type { Command } from "commander";
-import type { DeadLetterView } from "../../bus/dead-letters.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { intOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
+import { withAdminApi } from "../remote/admin-api.js";
 
 export function registerDlqCommands(program: Command, run: ActionRunner): void {
   const dlq = program.command("dlq").description("inspect and replay dead letters");
@@ -29,24 +30,8 @@ export function registerDlqCommands(program: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { stream?: string; limit: number; json?: boolean }) => {
-        const { deadLetterView, findDeadLetterStreams } = await import("../../bus/dead-letters.js");
-        const { assertStreamName } = await import("../../bus/keys.js");
-        const { isForeignStream, listForeignDeadLetters } = await import("../../foreign/dead-letters.js");
-        if (options.stream !== undefined) assertStreamName(options.stream);
-        const letters = await ctx.withRuntime(
-          async (runtime) => {
-            const streams = options.stream !== undefined ? [options.stream] : await findDeadLetterStreams(runtime.redis, ctx.config.bus.keyPrefix);
-            const views: DeadLetterView[] = [];
-            for (const stream of streams) {
-              for (const letter of await runtime.bus.listDeadLetters(stream, options.limit)) views.push(deadLetterView(letter, ctx.config.bus.maxPayloadBytes));
-            }
-            if (options.stream === undefined || isForeignStream(options.stream)) {
-              views.push(...(await listForeignDeadLetters(runtime.pool, { ...(options.stream !== undefined ? { stream: options.stream } : {}), limit: options.limit })));
-            }
-            return views;
-          },
-          { checks: false },
-        );
+        // AdminService.ListDeadLetters checks the stream name and the limit (1 to 10 000).
+        const letters = await withAdminApi(ctx, (api) => api.listDeadLetters({ ...(options.stream !== undefined ? { stream: options.stream } : {}), limit: options.limit }));
         if (options.json) return ctx.printJson({ deadLetters: letters });
         ctx.print(
           formatTable(
@@ -72,17 +57,12 @@ export function registerDlqCommands(program: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { stream: string; id?: string[]; all?: boolean; json?: boolean }) => {
-        const { replayAllDeadLetters } = await import("../../bus/dead-letters.js");
-        const { assertStreamName } = await import("../../bus/keys.js");
-        const { refuseForeignReplay } = await import("../../foreign/dead-letters.js");
-        assertStreamName(options.stream);
-        refuseForeignReplay(options.stream);
+        // Said in the CLI's own flags before asking; the stream name, a foreign stream (never replayed) and the ids
+        // are AdminService.ReplayDeadLetters' to check.
         if ((options.id === undefined) === !options.all) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "name the entries to replay with --id (repeatable) or pass --all", { details: { path: "--id" } });
         }
-        const replayed = await ctx.withRuntime((runtime) => (options.all ? replayAllDeadLetters(runtime.bus, options.stream) : runtime.bus.replayDeadLetters(options.stream, options.id!)), {
-          checks: false,
-        });
+        const replayed = await withAdminApi(ctx, (api) => api.replayDeadLetters(options.all ? { stream: options.stream, all: true } : { stream: options.stream, ids: options.id! }));
         if (options.json) return ctx.printJson({ stream: options.stream, replayed });
         ctx.print(`replayed ${replayed}`);
       }),

@@ -1,12 +1,16 @@
 /**
  * `switchyard flags set|list` — the live flags (SRE). A change is stored in table `flags`, audited with who and
  * why in the same transaction, and obeyed by running coordinators and harnesses within about a second.
+ *
+ * `list` goes through AdminService.ListFlags (remote/admin-api.ts). `set` still calls the flag store: it prints
+ * the audit row's seq and chain, which SetFlag does not answer, and records `--actor` as given, where the handler
+ * records the admin key (`apikey:NAME`).
  */
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { FLAG_NAMES } from "../../flags/flag-types.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
+import { FLAG_NAMES, withAdminApi } from "../remote/admin-api.js";
 
 interface SetOptions {
   tenant?: string;
@@ -86,10 +90,7 @@ export function registerFlagsCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the values as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
-        const { listFlags } = await import("../../flags/flag-store.js");
-        const { FlagValues } = await import("../../flags/flag-values.js");
-        const rows = await ctx.withPool((pool) => listFlags(pool));
-        const views = new FlagValues(ctx.config.flags, rows).describe();
+        const views = await withAdminApi(ctx, (api) => api.listFlagValues());
         if (options.json) return ctx.printJson(views);
         ctx.print(
           formatTable(

@@ -1,13 +1,17 @@
 /**
- * `switchyard foreign register|list|disable` — the tenant's registry of foreign agents (A2A agents and MCP tools), straight against the
- * database (operator path). The registry holds no secret: `--credential-ref` is the NAME of one.
+ * `switchyard foreign register|list|disable` — the tenant's registry of foreign agents (A2A agents and MCP tools), for
+ * the operator (`--tenant`). `list` and `disable` go through the ForeignAgentService client (remote/foreign-api.ts:
+ * the gateway's handlers run in-process against the database). `register` still checks the agent and writes the
+ * registry itself: it prints what the check found (`checked foreign:KEY: …, results by …`), which
+ * ForeignAgentService.Register does not answer. The registry holds no secret: `--credential-ref` is the NAME of one.
  */
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { FOREIGN_DELIVERIES, FOREIGN_PROTOCOLS, type ForeignAgentInput, type ForeignAgentRecord, type ForeignDelivery, type ForeignProtocol } from "../../foreign/registry.js";
+import { FOREIGN_DELIVERIES, FOREIGN_PROTOCOLS, type ForeignAgentInput, type ForeignDelivery, type ForeignProtocol } from "../../foreign/registry.js";
 import { requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable } from "../output.js";
+import type { ForeignAgentRecord } from "../remote/foreign-api.js";
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -155,9 +159,9 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
-        const { listForeignAgents } = await import("../../foreign/registry.js");
+        const { withForeignApi } = await import("../remote/foreign-api.js");
         const orgId = requireTenant(options.tenant);
-        const agents = await ctx.withPool((pool) => listForeignAgents(pool, orgId));
+        const agents = await withForeignApi(ctx, orgId, (api) => api.list());
         if (options.json) return ctx.printJson({ agents: agents.map(foreignAgentJson) });
         if (agents.length === 0) return ctx.print(`no foreign agents for tenant ${orgId}`);
         ctx.print(
@@ -178,9 +182,9 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
     .option("--json", "print the agent as JSON")
     .action(
       run(async (ctx, key: string, options: { tenant?: string; json?: boolean }) => {
-        const { disableForeignAgent } = await import("../../foreign/registry.js");
+        const { withForeignApi } = await import("../remote/foreign-api.js");
         const orgId = requireTenant(options.tenant);
-        const agent = await ctx.withPool((pool) => disableForeignAgent(pool, orgId, key));
+        const agent = await withForeignApi(ctx, orgId, (api) => api.disable(key));
         if (options.json) return ctx.printJson(foreignAgentJson(agent));
         ctx.print(`disabled foreign:${agent.agentKey} for tenant ${orgId}`);
       }),

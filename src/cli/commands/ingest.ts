@@ -1,31 +1,32 @@
 /**
- * `switchyard ingest create|list|rotate-secret|disable` — the tenant's ingest endpoints (webhook receivers), straight
- * against the database (operator path). `create` and `rotate-secret` print the verification secret ONCE; nothing
- * else ever prints it (`list` shows its fingerprint). Secrets are sealed with SWITCHYARD_SECRET_ENCRYPTION_KEY:
- * without it only `generic` endpoints can be created.
+ * `switchyard ingest create|list|rotate-secret|disable` — the tenant's ingest endpoints (webhook receivers), through
+ * the IngestService client (remote/ingest-api.ts): the gateway's handlers run in-process against the database
+ * (operator path, `--tenant`). `create` and `rotate-secret` print the verification secret ONCE; nothing else ever
+ * prints it (`list` shows its fingerprint). Secrets are sealed with SWITCHYARD_SECRET_ENCRYPTION_KEY: without it
+ * only `generic` endpoints can be created.
  */
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import type { IngestEndpoint } from "../../ingest/endpoint-store.js";
-import { INGEST_SOURCES, ingestUrl, type IngestSource } from "../../ingest/sources.js";
 import { requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
 import { formatTable } from "../output.js";
+import type { IngestEndpointView } from "../remote/ingest-api.js";
+import { INGEST_SOURCES, type IngestSource } from "../remote/ingest-sources.js";
 
 function sourceOption(value: string): IngestSource {
   if (!(INGEST_SOURCES as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${INGEST_SOURCES.join(", ")}`);
   return value as IngestSource;
 }
 
-export function ingestEndpointJson(endpoint: IngestEndpoint, publicUrl: string): Record<string, unknown> {
+export function ingestEndpointJson(endpoint: IngestEndpointView): Record<string, unknown> {
   return {
     id: endpoint.id,
     orgId: endpoint.orgId,
     source: endpoint.source,
     workflow: endpoint.workflow,
     enabled: endpoint.enabled,
-    url: ingestUrl(publicUrl, endpoint.id),
+    url: endpoint.url,
     secretFingerprint: endpoint.secretFingerprint,
     previousSecretExpiresAt: endpoint.previousSecretExpiresAt?.toISOString() ?? null,
     createdAt: endpoint.createdAt.toISOString(),
@@ -59,20 +60,13 @@ export function registerIngestCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the endpoint, URL and secret as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; source?: IngestSource; workflow?: string; json?: boolean }) => {
-        const { createIngestEndpoint } = await import("../../ingest/endpoint-store.js");
-        const { requireTenantRecord } = await import("../../tenancy/tenants.js");
-        const { createSecretCipher } = await import("../../vault/secret-cipher.js");
+        const { withIngestApi } = await import("../remote/ingest-api.js");
         const orgId = requireTenant(options.tenant);
         if (!options.source) throw new SwitchyardError(ErrorCode.InvalidArgument, `--source must be one of ${INGEST_SOURCES.join(", ")}`, { details: { path: "--source" } });
         if (!options.workflow) throw new SwitchyardError(ErrorCode.InvalidArgument, "--workflow must name a workflow", { details: { path: "--workflow" } });
-        const cipher = createSecretCipher(ctx.config.origin.encryptionKeys);
-        const created = await ctx.withPool(async (pool) => {
-          await requireTenantRecord(pool, orgId);
-          return createIngestEndpoint(pool, cipher, orgId, { source: options.source!, workflow: options.workflow! });
-        });
-        const publicUrl = ctx.config.gateway.publicUrl;
-        const url = ingestUrl(publicUrl, created.endpoint.id);
-        if (options.json) return ctx.printJson({ endpoint: ingestEndpointJson(created.endpoint, publicUrl), url, secret: created.secret });
+        const created = await withIngestApi(ctx, orgId, (api) => api.create({ source: options.source!, workflow: options.workflow! }));
+        const url = created.endpoint.url;
+        if (options.json) return ctx.printJson({ endpoint: ingestEndpointJson(created.endpoint), url, secret: created.secret });
         ctx.print(`created ${created.endpoint.source} ingest endpoint ${created.endpoint.id} for tenant ${orgId} (workflow ${created.endpoint.workflow})`);
         ctx.print(`url: ${url}`);
         if (created.secret !== null) printSecretOnce(ctx, created.secret);
@@ -88,16 +82,15 @@ export function registerIngestCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
-        const { listIngestEndpoints } = await import("../../ingest/endpoint-store.js");
+        const { withIngestApi } = await import("../remote/ingest-api.js");
         const orgId = requireTenant(options.tenant);
-        const endpoints = await ctx.withPool((pool) => listIngestEndpoints(pool, orgId));
-        const publicUrl = ctx.config.gateway.publicUrl;
-        if (options.json) return ctx.printJson({ endpoints: endpoints.map((e) => ingestEndpointJson(e, publicUrl)) });
+        const endpoints = await withIngestApi(ctx, orgId, (api) => api.list());
+        if (options.json) return ctx.printJson({ endpoints: endpoints.map((e) => ingestEndpointJson(e)) });
         if (endpoints.length === 0) return ctx.print(`no ingest endpoints for tenant ${orgId}`);
         ctx.print(
           formatTable(
             ["id", "source", "workflow", "enabled", "fingerprint", "url"],
-            endpoints.map((e) => [e.id, e.source, e.workflow, e.enabled ? "yes" : "no", e.secretFingerprint ?? "-", ingestUrl(publicUrl, e.id)]),
+            endpoints.map((e) => [e.id, e.source, e.workflow, e.enabled ? "yes" : "no", e.secretFingerprint ?? "-", e.url]),
           ),
         );
       }),
@@ -112,13 +105,11 @@ export function registerIngestCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the endpoint and the new secret as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; id?: string; json?: boolean }) => {
-        const { rotateIngestSecret } = await import("../../ingest/endpoint-store.js");
-        const { createSecretCipher } = await import("../../vault/secret-cipher.js");
+        const { withIngestApi } = await import("../remote/ingest-api.js");
         const orgId = requireTenant(options.tenant);
         const id = requireId(options.id);
-        const cipher = createSecretCipher(ctx.config.origin.encryptionKeys);
-        const rotated = await ctx.withPool((pool) => rotateIngestSecret(pool, cipher, orgId, id));
-        if (options.json) return ctx.printJson({ endpoint: ingestEndpointJson(rotated.endpoint, ctx.config.gateway.publicUrl), secret: rotated.secret });
+        const rotated = await withIngestApi(ctx, orgId, (api) => api.rotateSecret(id));
+        if (options.json) return ctx.printJson({ endpoint: ingestEndpointJson(rotated.endpoint), secret: rotated.secret });
         ctx.print(`rotated the secret of ingest endpoint ${id}; the previous one verifies until ${rotated.endpoint.previousSecretExpiresAt?.toISOString() ?? "-"}`);
         printSecretOnce(ctx, rotated.secret!);
       }),
@@ -133,11 +124,11 @@ export function registerIngestCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the endpoint as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; id?: string; json?: boolean }) => {
-        const { disableIngestEndpoint } = await import("../../ingest/endpoint-store.js");
+        const { withIngestApi } = await import("../remote/ingest-api.js");
         const orgId = requireTenant(options.tenant);
         const id = requireId(options.id);
-        const endpoint = await ctx.withPool((pool) => disableIngestEndpoint(pool, orgId, id));
-        if (options.json) return ctx.printJson(ingestEndpointJson(endpoint, ctx.config.gateway.publicUrl));
+        const endpoint = await withIngestApi(ctx, orgId, (api) => api.disable(id));
+        if (options.json) return ctx.printJson(ingestEndpointJson(endpoint));
         ctx.print(`disabled ingest endpoint ${id} of tenant ${orgId}`);
       }),
     );

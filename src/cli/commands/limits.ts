@@ -2,11 +2,16 @@
  * `switchyard limits set|clear|list` — dispatch limits (tenant fairness, SRE). A change is stored in table
  * `dispatch_limits`, audited with who and why in the same transaction (action `limit`), and obeyed by running
  * coordinators within about a second.
+ *
+ * `list` goes through AdminService.ListDispatchLimits (remote/admin-api.ts). `set` and `clear` still call the limit
+ * store: `set` prints the audit row's rule, seq and chain, which SetDispatchLimit does not answer, and both record
+ * `--actor` as given, where the handlers record the admin key (`apikey:NAME`).
  */
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
+import { withAdminApi } from "../remote/admin-api.js";
 
 interface ScopeOptions {
   tenant?: string;
@@ -93,8 +98,8 @@ export function registerLimitsCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the limits as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
-        const { describeLimitScope, listLimits } = await import("../../fairness/limit-store.js");
-        const rows = await ctx.withPool((pool) => listLimits(pool));
+        const { describeLimitScope } = await import("../../fairness/limit-store.js");
+        const rows = await withAdminApi(ctx, (api) => api.listDispatchLimits());
         if (options.json) return ctx.printJson(rows);
         ctx.print(
           formatTable(

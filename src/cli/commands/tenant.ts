@@ -1,13 +1,13 @@
 /**
- * `switchyard tenant create|list|budget` — operator bootstrap of tenants, straight against the database (no API
- * key is needed to make the first one).
+ * `switchyard tenant create|list|budget` — operator bootstrap of tenants, through AdminService run in-process
+ * against the database (remote/admin-api.ts: no API key is needed to make the first one).
  */
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import type { TenantRecord } from "../../tenancy/tenants.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
 import { formatNumber, formatTable, formatTime } from "../output.js";
+import { withAdminApi, type TenantRecord } from "../remote/admin-api.js";
 import { apiKeyJson, printNewKey } from "./apikey.js";
 
 function budgetOption(value: string): number {
@@ -39,9 +39,8 @@ export function registerTenantCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, org: string, options: { name?: string; dailyBudget?: number; keyName: string; json?: boolean }) => {
-        const { createTenantWithKey } = await import("../../tenancy/bootstrap.js");
-        const created = await ctx.withPool((pool) =>
-          createTenantWithKey(pool, { orgId: org, name: options.name ?? org, dailyBudget: options.dailyBudget ?? null, keyName: options.keyName }),
+        const created = await withAdminApi(ctx, (api) =>
+          api.createTenant({ orgId: org, name: options.name ?? org, dailyBudget: options.dailyBudget ?? null, keyName: options.keyName }),
         );
         if (options.json) return ctx.printJson({ tenant: tenantJson(created.tenant), apiKey: apiKeyJson(created.apiKey.key), key: created.apiKey.secret });
         ctx.print(`created tenant ${created.tenant.orgId} (${created.tenant.name})${created.tenant.dailyBudget !== null ? `, daily budget ${formatNumber(created.tenant.dailyBudget)}` : ""}`);
@@ -56,8 +55,7 @@ export function registerTenantCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
-        const { listTenants } = await import("../../tenancy/tenants.js");
-        const tenants = await ctx.withPool((pool) => listTenants(pool));
+        const tenants = await withAdminApi(ctx, (api) => api.listTenants());
         if (options.json) return ctx.printJson({ tenants: tenants.map(tenantJson) });
         printTenants(ctx, tenants);
       }),
@@ -73,11 +71,10 @@ export function registerTenantCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the tenant as JSON")
     .action(
       run(async (ctx, org: string, options: { daily?: number; none?: boolean; json?: boolean }) => {
-        const { setTenantBudget } = await import("../../tenancy/tenants.js");
         if ((options.daily === undefined) === !options.none) {
           throw new SwitchyardError(ErrorCode.InvalidArgument, "pass exactly one of --daily N or --none", { details: { path: "--daily" } });
         }
-        const updated = await ctx.withPool((pool) => setTenantBudget(pool, org, options.none ? null : options.daily!));
+        const updated = await withAdminApi(ctx, (api) => api.setTenantBudget(org, options.none ? null : options.daily!));
         if (options.json) return ctx.printJson(tenantJson(updated));
         ctx.print(`tenant ${updated.orgId}: daily budget ${updated.dailyBudget === null ? "unbounded" : formatNumber(updated.dailyBudget)}`);
       }),

@@ -1,23 +1,23 @@
 /**
- * The connection vault as the CLI reaches it: straight against the database (operator path, `--tenant` names the
- * tenant, the cipher comes from this process's SWITCHYARD_SECRET_ENCRYPTION_KEY) or through a gateway's
- * ConnectionService when `--url` / SWITCHYARD_URL is set (the API key decides the tenant; the gateway's key seals).
- * Both return the same records, so the command prints the same either way.
+ * The connection vault as the CLI reaches it: one client of the gateway's ConnectionService over either transport —
+ * the gateway's handlers run in-process against the database (direct mode, `--tenant` names the tenant, the cipher
+ * comes from this process's SWITCHYARD_SECRET_ENCRYPTION_KEY: direct-transport.ts) or a gateway when `--url` /
+ * SWITCHYARD_URL is set (the API key decides the tenant; the gateway's key seals). Both return the same records, so
+ * the command prints the same either way.
  */
-import { createClient } from "@connectrpc/connect";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { ConnectionService } from "../../gen/switchyard/api/v1/connections_pb.js";
 import { connectionFromProto, connectionKinds } from "../../gateway/convert/connections.js";
-import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { withTransaction } from "../../store/db.js";
-import { requireTenantRecord } from "../../tenancy/tenants.js";
 import type { ConnectionRecord } from "../../vault/connection-record.js";
-import { isConnectionKind } from "../../vault/connection-input.js";
-import { addConnection, deleteConnection, listConnections, rotateConnection, type ConnectionInput } from "../../vault/connection-store.js";
-import { createSecretCipher } from "../../vault/secret-cipher.js";
+import type { ConnectionInput } from "../../vault/connection-store.js";
 import { requireTenant } from "../args.js";
 import type { CliContext } from "../context.js";
 import { switchyardErrorOf } from "./remote-api.js";
 import { createApiTransport } from "./transport.js";
+
+// The shapes the API answers in, named here so the command speaks the client's vocabulary.
+export type { ConnectionInput, ConnectionRecord };
 
 export interface ConnectionApi {
   /** The tenant acted for, when this side knows it (direct mode, or --tenant in remote mode). */
@@ -30,42 +30,56 @@ export interface ConnectionApi {
 
 export async function withConnectionApi<T>(ctx: CliContext, tenant: string | undefined, fn: (api: ConnectionApi) => Promise<T>): Promise<T> {
   const remote = ctx.remote;
-  if (remote) return fn(remoteConnectionApi(remote, tenant?.trim() || undefined));
+  if (remote) {
+    const named = tenant?.trim() || undefined;
+    // Connect's Node transport keeps no connection that needs closing per command.
+    const transport = createApiTransport({ url: remote.url, token: remote.token, ...(named ? { tenant: named } : {}) });
+    return fn(clientConnectionApi(transport, { tenant: named, where: remote.url }));
+  }
   const orgId = requireTenant(tenant);
-  return ctx.withPool(async (pool) => {
-    await requireTenantRecord(pool, orgId);
-    const cipher = createSecretCipher(ctx.config.origin.encryptionKeys);
-    return fn({
-      tenant: orgId,
-      add: (input, actor) => withTransaction(pool, (client) => addConnection(client, cipher, orgId, input, { actor })),
-      rotate: (id, secret, actor) => withTransaction(pool, (client) => rotateConnection(client, cipher, orgId, id, secret, { actor })),
-      delete: (id, actor) => withTransaction(pool, (client) => deleteConnection(client, orgId, id, { actor })),
-      list: () => listConnections(pool, orgId),
-    });
-  });
+  // Loaded here, not at the top: remote mode needs none of the runtime it opens.
+  const direct = (await import("./direct-transport.js")).openDirectTransport(ctx, orgId);
+  try {
+    return await fn(clientConnectionApi(direct.transport, { tenant: orgId, where: "the database (direct mode)" }));
+  } finally {
+    await direct.close();
+  }
 }
 
-function remoteConnectionApi(target: { url: string; token: string }, tenant: string | undefined): ConnectionApi {
-  const client = createClient(ConnectionService, createApiTransport({ url: target.url, token: target.token, ...(tenant ? { tenant } : {}) }));
+interface ClientOptions {
+  tenant: string | undefined;
+  /** Names the other side in errors that are about reaching it (the gateway's URL). */
+  where: string;
+}
+
+/** The ConnectionApi over any transport to ConnectionService. */
+function clientConnectionApi(transport: Transport, options: ClientOptions): ConnectionApi {
+  const { tenant, where } = options;
+  const client = createClient(ConnectionService, transport);
   const call = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();
     } catch (error) {
-      throw switchyardErrorOf(error, target.url);
+      throw switchyardErrorOf(error, where);
     }
   };
   const record = (connection: Parameters<typeof connectionFromProto>[1] | undefined): ConnectionRecord => {
-    if (!connection) throw new SwitchyardError(ErrorCode.Internal, `${target.url} answered without a connection`);
+    if (!connection) throw new SwitchyardError(ErrorCode.Internal, `${where} answered without a connection`);
     return connectionFromProto(tenant ?? "", connection);
   };
+  // `actor`: in direct mode what is recorded, as said (gateway/auth.ts `callActor`); through a gateway the key's
+  // identity is recorded with it.
   return {
     tenant,
     async add(input, actor) {
-      if (!isConnectionKind(input.kind)) {
+      // The proto has no value for an unknown kind: refuse it here, as the vault would.
+      if (!connectionKinds.values.includes(input.kind as never)) {
         throw new SwitchyardError(ErrorCode.InvalidArgument, `kind: must be one of ${connectionKinds.values.join(", ")}, got ${JSON.stringify(input.kind)}`, { details: { path: "kind" } });
       }
       const res = await call(() =>
-        client.add({ kind: connectionKinds.toProto(input.kind as never), accountKey: input.accountKey, apiBaseUrl: input.apiBaseUrl ?? "", targets: [...(input.targets ?? [])], secret: input.secret, actor }),
+        client.add(
+          { kind: connectionKinds.toProto(input.kind as never), accountKey: input.accountKey, apiBaseUrl: input.apiBaseUrl ?? "", targets: [...(input.targets ?? [])], secret: input.secret, actor },
+        ),
       );
       return record(res.connection);
     },

@@ -14,7 +14,7 @@
  * say so the way `task start` always has ("Redis at … is not answering (REDIS_URL)").
  */
 import { createRouterTransport, type Interceptor, type Transport } from "@connectrpc/connect";
-import { OPERATOR_ACTOR_HEADER, setOperatorCall } from "../../gateway/auth.js";
+import { OPERATOR_ACTOR_HEADER, setOperatorAdminCall, setOperatorCall } from "../../gateway/auth.js";
 import { resolveGatewayOptions } from "../../gateway/options.js";
 import { registerServices } from "../../gateway/routes.js";
 import { createServiceDeps, type ServiceParts } from "../../gateway/service-deps.js";
@@ -38,7 +38,11 @@ export interface DirectTransport {
   close(): Promise<void>;
 }
 
-export function openDirectTransport(ctx: CliContext, tenant: string): DirectTransport {
+/**
+ * `tenant` undefined: a transport for AdminService calls (admin-api.ts), the operator acting as an admin for no
+ * tenant; a tenant service called over it finds no tenant resolved (a wiring bug, INTERNAL).
+ */
+export function openDirectTransport(ctx: CliContext, tenant: string | undefined): DirectTransport {
   let opened: Promise<{ runtime: Runtime; parts: ServiceParts; transport: Transport }> | undefined;
   const open = () =>
     (opened ??= (async () => {
@@ -47,6 +51,10 @@ export function openDirectTransport(ctx: CliContext, tenant: string): DirectTran
       // coordinator needs to be reading the shard inboxes for a task to begin).
       const parts = createServiceDeps(runtime, { ...resolveGatewayOptions({ starts: "inline" }), watchIntervalMs: WATCH_INTERVAL_MS });
       const operator: Interceptor = (next) => async (req) => {
+        if (tenant === undefined) {
+          setOperatorAdminCall(req.contextValues, req.header.get(OPERATOR_ACTOR_HEADER) || DEFAULT_ACTOR);
+          return next(req);
+        }
         if (CREATING.has(`${req.service.name}.${req.method.name}`)) await requireTenantRecord(runtime.pool, tenant);
         setOperatorCall(req.contextValues, tenant, req.header.get(OPERATOR_ACTOR_HEADER) || DEFAULT_ACTOR);
         return next(req);

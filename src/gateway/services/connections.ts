@@ -9,10 +9,9 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { ConnectionKind, ConnectionService } from "../../gen/switchyard/api/v1/connections_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
-import { recordedActor } from "../../tenancy/principal.js";
 import { addConnection, deleteConnection, listConnections, rotateConnection } from "../../vault/connection-store.js";
 import type { ConnectionRecord } from "../../vault/connection-record.js";
-import { tenantCall } from "../auth.js";
+import { callActor, tenantCall } from "../auth.js";
 import { connectionKinds, connectionToProto } from "../convert/connections.js";
 import type { ServiceDeps } from "./deps.js";
 
@@ -25,8 +24,8 @@ export function connectionService(deps: ServiceDeps): ServiceImpl<typeof Connect
     );
   return {
     async add(req, ctx) {
-      const { orgId, principal } = tenantCall(ctx);
-      const actor = recordedActor(principal, req.actor);
+      const { orgId } = tenantCall(ctx);
+      const actor = callActor(ctx, req.actor);
       if (req.kind === ConnectionKind.UNSPECIFIED || connectionKinds.fromProtoOptional(req.kind) === undefined) {
         throw new SwitchyardError(ErrorCode.InvalidArgument, "kind: must be GITHUB, GITEA, SLACK or CAIRN", { details: { path: "kind" } });
       }
@@ -38,15 +37,15 @@ export function connectionService(deps: ServiceDeps): ServiceImpl<typeof Connect
       return { connection: connectionToProto(connection) };
     },
     async rotate(req, ctx) {
-      const { orgId, principal } = tenantCall(ctx);
-      const actor = recordedActor(principal, req.actor);
+      const { orgId } = tenantCall(ctx);
+      const actor = callActor(ctx, req.actor);
       const connection = await scoped(orgId, (client) => rotateConnection(client, deps.cipher, orgId, req.id, req.secret, { actor }));
       logged("connection secret rotated", connection, actor);
       return { connection: connectionToProto(connection) };
     },
     async delete(req, ctx) {
-      const { orgId, principal } = tenantCall(ctx);
-      const actor = recordedActor(principal, req.actor);
+      const { orgId } = tenantCall(ctx);
+      const actor = callActor(ctx, req.actor);
       const connection = await scoped(orgId, (client) => deleteConnection(client, orgId, req.id, { actor }));
       logged("connection deleted", connection, actor);
       return { connection: connectionToProto(connection) };

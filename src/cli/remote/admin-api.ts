@@ -1,0 +1,57 @@
+/**
+ * The operator (SRE) operations the CLI performs — flags, dead letters, tenants, API keys, dispatch limits — as one
+ * client of the gateway's AdminService (admin-client.ts). Direct mode runs the AdminService handlers in-process
+ * (direct-transport.ts, the operator acting as an admin for no tenant), so the handlers are the one implementation.
+ * Every method returns the very record the commands printed when they called the stores themselves.
+ *
+ * Always direct, even with `--url` / SWITCHYARD_URL set: these commands are how an operator makes the first tenant
+ * and the first keys, and a `--url` set for tenant work carries a tenant key (test/gateway/remote-cli.test.ts,
+ * "operator commands stay direct while --url is set"). The client takes any transport; remote mode is
+ * `createApiTransport({ url, token })` once the CLI has a way to say an admin key is meant.
+ *
+ * Not here yet (the commands still call the stores): `flags set`, `limits set` and `limits clear`. They print the
+ * audit row's seq and chain (and a limit's rule), which SetFlag/SetDispatchLimit do not answer, and direct mode
+ * records the operator's `--actor` where the handlers record `apikey:NAME`.
+ */
+import type { DeadLetterView } from "../../bus/dead-letters.js";
+import type { DispatchLimitRow } from "../../core/limits.js";
+import type { FlagView } from "../../flags/flag-values.js";
+import type { ApiKeyRecord, NewApiKey } from "../../tenancy/api-keys.js";
+import type { TenantRecord } from "../../tenancy/tenants.js";
+import type { CliContext } from "../context.js";
+
+// The shapes the API answers in, named here so commands speak the client's vocabulary, not the modules behind it.
+export type { ApiKeyRecord, DeadLetterView, DispatchLimitRow, FlagView, NewApiKey, TenantRecord };
+/** The flag names (help text of `flags set`). */
+export { FLAG_NAMES } from "../../flags/flag-types.js";
+
+export interface AdminApi {
+  /** Every flag value in force: this process's environment defaults with the stored rows (ListFlags) on top. */
+  listFlagValues(): Promise<FlagView[]>;
+  /** `stream` undefined: every dead-letter stream, then the foreign hops not re-sent. At most `limit` per stream. */
+  listDeadLetters(request: { stream?: string; limit: number }): Promise<DeadLetterView[]>;
+  /** `ids`, or every entry of the stream (`all`); how many were put back. */
+  replayDeadLetters(request: { stream: string; ids?: readonly string[]; all?: boolean }): Promise<number>;
+  /** The tenant and its first key; the key's secret is in the answer once. */
+  createTenant(request: { orgId: string; name: string; dailyBudget: number | null; keyName: string }): Promise<{ tenant: TenantRecord; apiKey: NewApiKey }>;
+  listTenants(): Promise<TenantRecord[]>;
+  /** `null` removes the budget. */
+  setTenantBudget(orgId: string, dailyBudget: number | null): Promise<TenantRecord>;
+  createApiKey(request: { kind: "admin"; name: string } | { kind: "tenant"; orgId: string; name: string }): Promise<NewApiKey>;
+  revokeApiKey(id: string): Promise<ApiKeyRecord>;
+  /** `orgId` undefined: every key, admin keys included. */
+  listApiKeys(filter: { orgId?: string }): Promise<ApiKeyRecord[]>;
+  listDispatchLimits(): Promise<DispatchLimitRow[]>;
+}
+
+/** Runs a command's work against the AdminService, in-process (see above); always closes what it opened. */
+export async function withAdminApi<T>(ctx: CliContext, fn: (api: AdminApi) => Promise<T>): Promise<T> {
+  // Loaded here, not at the top: every command's registration imports this file.
+  const [{ openDirectTransport }, { createClientAdminApi }] = await Promise.all([import("./direct-transport.js"), import("./admin-client.js")]);
+  const direct = openDirectTransport(ctx, undefined);
+  try {
+    return await fn(createClientAdminApi(direct.transport, { where: "the database (direct mode)", flagDefaults: ctx.config.flags }));
+  } finally {
+    await direct.close();
+  }
+}
