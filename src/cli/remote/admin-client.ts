@@ -8,7 +8,7 @@ import { FlagValues } from "../../flags/flag-values.js";
 import { AdminService } from "../../gen/switchyard/api/v1/admin_pb.js";
 import type { AdminApi } from "./admin-api.js";
 import { apiKeyFromProto, deadLetterFromProto, flagRowFromProto, limitFromProto, tenantFromProto } from "./admin-convert.js";
-import { switchyardErrorOf } from "./remote-api.js";
+import { callerAt } from "./remote-api.js";
 
 export interface ClientAdminApiOptions {
   /** Names the other side in errors that are about reaching it. */
@@ -22,13 +22,7 @@ export interface ClientAdminApiOptions {
 
 export function createClientAdminApi(transport: Transport, options: ClientAdminApiOptions): AdminApi {
   const admin = createClient(AdminService, transport);
-  const call = async <T>(work: () => Promise<T>): Promise<T> => {
-    try {
-      return await work();
-    } catch (error) {
-      throw switchyardErrorOf(error, options.where);
-    }
-  };
+  const call = callerAt(options.where);
 
   return {
     async listFlagValues() {

@@ -13,7 +13,7 @@ import type { ConnectionRecord } from "../../vault/connection-record.js";
 import type { ConnectionInput } from "../../vault/connection-store.js";
 import { requireTenant } from "../args.js";
 import type { CliContext } from "../context.js";
-import { switchyardErrorOf } from "./remote-api.js";
+import { callerAt } from "./remote-api.js";
 import { createApiTransport } from "./transport.js";
 
 // The shapes the API answers in, named here so the command speaks the client's vocabulary.
@@ -56,13 +56,7 @@ interface ClientOptions {
 function clientConnectionApi(transport: Transport, options: ClientOptions): ConnectionApi {
   const { tenant, where } = options;
   const client = createClient(ConnectionService, transport);
-  const call = async <T>(work: () => Promise<T>): Promise<T> => {
-    try {
-      return await work();
-    } catch (error) {
-      throw switchyardErrorOf(error, where);
-    }
-  };
+  const call = callerAt(where);
   const record = (connection: Parameters<typeof connectionFromProto>[1] | undefined): ConnectionRecord => {
     if (!connection) throw new SwitchyardError(ErrorCode.Internal, `${where} answered without a connection`);
     return connectionFromProto(tenant ?? "", connection);

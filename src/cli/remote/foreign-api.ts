@@ -16,7 +16,7 @@ import { ForeignAgentService, type ForeignAgent } from "../../gen/switchyard/api
 import { foreignDeliveries, foreignProtocols } from "../../gateway/convert/foreign.js";
 import { requireTenant } from "../args.js";
 import type { CliContext } from "../context.js";
-import { switchyardErrorOf } from "./remote-api.js";
+import { callerAt } from "./remote-api.js";
 
 // The shape the API answers in, named here so the command speaks the client's vocabulary.
 export type { ForeignAgentRecord };
@@ -42,13 +42,7 @@ export async function withForeignApi<T>(ctx: CliContext, tenant: string | undefi
 export function clientForeignApi(transport: Transport, options: { tenant: string; where: string }): ForeignApi {
   const { tenant, where } = options;
   const client = createClient(ForeignAgentService, transport);
-  const call = async <T>(work: () => Promise<T>): Promise<T> => {
-    try {
-      return await work();
-    } catch (error) {
-      throw switchyardErrorOf(error, where);
-    }
-  };
+  const call = callerAt(where);
   const record = (agent: ForeignAgent | undefined): ForeignAgentRecord => {
     if (!agent) throw new SwitchyardError(ErrorCode.Internal, `${where} answered without an agent`);
     return foreignAgentFromProto(tenant, agent);

@@ -17,7 +17,7 @@ import type { IngestEndpoint } from "../../ingest/endpoint-store.js";
 import type { IngestSource } from "../../ingest/sources.js";
 import { requireTenant } from "../args.js";
 import type { CliContext } from "../context.js";
-import { switchyardErrorOf } from "./remote-api.js";
+import { callerAt } from "./remote-api.js";
 
 /** An endpoint as the API answers it: the store's record and where the provider posts. */
 export interface IngestEndpointView extends IngestEndpoint {
@@ -53,13 +53,7 @@ export async function withIngestApi<T>(ctx: CliContext, tenant: string | undefin
 export function clientIngestApi(transport: Transport, options: { tenant: string; where: string }): IngestApi {
   const { tenant, where } = options;
   const client = createClient(IngestService, transport);
-  const call = async <T>(work: () => Promise<T>): Promise<T> => {
-    try {
-      return await work();
-    } catch (error) {
-      throw switchyardErrorOf(error, where);
-    }
-  };
+  const call = callerAt(where);
   const view = (endpoint: ProtoEndpoint | undefined): IngestEndpointView => {
     if (!endpoint) throw new SwitchyardError(ErrorCode.Internal, `${where} answered without an endpoint`);
     return ingestEndpointFromProto(tenant, endpoint);

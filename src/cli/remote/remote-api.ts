@@ -57,6 +57,17 @@ export function switchyardErrorOf(error: unknown, url: string): SwitchyardError 
   return new SwitchyardError(FALLBACK_CODES[connect.code] ?? ErrorCode.Internal, connect.rawMessage, { cause: error, details: { connectCode: Code[connect.code] } });
 }
 
+/** Runs one client call, turning what the other side (`where`: a URL, or direct mode) threw into a SwitchyardError. */
+export function callerAt(where: string): <T>(work: () => Promise<T>) => Promise<T> {
+  return async (work) => {
+    try {
+      return await work();
+    } catch (error) {
+      throw switchyardErrorOf(error, where);
+    }
+  };
+}
+
 export function createRemoteTenantApi(target: RemoteTarget, tenant: string | undefined): TenantApi {
   const transport = createApiTransport({ url: target.url, token: target.token, ...(tenant ? { tenant } : {}) });
   // Connect's Node transport keeps no connection that needs closing per command.
@@ -78,13 +89,7 @@ export function createClientTenantApi(transport: Transport, options: ClientTenan
   const tasks = createClient(TaskService, transport);
   const approvals = createClient(ApprovalService, transport);
   const audit = createClient(AuditService, transport);
-  const call = async <T>(work: () => Promise<T>): Promise<T> => {
-    try {
-      return await work();
-    } catch (error) {
-      throw switchyardErrorOf(error, target.url);
-    }
-  };
+  const call = callerAt(target.url);
 
   return {
     mode: options.mode,
