@@ -38,6 +38,22 @@ describe("connection errors", () => {
     expect(json.stdout).not.toContain("hunter2secret");
   });
 
+  it("refuses a bad workflow file without a database, and says to migrate when the database is missing", async () => {
+    // Direct mode validates the file before it connects: a typo is a usage error even where nothing answers.
+    const bad = await cli.file("bad.yaml", "name: bad\nsteps:\n  - { id: a, to: nowhere }\n");
+    const refused = await cli.run(["workflow", "submit", bad, "--tenant", "acme"], { env: { DATABASE_URL: `postgres://postgres@127.0.0.1:${deadPort}/switchyard` } });
+    expect(refused.stderr).toMatch(/^error: INVALID_WORKFLOW: .*bad\.yaml: steps\[0\]\.to: must be role:NAME/m);
+    expect(refused.code).toBe(2);
+
+    // A server that answers without the database: Postgres' own words, and what to do about them.
+    const missing = new URL(cli.env.DATABASE_URL!);
+    missing.pathname = "/switchyard_never_created";
+    const good = await cli.file("good.yaml", ONE_STEP_WORKFLOW);
+    const noDatabase = await cli.run(["workflow", "submit", good, "--tenant", "acme"], { env: { DATABASE_URL: missing.toString() } });
+    expect(noDatabase.stderr).toBe('error: FAILED_PRECONDITION: database "switchyard_never_created" does not exist; run `switchyard migrate` first\n');
+    expect(noDatabase.code).toBe(1);
+  });
+
   it("names the flag when the URL came from --database-url, and covers migrate", async () => {
     const result = await cli.run(["migrate", "--database-url", `postgres://postgres:hunter2secret@127.0.0.1:${deadPort}/switchyard`]);
     expect(result.code).toBe(1);

@@ -132,8 +132,9 @@ describe.skipIf(!ENABLED)("the packed package (SWITCHYARD_PACK_TEST=1)", () => {
       () => ({ code: 0, stderr: "" }),
       (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? "" }),
     );
-    expect(refused.code).toBe(2);
+    // The message first: when the exit code is wrong, what the command printed says why.
     expect(refused.stderr).toMatch(/^error: INVALID_WORKFLOW: .*bad\.yaml: steps\[0\]\.to: must be role:NAME/m);
+    expect(refused.code).toBe(2);
 
     await run(join(project, "node_modules/.bin/tsc"), ["-p", "."], { cwd: project });
     const tested = await run(process.execPath, ["--test", "out/"], { cwd: project });

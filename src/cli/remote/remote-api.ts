@@ -19,6 +19,7 @@ import { auditRowFromProto, verificationFromProto } from "../../gateway/convert/
 import { taskFromProto, taskStatuses, taskSummaryFromProto } from "../../gateway/convert/tasks.js";
 import { toTimestamp, toValue } from "../../gateway/convert/values.js";
 import { workflowFromProto, workflowSummaryFromProto } from "../../gateway/convert/workflows.js";
+import { parseWorkflowDefinition } from "../../workflow/definition.js";
 import { inFile } from "../args.js";
 import type { RemoteTarget, TenantApi } from "./tenant-api.js";
 import { createApiTransport } from "./transport.js";
@@ -57,12 +58,18 @@ export function switchyardErrorOf(error: unknown, url: string): SwitchyardError 
   return new SwitchyardError(FALLBACK_CODES[connect.code] ?? ErrorCode.Internal, connect.rawMessage, { cause: error, details: { connectCode: Code[connect.code] } });
 }
 
-/** Runs one client call, turning what the other side (`where`: a URL, or direct mode) threw into a SwitchyardError. */
+/**
+ * Runs one client call, turning what the other side (`where`: a URL, or direct mode) threw into a SwitchyardError.
+ * What is not a ConnectError was thrown in this process (direct mode: a handler's own error, or opening the
+ * runtime) and goes on as it is, so the CLI's error reporting (output.ts `toCliError`) still sees a Postgres code
+ * such as "database does not exist" and says to run migrate, instead of an INTERNAL made of its message.
+ */
 export function callerAt(where: string): <T>(work: () => Promise<T>) => Promise<T> {
   return async (work) => {
     try {
       return await work();
     } catch (error) {
+      if (!(error instanceof ConnectError)) throw error;
       throw switchyardErrorOf(error, where);
     }
   };
@@ -94,6 +101,15 @@ export function createClientTenantApi(transport: Transport, options: ClientTenan
   return {
     mode: options.mode,
     async submitWorkflow(file) {
+      // Direct mode runs this very parser in the handler, so a bad file is refused here without a database (as it
+      // always was). Remote mode leaves the verdict to the gateway, whose build may know more or less.
+      if (options.mode === "direct") {
+        try {
+          parseWorkflowDefinition(file.text, file.format ? { format: file.format } : {});
+        } catch (error) {
+          throw inFile(file.path, error);
+        }
+      }
       try {
         const res = await call(() => workflows.submit({ source: file.text, format: file.format ?? "" }));
         return { name: res.name, version: res.version, ref: res.ref, digest: res.digest, created: res.created };
@@ -125,6 +141,7 @@ export function createClientTenantApi(transport: Transport, options: ClientTenan
       try {
         for await (const res of tasks.watch({ id }, { signal })) yield taskFromProto(res.task!);
       } catch (error) {
+        if (!(error instanceof ConnectError)) throw error; // thrown in this process: see callerAt
         throw switchyardErrorOf(error, target.url);
       }
     },
