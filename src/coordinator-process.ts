@@ -56,7 +56,7 @@ function replyOutcomeRelay(runtime: Runtime, logger: Logger) {
   const { config } = runtime;
   // A request's entry must outlive the longest wait for it.
   const requestTtlMs = Math.max(10 * 60_000, 2 * replyDeadlineMs(config));
-  return createReplyOutcomeRelay({ pool: runtime.pool, redis: runtime.redis, keyPrefix: config.bus.keyPrefix, requestTtlMs, logger });
+  return createReplyOutcomeRelay({ pool: runtime.pool, store: runtime.stores.replies, redis: runtime.redis, keyPrefix: config.bus.keyPrefix, requestTtlMs, logger });
 }
 
 /**
@@ -81,7 +81,8 @@ export function coordinatorOptionsFrom(runtime: Runtime, overrides: Partial<Coor
     metrics: runtime.metrics,
     logger: runtime.logger,
     flags: runtime.flags,
-    sweepJobs: [approvalExpirySweep],
+    flagStore: runtime.stores.flags,
+    sweepJobs: [approvalExpirySweep(runtime.stores.approvals)],
     ...overrides,
   };
 }

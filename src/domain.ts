@@ -101,6 +101,17 @@ export interface TenantFacts {
   idempotentForeignAgents?: ReadonlySet<string>;
 }
 
+/** The UTC day a tenant's cost is accrued to (`tenant_daily_cost.day`). */
+export function costDay(nowMs: number): string {
+  return new Date(nowMs).toISOString().slice(0, 10);
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Whether `value` can be a task, approval or connection id (a uuid column refuses anything else). */
+export function isUuid(value: string): boolean {
+  return UUID_RE.test(value);
+}
+
 export interface StepDefinition {
   id: string;
   to: Destination;
@@ -153,6 +164,14 @@ export interface AuditEntry {
   stepId: string;
   envelopeId: string;
   atMs: number;
+}
+
+/** What an operator's change (a flag, a limit, a connection) says in the audit log; it carries no payload and no cost. */
+export type OperatorChange = Pick<AuditEntry, "orgId" | "action" | "actor" | "destination" | "verdict" | "rule" | "reason" | "atMs">;
+
+/** The audit entry of an operator's change: outside any task, so its task, step, envelope and payload are empty. */
+export function operatorChangeEntry(change: OperatorChange): AuditEntry {
+  return { ...change, payloadHash: "", cost: 0, taskId: "", stepId: "", envelopeId: "" };
 }
 
 export interface AuditRow extends AuditEntry {

@@ -16,8 +16,8 @@ import { assertRedisSafe } from "./bus/redis-check.js";
 import { Engine } from "./coordinator/engine.js";
 import type { ForeignDispatcher } from "./coordinator/foreign-dispatcher.js";
 import { OutboxPublisher } from "./coordinator/outbox-publisher.js";
-import { createPostgresEngineStore } from "./coordinator/postgres-engine-store.js";
-import type { EgressSwitch, ReplySwitch } from "./coordinator/tenant-facts.js";
+import { createPostgresEngineStore } from "./store/engine/postgres-engine-store.js";
+import type { EgressSwitch, ReplySwitch } from "./store/engine/postgres-tenant-facts.js";
 import { replyDeadlineMs, replyLimitsOf } from "./replies/reply-limits.js";
 import { ReplyKicks } from "./replies/reply-kicks.js";
 import { TaskService } from "./tasks/tasks.js";
@@ -37,6 +37,8 @@ import type { A2AForeign, BackgroundJob } from "./foreign/a2a-foreign.js";
 import { createSecretCipher } from "./vault/secret-cipher.js";
 import type { ReplySender } from "./replies/reply-sender.js";
 import { createDisabledReplySender } from "./replies/disabled-sender.js";
+import { createPostgresStores } from "./store/postgres-stores.js";
+import type { Stores } from "./store/stores.js";
 
 export interface Runtime {
   config: Config;
@@ -50,6 +52,8 @@ export interface Runtime {
   /** Signers for the identities this process publishes to the coordinator inbox as, and the inbox verifier. */
   busAuth: BusAuth;
   policies: PolicyCache;
+  /** The storage ports outside the engine's (store/stores.ts), on Postgres: hand the one a feature needs to it. */
+  stores: Stores;
   workflows: WorkflowCache;
   engine: Engine;
   publisher: OutboxPublisher;
@@ -126,10 +130,11 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10, health, idleInTransactionTimeoutMs: config.shards.leaseTtlMs, ...(options.applicationName ? { applicationName: options.applicationName } : {}) });
   // Commands wait in the offline queue across a Redis restart instead of failing; reconnects back off.
   const redis = createRedisConnection(config.redisUrl, { health });
-  const flags = new LiveFlags({ db: pool, defaults: config.flags, logger, health });
+  const stores = createPostgresStores();
+  const flags = new LiveFlags({ db: pool, store: stores.flags, defaults: config.flags, logger, health });
   // Harnesses hold no database credentials: they obey the flags from this copy in Redis (flags/mirrored-flags.ts).
   const flagMirror = new FlagMirror({ flags, redis, keyPrefix: config.bus.keyPrefix, logger, health });
-  const limits = new LiveLimits({ db: pool, pollMs: config.flags.pollMs, logger, health });
+  const limits = new LiveLimits({ db: pool, store: stores.limits, pollMs: config.flags.pollMs, logger, health });
   let closed = false;
   let a2a: A2AForeign | undefined;
   let replies: ReplySender | undefined;
@@ -180,13 +185,13 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   await limits.refresh().catch((error: unknown) => logger.warn({ err: error }, "could not read table dispatch_limits; no limits until it can be read"));
   limits.start();
   const busAuth = createBusAuth(config, options, logger);
-  const policies = new PolicyCache({ pool, ttlMs: 1000 });
+  const policies = new PolicyCache({ pool, store: stores.policies, ttlMs: 1000 });
   const workflows = new WorkflowCache(pool);
   const replyKicks = new ReplyKicks(options.replySender);
   const engine = new Engine({
     policies,
     workflows,
-    foreign: options.foreign ?? createA2ADispatcher({ onBridge: () => a2a?.sender.kick() }),
+    foreign: options.foreign ?? createA2ADispatcher({ bridges: stores.bridges, linkKeys: stores.linkKeys, onBridge: () => a2a?.sender.kick() }),
     store: createPostgresEngineStore({
       logger,
       metrics,
@@ -208,23 +213,24 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     clock: options.clock,
   });
   const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
-  const tasks = new TaskService({ pool, engine, publisher, maxPayloadBytes: config.bus.maxPayloadBytes, replyDeadlineMs: replyDeadlineMs(config) });
+  const tasks = new TaskService({ pool, engine, approvals: stores.approvals, publisher, maxPayloadBytes: config.bus.maxPayloadBytes, replyDeadlineMs: replyDeadlineMs(config) });
   const longRunning = options.longRunning ?? true;
   if (!options.foreign && longRunning) {
     const { createA2AForeign } = await import("./foreign/a2a-foreign.js");
-    a2a = createA2AForeign({ config, pool, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth, limits });
+    a2a = createA2AForeign({ config, pool, bridges: stores.bridges, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth, limits });
   }
   replies = longRunning
-    ? await createRuntimeReplySender(config, pool, logger, metrics, health, options.replies ?? flags, options.clock)
-    : createDisabledReplySender({ pool, logger });
+    ? await createRuntimeReplySender(config, pool, stores, logger, metrics, health, options.replies ?? flags, options.clock)
+    : createDisabledReplySender({ pool, store: stores.replies, logger });
   // The engine kicks after a commit that made reply rows pending; a caller's own sender (tests) wins.
   if (!options.replySender) replyKicks.attach(replies);
-  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, workflows, engine, publisher, tasks, flags, limits, a2a, foreignJobs: a2a?.jobs ?? [], replyKicks, replies, close };
+  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, stores, workflows, engine, publisher, tasks, flags, limits, a2a, foreignJobs: a2a?.jobs ?? [], replyKicks, replies, close };
 }
 
 async function createRuntimeReplySender(
   config: Config,
   pool: Pool,
+  stores: Stores,
   logger: Logger,
   metrics: Metrics,
   health: DependencyHealth,
@@ -232,10 +238,11 @@ async function createRuntimeReplySender(
   clock: (() => number) | undefined,
 ): Promise<ReplySender> {
   const cipher = createSecretCipher(config.origin.encryptionKeys);
-  if (!cipher) return createDisabledReplySender({ pool, logger });
+  if (!cipher) return createDisabledReplySender({ pool, store: stores.replies, logger });
   const { createReplySender } = await import("./replies/reply-sender.js");
   return createReplySender({
     pool,
+    store: stores.replies,
     cipher,
     egress: {
       allowedNetworks: config.foreign.allowedNetworks,

@@ -20,8 +20,9 @@ import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { randomUUID } from "node:crypto";
 import type { StepRecord } from "../../src/core/model.js";
-import { saveSteps } from "../../src/coordinator/task-store.js";
-import { getLinkKey, type LinkKey } from "../../src/approvals/link-keys.js";
+import { saveSteps } from "../../src/store/engine/postgres-task-store.js";
+import { getLinkKey } from "../../src/store/approvals/postgres-link-key-store.js";
+import type { LinkKey } from "../../src/store/approvals/approval-store.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { parsePushNotification } from "../../src/foreign/a2a/push-body.js";
 import { CallbackIntake } from "../../src/foreign/callback-intake.js";
@@ -253,7 +254,7 @@ steps:
     // (the proxy stays out of the timed round; the coordinator's statements are not counted here).
     const warmPushes = await setUp(ctx, runtime, sizes.warmup, "warm-up");
     const tallies = new Map<string, Tally>();
-    deps = { ...runtime.a2a.callback, intake: new CallbackIntake({ pool: countingPool(runtime.pool, tallies), publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes, signer: runtime.busAuth.signer(GATEWAY_SENDER) }) };
+    deps = { ...runtime.a2a.callback, intake: new CallbackIntake({ pool: countingPool(runtime.pool, tallies), bridges: runtime.stores.bridges, publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes, signer: runtime.busAuth.signer(GATEWAY_SENDER) }) };
     const warm = await ctx.phase("warm-up: fire (route statements counted)", () => fireAndResume(port, runtime.pool, warmPushes, ctx.signal));
     deps = runtime.a2a.callback;
     const warmResumed = warm.outcomes.get("resumed") ?? 0;

@@ -10,7 +10,8 @@
  * round 2; the issue asks ≤ 10) and `fair_limits_drain_cost_pct` (round 2 vs round 0: what holding and releasing
  * cost a tenant draining alone). Task latency: from the start call to the task's `finished_at`.
  */
-import { setLimit } from "../../src/fairness/limit-store.js";
+import { setLimit } from "../../src/fairness/limit-changes.js";
+import { createPostgresLimitStore } from "../../src/store/limits/postgres-limit-store.js";
 import { summarize, type Measurement, type Scenario } from "../support.js";
 import { createBenchSystem, pollUntil, type BenchSystem } from "./system.js";
 
@@ -35,7 +36,7 @@ export const fairnessScenario: Scenario = {
       },
     });
     const fifo = await ctx.phase(`round 0: alpha ${burst} tasks alone, no limits (first in, first out)`, () => runTenants(system, ctx.signal, [{ org: "alpha", count: burst }]));
-    await setLimit(system.runtime.pool, { orgId: "", destination: "role:echo", maxInFlight: CAPACITY, ratePerSec: null, burst: null, weight: null }, { actor: "bench", reason: "fairness scenario" });
+    await setLimit(createPostgresLimitStore(), system.runtime.pool, { orgId: "", destination: "role:echo", maxInFlight: CAPACITY, ratePerSec: null, burst: null, weight: null }, { actor: "bench", reason: "fairness scenario" });
     await system.runtime.limits.refresh();
 
     const idle = await ctx.phase(`round 1: beta ${BETA_TASKS} tasks, idle`, () => runTenants(system, ctx.signal, [{ org: "beta", count: BETA_TASKS }]));

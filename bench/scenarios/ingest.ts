@@ -67,9 +67,9 @@ export const ingestScenario: Scenario = {
     const cipher = createSecretCipher(encryptionKeys);
     await createTenant(runtime.pool, { orgId: ORG, name: ORG });
     await submitWorkflow(runtime.pool, ORG, parseWorkflowDefinition(`name: triage\nsteps:\n  - { id: look, to: "role:triage" }\n`));
-    const { endpoint, secret } = await createIngestEndpoint(runtime.pool, cipher, ORG, { source: "github", workflow: "triage" });
-    const tasks = new TaskService({ pool: runtime.pool, engine: runtime.engine, publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes, transact: tenantScoped(runtime.pool) });
-    const route = createIngestRoute({ db: runtime.pool, tasks: createBatchedTaskStarter(tasks), echoes: new EchoChecker(runtime.pool), seenBodies: new SeenBodies(runtime.pool), endpoints: new EndpointCache({ db: runtime.pool, cipher }), maxBodyBytes: config.origin.ingestMaxBodyBytes, metrics: runtime.metrics });
+    const { endpoint, secret } = await createIngestEndpoint(runtime.stores.ingestEndpoints, runtime.pool, cipher, ORG, { source: "github", workflow: "triage" });
+    const tasks = new TaskService({ pool: runtime.pool, engine: runtime.engine, approvals: runtime.stores.approvals, publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes, transact: tenantScoped(runtime.pool) });
+    const route = createIngestRoute({ db: runtime.pool, deliveries: runtime.stores.ingestDeliveries, tasks: createBatchedTaskStarter(tasks, { deliveries: runtime.stores.ingestDeliveries }), echoes: new EchoChecker(runtime.pool), seenBodies: new SeenBodies(runtime.stores.ingestDeliveries, runtime.pool), endpoints: new EndpointCache({ db: runtime.pool, store: runtime.stores.ingestEndpoints, cipher }), maxBodyBytes: config.origin.ingestMaxBodyBytes, metrics: runtime.metrics });
     const server: Server = createServer((req, res) => {
       route(req, res).catch((error: unknown) => {
         ctx.log(`ingest route failed: ${(error as Error).message}`);

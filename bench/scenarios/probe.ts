@@ -14,7 +14,7 @@ import { readFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { Engine, type ApplyInTransactionOptions, type ApplyResult, type EngineInput } from "../../src/coordinator/engine.js";
 import { OutboxPublisher } from "../../src/coordinator/outbox-publisher.js";
-import type { OutboxRow } from "../../src/coordinator/outbox.js";
+import type { OutboxRow } from "../../src/store/engine/engine-store.js";
 import type { Pool, PoolClient } from "../../src/store/db.js";
 
 /** Running totals of one kind of timed work. */

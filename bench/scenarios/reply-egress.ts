@@ -14,6 +14,7 @@ import { defaultConfig } from "../../src/config/index.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { startProviderStub } from "../../src/devtools/demo/provider-stubs.js";
 import { createReplySender } from "../../src/replies/reply-sender.js";
+import { createPostgresReplyStore } from "../../src/store/replies/postgres-reply-store.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { createTenant } from "../../src/tenancy/tenants.js";
 import { addConnection } from "../../src/vault/connection-store.js";
@@ -42,6 +43,7 @@ export const replyEgressScenario: Scenario = {
     const connection = await addConnection(db.pool, cipher, ORG, { kind: "github", accountKey: host, apiBaseUrl: forge.apiBaseUrl, secret: token }, { actor: "bench" });
     const sender = createReplySender({
       pool: db.pool,
+      store: createPostgresReplyStore(),
       cipher,
       egress: { allowedNetworks: ["127.0.0.0/8"], connectTimeoutMs: defaultConfig.foreign.connectTimeoutMs, maxResponseBytes: defaultConfig.foreign.maxResponseBytes },
       timeoutMs: 5_000,

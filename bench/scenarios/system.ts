@@ -24,7 +24,7 @@ import { streamKey } from "../../src/bus/keys.js";
 import { approvalExpirySweep } from "../../src/approvals/expiry.js";
 import { COORDINATOR_GROUP, Coordinator } from "../../src/coordinator/coordinator.js";
 import type { StepRecord } from "../../src/core/model.js";
-import { saveSteps } from "../../src/coordinator/task-store.js";
+import { saveSteps } from "../../src/store/engine/postgres-task-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import type { WorkflowDefinition } from "../../src/domain.js";
 import { createHarness, type Handler, type Harness } from "../../src/harness/index.js";
@@ -36,7 +36,7 @@ import type { ScenarioContext, ScratchDatabase } from "../support.js";
 import { startHarnessProcess, type HarnessProcess } from "./harness-child.js";
 import { noopHandler } from "./noop-handler.js";
 import { ProbedEngine, ProbedPublisher, type CpuSources } from "./probe.js";
-import { createPostgresEngineStore } from "../../src/coordinator/postgres-engine-store.js";
+import { createPostgresEngineStore } from "../../src/store/engine/postgres-engine-store.js";
 import { DEFAULT_SHARD_COUNT } from "../../src/bus/shards.js";
 
 export const BENCH_ORG = "bench-org";
@@ -195,8 +195,9 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       // As `switchyard start coordinator` runs it (with live flags), every flag on: the per-entry tenant checks
       // are part of the hop's cost.
       flags: ALL_ON,
+      flagStore: runtime.stores.flags,
       // As every composition root runs it (coordinator-process.ts): the expiry query is part of each sweep's cost.
-      sweepJobs: [approvalExpirySweep],
+      sweepJobs: [approvalExpirySweep(runtime.stores.approvals)],
       // Tasks created in bulk wait with their first step pending (it has no needs) until the bench starts them; on a
       // loaded box that takes longer than the repair's default 5 s quiet time, and the sweep would "repair" (dispatch)
       // them, adding a `repair` audit row each. The sweep still runs; it only waits as long as the step timeout.

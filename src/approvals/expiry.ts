@@ -7,7 +7,7 @@
 import type { OwnedShards } from "../coordinator/shard-ownership.js";
 import type { SweepJob } from "../coordinator/sweeps.js";
 import { EXPIRY_ACTOR, TaskService } from "../tasks/tasks.js";
-import { listOverdueApprovals } from "../coordinator/approval-store.js";
+import type { ApprovalStore } from "../store/approvals/approval-store.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { TenantSelection } from "../flags/flag-types.js";
 import type { Queryable } from "../store/db.js";
@@ -17,6 +17,8 @@ export type ApprovalDecider = Pick<TaskService, "decideApproval">;
 
 export interface ExpireApprovalsOptions {
   pool: Queryable;
+  /** Where the overdue approvals are found (`runtime.stores.approvals`). */
+  approvals: Pick<ApprovalStore, "listOverdue">;
   /** An operator (unscoped) task service: expiry crosses tenants. */
   tasks: ApprovalDecider;
   /** The sweep's time (ms); approvals whose deadline is at or before it expire. */
@@ -41,7 +43,7 @@ export interface ExpireApprovalsResult {
 
 export async function expireApprovals(options: ExpireApprovalsOptions): Promise<ExpireApprovalsResult> {
   const logger = options.logger ?? silentLogger;
-  const overdue = await listOverdueApprovals(options.pool, options.now, options.limit ?? 100, options.tenants, options.shards);
+  const overdue = await options.approvals.listOverdue(options.pool, options.now, options.limit ?? 100, options.tenants, options.shards);
   const result: ExpireApprovalsResult = { expired: 0, alreadyDecided: 0, failed: 0 };
   for (const approval of overdue) {
     try {
@@ -66,12 +68,14 @@ export async function expireApprovals(options: ExpireApprovalsOptions): Promise<
 }
 
 /**
- * Approval expiry as a coordinator sweep job (the composition roots hand it in: `sweepJobs`): expires overdue
- * approvals of the tenants and shards the coordinator serves, through a task service built on its own fenced engine
- * and publisher.
+ * Approval expiry as a coordinator sweep job over `approvals` (the composition roots hand it in: `sweepJobs`):
+ * expires overdue approvals of the tenants and shards the coordinator serves, through a task service built on its
+ * own fenced engine and publisher.
  */
-export const approvalExpirySweep: SweepJob = (context) => {
-  // Only decides approvals and never starts a task, so no task input is ever measured against the payload cap.
-  const tasks = new TaskService({ pool: context.pool, engine: context.engine, publisher: context.publisher, maxPayloadBytes: 0 });
-  return (now) => expireApprovals({ pool: context.pool, tasks, now, logger: context.logger, tenants: context.tenants(), shards: context.shards() });
-};
+export function approvalExpirySweep(approvals: ApprovalStore): SweepJob {
+  return (context) => {
+    // Only decides approvals and never starts a task, so no task input is ever measured against the payload cap.
+    const tasks = new TaskService({ pool: context.pool, engine: context.engine, approvals, publisher: context.publisher, maxPayloadBytes: 0 });
+    return (now) => expireApprovals({ pool: context.pool, approvals, tasks, now, logger: context.logger, tenants: context.tenants(), shards: context.shards() });
+  };
+}

@@ -10,7 +10,6 @@
  * `handleApprovalLink` answers false, touching nothing, for any other path.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { getApproval } from "../coordinator/approval-store.js";
 import { isSwitchyardError, ErrorCode } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { readBody } from "../read-body.js";
@@ -53,8 +52,8 @@ export async function handleApprovalLink(req: IncomingMessage, res: ServerRespon
 
 async function confirm(res: ServerResponse, deps: ApprovalLinkRouteDeps, token: string | null): Promise<void> {
   if (!token) return send(res, 400, "text/plain", "the approval link has no token\n");
-  const claims = await verifyLinkToken(deps.pool, token, (deps.clock ?? Date.now)());
-  const approval = await getApproval(deps.pool, claims.orgId, claims.approvalId);
+  const claims = await verifyLinkToken(deps.stores.linkKeys, deps.pool, token, (deps.clock ?? Date.now)());
+  const approval = await deps.stores.approvals.get(deps.pool, claims.orgId, claims.approvalId);
   if (!approval) return send(res, 404, "text/plain", "no such approval\n");
   const verb = claims.decision === "approve" ? "Approve" : "Deny";
   const facts = `<dl>

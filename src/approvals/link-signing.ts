@@ -1,7 +1,7 @@
 /**
  * Signed one-click approval links. A token is `base64url(JSON claims) "." base64url(HMAC-SHA256(key, purpose + payload))`
  * where the claims are `{a: approval id, d: "approve" | "deny", e: expiry ms, k: key id, o: tenant}` and the key
- * is the tenant's link key `k` (src/approvals/link-keys.ts). Verification recomputes the MAC in constant time,
+ * is the tenant's link key `k` (the LinkKeyStore of src/store/approvals/approval-store.ts). Verification recomputes the MAC in constant time,
  * refuses unknown or retired keys and expired links; the approval must belong to the token's tenant.
  *
  * Redeeming decides the approval through `TaskService.decideApproval` (actor `link:<kid>`, via `link`) and records
@@ -9,14 +9,18 @@
  * using any link after the approval was decided by any route — answers with the first outcome and changes nothing.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import { getApproval } from "../coordinator/approval-store.js";
 import type { DecideApprovalOutcome } from "../tasks/tasks.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
+import type { ApprovalStore, LinkKeyStore, UsedLinkTokenStore } from "../store/approvals/approval-store.js";
 import type { Queryable } from "../store/db.js";
 import type { ApprovalDecider } from "./expiry.js";
-import { ensureLinkKey, getLinkKey } from "./link-keys.js";
 
-export { ensureLinkKey, retireLinkKey, rotateLinkKey, listLinkKeys } from "./link-keys.js";
+/** The stores signed links read and write (`runtime.stores` has them all). */
+export interface LinkStores {
+  approvals: Pick<ApprovalStore, "get">;
+  linkKeys: Pick<LinkKeyStore, "ensure" | "get">;
+  linkTokens: UsedLinkTokenStore;
+}
 
 /** Where the gateway serves approval links (src/approvals/link-route.ts). */
 export const APPROVAL_LINK_PATH = "/approvals/decide";
@@ -120,9 +124,9 @@ export function parseLinkToken(token: string): LinkClaims & { payload: string; s
  * Verifies a token: the tenant's key `k` exists and is not retired, the MAC matches (constant time) and the
  * link has not expired. Returns the claims; throws a refusal otherwise. Reads only.
  */
-export async function verifyLinkToken(db: Queryable, token: string, nowMs: number): Promise<LinkClaims> {
+export async function verifyLinkToken(linkKeys: Pick<LinkKeyStore, "get">, db: Queryable, token: string, nowMs: number): Promise<LinkClaims> {
   const parsed = parseLinkToken(token);
-  const key = await getLinkKey(db, parsed.orgId, parsed.kid);
+  const key = await linkKeys.get(db, parsed.orgId, parsed.kid);
   if (!key) throw refuse("unknown_key", "the approval link was signed with an unknown key");
   const expected = mac(key.secret, parsed.payload);
   // timingSafeEqual needs equal lengths; a length mismatch is no secret (every MAC here is 32 bytes).
@@ -148,13 +152,14 @@ export interface ApprovalLinks {
  * NOT_FOUND for an approval that is not the tenant's; FAILED_PRECONDITION when it is decided or past its deadline.
  */
 export async function createApprovalLinks(
+  stores: Pick<LinkStores, "approvals" | "linkKeys">,
   db: Queryable,
   request: { orgId: string; approvalId: string; baseUrl: string; ttlMs?: number; nowMs?: number },
 ): Promise<ApprovalLinks> {
   const base = parseBaseUrl(request.baseUrl);
   const now = request.nowMs ?? Date.now();
   const approvalId = request.approvalId.toLowerCase();
-  const approval = UUID_RE.test(approvalId) ? await getApproval(db, request.orgId, approvalId) : undefined;
+  const approval = UUID_RE.test(approvalId) ? await stores.approvals.get(db, request.orgId, approvalId) : undefined;
   if (!approval) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
   if (approval.status !== "pending") {
     throw new SwitchyardError(ErrorCode.FailedPrecondition, `approval ${approvalId} is already ${approval.status} by ${approval.decidedBy ?? "unknown"}`);
@@ -162,7 +167,7 @@ export async function createApprovalLinks(
   const deadline = approval.expiresAt !== null ? Date.parse(approval.expiresAt) : Number.POSITIVE_INFINITY;
   if (deadline <= now) throw new SwitchyardError(ErrorCode.FailedPrecondition, `approval ${approvalId} expired at ${approval.expiresAt}`);
   const expiresAtMs = Math.min(deadline, now + (request.ttlMs ?? DEFAULT_LINK_TTL_MS));
-  const key = await ensureLinkKey(db, request.orgId);
+  const key = await stores.linkKeys.ensure(db, request.orgId);
   const url = (decision: LinkDecision) =>
     `${base}${APPROVAL_LINK_PATH}?token=${signLinkToken(key, { approvalId, decision, expiresAtMs, orgId: request.orgId })}`;
   return { approveUrl: url("approve"), denyUrl: url("deny"), expiresAt: new Date(expiresAtMs).toISOString(), kid: key.kid };
@@ -186,6 +191,7 @@ function parseBaseUrl(text: string): string {
 export interface RedeemLinkDeps {
   /** Reads keys (link_keys is not visible to the tenant role): the owner's pool. */
   pool: Queryable;
+  stores: LinkStores;
   /**
    * An operator (unscoped) task service, e.g. `runtime.tasks`: the token, not an API key, authorises the
    * decision, and `used_link_tokens` is written in the deciding transaction.
@@ -209,13 +215,12 @@ export function linkTokenHash(token: string): string {
 
 /** Verifies a link token and decides its approval once. Throws a refusal, or NOT_FOUND for an unknown approval. */
 export async function redeemApprovalLink(deps: RedeemLinkDeps, token: string): Promise<RedeemLinkOutcome> {
-  const claims = await verifyLinkToken(deps.pool, token, (deps.clock ?? Date.now)());
+  const claims = await verifyLinkToken(deps.stores.linkKeys, deps.pool, token, (deps.clock ?? Date.now)());
   const tokenHash = linkTokenHash(token);
   const link = { approvalId: claims.approvalId, orgId: claims.orgId, decision: claims.decision };
-  const used = await deps.pool.query("SELECT 1 FROM used_link_tokens WHERE token_hash = $1", [tokenHash]);
-  if (used.rows.length > 0) {
+  if (await deps.stores.linkTokens.wasUsed(deps.pool, tokenHash)) {
     // Used before: it decided the approval then, so the approval's outcome is this link's first outcome.
-    const approval = await getApproval(deps.pool, claims.orgId, claims.approvalId);
+    const approval = await deps.stores.approvals.get(deps.pool, claims.orgId, claims.approvalId);
     if (approval && approval.status !== "pending") return { ...link, status: approval.status, decidedBy: approval.decidedBy ?? "unknown", alreadyDecided: true };
   }
   const outcome = await deps.tasks.decideApproval({
@@ -225,13 +230,7 @@ export async function redeemApprovalLink(deps: RedeemLinkDeps, token: string): P
     actor: `link:${claims.kid}`,
     reason: `${claims.decision === "approve" ? "approved" : "denied"} by signed link`,
     via: "link",
-    onDecided: async (client) => {
-      await client.query("INSERT INTO used_link_tokens (token_hash, org_id, subject) VALUES ($1, $2, $3)", [
-        tokenHash,
-        claims.orgId,
-        `approval:${claims.approvalId}`,
-      ]);
-    },
+    onDecided: (client) => deps.stores.linkTokens.record(client, { tokenHash, orgId: claims.orgId, subject: `approval:${claims.approvalId}` }),
   });
   return { ...outcome, ...link };
 }

@@ -11,9 +11,10 @@ import { COORDINATOR_STREAM, type Bus, type BusEntry } from "../bus/bus.js";
 import { InboxReader } from "./inbox-reader.js";
 import { ShardOwnership } from "./shard-ownership.js";
 import { DEFAULT_SHARD_COUNT, inboxOf } from "../bus/shards.js";
-import { ErrorCode, isSwitchyardError } from "../errors.js";
+import { ErrorCode, isSwitchyardError, SwitchyardError } from "../errors.js";
 import { DependencyHealth } from "../process/dependency-health.js";
 import type { Pool } from "../store/db.js";
+import type { FlagStore } from "../store/flags/flag-store.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Engine } from "./engine.js";
@@ -57,6 +58,11 @@ export interface CoordinatorOptions {
    * applied (before its due steps fire). @defaultValue everything on
    */
   flags?: CoordinatorFlags;
+  /**
+   * Where a tenant hold finds the tenants with tasks in flight, whose messages an earlier owner may have held
+   * (`runtime.stores.flags`). Required with `flags`.
+   */
+  flagStore?: Pick<FlagStore, "tenantsInFlight">;
   /** Runs at the end of every sweep with its time, instead of `sweepJobs` (tests). @defaultValue runs the sweep jobs */
   onSweep?: (now: number) => Promise<unknown>;
   /**
@@ -174,6 +180,7 @@ export class Coordinator {
       ? new TenantHold<AppliedBatch>({
           bus: options.bus,
           flags: options.flags,
+          store: options.flagStore ?? missingFlagStore(),
           consumer: options.consumer,
           reclaimIdleMs: options.reclaimIdleMs,
           batchSize: options.batchSize,
@@ -278,4 +285,8 @@ export class Coordinator {
   private periodic(name: string, intervalMs: number, run: () => Promise<unknown>, options: { immediately?: boolean } = {}): Promise<void> {
     return runPeriodically({ name, intervalMs, run, ...options, signal: this.abort.signal, health: this.health, logger: this.logger });
   }
+}
+
+function missingFlagStore(): never {
+  throw new SwitchyardError(ErrorCode.Config, "a coordinator given flags needs flagStore (runtime.stores.flags) to find the tenants its hold may release");
 }

@@ -7,7 +7,7 @@ import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags
 import { shardSqlClause, shardSqlParams } from "../bus/shards.js";
 import type { OwnedShards } from "./shard-ownership.js";
 import { applyIsolating, type IsolatedApplyDeps } from "./isolated-apply.js";
-import type { OutboxRow } from "./outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 
 export interface DueStepsOptions {
   now: number;

@@ -1,13 +1,16 @@
 /**
- * What the engine (engine.ts) takes and gives: its inputs, its result, and the two hooks a coordinator's fenced
- * view adds (the fence, the inline release).
+ * What the engine (engine.ts) takes and gives: its inputs (declared with the storage ports that read them,
+ * store/engine/engine-store.ts), its result, and the two hooks a coordinator's fenced view adds (the fence, the
+ * inline release).
  */
 import type { AuditRow } from "../domain.js";
 import type { Queryable } from "../store/db.js";
 import type { AuditHeadCache } from "../governance/audit-heads.js";
 import type { HopSpans } from "../telemetry/hop-spans.js";
-import type { ApprovalSpec, CoordinatorEvent, HopRecord, TaskRecord } from "../core/model.js";
-import type { OutboxRow } from "./outbox.js";
+import type { ApprovalSpec, HopRecord, TaskRecord } from "../core/model.js";
+import type { EngineInput, OutboxRow, RefusedInput } from "../store/engine/engine-store.js";
+
+export type { EngineInput, EngineRefusal } from "../store/engine/engine-store.js";
 
 /** Proves, inside a transaction, that its writer still owns the tenants' shards (shard-ownership.ts); FENCED if not. */
 export interface EngineFence {
@@ -20,27 +23,12 @@ export interface InlineRelease {
   plan(client: Queryable, destinations: readonly string[]): Promise<EngineInput[]>;
 }
 
-export interface EngineInput {
-  orgId: string;
-  taskId: string;
-  event: CoordinatorEvent;
-  /** Record the event id in processed_envelopes and skip it if it is there already. */
-  dedupe?: boolean;
-  /** When the triggering envelope was created (ms), for the hop latency metric. */
-  createdAtMs?: number;
-  /** The W3C traceparent the triggering envelope carried: the hop's span is its child (tracing on only). */
-  traceparent?: string | undefined;
-}
-
 export interface ApplyInTransactionOptions {
   /** Audit-chain heads kept in memory (see `Engine.apply`). */
   heads?: AuditHeadCache;
   /** The hop spans, ended by the caller once it knows whether the transaction committed (`apply`). */
   spans?: HopSpans;
 }
-
-/** Metric label of a refused inbound event (`switchyard_inbox_refused_total{reason}`). */
-export type EngineRefusal = "unknown_task" | "tenant_mismatch" | "wrong_sender";
 
 export interface ApplyResult {
   outbox: OutboxRow[];
@@ -56,7 +44,7 @@ export interface ApplyResult {
    * changed nothing and are not recorded as processed (a genuine envelope with the same id still applies later);
    * the coordinator dead-letters their entries.
    */
-  refused: Array<{ input: EngineInput; label: EngineRefusal; reason: string }>;
+  refused: RefusedInput[];
   /** Ids of reply rows this batch made `pending` (new, or approved): the sender's work once committed. */
   replies: string[];
 }

@@ -6,7 +6,7 @@
 import { performance } from "node:perf_hooks";
 import type { AuditEntry, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
 import type { Pool, PoolClient, Queryable } from "../store/db.js";
-import type { EngineStore } from "../store/engine-store.js";
+import type { EngineStore } from "../store/engine/engine-store.js";
 import { AuditHeadCache } from "../governance/audit-heads.js";
 import { evaluate } from "../governance/governor.js";
 import type { CompiledPolicy } from "../governance/policy.js";
@@ -37,7 +37,7 @@ export interface WorkflowSource {
 }
 
 export interface EngineOptions {
-  /** Where the engine reads and writes, one port per concern (the Postgres adapters: postgres-engine-store.ts). */
+  /** Where the engine reads and writes, one port per concern (the Postgres adapters: store/engine/postgres-engine-store.ts). */
   store: EngineStore;
   policies: PolicySource;
   workflows: WorkflowSource;
@@ -65,7 +65,7 @@ export interface EngineOptions {
   limits?: LimitSource;
 }
 
-/** A decided and written phase of a batch (engine-persist.ts). */
+/** A decided and written phase of a batch (store/engine/postgres-phase-writer.ts). */
 interface AppliedPhase {
   audit: AuditEntry[];
   freed: Set<string>;

@@ -1,25 +1,16 @@
 /**
- * Translation between the wire (protobuf envelopes) and the coordinator's plain events and envelope specs.
- * Inbound envelopes are untrusted: anything that does not fit is refused with MALFORMED_ENVELOPE.
+ * Translation from the wire (protobuf envelopes) to the coordinator's plain events. Inbound envelopes are
+ * untrusted: anything that does not fit is refused with MALFORMED_ENVELOPE. (The way out, an envelope spec to the
+ * bytes the outbox holds, is the phase writer's: store/engine/postgres-phase-writer.ts.)
  */
 import { hash as oneShotHash } from "node:crypto";
-import { MAX_CORRELATION_ID_CHARS, parseDestination } from "../domain.js";
+import { isUuid, MAX_CORRELATION_ID_CHARS, parseDestination } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import {
-  COORDINATOR_ENDPOINT,
-  EnvelopeKind,
-  ResultStatus,
-  TASK_STARTED_CONTENT_TYPE,
-  createEnvelope,
-  describeEndpoint,
-  endpointOf,
-  type Envelope,
-} from "../bus/codec.js";
+import { EnvelopeKind, ResultStatus, TASK_STARTED_CONTENT_TYPE, describeEndpoint, type Envelope } from "../bus/codec.js";
 import type { StarterSender } from "../bus/auth/bus-auth.js";
 import { isNotSentResultId } from "../foreign/foreign-result.js";
 import { MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
-import { startEventId, type CoordinatorEvent, type EnvelopeSpec, type EventSender } from "../core/model.js";
-import { isUuid } from "./task-store.js";
+import { startEventId, type CoordinatorEvent, type EventSender } from "../core/model.js";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -36,33 +27,6 @@ export function derivedIdSource(seed: string): () => string {
     // Format as an RFC 4122 variant, version 8 (custom) UUID.
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
   };
-}
-
-/** `inbox`: the tenant's shard inbox, named as the source so the answer goes there (shards.ts answerInbox). */
-export function specToEnvelope(spec: EnvelopeSpec, inbox: string = COORDINATOR_ENDPOINT.id): Envelope {
-  const destination = parseDestination(spec.destination);
-  if (!destination) throw new SwitchyardError(ErrorCode.Internal, `bad destination ${spec.destination}`);
-  return createEnvelope({
-    id: spec.id,
-    orgId: spec.orgId,
-    taskId: spec.taskId,
-    stepId: spec.stepId,
-    kind: spec.kind === "WORK" ? EnvelopeKind.WORK : EnvelopeKind.REPLY,
-    source: { kind: COORDINATOR_ENDPOINT.kind, id: inbox },
-    destination: endpointOf(destination),
-    attempt: spec.attempt,
-    clearanceFloor: spec.clearanceFloor,
-    correlationId: spec.correlationId,
-    delegationDepth: spec.delegationDepth,
-    payload: { data: encoder.encode(spec.payloadJson), contentType: "application/json" },
-    ...(spec.turn !== undefined ? { turn: spec.turn } : {}),
-    status: spec.status === undefined ? ResultStatus.UNSPECIFIED : spec.status === "ok" ? ResultStatus.OK : ResultStatus.ERROR,
-    error: spec.error ? { code: spec.error.code, message: spec.error.message, retryable: spec.error.retryable ?? false } : undefined,
-    sourceStepId: spec.sourceStepId ?? "",
-    resultRef: spec.resultRef ?? "",
-    createdAtMs: BigInt(spec.createdAtMs),
-    ...(spec.traceparent ? { trace: { traceparent: spec.traceparent, tracestate: "" } } : {}),
-  });
 }
 
 export interface InboundEvent {

@@ -7,7 +7,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Pool } from "../store/db.js";
 import type { Engine, InlineRelease } from "./engine.js";
-import type { OutboxRow } from "./outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 
 export interface ReleaseContext {
   /** Whether this coordinator releases the tenant's steps now (owns its shard, its coordinator flag is on). */

@@ -5,7 +5,7 @@
  */
 import type { Envelope } from "../bus/codec.js";
 import type { Queryable } from "../store/db.js";
-import { isUuid } from "./task-store.js";
+import { isUuid } from "../domain.js";
 
 export interface FalseClaim {
   label: "unknown_task" | "tenant_mismatch";

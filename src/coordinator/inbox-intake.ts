@@ -15,7 +15,7 @@ import type { Engine } from "./engine.js";
 import { envelopeToEvent } from "./envelopes.js";
 import { findForeignTaskClaims } from "./inbox-claims.js";
 import { applyIsolating, type DecodedEntry } from "./isolated-apply.js";
-import type { OutboxRow } from "./outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 import { isInboxStream } from "../bus/shards.js";
 
 export const COORDINATOR_GROUP = "coordinator";

@@ -4,7 +4,7 @@
 import { isDatabaseUnavailable, type Pool } from "../store/db.js";
 import type { Logger } from "../logger.js";
 import type { ApplyResult, Engine, EngineInput, EngineRefusal } from "./engine.js";
-import type { OutboxRow } from "./outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 
 /** An engine input with what identifies it to the caller (an inbox entry id to acknowledge, an event id). */
 export interface DecodedEntry {

@@ -7,7 +7,8 @@ import type { DependencyHealth } from "../process/dependency-health.js";
 import { withTransaction, type Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { claimStaleOutbox, deleteOutbox, type OutboxRow } from "./outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
+import { claimStaleOutbox, deleteOutbox } from "../store/engine/postgres-outbox-store.js";
 
 export interface OutboxPublisherOptions {
   pool: Pool;

@@ -3,7 +3,7 @@
  * batch holds) and lays over them what earlier events of the SAME batch decided but has not been written yet —
  * rows recorded (the task cap and the idempotency key must count them) and tokens taken (the bucket).
  */
-import type { ReplyFactsSource } from "../store/engine-store.js";
+import type { ReplyFactsSource } from "../store/engine/engine-store.js";
 import type { BucketState, ReplyEventFacts } from "../core/reply-types.js";
 import type { Queryable } from "../store/db.js";
 import { replyActor } from "../core/decide-reply.js";

@@ -9,7 +9,7 @@ import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags
 import { shardSqlClause, shardSqlParams } from "../bus/shards.js";
 import type { OwnedShards } from "./shard-ownership.js";
 import { applyIsolating, type DecodedEntry, type IsolatedApplyDeps } from "./isolated-apply.js";
-import type { OutboxRow } from "./outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 
 /**
  * How many times `quietMs` a step without needs must have been quiet to count as stranded — unless the caller

@@ -15,7 +15,7 @@ import { fireDueSteps } from "./due-steps.js";
 import type { Engine } from "./engine.js";
 import type { AppliedBatch } from "./inbox-intake.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
-import { trimProcessedEnvelopes } from "./processed-envelopes.js";
+import { trimProcessedEnvelopes } from "../store/engine/postgres-envelope-store.js";
 import type { OwnedShards, ShardOwnership } from "./shard-ownership.js";
 import { FIRST_STEP_QUIET_FACTOR, repairStrandedSteps } from "./stranded-steps.js";
 

@@ -1,7 +1,7 @@
 /**
  * The admission gate (issue 15): whether a ready step may be dispatched now or is held back in Postgres. Pure —
- * the shell loads the load figures in the batch's transaction (coordinator/admission-store.ts) and the gate counts what the
- * batch itself admits, so two decisions of one batch never both take the last slot.
+ * the shell loads the load figures in the batch's transaction (store/engine/postgres-admission-store.ts) and the
+ * gate counts what the batch itself admits, so two decisions of one batch never both take the last slot.
  *
  * Fairness lives in the releaser (releaser.ts), not here: while any step is held on a contended destination, a
  * new ready step queues behind it (rule "queued behind held steps") and only a release decides who goes next.
@@ -10,8 +10,8 @@ import { pairKey, type LimitTable } from "./limits.js";
 import type { ConcurrencyGroup } from "./concurrency-key.js";
 
 /**
- * Held steps are counted up to this many per destination and per (tenant, destination) (coordinator/admission-store.ts):
- * admission only needs to know whether steps are held, and counting a backlog of thousands in every batch's
+ * Held steps are counted up to this many per destination and per (tenant, destination)
+ * (store/engine/postgres-admission-store.ts): admission only needs to know whether steps are held, and counting a backlog of thousands in every batch's
  * transaction was most of what holding cost. A count at the cap reads "100+" in a reason.
  */
 export const HELD_COUNT_CAP = 100;

@@ -1,5 +1,5 @@
 /**
- * Dispatch limits (issue 15), as an operator sets them (table `dispatch_limits`, src/fairness/limit-store.ts):
+ * Dispatch limits (issue 15), as an operator sets them (table `dispatch_limits`, src/fairness/limit-changes.ts):
  *
  * - a destination's **capacity**: how many steps may be in flight on it at once, over every tenant (`org_id = ''`);
  * - a tenant's **weight** (its share of a contended destination, default 1) and **max in flight** over all
@@ -124,7 +124,7 @@ export class LimitTable {
     return { ratePerSec: row.ratePerSec, burst: row.burst ?? Math.max(1, Math.ceil(row.ratePerSec)) };
   }
 
-  /** Whether the tenant has limits of its own (taken under its admission lock: src/coordinator/admission-store.ts). */
+  /** Whether the tenant has limits of its own (taken under its admission lock: src/store/engine/postgres-admission-store.ts). */
   tenantLimited(orgId: string): boolean {
     return this.limitedTenants.has(orgId);
   }

@@ -2,7 +2,7 @@
  * The coordinator's state and vocabulary: what a task and its steps look like to the decision function, the
  * events it reacts to and the effects it asks the shell to carry out. Types only.
  */
-import type { ActionType, AuditEntry, HopFacts, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
+import type { ActionType, AuditEntry, HopFacts, StepDefinition, TenantFacts, Verdict, WorkflowDefinition } from "../domain.js";
 import type { ReplyAddress } from "./reply-address.js";
 import type { ReplyEventFacts, ReplyLimits, ReplyRecord, ReplyUpdate } from "./reply-types.js";
 import type { AdmissionCheck } from "./admission.js";
@@ -120,6 +120,30 @@ export interface StepRecord {
   turns: number;
   /** The key group it counts in while dispatched (src/core/concurrency-key.ts); absent: none. */
   concurrencyKey?: string | null;
+}
+
+/** A workflow step as it is before its task starts. */
+export function pendingWorkflowStep(taskId: string, orgId: string, def: StepDefinition): StepRecord {
+  return {
+    taskId,
+    stepId: def.id,
+    orgId,
+    kind: "workflow",
+    status: "pending",
+    destination: `${def.to.kind}:${def.to.id}`,
+    attempt: 0,
+    depth: 0,
+    clearance: def.clearance,
+    dueAtMs: null,
+    cost: 0,
+    output: null,
+    error: null,
+    approvalId: null,
+    delegation: null,
+    checkpoint: null,
+    delegations: 0,
+    turns: 0,
+  };
 }
 
 export interface TaskState {

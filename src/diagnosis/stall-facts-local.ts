@@ -7,11 +7,11 @@
 import type { RedisClient } from "../bus/redis-connection.js";
 import { streamKey } from "../bus/keys.js";
 import type { FlagsConfig } from "../config/index.js";
-import { listFlags } from "../flags/flag-store.js";
 import type { FlagName, ScopeKind } from "../flags/flag-types.js";
 import { FlagValues } from "../flags/flag-values.js";
 import { HARNESS_GROUP } from "../harness/harness.js";
 import type { Queryable } from "../store/db.js";
+import type { FlagStore } from "../store/flags/flag-store.js";
 import type { ApprovalFact, BridgeFact, FlagFact, QueueReading, StallFacts, StallFlags } from "./stall-facts.js";
 
 export interface LocalStallFactsOptions {
@@ -20,13 +20,15 @@ export interface LocalStallFactsOptions {
   keyPrefix: string;
   /** This process's environment defaults (`config.flags`). */
   flagDefaults: FlagsConfig;
+  /** How table `flags` is read (`stores.flags`). */
+  flags: Pick<FlagStore, "list">;
 }
 
 export function createLocalStallFacts(options: LocalStallFactsOptions): StallFacts {
   const { db, redis } = options;
   return {
     async flags() {
-      return stallFlags(new FlagValues(options.flagDefaults, await listFlags(db)));
+      return stallFlags(new FlagValues(options.flagDefaults, await options.flags.list(db)));
     },
     async queue(stream) {
       return readQueue(redis, streamKey(options.keyPrefix, stream));

@@ -7,11 +7,13 @@ import type { DependencyHealth } from "../process/dependency-health.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
 import { TablePoller } from "../process/table-poller.js";
-import { listLimits } from "./limit-store.js";
+import type { LimitStore } from "../store/limits/limit-store.js";
 import { LimitTable, type LimitSource } from "../core/limits.js";
 
 export interface LiveLimitsOptions {
   db: Queryable;
+  /** How table `dispatch_limits` is read (`runtime.stores.limits`). */
+  store: Pick<LimitStore, "list">;
   /** @defaultValue 1000 */
   pollMs?: number;
   logger?: Logger;
@@ -41,7 +43,7 @@ export class LiveLimits implements LimitSource {
 
   /** Reads the table now; throws when the read fails. */
   async refresh(): Promise<void> {
-    const rows = await listLimits(this.options.db);
+    const rows = await this.options.store.list(this.options.db);
     const signature = JSON.stringify(rows.map((r) => [r.orgId, r.destination, r.maxInFlight, r.ratePerSec, r.burst, r.weight]));
     if (signature === this.signature) return;
     this.signature = signature;

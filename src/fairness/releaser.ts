@@ -16,7 +16,7 @@ import { sleep } from "../sleep.js";
 import type { Engine, InlineRelease } from "../coordinator/engine.js";
 import type { HeldReleases } from "../coordinator/held-releases.js";
 import { applyIsolating, type DecodedEntry } from "../coordinator/isolated-apply.js";
-import type { OutboxRow } from "../coordinator/outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 import { refill } from "../core/admission.js";
 import { planReleases, type TenantDemand } from "./fair-share.js";
 import { pairKey, type LimitSource, type LimitTable } from "../core/limits.js";

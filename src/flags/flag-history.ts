@@ -1,12 +1,12 @@
 /**
  * A flag's history: every change, newest first, read back from the audit chains that `setFlag` writes in the same
  * transaction as the change (so the history cannot miss one). Tenant-scoped changes sit in the tenant's chain,
- * the others in `_system`; one query reads both (the caller is an operator: owner pool, no tenant scope).
+ * the others in `_system`; the FlagStore reads both at once (the caller is an operator: owner pool, no tenant scope).
  */
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
-import { describeScope, isFlagName } from "./flag-store.js";
-import { FLAG_NAMES, type ScopeKind } from "./flag-types.js";
+import type { FlagStore } from "../store/flags/flag-store.js";
+import { describeScope, FLAG_NAMES, isFlagName, type ScopeKind } from "./flag-types.js";
 
 export interface FlagHistoryFilter {
   name?: string;
@@ -44,28 +44,22 @@ function parseScope(destination: string): { scopeKind: ScopeKind; scope: string 
   return { scopeKind: destination.slice(0, colon) as ScopeKind, scope: destination.slice(colon + 1) };
 }
 
-export async function listFlagHistory(db: Queryable, filter: FlagHistoryFilter = {}): Promise<FlagChangeRecord[]> {
+export async function listFlagHistory(flags: Pick<FlagStore, "history">, db: Queryable, filter: FlagHistoryFilter = {}): Promise<FlagChangeRecord[]> {
   const limit = filter.limit || 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_FLAG_HISTORY) throw invalid("limit", `must be from 1 to ${MAX_FLAG_HISTORY}`);
   const name = filter.name?.trim() || null;
   if (name !== null && !isFlagName(name)) throw invalid("name", `unknown flag ${JSON.stringify(name)}; flags are ${FLAG_NAMES.join(", ")}`);
   if (filter.scopeKind === undefined && filter.scope) throw invalid("scope_kind", "name the scope kind of the scope");
   const destination = filter.scopeKind === undefined ? null : describeScope(filter.scopeKind, filter.scope ?? "");
-  const { rows } = await db.query<{ org_id: string; seq: string; rule: string; destination: string; verdict: string; actor: string; reason: string; at_ms: string }>(
-    `SELECT org_id, seq, rule, destination, verdict, actor, reason, at_ms FROM audit_log
-     WHERE action = 'flag' AND ($1::text IS NULL OR rule = $1) AND ($2::text IS NULL OR destination = $2)
-       AND ($3::bigint IS NULL OR at_ms < $3)
-     ORDER BY at_ms DESC, org_id, seq DESC LIMIT $4`,
-    [name, destination, filter.beforeMs || null, limit],
-  );
+  const rows = await flags.history(db, { name, destination, beforeMs: filter.beforeMs || null, limit });
   return rows.map((row) => ({
     name: row.rule,
     ...parseScope(row.destination),
     enabled: row.verdict === "on",
     actor: row.actor,
     reason: row.reason,
-    atMs: Number(row.at_ms),
-    chain: row.org_id,
-    seq: Number(row.seq),
+    atMs: row.atMs,
+    chain: row.chain,
+    seq: row.seq,
   }));
 }

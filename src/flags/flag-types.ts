@@ -1,6 +1,7 @@
 /**
  * Live flags: the names, their scopes, a stored row, and the small switch interfaces the coordinator, the
- * harness and the engine read. Types only; `live-flags.ts` implements every switch, `flag-store.ts` writes rows.
+ * harness and the engine read. Types only; `live-flags.ts` implements every switch, `flag-changes.ts` writes rows
+ * (through the FlagStore port of src/store/flags/).
  *
  * Semantics: each flag is OFF unless turned on. A scoped value is in force only while the flag's global value is
  * on too (the global value is a master switch); `BUS_ROUTED` has no global value, only role/team scopes.
@@ -8,6 +9,10 @@
 
 export const FLAG_NAMES = ["BUS_ENABLED", "COORDINATOR_ENABLED", "HARNESS_ENABLED", "BUS_ROUTED", "A2A_EGRESS_ENABLED", "REPLY_ENABLED"] as const;
 export type FlagName = (typeof FLAG_NAMES)[number];
+
+export function isFlagName(value: unknown): value is FlagName {
+  return typeof value === "string" && (FLAG_NAMES as readonly string[]).includes(value);
+}
 
 export const SCOPE_KINDS = ["global", "tenant", "role", "team"] as const;
 export type ScopeKind = (typeof SCOPE_KINDS)[number];

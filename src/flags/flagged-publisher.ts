@@ -3,7 +3,7 @@
  * stay in Postgres (committed with their decisions), and the relay sweep publishes them once it is on again.
  * The runtime hands this one to everything that publishes (coordinator, task service, approvals).
  */
-import type { OutboxRow } from "../coordinator/outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 import { OutboxPublisher, type OutboxPublisherOptions } from "../coordinator/outbox-publisher.js";
 import type { FlagSwitches } from "./flag-types.js";
 

@@ -8,13 +8,15 @@
  * the `HarnessFlags` of a harness.
  */
 import type { Queryable } from "../store/db.js";
-import { listFlags } from "./flag-store.js";
+import type { FlagStore } from "../store/flags/flag-store.js";
 import type { FlagRow, FlagSwitches, TenantSelection } from "./flag-types.js";
 import { PolledFlags, type PolledFlagsOptions } from "./polled-flags.js";
 
 export interface LiveFlagsOptions extends PolledFlagsOptions {
   /** Where table `flags` lives. */
   db: Queryable;
+  /** How it is read (`runtime.stores.flags`). */
+  store: Pick<FlagStore, "list">;
 }
 
 export class LiveFlags extends PolledFlags implements FlagSwitches {
@@ -32,7 +34,7 @@ export class LiveFlags extends PolledFlags implements FlagSwitches {
 
   /** Reads the table now and swaps the snapshot; listeners hear about changes. Throws when the read fails. */
   async refresh(): Promise<void> {
-    const rows = await listFlags(this.options.db);
+    const rows = await this.options.store.list(this.options.db);
     const first = !this.everLoaded;
     this.everLoaded = true;
     this.swap(rows, first, "flags read");

@@ -10,8 +10,8 @@
  */
 import type { Bus, BusEntry } from "../bus/bus.js";
 import type { Logger } from "../logger.js";
-import { shardSqlClause, shardSqlParams } from "../bus/shards.js";
 import type { Queryable } from "../store/db.js";
+import type { FlagStore } from "../store/flags/flag-store.js";
 import type { CoordinatorFlags } from "./flag-types.js";
 import { HeldInbox, heldStreamName } from "./held-inbox.js";
 
@@ -23,6 +23,8 @@ export interface TenantHoldOptions<Applied> {
   reclaimIdleMs: number;
   batchSize: number;
   flags: CoordinatorFlags;
+  /** Where the tenants with tasks in flight are found (`runtime.stores.flags`). */
+  store: Pick<FlagStore, "tenantsInFlight">;
   logger: Logger;
   /** Applies entries read from `stream` in one transaction (the coordinator's batch path). */
   apply(entries: readonly BusEntry[]): Promise<(Applied & { acks: ReadonlyMap<string, readonly string[]> }) | undefined>;
@@ -67,11 +69,7 @@ export class TenantHold<Applied> {
    */
   async discover(db: Queryable, shards?: { count: number; owned: readonly number[] }): Promise<void> {
     try {
-      const { rows } = await db.query<{ org_id: string }>(
-        `SELECT DISTINCT org_id FROM tasks WHERE status IN ('running', 'parked') AND ${shardSqlClause("org_id", 1)}`,
-        shardSqlParams(shards),
-      );
-      for (const row of rows) this.candidates.add(row.org_id);
+      for (const orgId of await this.options.store.tenantsInFlight(db, shards)) this.candidates.add(orgId);
     } catch (error) {
       this.options.logger.warn({ err: error }, "could not list active tenants; their held messages are applied when their steps come due");
     }

@@ -10,10 +10,11 @@ import type { BusAuth } from "../bus/auth/bus-auth.js";
 import { GATEWAY_SENDER } from "../bus/auth/bus-keys.js";
 import type { Config } from "../config/index.js";
 import type { DependencyHealth } from "../process/dependency-health.js";
-import type { OutboxRow } from "../coordinator/outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Pool } from "../store/db.js";
+import type { BridgeStore } from "../store/bridges/bridge-store.js";
 import { AgentChannels } from "./agent-channels.js";
 import type { CoordinatorFlags } from "../flags/flag-types.js";
 import { CallbackIntake } from "./callback-intake.js";
@@ -54,6 +55,8 @@ export interface A2AForeign {
 export interface A2AForeignOptions {
   config: Config;
   pool: Pool;
+  /** The bridges port (runtime.stores.bridges): every part here reads and writes bridges through it. */
+  bridges: BridgeStore;
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
   logger?: Logger;
   /** Breaker states and sweep results are recorded here. */
@@ -93,6 +96,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
   ]);
   const deps = {
     pool: options.pool,
+    bridges: options.bridges,
     ...(options.publisher ? { publisher: options.publisher } : {}),
     maxPayloadBytes: config.bus.maxPayloadBytes,
     shardCount: config.shards.count,

@@ -19,10 +19,10 @@
 import { inboxFor } from "../bus/shards.js";
 import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, createEnvelope, jsonPayload } from "../bus/codec.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
-import type { OutboxRow } from "../coordinator/outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
-import type { BridgeRecord } from "./bridge-store.js";
+import type { BridgeRecord, BridgeStore } from "../store/bridges/bridge-store.js";
 import type { OutboxEnvelope } from "./foreign-result.js";
 
 /** At most one heartbeat per call per this long: progress may come every few ms, the step only needs to know. */
@@ -35,6 +35,7 @@ export function heartbeatIntervalMs(stepTimeoutMs: number, maxIntervalMs = HEART
 
 export interface CallHeartbeatDeps {
   pool: Pool;
+  bridges: Pick<BridgeStore, "heartbeat">;
   /** Publishes the written heartbeat now; without it the outbox relay does (within its stale interval). */
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
   /** The gateway identity (`runtime.busAuth.lazySigner(GATEWAY_SENDER)`), as for the bridge's RESULT. */
@@ -124,25 +125,14 @@ export class CallHeartbeat {
   private async write(now: number): Promise<void> {
     const n = this.sent + 1;
     const out = foreignHeartbeatEnvelope(this.bridge, n, this.deps.signer, now, this.deps.shardCount);
-    const { rows } = await this.deps.pool.query<{ id: string }>(
-      `WITH live AS (
-         UPDATE a2a_bridge b SET deadline_ms = GREATEST(b.deadline_ms, $6::bigint), updated_at = now()
-         FROM steps s
-         WHERE b.id = $1 AND b.status IN ('dispatched', 'working')
-           AND s.task_id = b.task_id AND s.step_id = b.step_id AND s.status = 'dispatched' AND s.attempt = b.attempt
-         RETURNING b.id)
-       INSERT INTO outbox (org_id, stream, envelope_id, envelope)
-       SELECT $2, $3, $4, $5::bytea FROM live RETURNING id`,
-      [this.bridge.id, out.orgId, out.stream, out.envelopeId, Buffer.from(out.bytes.buffer, out.bytes.byteOffset, out.bytes.byteLength), Math.round(now + this.stepTimeoutMs)],
-    );
-    const row = rows[0];
-    if (!row) {
+    const outboxId = await this.deps.bridges.heartbeat(this.deps.pool, this.bridge.id, out, Math.round(now + this.stepTimeoutMs));
+    if (outboxId === undefined) {
       // The bridge resolved or its attempt is over: nothing to keep alive, and nothing waits for the call.
       this.stopped = true;
       this.deps.onAttemptOver?.();
       return;
     }
     this.sent = n;
-    await this.deps.publisher?.publish([{ id: Number(row.id), stream: out.stream, bytes: out.bytes, createdAtMs: Date.now() }]);
+    await this.deps.publisher?.publish([{ id: outboxId, stream: out.stream, bytes: out.bytes, createdAtMs: Date.now() }]);
   }
 }

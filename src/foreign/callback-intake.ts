@@ -14,27 +14,18 @@
  * Pushes arriving while a batch runs form the next one, so a lone push waits for nothing. One per process: the
  * gateway builds it with the runtime (`runtime.a2a.callback.intake`).
  */
-import type { LinkKey } from "../approvals/link-keys.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { isDatabaseUnavailable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
-import { BRIDGE_COLUMNS_OF_B, isBridgeId, toBridge, writeBridges, type BridgeRecord } from "./bridge-store.js";
+import type { BridgeRecord, CallbackTarget } from "../store/bridges/bridge-store.js";
+import { isBridgeId, isOpen } from "../core/bridge-status.js";
 import { observe, resultFor, type ForeignObservation, type ObservationOutcome } from "./bridge-transition.js";
 import type { OutboxEnvelope } from "./foreign-result.js";
 import type { HopRates } from "./pricing.js";
-import { applyObservations, noteTransition, ratesOf, reportLate, type BridgeResumeDeps } from "./resume.js";
+import { applyObservations, noteTransition, reportLate, type BridgeResumeDeps } from "./resume.js";
 import type { ForeignArtifact } from "./a2a/artifacts.js";
-import { isOpen } from "./bridge-store.js";
 
-export interface CallbackTarget {
-  bridge: BridgeRecord;
-  /** The tenant's link key the bridge's tokens are signed with; undefined when the tenant no longer has it. */
-  key: Pick<LinkKey, "kid" | "secret" | "retiredAt"> | undefined;
-  /** The agent's pricing rates (0 when the agent was deleted meanwhile). */
-  rates: HopRates;
-  /** The row version `find` read (`xmin`): the optimistic write applies only to that version. */
-  version: string;
-}
+export type { CallbackTarget } from "../store/bridges/bridge-store.js";
 
 interface Observed {
   target: CallbackTarget;
@@ -76,20 +67,8 @@ export class CallbackIntake {
   }
 
   private async lookupBatch(ids: string[]): Promise<Array<CallbackTarget | undefined>> {
-    const { rows } = await this.options.pool.query(
-      `SELECT ${BRIDGE_COLUMNS_OF_B}, b.xmin::text AS version, k.kid AS key_kid, k.secret AS key_secret, k.retired_at AS key_retired_at,
-              coalesce(a.cost_estimate, 0) AS cost, coalesce(a.cost_per_second, 0) AS cost_per_second
-       FROM a2a_bridge b
-       LEFT JOIN link_keys k ON k.org_id = b.org_id AND k.kid = b.token_kid
-       LEFT JOIN foreign_agents a ON a.org_id = b.org_id AND a.agent_key = b.agent_key
-       WHERE b.id = ANY($1::uuid[])`,
-      [[...new Set(ids)]],
-    );
-    const found = new Map<string, CallbackTarget>();
-    for (const row of rows) {
-      const key = row.key_kid ? { kid: row.key_kid as string, secret: row.key_secret as Buffer, retiredAt: row.key_retired_at ? (row.key_retired_at as Date).toISOString() : null } : undefined;
-      found.set(row.id as string, { bridge: toBridge(row), key, rates: ratesOf(row), version: row.version as string });
-    }
+    const targets = await this.options.bridges.callbackTargets(this.options.pool, [...new Set(ids)]);
+    const found = new Map(targets.map((target) => [target.bridge.id, target]));
     return ids.map((id) => found.get(id));
   }
 
@@ -127,7 +106,7 @@ export class CallbackIntake {
       }
     }
     const writes = [...perBridge.values()].filter((e) => !e.stale && e.bridge !== e.start);
-    const { written, outbox } = await writeBridges(
+    const { written, outbox } = await this.options.bridges.write(
       this.options.pool,
       writes.map((e) => ({ bridge: e.bridge, version: e.version, results: e.results, pollNow: e.pollNow && isOpen(e.bridge.status) })),
     );

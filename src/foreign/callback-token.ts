@@ -1,6 +1,6 @@
 /**
  * The two secrets that guard the A2A callback route, both derived from the tenant's link keys
- * (src/approvals/link-keys.ts), so rotating and retiring keys works as for approval links:
+ * (src/store/approvals/approval-store.ts, LinkKeyStore), so rotating and retiring keys works as for approval links:
  *
  * - the URL token `t`: `base64url(JSON {b: bridge id, o: tenant, e: expiry ms, k: kid}) "." base64url(HMAC-SHA256)`
  *   (MAC over a purpose prefix and the payload);
@@ -11,7 +11,9 @@
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { Queryable } from "../store/db.js";
-import { getLinkKey, type LinkKey } from "../approvals/link-keys.js";
+import type { LinkKey } from "../store/approvals/approval-store.js";
+// Still reached directly: verifyCallbackToken's callers do not hand in the link key port yet.
+import { getLinkKey } from "../store/approvals/postgres-link-key-store.js";
 
 export interface CallbackClaims {
   bridgeId: string;

@@ -12,6 +12,7 @@
 import type { DeadLetterView } from "../bus/dead-letters.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
+import type { BridgeStore } from "../store/bridges/bridge-store.js";
 
 export const FOREIGN_NOT_RETRIED = "FOREIGN_NOT_RETRIED";
 
@@ -20,26 +21,9 @@ export function isForeignStream(stream: string): boolean {
 }
 
 /** Oldest first; `stream` (`foreign:KEY`) narrows to one agent key (of any tenant). */
-export async function listForeignDeadLetters(db: Queryable, options: { stream?: string; limit: number }): Promise<DeadLetterView[]> {
+export async function listForeignDeadLetters(bridges: Pick<BridgeStore, "listNotRetried">, db: Queryable, options: { stream?: string; limit: number }): Promise<DeadLetterView[]> {
   const agentKey = options.stream !== undefined && isForeignStream(options.stream) ? options.stream.slice("foreign:".length) : null;
-  const { rows } = await db.query<{ id: string; org_id: string; task_id: string; step_id: string; agent_key: string; attempt: number; message: string | null; at: Date; bytes: number }>(
-    `SELECT b.id, b.org_id, b.task_id, b.step_id, b.agent_key, b.attempt, s.error ->> 'message' AS message, s.updated_at AS at,
-            octet_length(b.request::text) AS bytes
-     FROM steps s JOIN a2a_bridge b ON b.task_id = s.task_id AND b.step_id = s.step_id AND b.attempt = s.attempt
-     WHERE s.status = 'failed' AND (s.error ->> 'code') = '${FOREIGN_NOT_RETRIED}' AND ($2::text IS NULL OR b.agent_key = $2)
-     ORDER BY s.updated_at LIMIT $1`,
-    [options.limit, agentKey],
-  );
-  return rows.map((row) => ({
-    stream: `foreign:${row.agent_key}`,
-    id: row.id,
-    originalId: row.id,
-    reason: `${FOREIGN_NOT_RETRIED}: ${row.message ?? ""}`,
-    deliveries: row.attempt,
-    atMs: row.at.getTime(),
-    bytes: row.bytes,
-    envelope: { id: row.id, kind: "WORK", orgId: row.org_id, taskId: row.task_id, stepId: row.step_id },
-  }));
+  return bridges.listNotRetried(db, { agentKey, limit: options.limit });
 }
 
 /** Replay is refused for foreign streams: see the module comment. */

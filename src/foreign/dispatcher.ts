@@ -8,10 +8,10 @@
  */
 import type { EnvelopeSpec } from "../core/model.js";
 import type { ForeignDispatcher, ForeignDispatchOutcome } from "../coordinator/foreign-dispatcher.js";
-import { ensureLinkKey } from "../approvals/link-keys.js";
 import { ErrorCode } from "../errors.js";
 import type { Queryable } from "../store/db.js";
-import { insertBridge } from "./bridge-store.js";
+import type { BridgeStore } from "../store/bridges/bridge-store.js";
+import type { LinkKeyStore } from "../store/approvals/approval-store.js";
 import { notificationSecret, sha256Hex } from "./callback-token.js";
 import { findForeignAgent } from "./registry.js";
 import { INPUT_NOT_SENDABLE, sendableInput, sentHash } from "./send-fields.js";
@@ -19,6 +19,10 @@ import { INPUT_NOT_SENDABLE, sendableInput, sentHash } from "./send-fields.js";
 export const FOREIGN_PREFIX = "foreign:";
 
 export interface A2ADispatcherOptions {
+  /** Where the bridge row is written, in the hop's transaction. */
+  bridges: Pick<BridgeStore, "insert">;
+  /** The tenant's link key the bridge's callback tokens are signed with, made on first use in the hop's transaction. */
+  linkKeys: Pick<LinkKeyStore, "ensure">;
   /** Told after a bridge row was written (the sender may look soon; the row is visible once the hop commits). */
   onBridge?: () => void;
 }
@@ -27,7 +31,7 @@ export function agentKeyOf(destination: string): string {
   return destination.startsWith(FOREIGN_PREFIX) ? destination.slice(FOREIGN_PREFIX.length) : destination;
 }
 
-export function createA2ADispatcher(options: A2ADispatcherOptions = {}): ForeignDispatcher {
+export function createA2ADispatcher(options: A2ADispatcherOptions): ForeignDispatcher {
   return {
     async dispatch(client: Queryable, envelope: EnvelopeSpec): Promise<ForeignDispatchOutcome> {
       const agentKey = agentKeyOf(envelope.destination);
@@ -63,8 +67,8 @@ export function createA2ADispatcher(options: A2ADispatcherOptions = {}): Foreign
         };
       }
       const hash = sentHash(sendable.request);
-      const key = await ensureLinkKey(client, envelope.orgId);
-      await insertBridge(client, {
+      const key = await options.linkKeys.ensure(client, envelope.orgId);
+      await options.bridges.insert(client, {
         id: envelope.id,
         orgId: envelope.orgId,
         taskId: envelope.taskId,

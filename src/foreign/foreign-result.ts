@@ -12,7 +12,7 @@ import { COORDINATOR_ENDPOINT, EndpointKind, EnvelopeKind, ResultStatus, createE
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { StepError } from "../core/model.js";
 import { ErrorCode, isSwitchyardError } from "../errors.js";
-import type { BridgeRecord } from "./bridge-store.js";
+import type { BridgeRecord } from "../store/bridges/bridge-store.js";
 import type { PricedBy } from "./pricing.js";
 
 export interface ForeignOutcome {

@@ -21,11 +21,11 @@
  * a tenant whose coordinator is switched off is left alone, like the sender and the sweep do.
  */
 import type { ForeignConfig } from "../config/index.js";
-import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
+import { tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
-import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
+import type { BridgeRecord } from "../store/bridges/bridge-store.js";
 import { EgressReason, type BreakerRegistry } from "./egress/index.js";
 import { SwitchyardError } from "../errors.js";
 import { findForeignAgent } from "./registry.js";
@@ -87,23 +87,12 @@ export class ForeignPoller {
     // The claim holds the bridge for as long as one GetTask may take (card fetch + call); the schedule proper is
     // written when the poll ends.
     const leaseMs = 2 * this.options.foreign.totalTimeoutMs + 1_000;
-    const { rows } = await this.options.pool.query(
-      `WITH picked AS (
-         SELECT id FROM a2a_bridge WHERE id IN (
-           -- At most PER_AGENT_CLAIM due bridges of one (tenant, agent) per claim: one busy agent neither takes the
-           -- whole batch nor gets a burst of GetTasks (its breaker and the backoff bound the rest).
-           SELECT id FROM (
-             SELECT id, next_poll_at, row_number() OVER (PARTITION BY org_id, agent_key ORDER BY next_poll_at, id) AS nth
-             FROM a2a_bridge
-             WHERE next_poll_at IS NOT NULL AND status IN ('dispatched', 'working') AND next_poll_at <= now() AND foreign_task_id IS NOT NULL
-               AND ${tenantSqlClause("org_id", 3)}) due
-           WHERE nth <= $5 ORDER BY next_poll_at LIMIT $1)
-         ORDER BY next_poll_at FOR UPDATE SKIP LOCKED)
-       UPDATE a2a_bridge b SET next_poll_at = now() + make_interval(secs => $2::double precision / 1000), polls = b.polls + 1
-       FROM picked WHERE b.id = picked.id RETURNING ${BRIDGE_COLUMNS_OF_B}`,
-      [this.options.batchSize ?? 50, leaseMs, tenants.only, tenants.except, this.options.perAgent ?? PER_AGENT_CLAIM],
-    );
-    return rows.map(toBridge);
+    return this.options.bridges.claimDuePolls(this.options.pool, {
+      limit: this.options.batchSize ?? 50,
+      leaseMs,
+      perAgent: this.options.perAgent ?? PER_AGENT_CLAIM,
+      tenants: { only: tenants.only, except: tenants.except },
+    });
   }
 
   private async pollOne(bridge: BridgeRecord, signal: AbortSignal | undefined): Promise<PollResult> {
@@ -163,7 +152,7 @@ export class ForeignPoller {
 
   /** Takes back the claim's count of a poll that was never made. */
   private async uncount(bridge: BridgeRecord): Promise<void> {
-    await this.options.pool.query("UPDATE a2a_bridge SET polls = GREATEST(polls - 1, 0) WHERE id = $1 AND polls > 0", [bridge.id]);
+    await this.options.bridges.uncountPoll(this.options.pool, bridge.id);
   }
 
   /** The agent told us the task ended but cannot show it: resolve with what its pushes brought, never strand. */
@@ -183,14 +172,7 @@ export class ForeignPoller {
    * wins): backoff by the polls made, never past the step attempt's deadline while it lies ahead.
    */
   private async reschedule(bridge: BridgeRecord, polls = bridge.polls): Promise<void> {
-    await this.options.pool.query(
-      `UPDATE a2a_bridge SET next_poll_at = CASE
-           WHEN deadline_ms IS NOT NULL AND deadline_ms > extract(epoch FROM now()) * 1000
-             THEN LEAST(now() + make_interval(secs => $2::double precision / 1000), to_timestamp(deadline_ms / 1000.0))
-           ELSE now() + make_interval(secs => $2::double precision / 1000) END
-       WHERE id = $1 AND status IN ('dispatched', 'working') AND next_poll_at > now()`,
-      [bridge.id, this.backoffMs(Math.max(0, polls))],
-    );
+    await this.options.bridges.reschedulePoll(this.options.pool, bridge.id, this.backoffMs(Math.max(0, polls)));
   }
 }
 

@@ -10,10 +10,11 @@
  */
 import type { StepError } from "../core/model.js";
 import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
-import type { OutboxRow } from "../coordinator/outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
 import { withTransactionRetry, type Pool, type PoolClient } from "../store/db.js";
+import type { BridgeRecord, BridgeStore } from "../store/bridges/bridge-store.js";
+import { isBridgeId, isOpen } from "../core/bridge-status.js";
 import { silentLogger, type Logger } from "../logger.js";
-import { BRIDGE_COLUMNS_OF_B, findBridge, isBridgeId, isOpen, toBridge, writeBridges, type BridgeRecord } from "./bridge-store.js";
 import { observe, resultFor, type ForeignObservation, type ObservationOutcome, type Transition } from "./bridge-transition.js";
 import type { ForeignArtifact } from "./a2a/artifacts.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -24,6 +25,8 @@ export type { ForeignObservation, ObservationOutcome } from "./bridge-transition
 
 export interface BridgeResumeDeps {
   pool: Pool;
+  /** The bridges port (store/bridges/bridge-store.ts); every statement runs on `pool` or a transaction of it. */
+  bridges: BridgeStore;
   /** Publishes the RESULTs a batch committed; without it the outbox relay does (within its stale interval). */
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
   /** Signs the RESULTs as the gateway identity (`runtime.busAuth.lazySigner(GATEWAY_SENDER)`). */
@@ -76,7 +79,7 @@ export async function applyObservations(deps: BridgeResumeDeps, requests: readon
   const now = (deps.clock ?? Date.now)();
   const { outcomes, outbox, late } = await withTransactionRetry(deps.pool, async (client) => {
     if (options.first) await options.first(client);
-    const bridges = await lockBridges(client, requests.map((r) => r.bridgeId));
+    const bridges = await lockBridges(deps.bridges, client, requests.map((r) => r.bridgeId));
     const outcomes = requests.map(({ bridgeId, observation }): ObservationOutcome => {
       const working = bridges.get(bridgeId);
       if (!working) return "unknown";
@@ -92,7 +95,7 @@ export async function applyObservations(deps: BridgeResumeDeps, requests: readon
     });
     const changed = [...bridges.values()].filter((w) => w.bridge !== w.start);
     // The rows are locked, so no version check: every write lands.
-    const { outbox } = await writeBridges(client, changed.map((w) => ({ bridge: w.bridge, version: null, results: w.results, pollNow: w.pollNow && isOpen(w.bridge.status) })));
+    const { outbox } = await deps.bridges.write(client, changed.map((w) => ({ bridge: w.bridge, version: null, results: w.results, pollNow: w.pollNow && isOpen(w.bridge.status) })));
     return { outcomes, outbox, late: [...bridges.values()].filter((w) => w.late.length > 0) };
   });
   for (const w of late) reportLate(deps, w.bridge, w.late);
@@ -126,51 +129,32 @@ export function reportLate(deps: Pick<BridgeResumeDeps, "logger" | "metrics">, b
 export async function failSend(deps: BridgeResumeDeps, bridgeId: string, error: StepError, reached = true): Promise<boolean> {
   const now = (deps.clock ?? Date.now)();
   const outbox = await withTransactionRetry(deps.pool, async (client) => {
-    const bridge = await findBridge(client, bridgeId, true);
+    const bridge = await deps.bridges.find(client, bridgeId, true);
     // A push that raced the failure may have resolved it, or the sweep closed it: then there is nothing to fail.
     if (!bridge || !isOpen(bridge.status)) return undefined;
     if (bridge.foreignTaskId !== null) {
       // The agent has the task (a push named it before our send's answer failed, e.g. a blocking agent's answer
       // timed out): the task may well finish, so the poller asks it rather than failing the step it may complete.
-      await client.query(
-        `UPDATE a2a_bridge SET status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END, next_poll_at = now(),
-           claimed_until = NULL, updated_at = now() WHERE id = $1`,
-        [bridgeId],
-      );
+      await deps.bridges.handToPoller(client, bridgeId);
       (deps.logger ?? silentLogger).warn({ bridgeId, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, foreignTaskId: bridge.foreignTaskId, code: error.code }, "foreign send failed after the agent named its task; handed to the poller");
       return [];
     }
     if (bridge.status !== "pending_send") return undefined;
     // Nothing was sent, so nothing is charged.
     const result = foreignResultEnvelope(bridge, reached ? "send-failed" : "not-sent", { ok: false, output: null, error, cost: 0 }, deps, now);
-    return (await writeBridges(client, [{ bridge: { ...bridge, status: "send_failed", lastState: error.code }, version: null, results: [result] }])).outbox;
+    return (await deps.bridges.write(client, [{ bridge: { ...bridge, status: "send_failed", lastState: error.code }, version: null, results: [result] }])).outbox;
   });
   if (outbox) await publish(deps, outbox);
   return outbox !== undefined && outbox.length > 0;
 }
 
 /** Locks the bridges in id order (two batches on overlapping bridges queue instead of deadlocking), with each agent's rates. */
-async function lockBridges(client: PoolClient, ids: readonly string[]): Promise<Map<string, Working>> {
+async function lockBridges(bridges: BridgeStore, client: PoolClient, ids: readonly string[]): Promise<Map<string, Working>> {
   const wanted = [...new Set(ids.filter(isBridgeId))].sort();
   if (wanted.length === 0) return new Map();
   // The registry's rates price a hop whose agent reports no cost (pricing.ts).
-  const { rows } = await client.query(
-    `SELECT ${BRIDGE_COLUMNS_OF_B}, coalesce(a.cost_estimate, 0) AS cost, coalesce(a.cost_per_second, 0) AS cost_per_second
-     FROM a2a_bridge b LEFT JOIN foreign_agents a ON a.org_id = b.org_id AND a.agent_key = b.agent_key
-     WHERE b.id = ANY($1::uuid[]) ORDER BY b.id FOR UPDATE OF b`,
-    [wanted],
-  );
-  return new Map(
-    rows.map((row) => {
-      const bridge = toBridge(row);
-      return [bridge.id, { start: bridge, bridge, rates: ratesOf(row), results: [], pollNow: false, late: [] }];
-    }),
-  );
-}
-
-/** The pricing columns a lookup joined from `foreign_agents` (`cost`, `cost_per_second`). */
-export function ratesOf(row: Record<string, unknown>): HopRates {
-  return { costEstimate: Number(row.cost), costPerSecond: Number(row.cost_per_second) };
+  const locked = await bridges.lockWithRates(client, wanted);
+  return new Map(locked.map(({ bridge, rates }) => [bridge.id, { start: bridge, bridge, rates, results: [], pollNow: false, late: [] }]));
 }
 
 async function publish(deps: BridgeResumeDeps, rows: readonly OutboxRow[]): Promise<void> {

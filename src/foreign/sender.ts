@@ -30,10 +30,10 @@ import type { DependencyHealth } from "../process/dependency-health.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
-import { getLinkKey } from "../approvals/link-keys.js";
-import type { BridgeRecord } from "./bridge-store.js";
+// Still reached directly: the sender's options do not carry the link key port yet.
+import { getLinkKey } from "../store/approvals/postgres-link-key-store.js";
+import type { BridgeRecord, ClaimedBridge } from "../store/bridges/bridge-store.js";
 import type { LimitSource } from "../core/limits.js";
-import { attemptsOver, claimBridges, closeUnsentBridge, type ClaimedBridge } from "./send-claim.js";
 import { callStop, SendPool, stopOf } from "./send-pool.js";
 import { SendSlots, type ClaimRooms, type InFlightCall } from "./send-slots.js";
 import { notificationSecret, signCallbackToken } from "./callback-token.js";
@@ -116,7 +116,7 @@ export class ForeignSender {
       slots,
       claim: (rooms) => this.claim(rooms),
       send: (claimed, call) => this.sendOne(claimed, call),
-      attemptsOver: (ids) => attemptsOver(options.pool, ids),
+      attemptsOver: (ids) => options.bridges.attemptsOver(options.pool, ids),
       enabled: () => !options.flags || options.flags.busEnabled(),
       // An outage is the process's DependencyHealth's to log (once); the periodic fill retries.
       absorb: (error) => options.health?.absorb(error) ?? false,
@@ -162,12 +162,12 @@ export class ForeignSender {
     // Each attempt may take a card fetch and a send, each up to the total timeout, plus backoff between attempts.
     const f = this.options.foreign;
     const leaseMs = this.options.leaseMs ?? f.retries * (2 * f.totalTimeoutMs + 5_000) + 30_000;
-    return claimBridges(this.options.pool, { rooms, leaseMs, tenants });
+    return this.options.bridges.claimForSend(this.options.pool, { rooms, leaseMs, tenants });
   }
 
   /** Whether the bridge's step attempt is over; an unanswered question (Postgres down) says no, so the failure is kept. */
   private movedOn(bridgeId: string): Promise<boolean> {
-    return attemptsOver(this.options.pool, [bridgeId]).then((over) => over.length > 0, () => false);
+    return this.options.bridges.attemptsOver(this.options.pool, [bridgeId]).then((over) => over.length > 0, () => false);
   }
 
   /** Sends one claimed bridge (or closes or fails it); false when it was handed back unsent, to wait. */
@@ -176,14 +176,14 @@ export class ForeignSender {
     const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, taskId: bridge.taskId, stepId: bridge.stepId, agent: bridge.agentKey });
     if (claimed.stepStatus !== "dispatched" || claimed.stepAttempt !== bridge.attempt) {
       // The hop was cancelled, timed out or retried before we sent it: nothing leaves.
-      await closeUnsentBridge(this.options.pool, bridge.id, false);
+      await this.options.bridges.closeUnsent(this.options.pool, bridge.id, false);
       log.info("foreign hop no longer in flight; not sent");
       return true;
     }
     const flags = this.options.flags;
     if (flags && (!flags.busEnabled() || !flags.coordinatorEnabled(bridge.orgId))) {
       // Switched off since the claim: left for when it is on again, not failed.
-      await this.options.pool.query("UPDATE a2a_bridge SET claimed_until = NULL WHERE id = $1 AND status = 'pending_send'", [bridge.id]);
+      await this.options.bridges.releaseClaim(this.options.pool, bridge.id);
       log.info("bus or the tenant's coordinator switched off; the foreign hop waits unsent");
       return false;
     }
@@ -235,7 +235,7 @@ export class ForeignSender {
         // at the step's due time came first: the call's failure is not the step's. An opened bridge is the sweep's
         // to close `timed_out` and to cancel on the agent, as for any hop that moved on; an unopened one is closed
         // here, as at claim time.
-        if (reach.startedAs === undefined) await closeUnsentBridge(this.options.pool, bridge.id, reach.mayHaveReached);
+        if (reach.startedAs === undefined) await this.options.bridges.closeUnsent(this.options.pool, bridge.id, reach.mayHaveReached);
         log.info({ err: error, mayHaveReached: reach.mayHaveReached }, "foreign call ended after its step attempt was over; the sweep closes the hop");
         return true;
       }
@@ -278,20 +278,16 @@ export class ForeignSender {
   /** Records that the send succeeded: the foreign task id (agreeing with one a racing push may have set) and delivery. */
   private async recordSent(db: Queryable, bridge: BridgeRecord, sent: TransportSendResult, deadlineMs: number): Promise<void> {
     const firstPoll = sent.delivery === "poll" ? this.options.foreign.pollBaseMs : null;
-    const { rows } = await db.query<{ foreign_task_id: string | null }>(
-      `UPDATE a2a_bridge SET foreign_task_id = COALESCE(foreign_task_id, $2), dialect = $3, claimed_until = NULL, updated_at = now(),
-         -- A call's progress may have moved the deadline on (call-heartbeat.ts): never back.
-         deadline_ms = GREATEST(deadline_ms, $4),
-         status = CASE WHEN status = 'pending_send' THEN 'dispatched' ELSE status END,
-         -- A completed push that raced the answer (waiting for its GetTask confirmation) keeps its state.
-         last_state = CASE WHEN status = 'pending_send' AND last_state IS DISTINCT FROM 'completed' THEN $5 ELSE last_state END,
-         delivery = $6, sent_at = COALESCE(sent_at, now()),
-         next_poll_at = CASE WHEN $7::double precision IS NULL THEN next_poll_at ELSE now() + make_interval(secs => $7::double precision / 1000) END
-       WHERE id = $1 RETURNING foreign_task_id`,
-      [bridge.id, sent.foreignTaskId, sent.dialect, deadlineMs, sent.observation?.state ?? null, sent.delivery, firstPoll],
-    );
-    if (rows[0]?.foreign_task_id !== sent.foreignTaskId) {
-      throw new SwitchyardError(ErrorCode.Unavailable, `foreign agent ${bridge.agentKey} answered with task ${sent.foreignTaskId} but pushed for ${rows[0]?.foreign_task_id}`, {
+    const recorded = await this.options.bridges.recordSent(db, bridge.id, {
+      foreignTaskId: sent.foreignTaskId,
+      dialect: sent.dialect,
+      deadlineMs,
+      state: sent.observation?.state ?? null,
+      delivery: sent.delivery,
+      firstPollMs: firstPoll,
+    });
+    if (recorded !== sent.foreignTaskId) {
+      throw new SwitchyardError(ErrorCode.Unavailable, `foreign agent ${bridge.agentKey} answered with task ${sent.foreignTaskId} but pushed for ${recorded}`, {
         details: { reason: "A2A_TASK_MISMATCH" },
       });
     }
@@ -299,13 +295,8 @@ export class ForeignSender {
 
   /** The call under way (a call that IS the work): out of `pending_send` before it is made, so it is never made twice. */
   private async markStarted(bridge: BridgeRecord, foreignTaskId: string, deadlineMs: number): Promise<void> {
-    const { rowCount } = await this.options.pool.query(
-      `UPDATE a2a_bridge SET foreign_task_id = $2, status = 'dispatched', last_state = 'submitted', deadline_ms = $3, delivery = 'call',
-         sent_at = now(), claimed_until = NULL, updated_at = now()
-       WHERE id = $1 AND status = 'pending_send'`,
-      [bridge.id, foreignTaskId, deadlineMs],
-    );
-    if (rowCount !== 1) throw new SwitchyardError(ErrorCode.FailedPrecondition, `bridge ${bridge.id} is no longer waiting to be sent; the call is not made`);
+    const started = await this.options.bridges.markStarted(this.options.pool, bridge.id, foreignTaskId, deadlineMs);
+    if (!started) throw new SwitchyardError(ErrorCode.FailedPrecondition, `bridge ${bridge.id} is no longer waiting to be sent; the call is not made`);
   }
 
   private async pushTarget(db: Queryable, bridge: BridgeRecord, deadlineMs: number): Promise<PushTarget> {

@@ -13,11 +13,11 @@
  * Rows are claimed with `FOR UPDATE SKIP LOCKED`, so several coordinators may sweep at once.
  */
 import type { ForeignConfig } from "../config/index.js";
-import { tenantSqlClause, tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
+import { tenantSqlFilter, type CoordinatorFlags } from "../flags/flag-types.js";
 import { silentLogger, type Logger } from "../logger.js";
-import { BRIDGE_COLUMNS_OF_B, toBridge, type BridgeRecord } from "./bridge-store.js";
+import type { BridgeRecord, BridgeTenants, MovedOnBridge } from "../store/bridges/bridge-store.js";
 import type { BreakerRegistry } from "./egress/index.js";
-import { appendAudit } from "../governance/audit-log.js";
+import { appendAudit } from "../store/audit/postgres-audit-store.js";
 import { withTransactionRetry } from "../store/db.js";
 import { applyObservation, type BridgeResumeDeps } from "./resume.js";
 import { findForeignAgent } from "./registry.js";
@@ -32,12 +32,6 @@ export interface ForeignSweepOptions extends BridgeResumeDeps {
   batchSize?: number;
   /** As for the sender: nothing with the bus off; a tenant whose coordinator is off is left alone. @defaultValue all on */
   flags?: CoordinatorFlags;
-}
-
-/** A bridge the sweep closed because its step attempt moved on, and whether that was a cancellation. */
-interface MovedOn {
-  bridge: BridgeRecord;
-  cancelled: boolean;
 }
 
 export interface SweepReport {
@@ -68,10 +62,10 @@ export class ForeignSweep {
     return report;
   }
 
-  /** The tenants served now as the two SQL array parameters (only, except); `only: []` matches none. */
-  private tenants(): [readonly string[] | null, readonly string[] | null] {
+  /** The tenants served now (only, except); `only: []` matches none. */
+  private tenants(): BridgeTenants {
     const { only, except } = tenantSqlFilter(this.options.flags?.coordinatorTenants?.());
-    return [only, except];
+    return { only, except };
   }
 
   /**
@@ -80,24 +74,12 @@ export class ForeignSweep {
    * `pending_send` bridge that already has a foreign task id (a push named it before the send was recorded) is the
    * agent's too, so it is closed (and cancelled) like a dispatched one; one without is the sender's to close unsent.
    */
-  private async closeMovedOn(): Promise<MovedOn[]> {
+  private async closeMovedOn(): Promise<MovedOnBridge[]> {
     return withTransactionRetry(this.options.pool, async (client) => {
-      const { rows } = await client.query(
-        `SELECT ${BRIDGE_COLUMNS_OF_B}, (s.status = 'cancelled' OR t.status = 'cancelled') AS cancelled
-         FROM a2a_bridge b JOIN steps s ON s.task_id = b.task_id AND s.step_id = b.step_id JOIN tasks t ON t.id = b.task_id
-         WHERE (b.status IN ('dispatched', 'working') OR (b.status = 'pending_send' AND b.foreign_task_id IS NOT NULL))
-           AND (s.attempt <> b.attempt OR s.status <> 'dispatched')
-           AND ${tenantSqlClause("b.org_id", 2)}
-         ORDER BY b.updated_at LIMIT $1 FOR UPDATE OF b SKIP LOCKED`,
-        [this.options.batchSize ?? 100, ...this.tenants()],
-      );
-      const moved = rows.map((row): MovedOn => ({ bridge: toBridge(row), cancelled: row.cancelled === true }));
+      const moved = await this.options.bridges.lockMovedOn(client, this.options.batchSize ?? 100, this.tenants());
       const bridges = moved.map((m) => m.bridge);
       if (bridges.length > 0) {
-        await client.query(
-          `UPDATE a2a_bridge SET status = 'timed_out', resolved_at = now(), updated_at = now(), next_poll_at = NULL WHERE id = ANY($1::uuid[])`,
-          [bridges.map((b) => b.id)],
-        );
+        await this.options.bridges.markTimedOut(client, bridges.map((b) => b.id));
         for (const b of bridges) this.logger.info({ bridgeId: b.id, orgId: b.orgId, taskId: b.taskId, stepId: b.stepId }, "foreign hop timed out: bridge closed");
       }
       return moved;
@@ -106,19 +88,7 @@ export class ForeignSweep {
 
   /** Open pushed (or not yet known) bridges with no news for `sweepAfterMs`; touching `updated_at` keeps the next pass from polling them again at once. */
   private async claimQuiet(): Promise<BridgeRecord[]> {
-    const { rows } = await this.options.pool.query(
-      `WITH picked AS (
-         SELECT id FROM a2a_bridge WHERE status IN ('dispatched', 'working') AND foreign_task_id IS NOT NULL
-           -- The poller owns polled bridges and those with a GetTask due: the sweep would only ask twice.
-           -- A 'call' bridge (MCP) is answered by its call alone: there is no task to look up.
-           AND (delivery IS NULL OR delivery NOT IN ('poll', 'call')) AND next_poll_at IS NULL
-           AND updated_at < now() - make_interval(secs => $2::double precision / 1000)
-           AND ${tenantSqlClause("org_id", 3)}
-         ORDER BY updated_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-       UPDATE a2a_bridge b SET updated_at = now() FROM picked WHERE b.id = picked.id RETURNING ${BRIDGE_COLUMNS_OF_B}`,
-      [this.options.batchSize ?? 100, this.options.foreign.sweepAfterMs, ...this.tenants()],
-    );
-    return rows.map(toBridge);
+    return this.options.bridges.claimQuiet(this.options.pool, { limit: this.options.batchSize ?? 100, quietMs: this.options.foreign.sweepAfterMs, tenants: this.tenants() });
   }
 
   private async poll(bridge: BridgeRecord): Promise<boolean> {

@@ -15,7 +15,7 @@
  *
  * Adapters: a2a/a2a-transport.ts and mcp/mcp-transport.ts; `ForeignTransports` picks one by the registry's protocol.
  */
-import type { BridgeRecord } from "./bridge-store.js";
+import type { BridgeRecord } from "../store/bridges/bridge-store.js";
 import type { ForeignObservation } from "./bridge-transition.js";
 import type { PushTarget } from "./a2a/client.js";
 import type { ForeignAgentRecord } from "./registry.js";

@@ -14,7 +14,7 @@
 import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import { recordedActor } from "../tenancy/principal.js";
+import { principalActor, recordedActor } from "../tenancy/principal.js";
 import { isDatabaseUnavailable, type Queryable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
 import { resolveApiKeys, type ApiKeyResolution } from "../tenancy/api-keys.js";
@@ -45,8 +45,23 @@ export type CallChannel = "api" | "console" | "cli";
  */
 const OPERATOR: Principal = { kind: "admin", keyId: "", keyName: "operator", keyPrefix: "" };
 
-/** The header the CLI's direct mode names its `--actor` in for calls without an actor field (TaskService.Reply). Read only by `setOperatorCall`'s caller. */
+/**
+ * The header the CLI's direct mode names its `--actor` in for calls without an actor field (TaskService.Reply,
+ * AdminService's changes). Read only by `setOperatorCall`'s caller. Percent-encoded (`operatorActorHeader`): a
+ * header carries neither line breaks nor text beyond Latin-1, and an `--actor` may.
+ */
 export const OPERATOR_ACTOR_HEADER = "switchyard-operator-actor";
+
+/** The request headers that name `actor` as the operator's (OPERATOR_ACTOR_HEADER). */
+export function operatorActorHeader(actor: string): Record<string, string> {
+  return { [OPERATOR_ACTOR_HEADER]: encodeURIComponent(actor) };
+}
+
+/** The actor a direct-mode call names in OPERATOR_ACTOR_HEADER, as the operator gave it; undefined when it names none. */
+export function operatorActorOf(header: Headers): string | undefined {
+  const value = header.get(OPERATOR_ACTOR_HEADER);
+  return value === null ? undefined : decodeURIComponent(value);
+}
 
 function unauthenticated(message: string): ConnectError {
   return new ConnectError(message, Code.Unauthenticated, { "www-authenticate": 'Bearer realm="switchyard"' });
@@ -164,6 +179,17 @@ export function callActor(ctx: HandlerContext, claimed: string): string {
   const operator = ctx.values.get(operatorKey);
   if (operator) return claimed.trim() || operator.actor;
   return recordedActor(tenantCall(ctx).principal, claimed);
+}
+
+/**
+ * The actor recorded for an AdminService change (a flag, a dispatch limit). Through the API: the admin key
+ * (`apikey:NAME`). The CLI's direct mode: the operator's `--actor` as given, as `flags set` and `limits set|clear`
+ * have always recorded it (the store refuses an empty one).
+ */
+export function adminActor(ctx: HandlerContext): string {
+  const admin = adminCall(ctx);
+  const operator = ctx.values.get(operatorKey);
+  return operator ? operator.actor : principalActor(admin);
 }
 
 /** The tenant call of a tenant service handler. The interceptor always sets it; its absence is a wiring bug. */

@@ -33,7 +33,7 @@ export function gatewayRoutes(
     routes.push(createConsoleRoute({ db: pool, ...consoleAuth.sessionAuth, limiter, trustedProxies: consoleAuth.trustedProxies, logger, ...(options.console.dirs ? { dirs: options.console.dirs } : {}) }));
   }
   // The link itself authorises the decision (signed, single use), so it is decided by the operator task service.
-  if (options.approvalLinks) routes.push((req, res) => handleApprovalLink(req, res, { pool, tasks: runtime.tasks, logger }));
+  if (options.approvalLinks) routes.push((req, res) => handleApprovalLink(req, res, { pool, stores: runtime.stores, tasks: runtime.tasks, logger }));
   // A2A push notifications: the signed URL token and the per-bridge notification token are the authorisation.
   const a2a = runtime.a2a;
   if (a2a) {
@@ -47,10 +47,11 @@ export function gatewayRoutes(
   routes.push(
     createIngestRoute({
       db: pool,
-      tasks: createBatchedTaskStarter(parts.tasks),
+      deliveries: runtime.stores.ingestDeliveries,
+      tasks: createBatchedTaskStarter(parts.tasks, { deliveries: runtime.stores.ingestDeliveries }),
       endpoints: parts.ingestEndpoints,
       echoes: new EchoChecker(pool),
-      seenBodies: new SeenBodies(pool),
+      seenBodies: new SeenBodies(runtime.stores.ingestDeliveries, pool),
       maxBodyBytes: runtime.config.origin.ingestMaxBodyBytes,
       metrics,
       logger,

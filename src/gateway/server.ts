@@ -93,6 +93,7 @@ async function checkShardCountOrWarn(runtime: GatewayRuntime): Promise<void> {
 function consoleSessions(runtime: GatewayRuntime, options: ResolvedGatewayOptions): { sessions: ConsoleSessionStore; publicUrl: string } {
   const sessions = new ConsoleSessionStore({
     db: runtime.pool,
+    store: runtime.stores.sessions,
     idleMs: options.console.sessionIdleMs ?? runtime.config.gateway.consoleSessionIdleMs,
     maxMs: options.console.sessionMaxMs ?? runtime.config.gateway.consoleSessionMaxMs,
     ...(options.console.now ? { now: options.console.now } : {}),

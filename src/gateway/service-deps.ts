@@ -18,7 +18,7 @@ import type { ServiceDeps } from "./services/deps.js";
 import { WatchHub } from "./watch-hub.js";
 
 /** The parts of a runtime the gateway uses. */
-export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "busAuth" | "engine" | "publisher" | "tasks"> &
+export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "busAuth" | "engine" | "publisher" | "tasks" | "stores"> &
   Partial<Pick<Runtime, "a2a" | "health">>;
 
 export interface ServiceDepsOptions {
@@ -50,6 +50,7 @@ export function createServiceDeps(runtime: GatewayRuntime, options: ServiceDepsO
   const tasks = new TaskService({
     pool,
     engine: runtime.engine,
+    approvals: runtime.stores.approvals,
     publisher: runtime.publisher,
     maxPayloadBytes: config.bus.maxPayloadBytes,
     transact: tenantScoped(pool),
@@ -66,9 +67,10 @@ export function createServiceDeps(runtime: GatewayRuntime, options: ServiceDepsO
   });
   // One cipher for the vault services and the ingest route (undefined without SWITCHYARD_SECRET_ENCRYPTION_KEY).
   const cipher = createSecretCipher(config.origin.encryptionKeys);
-  const ingestEndpoints = new EndpointCache({ db: pool, cipher, ttlMs: options.ingestCacheTtlMs, logger });
+  const ingestEndpoints = new EndpointCache({ db: pool, store: runtime.stores.ingestEndpoints, cipher, ttlMs: options.ingestCacheTtlMs, logger });
   const deps: ServiceDeps = {
     pool,
+    stores: runtime.stores,
     cipher,
     ingestEndpoints,
     publicUrl: config.gateway.publicUrl,

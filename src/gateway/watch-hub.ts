@@ -15,7 +15,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
-import { isUuid } from "../coordinator/task-store.js";
+import { isUuid } from "../domain.js";
 
 export interface WatchLimits {
   /** Streams one tenant may have open in this process. */

@@ -13,12 +13,18 @@
  * - a row whose hash differs from a signed checkpoint's (`expected`) → the checkpoint's seq: the chain verifies
  *   on its own, so it was rewritten consistently after the checkpoint was signed (see checkpoint-verify.ts);
  * - a checkpoint beyond the end of the chain → the first missing seq.
+ *
+ * The rows are read through the audit port (store/audit/audit-store.ts): `db` is the caller's connection or
+ * transaction (a tenant-scoped one through the API, the signer's before it signs).
  */
 import { GENESIS_HASH } from "../domain.js";
 import { SwitchyardError } from "../errors.js";
+import type { AuditStore } from "../store/audit/audit-store.js";
 import type { Queryable } from "../store/db.js";
 import { rowHash, type ChainHead } from "./audit-hash.js";
-import { AUDIT_COLUMNS, auditRowFromDb, type AuditDbRow } from "./audit-log.js";
+
+/** What verification reads. */
+export type AuditChainReads = Pick<AuditStore, "chainStart" | "chainPage">;
 
 export interface VerifyChainOptions {
   signal?: AbortSignal;
@@ -47,23 +53,18 @@ export interface VerifyChainResult {
   firstBroken?: { seq: number; reason: string };
 }
 
-export async function verifyChain(db: Queryable, orgId: string, options: VerifyChainOptions = {}): Promise<VerifyChainResult> {
+export async function verifyChain(store: AuditChainReads, db: Queryable, orgId: string, options: VerifyChainOptions = {}): Promise<VerifyChainResult> {
   const checkAborted = abortChecker(options.signal);
   checkAborted();
 
-  const start = await db.query<{ head_seq: string | null; head_hash: string | null; max_seq: string | null }>(
-    `SELECT (SELECT seq FROM audit_heads WHERE org_id = $1) AS head_seq,
-            (SELECT hash FROM audit_heads WHERE org_id = $1) AS head_hash,
-            (SELECT max(seq) FROM audit_log WHERE org_id = $1) AS max_seq`,
-    [orgId],
-  );
-  const headSeq = Number(start.rows[0]?.head_seq ?? 0);
-  const headHash = start.rows[0]?.head_hash ?? GENESIS_HASH;
-  const maxSeq = Number(start.rows[0]?.max_seq ?? 0);
+  const start = await store.chainStart(db, orgId);
+  const headSeq = start.head?.seq ?? 0;
+  const headHash = start.head?.hash ?? GENESIS_HASH;
+  const maxSeq = start.maxSeq;
   const untilSeq = Math.max(headSeq, maxSeq);
 
   const expected = [...(options.expected ?? [])].sort((a, b) => a.seq - b.seq);
-  const walked = await walkChain(db, orgId, { seq: 0, hash: GENESIS_HASH }, untilSeq, { pageSize: options.pageSize ?? 1000, checkAborted, expected });
+  const walked = await walkChain(store, db, orgId, { seq: 0, hash: GENESIS_HASH }, untilSeq, { pageSize: options.pageSize ?? 1000, checkAborted, expected });
   const broken = (seq: number, reason: string): VerifyChainResult => ({ ok: false, rows: walked.checked, headSeq, firstBroken: { seq, reason } });
   if (walked.broken) return broken(walked.broken.seq, walked.broken.reason);
   const lastSeq = walked.last.seq;
@@ -84,6 +85,7 @@ export async function verifyChain(db: Queryable, orgId: string, options: VerifyC
  * the last one it signed. Returns the first break, or undefined when the segment is intact.
  */
 export async function verifySegment(
+  store: AuditChainReads,
   db: Queryable,
   orgId: string,
   from: ChainHead,
@@ -91,7 +93,7 @@ export async function verifySegment(
   options: { signal?: AbortSignal; pageSize?: number } = {},
 ): Promise<{ seq: number; reason: string } | undefined> {
   const checkAborted = abortChecker(options.signal);
-  const walked = await walkChain(db, orgId, from, to.seq, { pageSize: options.pageSize ?? 1000, checkAborted, expected: [] });
+  const walked = await walkChain(store, db, orgId, from, to.seq, { pageSize: options.pageSize ?? 1000, checkAborted, expected: [] });
   if (walked.broken) return walked.broken;
   if (walked.last.seq < to.seq) return { seq: walked.last.seq + 1, reason: `the chain ends at seq ${walked.last.seq} but the audit head is at seq ${to.seq}` };
   if (walked.last.hash !== to.hash) return { seq: to.seq, reason: `the audit head's hash does not match row ${to.seq}` };
@@ -106,6 +108,7 @@ interface Walked {
 
 /** Recomputes rows `from.seq + 1 .. untilSeq` page by page, checking links, hashes and expected hashes. */
 async function walkChain(
+  store: AuditChainReads,
   db: Queryable,
   orgId: string,
   from: ChainHead,
@@ -124,13 +127,9 @@ async function walkChain(
 
   while (lastSeq < untilSeq) {
     options.checkAborted();
-    const page = await db.query<AuditDbRow>(
-      `SELECT ${AUDIT_COLUMNS} FROM audit_log WHERE org_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
-      [orgId, lastSeq, untilSeq, options.pageSize],
-    );
-    if (page.rows.length === 0) break;
-    for (const dbRow of page.rows) {
-      const row = auditRowFromDb(dbRow);
+    const page = await store.chainPage(db, orgId, lastSeq, untilSeq, options.pageSize);
+    if (page.length === 0) break;
+    for (const row of page) {
       const want = lastSeq + 1;
       if (row.seq !== want) {
         const gap = row.seq - 1 === want ? `row ${want} is missing` : `rows ${want}..${row.seq - 1} are missing`;

@@ -13,9 +13,13 @@
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import type { Queryable } from "../store/db.js";
+import { createPostgresAuditStore } from "../store/audit/postgres-audit-store.js";
 import { verifyChain, type ExpectedHash, type VerifyChainResult } from "./audit-verify.js";
 import { checkpointKeyId } from "./checkpoint-keys.js";
 import { checkpointSignatureValid, listCheckpoints, publicKeysFor, type Checkpoint, type ExportedCheckpoint } from "./checkpoints.js";
+
+// Its checkpoints are still read by checkpoints.ts's own SQL; the chain, through the audit adapter.
+const auditChain = createPostgresAuditStore();
 
 export interface VerifyWithCheckpointsOptions {
   /** Checkpoints from an exported file (`parseCheckpointLines`); lines of other tenants are ignored. */
@@ -68,7 +72,7 @@ export async function verifyChainWithCheckpoints(db: Queryable, orgId: string, o
     else expected.push({ seq: c.seq, hash: c.hash, source: label });
   }
 
-  const chain = await verifyChain(db, orgId, { expected, signal: options.signal, pageSize: options.pageSize });
+  const chain = await verifyChain(auditChain, db, orgId, { expected, signal: options.signal, pageSize: options.pageSize });
   if (chain.firstBroken) problems.push(chain.firstBroken);
   const first = problems.reduce<Problem | undefined>((best, p) => (best === undefined || p.seq < best.seq ? p : best), undefined);
   const checkpoints = {

@@ -15,9 +15,13 @@ import { createPublicKey, sign, verify, type KeyObject } from "node:crypto";
 import { GENESIS_HASH } from "../domain.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { withTransaction, type Pool, type Queryable } from "../store/db.js";
+import { createPostgresAuditStore } from "../store/audit/postgres-audit-store.js";
 import { verifySegment } from "./audit-verify.js";
 import type { ChainHead } from "./audit-hash.js";
 import { checkpointPublicKeys, type SigningKey } from "./checkpoint-keys.js";
+
+// Not behind a port yet (the signer still runs its own SQL here): it reads the chain through the audit adapter.
+const auditChain = createPostgresAuditStore();
 
 /** First key of the two-key advisory lock that keeps two signers of one tenant apart. */
 const SIGN_LOCK_NAMESPACE = 0x5359_4350;
@@ -190,7 +194,7 @@ export async function signHead(pool: Pool, orgId: string, options: SignHeadOptio
       return { status: "refused", broken: { seq: head.seq, reason: `the audit head (seq ${head.seq}) is at or behind the last checkpoint (seq ${last.seq})` } };
     }
     const from: ChainHead = last ? { seq: last.seq, hash: last.hash } : { seq: 0, hash: GENESIS_HASH };
-    const broken = await verifySegment(client, orgId, from, head, { signal: options.signal });
+    const broken = await verifySegment(auditChain, client, orgId, from, head, { signal: options.signal });
     if (broken) return { status: "refused", broken };
     const checkpoint = signCheckpoint({ orgId, seq: head.seq, hash: head.hash, atMs: options.now }, options.key);
     await client.query(

@@ -1,9 +1,11 @@
 /**
- * Tenant policies in Postgres (`policies`: one row per version, versions 1, 2, 3 … per tenant, never updated)
- * and a small TTL cache so running coordinators pick up a new version within `ttlMs` without a restart.
+ * Tenant policies (`policies`: one row per version, versions 1, 2, 3 … per tenant, never updated), validated and
+ * compiled here and stored through the PolicyStore port (store/policies/), and a small TTL cache so running
+ * coordinators pick up a new version within `ttlMs` without a restart.
  */
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
+import type { PolicyStore } from "../store/policies/policy-store.js";
 import { BUILTIN_DEFAULT_POLICY } from "./default-policy.js";
 import { compilePolicy, type CompiledPolicy } from "./policy.js";
 
@@ -13,7 +15,7 @@ const PUT_ATTEMPTS = 100;
  * Validates the document (text or object) and stores its normalized form as the tenant's next version.
  * Throws INVALID_POLICY (nothing stored) when it does not validate.
  */
-export async function putPolicy(db: Queryable, orgId: string, document: unknown): Promise<{ version: number }> {
+export async function putPolicy(store: Pick<PolicyStore, "insertNext">, db: Queryable, orgId: string, document: unknown): Promise<{ version: number }> {
   if (typeof orgId !== "string" || orgId === "") {
     throw new SwitchyardError(ErrorCode.InvalidArgument, "orgId must be a non-empty string", { details: { path: "orgId" } });
   }
@@ -22,15 +24,8 @@ export async function putPolicy(db: Queryable, orgId: string, document: unknown)
   // Two writers may compute the same next version: the loser's insert does nothing (no error, so a caller's
   // transaction survives) and it tries the next number. Each round lets at least one writer through.
   for (let attempt = 1; attempt <= PUT_ATTEMPTS; attempt++) {
-    const result = await db.query<{ version: number }>(
-      `INSERT INTO policies (org_id, version, document)
-       SELECT $1, COALESCE(max(version), 0) + 1, $2::jsonb FROM policies WHERE org_id = $1
-       ON CONFLICT (org_id, version) DO NOTHING
-       RETURNING version`,
-      [orgId, json],
-    );
-    const row = result.rows[0];
-    if (row) return { version: row.version };
+    const version = await store.insertNext(db, orgId, json);
+    if (version !== undefined) return { version };
   }
   throw new SwitchyardError(ErrorCode.Unavailable, `could not store a policy version for ${orgId}: too many concurrent writers`);
 }
@@ -41,18 +36,16 @@ export interface StoredPolicy {
 }
 
 /** The tenant's latest policy, or null when it has none (the governor then uses BUILTIN_DEFAULT_POLICY). */
-export async function getPolicy(db: Queryable, orgId: string): Promise<StoredPolicy | null> {
-  const result = await db.query<{ version: number; document: unknown }>(
-    "SELECT version, document FROM policies WHERE org_id = $1 ORDER BY version DESC LIMIT 1",
-    [orgId],
-  );
-  const row = result.rows[0];
+export async function getPolicy(store: Pick<PolicyStore, "latest">, db: Queryable, orgId: string): Promise<StoredPolicy | null> {
+  const row = await store.latest(db, orgId);
   // Stored already: it was accepted under the limits of its day and must keep loading; the run-time budget bounds it.
   return row ? { version: row.version, compiled: compilePolicy(row.document, { enforceStoreLimits: false }) } : null;
 }
 
 export interface PolicyCacheOptions {
   pool: Queryable;
+  /** Where the versions are read (runtime.stores.policies). */
+  store: Pick<PolicyStore, "latest" | "latestVersion">;
   /** How long a loaded policy is served before the next read; default 1000 ms. */
   ttlMs?: number;
   /** Clock for the TTL (tests); default Date.now. */
@@ -72,6 +65,7 @@ interface CacheEntry {
  */
 export class PolicyCache {
   private readonly pool: Queryable;
+  private readonly store: Pick<PolicyStore, "latest" | "latestVersion">;
   private readonly ttlMs: number;
   private readonly now: () => number;
   private readonly entries = new Map<string, CacheEntry>();
@@ -79,6 +73,7 @@ export class PolicyCache {
 
   constructor(options: PolicyCacheOptions) {
     this.pool = options.pool;
+    this.store = options.store;
     this.ttlMs = options.ttlMs ?? 1000;
     this.now = options.now ?? Date.now;
   }
@@ -104,15 +99,11 @@ export class PolicyCache {
   }
 
   private async load(orgId: string, previous: CacheEntry | undefined, db: Queryable): Promise<CompiledPolicy> {
-    const result = await db.query<{ version: number }>(
-      "SELECT max(version) AS version FROM policies WHERE org_id = $1",
-      [orgId],
-    );
-    let version = result.rows[0]?.version ?? null;
+    let version = await this.store.latestVersion(db, orgId);
     let policy = previous?.policy ?? BUILTIN_DEFAULT_POLICY;
     if (version === null) policy = BUILTIN_DEFAULT_POLICY;
     else if (previous?.version !== version) {
-      const stored = await getPolicy(db, orgId);
+      const stored = await getPolicy(this.store, db, orgId);
       version = stored?.version ?? null;
       policy = stored?.compiled ?? BUILTIN_DEFAULT_POLICY;
     }

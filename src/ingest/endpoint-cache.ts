@@ -7,6 +7,7 @@
  */
 import type { Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
+import type { IngestEndpointStore } from "../store/ingest/endpoint-store.js";
 import type { SecretCipher } from "../vault/secret-cipher.js";
 import { findEndpointForDelivery, sealAad, type IngestSource } from "./endpoint-store.js";
 
@@ -26,6 +27,8 @@ export interface ResolvedEndpoint {
 
 export interface EndpointCacheOptions {
   db: Queryable;
+  /** The ingest endpoints port (runtime.stores.ingestEndpoints). */
+  store: IngestEndpointStore;
   cipher: SecretCipher | undefined;
   /** @defaultValue 5000 */
   ttlMs?: number;
@@ -72,7 +75,7 @@ export class EndpointCache {
   }
 
   private async load(id: string): Promise<ResolvedEndpoint | undefined> {
-    const row = await findEndpointForDelivery(this.options.db, id);
+    const row = await findEndpointForDelivery(this.options.store, this.options.db, id);
     if (!row) return undefined;
     const value: ResolvedEndpoint = { id: row.id, orgId: row.orgId, source: row.source, workflow: row.workflow, enabled: row.enabled, secret: null };
     if (row.secretCiphertext !== null) {

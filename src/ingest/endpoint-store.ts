@@ -1,5 +1,5 @@
 /**
- * Ingest endpoints (table `ingest_endpoints`): a tenant's webhook receivers. The row's `id` is the URL token
+ * Ingest endpoints, stored through their port (store/ingest/endpoint-store.ts): a tenant's webhook receivers. The row's `id` is the URL token
  * (`POST /api/v1/ingest/{id}`, 144 random bits); for `generic` it is the only credential. Every other source has a
  * verification secret, generated here, shown ONCE (on create and on rotate) and stored only as a vault envelope
  * sealed with AAD `ingest:<id>`; listings show its fingerprint.
@@ -10,6 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
+import type { IngestEndpoint, IngestEndpointSecrets, IngestEndpointStore } from "../store/ingest/endpoint-store.js";
 import { getWorkflow } from "../store/workflow-store.js";
 import { requireCipher, type SecretCipher } from "../vault/secret-cipher.js";
 import { INGEST_SOURCES, type IngestSource } from "./sources.js";
@@ -22,20 +23,7 @@ export const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
 /** 18 random bytes in base64url: 24 characters, 144 bits. Lookups refuse anything not shaped like one. */
 export const ENDPOINT_ID_PATTERN = /^[A-Za-z0-9_-]{22,64}$/;
 
-/** What listings show: never a secret, only its fingerprint. */
-export interface IngestEndpoint {
-  id: string;
-  orgId: string;
-  source: IngestSource;
-  workflow: string;
-  enabled: boolean;
-  /** `fp_…` of the current secret; null for generic. */
-  secretFingerprint: string | null;
-  /** While a rotated-out secret still verifies. */
-  previousSecretExpiresAt: Date | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
+export type { IngestEndpoint, IngestEndpointSecrets } from "../store/ingest/endpoint-store.js";
 
 /** Create and rotate answer the secret once, beside the endpoint. */
 export interface IngestEndpointWithSecret {
@@ -47,34 +35,6 @@ export interface IngestEndpointWithSecret {
 export interface CreateIngestEndpointInput {
   source: string;
   workflow: string;
-}
-
-const COLUMNS = `id, org_id, source, workflow, enabled, secret_fingerprint, previous_secret_expires_at, created_at, updated_at`;
-
-interface Row {
-  id: string;
-  org_id: string;
-  source: IngestSource;
-  workflow: string;
-  enabled: boolean;
-  secret_fingerprint: string | null;
-  previous_secret_expires_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-function toEndpoint(row: Row): IngestEndpoint {
-  return {
-    id: row.id,
-    orgId: row.org_id,
-    source: row.source,
-    workflow: row.workflow,
-    enabled: row.enabled,
-    secretFingerprint: row.secret_fingerprint,
-    previousSecretExpiresAt: row.previous_secret_expires_at,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
 }
 
 export function sealAad(endpointId: string): string {
@@ -95,7 +55,7 @@ export function newVerificationSecret(source: Exclude<IngestSource, "generic">):
   return source === "cairn" ? `whsec_${bytes.toString("base64")}` : bytes.toString("hex");
 }
 
-export async function createIngestEndpoint(db: Queryable, cipher: SecretCipher | undefined, orgId: string, input: CreateIngestEndpointInput): Promise<IngestEndpointWithSecret> {
+export async function createIngestEndpoint(store: IngestEndpointStore, db: Queryable, cipher: SecretCipher | undefined, orgId: string, input: CreateIngestEndpointInput): Promise<IngestEndpointWithSecret> {
   const source = parseSource(input.source);
   const workflow = input.workflow.trim();
   if (workflow === "") throw new SwitchyardError(ErrorCode.InvalidArgument, "workflow: name the workflow deliveries start (NAME or NAME@VERSION)", { details: { path: "workflow" } });
@@ -105,31 +65,33 @@ export async function createIngestEndpoint(db: Queryable, cipher: SecretCipher |
   await getWorkflow(db, orgId, workflow);
   const id = randomBytes(18).toString("base64url");
   const secret = source === "generic" ? null : newVerificationSecret(source);
-  const { rows } = await db.query<Row>(
-    `INSERT INTO ingest_endpoints (id, org_id, source, workflow, secret_ciphertext, secret_fingerprint)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [id, orgId, source, workflow, secret && sealer ? sealer.seal(secret, sealAad(id)) : null, secret && sealer ? sealer.fingerprint(secret) : null],
-  );
-  return { endpoint: toEndpoint(rows[0]!), secret };
+  const endpoint = await store.insert(db, {
+    id,
+    orgId,
+    source,
+    workflow,
+    secretCiphertext: secret && sealer ? sealer.seal(secret, sealAad(id)) : null,
+    secretFingerprint: secret && sealer ? sealer.fingerprint(secret) : null,
+  });
+  return { endpoint, secret };
 }
 
-export async function listIngestEndpoints(db: Queryable, orgId: string): Promise<IngestEndpoint[]> {
-  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM ingest_endpoints WHERE org_id = $1 ORDER BY created_at, id`, [orgId]);
-  return rows.map(toEndpoint);
+export async function listIngestEndpoints(store: IngestEndpointStore, db: Queryable, orgId: string): Promise<IngestEndpoint[]> {
+  return store.list(db, orgId);
 }
 
-export async function getIngestEndpoint(db: Queryable, orgId: string, id: string): Promise<IngestEndpoint> {
-  const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM ingest_endpoints WHERE org_id = $1 AND id = $2`, [orgId, id]);
-  if (!rows[0]) throw notFound(orgId, id);
-  return toEndpoint(rows[0]);
+export async function getIngestEndpoint(store: IngestEndpointStore, db: Queryable, orgId: string, id: string): Promise<IngestEndpoint> {
+  const endpoint = await store.get(db, orgId, id);
+  if (!endpoint) throw notFound(orgId, id);
+  return endpoint;
 }
 
 /**
  * A new secret, shown once; the current one becomes the previous and verifies until `now + ROTATION_GRACE_MS`.
  * Refused on generic: its URL is its credential (create a new endpoint and disable the old one instead).
  */
-export async function rotateIngestSecret(db: Queryable, cipher: SecretCipher | undefined, orgId: string, id: string): Promise<IngestEndpointWithSecret> {
-  const current = await getIngestEndpoint(db, orgId, id);
+export async function rotateIngestSecret(store: IngestEndpointStore, db: Queryable, cipher: SecretCipher | undefined, orgId: string, id: string): Promise<IngestEndpointWithSecret> {
+  const current = await getIngestEndpoint(store, db, orgId, id);
   if (current.source === "generic") {
     throw new SwitchyardError(
       ErrorCode.FailedPrecondition,
@@ -140,70 +102,25 @@ export async function rotateIngestSecret(db: Queryable, cipher: SecretCipher | u
   const sealer = requireCipher(cipher, `rotating the secret of ingest endpoint ${id}`);
   const secret = newVerificationSecret(current.source);
   // One statement: the row's current ciphertext moves to `previous` as it is replaced, whatever ran in between.
-  const { rows } = await db.query<Row>(
-    `UPDATE ingest_endpoints
-        SET previous_secret_ciphertext = secret_ciphertext,
-            previous_secret_expires_at = now() + make_interval(secs => $5::double precision / 1000),
-            secret_ciphertext = $3, secret_fingerprint = $4, updated_at = now()
-      WHERE org_id = $1 AND id = $2
-      RETURNING ${COLUMNS}`,
-    [orgId, id, sealer.seal(secret, sealAad(id)), sealer.fingerprint(secret), ROTATION_GRACE_MS],
-  );
-  if (!rows[0]) throw notFound(orgId, id);
-  return { endpoint: toEndpoint(rows[0]), secret };
+  const endpoint = await store.rotateSecret(db, orgId, id, { ciphertext: sealer.seal(secret, sealAad(id)), fingerprint: sealer.fingerprint(secret), graceMs: ROTATION_GRACE_MS });
+  if (!endpoint) throw notFound(orgId, id);
+  return { endpoint, secret };
 }
 
 /** Deliveries to a disabled endpoint answer 404, as to one that never existed. */
-export async function disableIngestEndpoint(db: Queryable, orgId: string, id: string): Promise<IngestEndpoint> {
-  const { rows } = await db.query<Row>(`UPDATE ingest_endpoints SET enabled = false, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING ${COLUMNS}`, [orgId, id]);
-  if (!rows[0]) throw notFound(orgId, id);
-  return toEndpoint(rows[0]);
-}
-
-/** What the delivery route needs of an endpoint, found by its URL token alone (the token names the tenant). */
-export interface IngestEndpointSecrets {
-  id: string;
-  orgId: string;
-  source: IngestSource;
-  workflow: string;
-  enabled: boolean;
-  secretCiphertext: string | null;
-  previousSecretCiphertext: string | null;
-  previousSecretExpiresAt: Date | null;
+export async function disableIngestEndpoint(store: IngestEndpointStore, db: Queryable, orgId: string, id: string): Promise<IngestEndpoint> {
+  const endpoint = await store.disable(db, orgId, id);
+  if (!endpoint) throw notFound(orgId, id);
+  return endpoint;
 }
 
 /**
  * The endpoint a delivery names, whatever its tenant (the route runs before any tenant is known, like the A2A
  * callback route: the URL token decides the tenant). Undefined for an unknown id.
  */
-export async function findEndpointForDelivery(db: Queryable, id: string): Promise<IngestEndpointSecrets | undefined> {
+export async function findEndpointForDelivery(store: IngestEndpointStore, db: Queryable, id: string): Promise<IngestEndpointSecrets | undefined> {
   if (!ENDPOINT_ID_PATTERN.test(id)) return undefined;
-  const { rows } = await db.query<{
-    id: string;
-    org_id: string;
-    source: IngestSource;
-    workflow: string;
-    enabled: boolean;
-    secret_ciphertext: string | null;
-    previous_secret_ciphertext: string | null;
-    previous_secret_expires_at: Date | null;
-  }>(
-    `SELECT id, org_id, source, workflow, enabled, secret_ciphertext, previous_secret_ciphertext, previous_secret_expires_at
-       FROM ingest_endpoints WHERE id = $1`,
-    [id],
-  );
-  const row = rows[0];
-  if (!row) return undefined;
-  return {
-    id: row.id,
-    orgId: row.org_id,
-    source: row.source,
-    workflow: row.workflow,
-    enabled: row.enabled,
-    secretCiphertext: row.secret_ciphertext,
-    previousSecretCiphertext: row.previous_secret_ciphertext,
-    previousSecretExpiresAt: row.previous_secret_expires_at,
-  };
+  return store.findForDelivery(db, id);
 }
 
 function notFound(orgId: string, id: string): SwitchyardError {

@@ -36,6 +36,7 @@ import { echoProbe, type EchoChecker } from "./echo.js";
 import type { EndpointCache, ResolvedEndpoint } from "./endpoint-cache.js";
 import { deriveReplyAddress } from "./reply-address-parsers.js";
 import type { SeenBodies } from "./seen-bodies.js";
+import type { DeliveryStore } from "../store/ingest/delivery-store.js";
 import type { TaskStarter } from "./task-starter.js";
 import { verifyDelivery } from "./verify/index.js";
 
@@ -55,6 +56,8 @@ function decodeStrictUtf8(raw: Buffer): string | undefined {
 export interface IngestRouteDeps {
   /** Reads and writes delivery rows; the owner's pool (the route runs before a tenant is known). */
   db: Pool;
+  /** The ingest deliveries port (runtime.stores.ingestDeliveries). */
+  deliveries: DeliveryStore;
   /**
    * Starts tasks: the gateway passes `createBatchedTaskStarter(tasks)` over its tenant-scoped TaskService, so the
    * task's transaction runs under RLS and a burst of one tenant's deliveries shares one commit.
@@ -168,7 +171,7 @@ export async function handleIngest(req: IncomingMessage, res: ServerResponse, de
   }
 
   const notStarted = async (cause: Exclude<DeliveryCause, "task_started">) => {
-    const recorded = await recordDelivery(deps.db, { endpointId: endpoint.id, deliveryId, orgId: endpoint.orgId, event: facts.event, cause, taskId: null, bodySha256 }, { byBody });
+    const recorded = await recordDelivery(deps.deliveries, deps.db, { endpointId: endpoint.id, deliveryId, orgId: endpoint.orgId, event: facts.event, cause, taskId: null, bodySha256 }, { byBody });
     count(source, recorded.duplicate ? "duplicate" : cause);
     logger.debug({ ...log, cause: recorded.cause, duplicate: recorded.duplicate }, "ingest delivery recorded; no task started");
     return answer(res, undefined, 200, {

@@ -6,6 +6,7 @@
 import type { StartTaskRequest, TaskService } from "../tasks/tasks.js";
 import { StartBatcher } from "../tasks/start-batcher.js";
 import { recordStartedDeliveries, type DeliveryRecord } from "./delivery-store.js";
+import type { DeliveryStore } from "../store/ingest/delivery-store.js";
 
 import type { StartedTask } from "../tasks/task-starts.js";
 
@@ -21,11 +22,11 @@ export interface TaskStarter {
   start(item: DeliveryStart): Promise<StartedTask>;
 }
 
-export function createBatchedTaskStarter(tasks: Pick<TaskService, "startEach" | "startsThroughOwner">, options: { maxBatch?: number } = {}): TaskStarter {
+export function createBatchedTaskStarter(tasks: Pick<TaskService, "startEach" | "startsThroughOwner">, options: { deliveries: DeliveryStore; maxBatch?: number }): TaskStarter {
   return new StartBatcher<DeliveryStart>({
     tasks,
     request: (item) => item.request,
-    onCreated: (client, created) => recordStartedDeliveries(client, created.map((c) => ({ ...c.item.delivery, cause: "task_started", taskId: c.taskId }))),
+    onCreated: (client, created) => recordStartedDeliveries(options.deliveries, client, created.map((c) => ({ ...c.item.delivery, cause: "task_started", taskId: c.taskId }))),
     ...(options.maxBatch !== undefined ? { maxBatch: options.maxBatch } : {}),
   });
 }

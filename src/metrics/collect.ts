@@ -13,7 +13,7 @@ import type { RedisClient } from "../bus/redis-connection.js";
 import { COORDINATOR_STREAM, type Bus } from "../bus/bus.js";
 import { isInboxStream } from "../bus/shards.js";
 import { COORDINATOR_GROUP } from "../coordinator/coordinator.js";
-import { costDay } from "../coordinator/tenant-facts.js";
+import { costDay } from "../domain.js";
 import { HARNESS_GROUP } from "../harness/harness.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "./metrics.js";

@@ -6,15 +6,15 @@
 import { ENCRYPTION_KEY_VARIABLE } from "../vault/secret-cipher.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
+import type { ReplyDialStore } from "../store/replies/reply-store.js";
 import type { ReplySender } from "./reply-sender.js";
 
-export function createDisabledReplySender(options: { pool: Queryable; logger?: Logger; intervalMs?: number }): ReplySender {
+export function createDisabledReplySender(options: { pool: Queryable; store: Pick<ReplyDialStore, "anyPending">; logger?: Logger; intervalMs?: number }): ReplySender {
   const logger = (options.logger ?? silentLogger).child({ component: "reply-sender" });
   let warned = false;
   const runOnce = async (): Promise<number> => {
     if (warned) return 0;
-    const { rows } = await options.pool.query("SELECT 1 FROM origin_replies WHERE state = 'pending' LIMIT 1");
-    if (rows.length > 0) {
+    if (await options.store.anyPending(options.pool)) {
       warned = true;
       logger.warn(`origin replies are pending but none can be sent: replies need ${ENCRYPTION_KEY_VARIABLE} (the connections' secrets are sealed with it)`);
     }

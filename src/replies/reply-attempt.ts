@@ -6,7 +6,7 @@
 import type { Logger } from "../logger.js";
 import { dialProvider, prepareDial, type PreparedDial, type ReplyEgressOptions } from "./reply-dial.js";
 import { retryDelay, retryOrFail, toFinish, type RetryPolicy } from "./reply-retry.js";
-import { learnIdentity, limitConnection, type ClaimedReply, type ReplyFinish } from "./reply-rows.js";
+import type { ClaimedReply, ReplyFinish } from "../store/replies/reply-store.js";
 import type { ReplySenderOptions } from "./reply-sender.js";
 
 /** Built once per sender. */
@@ -54,7 +54,7 @@ export async function dialReply(context: DialContext, reply: ClaimedReply, log: 
       if (result.outcome === "sent") {
         // Learnt before the row says `sent`: the echo Slack delivers at once is recognised by either.
         if (result.learnt && (result.learnt.botId || result.learnt.appId)) {
-          await learnIdentity(options.pool, connection.id, result.learnt.botId ?? null, result.learnt.appId ?? null).catch((error: unknown) =>
+          await options.store.learnIdentity(options.pool, connection.id, result.learnt.botId ?? null, result.learnt.appId ?? null).catch((error: unknown) =>
             log.warn({ err: error }, "could not record the Slack bot identity"),
           );
         }
@@ -62,7 +62,7 @@ export async function dialReply(context: DialContext, reply: ClaimedReply, log: 
       }
       if (result.outcome === "retry" && result.code === "provider_rate_limited") {
         // Before the row is put back: the connection's other rows must not be claimed in between.
-        await limitConnection(options.pool, connection.id, retryDelay(retry, reply.dialAttempts, result.retryAfterMs)).catch((error: unknown) =>
+        await options.store.limitConnection(options.pool, connection.id, retryDelay(retry, reply.dialAttempts, result.retryAfterMs)).catch((error: unknown) =>
           log.warn({ err: error }, "could not record the connection's rate limit"),
         );
       }

@@ -13,7 +13,7 @@ import { targetAllowed } from "../vault/connection-select.js";
 import { findConnection, type ConnectionRecord } from "../vault/connection-store.js";
 import type { SecretCipher } from "../vault/secret-cipher.js";
 import { REPLY_PROVIDERS, type ProviderResult } from "./providers/index.js";
-import type { ClaimedReply } from "./reply-rows.js";
+import type { ClaimedReply } from "../store/replies/reply-store.js";
 
 export interface ReplyEgressOptions {
   /** SWITCHYARD_EGRESS_ALLOWED_NETWORKS: private ranges a connection's API may resolve to. @defaultValue none */

@@ -6,14 +6,15 @@
  *
  * Why a poll and not a hook after each write: reply rows are written by seven statements (the engine's insert and
  * approval update, the sender's claim, outcome and permalink, its two sweeps), and a publish after a commit is
- * lost when the process dies in between. Every one of those writes sets `updated_at = now()` (reply-rows.ts, reply-store.ts), so
+ * lost when the process dies in between. Every one of those writes sets `updated_at = now()` (store/replies/postgres-reply-*.ts), so
  * each poll reads the rows whose updated_at moved since the previous poll, and the watermark only moves once Redis
  * took every write: a crash or an outage means a later poll (here or in another coordinator) writes them again.
  *
  * `now()` is the writer's transaction start, not its commit, so each poll reads again `overlapMs` before the last
  * one: a writing transaction longer than that could be missed (its caller then answers `outcome_pending` at its
  * deadline, the documented "may still be posted"). The one change with no write is a `sent` row whose sender's
- * lease lapsed while it looked up the permalink; those rows are read by `claimed_until` (migration 0014).
+ * lease lapsed while it looked up the permalink; those rows are read by `claimed_until` (migration 0014). The SQL is
+ * the ReplyOutcomeFeed port's (store/replies/postgres-reply-feed.ts).
  */
 import { runScript, defineScript } from "../bus/lua/script.js";
 import { assertKeyPrefix } from "../bus/keys.js";
@@ -21,12 +22,15 @@ import type { RedisClient } from "../bus/redis-connection.js";
 import type { BackgroundJob } from "../foreign/a2a-foreign.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
+import type { ReplyFeedRow, ReplyOutcomeFeed, ReplyOutcomeRow } from "../store/replies/reply-store.js";
 import { replyOutcomeKeys, type PublishedReply } from "./redis-reply-outcome.js";
-import { completingSql, outcomeOf, type ReplyOutcomeRow } from "./reply-outcome.js";
+import { outcomeOf } from "./reply-outcome.js";
 
 export interface ReplyOutcomeRelayOptions {
   /** A pool that reads every tenant's rows (the coordinator's, as the reply sender's). */
   pool: Queryable;
+  /** Where the rows are read (store/replies/postgres-reply-feed.ts). */
+  store: ReplyOutcomeFeed;
   /** The command connection. Must not use ioredis' `keyPrefix`. */
   redis: RedisClient;
   /** config.bus.keyPrefix: the harnesses read under the same prefix. */
@@ -85,41 +89,6 @@ return written
 `,
 );
 
-interface RelayRow extends ReplyOutcomeRow {
-  org_id: string;
-  task_id: string;
-  request_id: string;
-  idempotency_key: string;
-  /** `updated_at::text`: the page cursor, at the database's precision. */
-  cursor: string;
-  /** This statement's now() in µs: the order of what it read. */
-  read_us: number;
-  /** The row holding this row's key now (this one unless it is refused), when the row is refused and once held it. */
-  holder_id: string | null;
-  holder_state: ReplyOutcomeRow["state"] | null;
-  holder_code: string | null;
-  holder_message: string | null;
-  holder_permalink: string | null;
-  holder_approval_id: string | null;
-  holder_completing: boolean | null;
-}
-
-// The holder is looked up only for a refused row that was parked (the one way a refused row held a key): a row
-// refused when it was made never held one, and the holder's own changes publish its key.
-const SELECT_ROWS = `
-  SELECT r.id, r.org_id, r.task_id, r.request_id, r.idempotency_key, r.state, r.code, r.message, r.permalink,
-         r.approval_id, ${completingSql("r")} AS completing, r.updated_at::text AS cursor,
-         (extract(epoch FROM now()) * 1000000)::bigint AS read_us,
-         h.id AS holder_id, h.state AS holder_state, h.code AS holder_code, h.message AS holder_message,
-         h.permalink AS holder_permalink, h.approval_id AS holder_approval_id, h.completing AS holder_completing
-    FROM origin_replies r
-    LEFT JOIN LATERAL (
-      SELECT x.id, x.state, x.code, x.message, x.permalink, x.approval_id, ${completingSql("x")} AS completing
-        FROM origin_replies x
-       WHERE r.state = 'refused' AND r.approval_id IS NOT NULL
-         AND x.org_id = r.org_id AND x.task_id = r.task_id AND x.idempotency_key = r.idempotency_key AND x.state <> 'refused'
-    ) h ON true`;
-
 const NO_ID = "00000000-0000-0000-0000-000000000000";
 
 export function createReplyOutcomeRelay(options: ReplyOutcomeRelayOptions): ReplyOutcomeRelay {
@@ -136,7 +105,7 @@ export function createReplyOutcomeRelay(options: ReplyOutcomeRelayOptions): Repl
   let written = new Map<string, string>();
   let running: Promise<number> | undefined;
 
-  const publish = async (row: RelayRow, seen: Map<string, string>): Promise<number> => {
+  const publish = async (row: ReplyFeedRow, seen: Map<string, string>): Promise<number> => {
     const keys = replyOutcomeKeys(options.keyPrefix, { orgId: row.org_id, taskId: row.task_id, requestId: row.request_id, idempotencyKey: row.idempotency_key });
     const entries: Array<{ key: string; value: Omit<PublishedReply, "order">; ttlMs: number }> = [{ key: keys.request, value: valueOf(row), ttlMs: requestTtlMs }];
     if (row.state !== "refused") entries.push({ key: keys.key, value: valueOf(row), ttlMs: keyTtlMs });
@@ -158,32 +127,20 @@ export function createReplyOutcomeRelay(options: ReplyOutcomeRelayOptions): Repl
   };
 
   const run = async (signal?: AbortSignal): Promise<number> => {
-    const window = await options.pool.query<{ polled: string; start: string }>(
-      `SELECT now()::text AS polled,
-              (COALESCE($1::timestamptz, now() - make_interval(secs => $2::double precision / 1000)) - make_interval(secs => $3::double precision / 1000))::text AS start`,
-      [since ?? null, lookbackMs, overlapMs],
-    );
-    const { polled, start } = window.rows[0]!;
+    const { polled, start } = await options.store.window(options.pool, since, lookbackMs, overlapMs);
     const seen = new Map<string, string>();
     let count = 0;
-    const publishAll = async (rows: readonly RelayRow[]) => {
+    const publishAll = async (rows: readonly ReplyFeedRow[]) => {
       for (const n of await Promise.all(rows.map((row) => publish(row, seen)))) count += n;
     };
-    const lapsed = await options.pool.query<RelayRow>(
-      `${SELECT_ROWS} WHERE r.state = 'sent' AND r.claimed_until > $1::timestamptz AND r.claimed_until <= now()`,
-      [start],
-    );
-    await publishAll(lapsed.rows);
+    await publishAll(await options.store.lapsed(options.pool, start));
     let cursor = { at: start, id: NO_ID };
     for (;;) {
       if (signal?.aborted) return count; // the watermark stays: the next run reads these rows again
-      const page = await options.pool.query<RelayRow>(
-        `${SELECT_ROWS} WHERE (r.updated_at, r.id) > ($1::timestamptz, $2::uuid) ORDER BY r.updated_at, r.id LIMIT $3`,
-        [cursor.at, cursor.id, pageSize],
-      );
-      await publishAll(page.rows);
-      const last = page.rows.at(-1);
-      if (!last || page.rows.length < pageSize) break;
+      const page = await options.store.changed(options.pool, cursor, pageSize);
+      await publishAll(page);
+      const last = page.at(-1);
+      if (!last || page.length < pageSize) break;
       cursor = { at: last.cursor, id: last.id };
     }
     since = polled;
@@ -208,7 +165,7 @@ function valueOf(row: ReplyOutcomeRow): Omit<PublishedReply, "order"> {
   return outcome ? { replyId: row.id, outcome } : { replyId: row.id };
 }
 
-function holderOf(row: RelayRow): ReplyOutcomeRow {
+function holderOf(row: ReplyFeedRow): ReplyOutcomeRow {
   return {
     id: row.holder_id!,
     state: row.holder_state!,

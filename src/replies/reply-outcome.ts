@@ -4,10 +4,11 @@
  * with the same key made it — until it is terminal (sent, failed, unknown, refused) or parked on an approval.
  * The poll loop and its deadline answer are pollReplyOutcome (redis-reply-outcome.ts), shared with the harness's
  * database-free wait; which rows are final for a caller is decided here, and the relay that feeds that wait
- * (reply-outcome-relay.ts) decides with the same `outcomeOf` and `completingSql`.
+ * (reply-outcome-relay.ts) decides with the same `outcomeOf` (and its SQL with the same `completingSql`, store/replies/).
  */
 import type { Queryable } from "../store/db.js";
-import type { ReplyOutcome, ReplyState } from "../core/reply-types.js";
+import type { ReplyOutcome } from "../core/reply-types.js";
+import type { ReplyOutcomeRow, ReplyRowStore } from "../store/replies/reply-store.js";
 import { pollReplyOutcome, type ReplyOutcomeQuery, type WaitOptions } from "./redis-reply-outcome.js";
 
 export type { ReplyOutcomeQuery, WaitOptions } from "./redis-reply-outcome.js";
@@ -15,43 +16,18 @@ export type { ReplyOutcomeQuery, WaitOptions } from "./redis-reply-outcome.js";
 /** A database to read from: a pool (harness, scoped by `org_id` in the WHERE) or a per-read tenant transaction (API). */
 export type ReplyOutcomeDb = Queryable | (<T>(read: (db: Queryable) => Promise<T>) => Promise<T>);
 
-/**
- * `sent`, and its sender still holds the lease while it looks up the permalink: not final for a caller yet. A
- * lease that lapses without a write (the lookup's write failed) makes the row final with nothing written.
- */
-export function completingSql(alias?: string): string {
-  const column = alias ? `${alias}.` : "";
-  return `(${column}state = 'sent' AND ${column}claimed_until > now())`;
-}
-
-/** The columns of origin_replies that decide a caller's outcome. */
-export interface ReplyOutcomeRow {
-  id: string;
-  state: ReplyState;
-  code: string | null;
-  message: string | null;
-  permalink: string | null;
-  approval_id: string | null;
-  /** completingSql(). */
-  completing: boolean;
-}
+/** Where the rows are read: the ReplyRowStore port (store/replies/postgres-reply-store.ts). */
+export type ReplyOutcomeRows = Pick<ReplyRowStore, "outcomeRow">;
 
 /** The row the request made (or the first one with its key), whatever its state; undefined while there is none. */
-async function readRow(db: ReplyOutcomeDb, q: ReplyOutcomeQuery): Promise<ReplyOutcomeRow | undefined> {
-  const read = (client: Queryable) =>
-    client.query<ReplyOutcomeRow>(
-      `SELECT id, state, code, message, permalink, approval_id, ${completingSql()} AS completing FROM origin_replies
-       WHERE org_id = $1 AND task_id = $2 AND (request_id = $3 OR (idempotency_key = $4 AND state <> 'refused'))
-       ORDER BY (request_id = $3) DESC LIMIT 1`,
-      [q.orgId, q.taskId, q.requestId, q.idempotencyKey],
-    );
-  const { rows } = typeof db === "function" ? await db(read) : await read(db);
-  return rows[0];
+function readRow(store: ReplyOutcomeRows, db: ReplyOutcomeDb, q: ReplyOutcomeQuery): Promise<ReplyOutcomeRow | undefined> {
+  const read = (client: Queryable) => store.outcomeRow(client, q);
+  return typeof db === "function" ? db(read) : read(db);
 }
 
 /** The recorded outcome now, or undefined while there is no row yet or it is still pending / dialing. */
-export async function readReplyOutcome(db: ReplyOutcomeDb, q: ReplyOutcomeQuery): Promise<ReplyOutcome | undefined> {
-  const row = await readRow(db, q);
+export async function readReplyOutcome(store: ReplyOutcomeRows, db: ReplyOutcomeDb, q: ReplyOutcomeQuery): Promise<ReplyOutcome | undefined> {
+  const row = await readRow(store, db, q);
   return row ? outcomeOf(row) : undefined;
 }
 
@@ -68,9 +44,9 @@ export function outcomeOf(row: ReplyOutcomeRow): ReplyOutcome | undefined {
   };
 }
 
-export async function waitForReplyOutcome(db: ReplyOutcomeDb, q: ReplyOutcomeQuery, options: WaitOptions): Promise<ReplyOutcome> {
+export async function waitForReplyOutcome(store: ReplyOutcomeRows, db: ReplyOutcomeDb, q: ReplyOutcomeQuery, options: WaitOptions): Promise<ReplyOutcome> {
   return pollReplyOutcome(async () => {
-    const row = await readRow(db, q);
+    const row = await readRow(store, db, q);
     if (!row) return {};
     const outcome = outcomeOf(row);
     return outcome ? { outcome } : { replyId: row.id };

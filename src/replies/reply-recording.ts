@@ -6,20 +6,20 @@ import type { Logger } from "../logger.js";
 import { countOriginReply } from "../metrics/metrics.js";
 import { redact } from "./dial-outcome.js";
 import type { DialedReply } from "./reply-attempt.js";
-import { completeSent, finishReply, type ClaimedReply } from "./reply-rows.js";
+import type { ClaimedReply } from "../store/replies/reply-store.js";
 import type { ReplySenderOptions } from "./reply-sender.js";
 
 export async function recordDial(options: ReplySenderOptions, reply: ClaimedReply, dialed: DialedReply, log: Logger): Promise<void> {
   const { kind, permalinkLater } = dialed;
   let finish = dialed.finish;
   if (finish.state !== "sent") finish = { ...finish, message: redact(finish.message, dialed.secret) };
-  const written = await finishReply(options.pool, reply.id, finish, permalinkLater !== undefined).catch((error: unknown) => {
+  const written = await options.store.finish(options.pool, reply.id, finish, permalinkLater !== undefined).catch((error: unknown) => {
     log.error({ err: error }, "could not record a reply's outcome; the sweep will mark it unknown after its lease");
     return false;
   });
   if (written && permalinkLater) {
     const link = await permalinkLater();
-    await completeSent(options.pool, reply.id, link).catch((error: unknown) => log.warn({ err: error }, "could not record a reply's permalink"));
+    await options.store.completeSent(options.pool, reply.id, link).catch((error: unknown) => log.warn({ err: error }, "could not record a reply's permalink"));
   }
   options.metrics?.originReplyDials.inc({ kind, outcome: finish.state === "pending" ? "retry" : finish.state });
   // Counted once, by whoever settles the row: an unwritten outcome is the sweep's (`interrupted`).

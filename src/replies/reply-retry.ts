@@ -4,7 +4,7 @@
  * that may have reached the provider is never retried (`unknown`).
  */
 import type { DialOutcome } from "./dial-outcome.js";
-import type { ReplyFinish } from "./reply-rows.js";
+import type { ReplyFinish } from "../store/replies/reply-store.js";
 
 export interface RetryPolicy {
   retryBaseMs: number;

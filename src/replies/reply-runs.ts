@@ -5,7 +5,7 @@
  */
 import type { Logger } from "../logger.js";
 import type { DependencyHealth } from "../process/dependency-health.js";
-import type { ClaimedReply } from "./reply-rows.js";
+import type { ClaimedReply } from "../store/replies/reply-store.js";
 
 export class ReplyRuns {
   /** Set by the first run: only a process that runs the job is kicked (a short-lived CLI never dials). */

@@ -15,7 +15,7 @@
  * Retry-After, capped, or a backoff) until `dialAttempts`, then `failed` (`connection_unusable`, `sender_error`,
  * `connect_failed`, `provider_rate_limited`); an egress refusal or a 4xx → `failed`; anything after the request may
  * have been written (timeout, reset, 5xx) → `unknown`, never dialed again. A 429 also holds the whole connection
- * (`rate_limited_until`): claimReplies dials none of its rows before then. A row pending longer than `maxPendingMs`
+ * (`rate_limited_until`): a claim takes none of its rows before then. A row pending longer than `maxPendingMs`
  * is expired by the sweep, never dialed.
  *
  * In parts: the runs that claim and dial batches (reply-runs.ts), one dial (reply-attempt.ts) and when it is tried
@@ -25,17 +25,19 @@ import type { DependencyHealth } from "../process/dependency-health.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
+import type { ClaimedReply, ReplyDialStore } from "../store/replies/reply-store.js";
 import type { SecretCipher } from "../vault/secret-cipher.js";
 import type { BackgroundJob } from "../foreign/a2a-foreign.js";
 import { dialReply, type DialContext } from "./reply-attempt.js";
 import type { ReplyEgressOptions } from "./reply-dial.js";
 import { recordDial } from "./reply-recording.js";
-import { claimReplies, type ClaimedReply } from "./reply-rows.js";
 import { ReplyRuns } from "./reply-runs.js";
 import { sweepReplies } from "./reply-sweep.js";
 
 export interface ReplySenderOptions {
   pool: Pool;
+  /** The rows it claims and settles (store/replies/postgres-reply-dials.ts), on `pool`. */
+  store: ReplyDialStore;
   /** Opens connection secrets (AAD `connection:<id>`). */
   cipher: SecretCipher;
   egress?: ReplyEgressOptions;
@@ -100,9 +102,9 @@ export function createReplySender(options: ReplySenderOptions): ReplySender {
     const log = logger.child({ replyId: reply.id, orgId: reply.orgId, taskId: reply.taskId, connectionId: reply.connectionId });
     await recordDial(options, reply, await dialReply(context, reply, log), log);
   };
-  const runs = new ReplyRuns(() => claimReplies(options.pool, { limit: concurrency, leaseMs, maxPendingMs }), dialOne, logger, options.health);
+  const runs = new ReplyRuns(() => options.store.claim(options.pool, { limit: concurrency, leaseMs, maxPendingMs }), dialOne, logger, options.health);
   const runOnce = (): Promise<number> => runs.runOnce();
-  const sweep = (): Promise<number> => sweepReplies(options.pool, options.metrics, logger, maxPendingMs);
+  const sweep = (): Promise<number> => sweepReplies(options.store, options.pool, options.metrics, logger, maxPendingMs);
 
   return {
     kick() {

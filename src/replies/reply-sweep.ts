@@ -6,17 +6,17 @@
 import type { Logger } from "../logger.js";
 import { countOriginReply, type Metrics } from "../metrics/metrics.js";
 import type { Pool } from "../store/db.js";
-import { expireStale, sweepInterrupted } from "./reply-rows.js";
+import type { ReplyDialStore } from "../store/replies/reply-store.js";
 
 /** Resolves with how many rows it settled. */
-export async function sweepReplies(pool: Pool, metrics: Metrics | undefined, logger: Logger, maxPendingMs: number): Promise<number> {
-  const swept = await sweepInterrupted(pool);
+export async function sweepReplies(store: Pick<ReplyDialStore, "expireStale" | "sweepInterrupted">, pool: Pool, metrics: Metrics | undefined, logger: Logger, maxPendingMs: number): Promise<number> {
+  const swept = await store.sweepInterrupted(pool);
   for (const row of swept) {
     metrics?.originReplyDials.inc({ kind: row.kind, outcome: "unknown" });
     countOriginReply(metrics, "unknown", "interrupted");
     logger.warn({ replyId: row.id, orgId: row.orgId, taskId: row.taskId }, "origin reply interrupted mid-dial; marked unknown, not sent again");
   }
-  const expired = await expireStale(pool, maxPendingMs);
+  const expired = await store.expireStale(pool, maxPendingMs);
   for (const row of expired) {
     countOriginReply(metrics, "failed", "expired");
     logger.warn({ replyId: row.id, orgId: row.orgId, taskId: row.taskId, maxPendingMs }, "origin reply pending too long; failed expired, not sent");

@@ -12,7 +12,8 @@ import type { EnvelopeSigner } from "../bus/auth/bus-auth.js";
 import type { Queryable } from "../store/db.js";
 import { derivedIdSource } from "../coordinator/envelopes.js";
 import { startEventId } from "../core/model.js";
-import { insertOutbox, type OutboxRow } from "../coordinator/outbox.js";
+import type { OutboxRow } from "../store/engine/engine-store.js";
+import { insertOutbox } from "../store/engine/postgres-outbox-store.js";
 import { inboxOf } from "../bus/shards.js";
 
 const encoder = new TextEncoder();

@@ -13,8 +13,8 @@ import { getWorkflow, type StoredWorkflow } from "../store/workflow-store.js";
 import { recordTaskStart } from "../telemetry/task-spans.js";
 import { activeTraceparent } from "../telemetry/traceparent.js";
 import { tracingOn } from "../telemetry/tracing.js";
-import type { StepRecord, TaskRecord } from "../core/model.js";
-import { insertTasks, pendingWorkflowStep, saveSteps } from "../coordinator/task-store.js";
+import { pendingWorkflowStep, type StepRecord, type TaskRecord } from "../core/model.js";
+import { insertTasks, saveSteps } from "../store/engine/postgres-task-store.js";
 import type { StartTaskRequest, TaskView } from "./tasks.js";
 
 export interface StartedTask {

@@ -10,21 +10,28 @@ import { getWorkflow } from "../store/workflow-store.js";
 import { tryAddress, viewAddress, type ReplyAddress, type ReplyAddressView } from "../core/reply-address.js";
 import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
 import { waitForReplyOutcome } from "../replies/reply-outcome.js";
-import { listReplies, type ReplyView } from "../replies/reply-store.js";
+// The task service still runs its own SQL (getTaskView, starts): it reaches the reply rows' adapter the same way.
+import { createPostgresReplyRowStore } from "../store/replies/postgres-reply-store.js";
+import type { ReplyView } from "../store/replies/reply-store.js";
 import type { ReplyOutcome } from "../core/reply-types.js";
-import { getApproval, recordDecisionVia, type ApprovalDecisionVia } from "../coordinator/approval-store.js";
+import type { ApprovalDecisionVia, ApprovalStore } from "../store/approvals/approval-store.js";
 import type { ApplyResult, Engine } from "../coordinator/engine.js";
 import { EXPIRY_ACTOR, startEventId, type StepRecord, type TaskRecord, type TaskStatus } from "../core/model.js";
 import type { OutboxPublisher } from "../coordinator/outbox-publisher.js";
 import { insertStartEnvelopes, type StartOwner } from "./start-envelope.js";
 import { checkStarts, writeStarts, type OnStartsCreated, type StartedTask, type StartSettled } from "./task-starts.js";
-import { isUuid, STEP_COLUMNS, toStep } from "../coordinator/task-store.js";
+import { isUuid } from "../domain.js";
+import { STEP_COLUMNS, toStep } from "../store/engine/postgres-task-store.js";
 
 export type { StartedTask, StartSettled } from "./task-starts.js";
+
+const replyRows = createPostgresReplyRowStore();
 
 export interface TaskServiceOptions {
   pool: Pool;
   engine: Engine;
+  /** The approval rows a decision locks, reads and closes (`runtime.stores.approvals`). */
+  approvals: ApprovalStore;
   /** Publishes committed outbox rows at once; without it the relay sweep picks them up. */
   publisher?: OutboxPublisher;
   maxPayloadBytes: number;
@@ -224,7 +231,7 @@ export class TaskService {
 
   private async decideInTransaction(client: PoolClient, request: DecideApprovalRequest): Promise<DecideApprovalOutcome & { applied: ApplyResult | undefined }> {
     // The row lock serialises every route a decision can take (API, CLI, link, expiry sweep).
-    const approval = await getApproval(client, request.orgId, request.approvalId, true);
+    const approval = await this.options.approvals.get(client, request.orgId, request.approvalId, true);
     if (!approval) throw new SwitchyardError(ErrorCode.NotFound, `no approval ${request.approvalId} for tenant ${request.orgId}`);
     if (approval.status !== "pending") {
       return { status: approval.status, decidedBy: approval.decidedBy ?? "unknown", alreadyDecided: true, applied: undefined };
@@ -247,21 +254,18 @@ export class TaskService {
         },
       },
     ]);
-    const after = await getApproval(client, request.orgId, request.approvalId);
+    const after = await this.options.approvals.get(client, request.orgId, request.approvalId);
     let result: DecideApprovalOutcome;
     if (after?.status === "pending") {
       // The step moved on (task cancelled or failed): close the approval so it is not decided later.
-      await client.query("UPDATE approvals SET status = 'denied', decided_by = $2, decision_reason = 'step no longer parked', decided_at = now() WHERE id = $1", [
-        request.approvalId,
-        "coordinator",
-      ]);
+      await this.options.approvals.closeUnparked(client, request.approvalId, "coordinator");
       result = { status: "denied", decidedBy: "coordinator", alreadyDecided: true };
     } else if (late) {
       result = { status: "denied", decidedBy: decision.actor, alreadyDecided: true };
     } else {
       result = { status: decision.approve ? "approved" : "denied", decidedBy: decision.actor, alreadyDecided: false };
     }
-    if (decision.via) await recordDecisionVia(client, request.orgId, request.approvalId, decision.via);
+    if (decision.via) await this.options.approvals.recordDecisionVia(client, request.orgId, request.approvalId, decision.via);
     await request.onDecided?.(client);
     return { ...result, applied };
   }
@@ -296,7 +300,7 @@ export class TaskService {
       throw new SwitchyardError(ErrorCode.FailedPrecondition, refused.reason, { details: { reason: "REPLY_WINDOW_CLOSED" } });
     }
     await this.publish(applied);
-    return waitForReplyOutcome((read) => this.transact(orgId, read), { orgId, taskId, requestId, idempotencyKey }, {
+    return waitForReplyOutcome(replyRows, (read) => this.transact(orgId, read), { orgId, taskId, requestId, idempotencyKey }, {
       deadlineMs: this.options.replyDeadlineMs ?? 60_000,
       ...(request.signal ? { signal: request.signal } : {}),
     });
@@ -353,7 +357,7 @@ export async function getTaskView(db: Queryable, orgId: string, taskId: string):
       ...(s.status === "held" && queued.has(s.stepId) ? { queuedReason: queued.get(s.stepId)! } : {}),
     })),
     replyTo: viewAddress(row.reply_to == null ? null : (tryAddress(row.reply_to) ?? null)),
-    replies: await listReplies(db, orgId, taskId),
+    replies: await replyRows.list(db, orgId, taskId),
   };
 }
 

@@ -6,7 +6,7 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
 import type { SecretCipher } from "./secret-cipher.js";
 import { connectionAad } from "./connection-record.js";
-import { isUuid } from "../coordinator/task-store.js";
+import { isUuid } from "../domain.js";
 
 export async function openConnectionSecret(db: Queryable, cipher: SecretCipher, orgId: string, connectionId: string): Promise<string> {
   const { rows } = isUuid(connectionId)

@@ -13,8 +13,8 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import { appendAudit } from "../governance/audit-log.js";
-import { isUuid } from "../coordinator/task-store.js";
+import { appendAudit } from "../store/audit/postgres-audit-store.js";
+import { isUuid, operatorChangeEntry } from "../domain.js";
 import { withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
 import { CONNECTION_COLUMNS, connectionAad, connectionFromRow, type ConnectionRecord } from "./connection-record.js";
 import { invalidConnection, normaliseConnectionInput, secretProblem, type ConnectionInput } from "./connection-input.js";
@@ -48,7 +48,7 @@ function actorOf(change: ConnectionChange): string {
 
 async function audit(client: PoolClient, connection: ConnectionRecord, verdict: "added" | "rotated" | "deleted", actor: string, reason: string, nowMs: number): Promise<void> {
   await appendAudit(client, [
-    {
+    operatorChangeEntry({
       orgId: connection.orgId,
       action: "connection",
       actor,
@@ -56,13 +56,8 @@ async function audit(client: PoolClient, connection: ConnectionRecord, verdict: 
       verdict,
       rule: `${connection.kind}:${connection.accountKey}`,
       reason,
-      payloadHash: "",
-      cost: 0,
-      taskId: "",
-      stepId: "",
-      envelopeId: "",
       atMs: nowMs,
-    },
+    }),
   ]);
 }
 

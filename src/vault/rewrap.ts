@@ -9,6 +9,7 @@
  */
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { withTransaction, type Pool, type PoolClient } from "../store/db.js";
+import type { SealedColumn, SealedSecretStore } from "../store/vault/sealed-secret-store.js";
 import type { SecretCipher } from "./secret-cipher.js";
 
 export interface RewrapResult {
@@ -19,9 +20,7 @@ export interface RewrapResult {
   ingestSecrets: number;
 }
 
-interface Column {
-  table: "connections" | "ingest_endpoints";
-  column: "secret_ciphertext" | "previous_secret_ciphertext";
+interface Column extends SealedColumn {
   aad: (id: string) => string;
 }
 
@@ -31,14 +30,8 @@ const COLUMNS: readonly Column[] = [
   { table: "ingest_endpoints", column: "previous_secret_ciphertext", aad: (id) => `ingest:${id}` },
 ];
 
-async function rewrapColumn(client: PoolClient, cipher: SecretCipher, spec: Column, orgId: string | undefined): Promise<number> {
-  // The envelope is `v1.<keyId>.<iv>.<body>`: the key id is its second part.
-  const { rows } = await client.query<{ id: string; envelope: string }>(
-    `SELECT id::text AS id, ${spec.column} AS envelope FROM ${spec.table}
-     WHERE ${spec.column} IS NOT NULL AND split_part(${spec.column}, '.', 2) <> $1 AND ($2::text IS NULL OR org_id = $2)
-     ORDER BY id FOR UPDATE`,
-    [cipher.currentKeyId, orgId ?? null],
-  );
+async function rewrapColumn(store: SealedSecretStore, client: PoolClient, cipher: SecretCipher, spec: Column, orgId: string | undefined): Promise<number> {
+  const rows = await store.lockStale(client, spec, cipher.currentKeyId, orgId);
   for (const row of rows) {
     let plain: string;
     try {
@@ -49,16 +42,15 @@ async function rewrapColumn(client: PoolClient, cipher: SecretCipher, spec: Colu
         details: { table: spec.table, id: row.id, column: spec.column, keyId: cipher.keyIdOf(row.envelope) },
       });
     }
-    const idType = spec.table === "connections" ? "uuid" : "text";
-    await client.query(`UPDATE ${spec.table} SET ${spec.column} = $2 WHERE id = $1::${idType}`, [row.id, cipher.seal(plain, spec.aad(row.id))]);
+    await store.reseal(client, spec, row.id, cipher.seal(plain, spec.aad(row.id)));
   }
   return rows.length;
 }
 
-export async function rewrapSecrets(pool: Pool, cipher: SecretCipher, options: { orgId?: string } = {}): Promise<RewrapResult> {
+export async function rewrapSecrets(store: SealedSecretStore, pool: Pool, cipher: SecretCipher, options: { orgId?: string } = {}): Promise<RewrapResult> {
   return withTransaction(pool, async (client) => {
     const counts = [];
-    for (const spec of COLUMNS) counts.push(await rewrapColumn(client, cipher, spec, options.orgId));
+    for (const spec of COLUMNS) counts.push(await rewrapColumn(store, client, cipher, spec, options.orgId));
     return { keyId: cipher.currentKeyId, connections: counts[0]!, ingestSecrets: counts[1]! + counts[2]! };
   });
 }

@@ -49,7 +49,7 @@ describe("approval link commands", () => {
     expect(links).toEqual({ approvalId, approveUrl: expect.stringMatching(/^https:\/\/gw\.example\/sy\/approvals\/decide\?token=/), denyUrl: expect.any(String), expiresAt: expect.any(String), kid: expect.any(String) });
     expect(Date.parse(links.expiresAt) - Date.now()).toBeLessThanOrEqual(60_000);
 
-    const outcome = await redeemApprovalLink({ pool: cli.db.pool, tasks: (await runtime()).tasks }, new URL(links.approveUrl).searchParams.get("token")!);
+    const outcome = await redeemApprovalLink({ pool: cli.db.pool, stores: (await runtime()).stores, tasks: (await runtime()).tasks }, new URL(links.approveUrl).searchParams.get("token")!);
     expect(outcome).toMatchObject({ status: "approved", alreadyDecided: false });
 
     const decided = await cli.run(["approval", "link", approvalId, "--tenant", "acme"]);
@@ -79,7 +79,7 @@ describe("approval link commands", () => {
     const retired = await cli.run(["approval", "retire-key", old.kid, "--tenant", "acme"]);
     expect(retired.code).toBe(0);
     expect(retired.last).toMatch(new RegExp(`^retired link key ${old.kid} at `));
-    const error = await redeemApprovalLink({ pool: cli.db.pool, tasks: (await runtime()).tasks }, new URL(old.approveUrl).searchParams.get("token")!).catch((e: unknown) => e);
+    const error = await redeemApprovalLink({ pool: cli.db.pool, stores: (await runtime()).stores, tasks: (await runtime()).tasks }, new URL(old.approveUrl).searchParams.get("token")!).catch((e: unknown) => e);
     expect(linkRefusalOf(error)).toBe("retired_key");
     expect((await approvalOf(cli.db.pool, "acme", approvalId)).status).toBe("pending");
     const unknown = await cli.run(["approval", "retire-key", "000000000000", "--tenant", "acme"]);

@@ -5,9 +5,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { approvalExpirySweep, expireApprovals } from "../../src/approvals/expiry.js";
 import { Coordinator } from "../../src/coordinator/coordinator.js";
-import { setFlag } from "../../src/flags/flag-store.js";
+import { setFlag } from "../../src/flags/flag-changes.js";
+import { createPostgresFlagStore } from "../../src/store/flags/postgres-flag-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { approvalAuditRows, approvalOf, parkTask, snapshot, submitGated } from "./helpers.js";
@@ -46,7 +47,7 @@ describe("approval expiry", () => {
       "approval:denied:system:expiry",
     ]);
     expect(audit[1]).toMatchObject({ rule: `approval:${approvalId}`, reason: `approval expired at ${opened.expiresAt}` });
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
     // Nothing was published for the expired step.
     expect((await rt.bus.stats("role:publisher", "harness")).length).toBe(0);
   });
@@ -55,14 +56,14 @@ describe("approval expiry", () => {
     rt = await createTestRuntime({ coordinator: { approvalTtlMs: 200 } });
     await submitGated(rt, ORG);
     const { taskId, approvalId } = await parkTask(rt, ORG);
-    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "pause" });
+    await setFlag(createPostgresFlagStore(), rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "pause" });
     await rt.flags.refresh();
     rt.startCoordinator();
     // Well past the deadline and several sweeps later, nothing moved.
     await new Promise((resolve) => setTimeout(resolve, 800));
     expect((await approvalOf(rt.pool, ORG, approvalId)).status).toBe("pending");
     expect((await rt.tasks.get(ORG, taskId)).status).toBe("parked");
-    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "resume" });
+    await setFlag(createPostgresFlagStore(), rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "resume" });
     await rt.flags.refresh();
     await waitFor(async () => ((await rt!.tasks.get(ORG, taskId)).status === "failed" ? true : undefined), { what: "the expiry after the switch", timeoutMs: 10_000 });
     expect(await approvalOf(rt.pool, ORG, approvalId)).toMatchObject({ status: "denied", decidedBy: "system:expiry" });
@@ -73,7 +74,7 @@ describe("approval expiry", () => {
     await submitGated(rt, ORG);
     const { taskId, approvalId } = await parkTask(rt, ORG);
     const before = await snapshot(rt, ORG, taskId, approvalId);
-    const result = await expireApprovals({ pool: rt.pool, tasks: rt.tasks, now: Date.now() + 30_000 });
+    const result = await expireApprovals({ pool: rt.pool, approvals: rt.stores.approvals, tasks: rt.tasks, now: Date.now() + 30_000 });
     expect(result).toEqual({ expired: 0, alreadyDecided: 0, failed: 0 });
     expect(await snapshot(rt, ORG, taskId, approvalId)).toEqual(before);
     expect(before.approval.status).toBe("pending");
@@ -100,15 +101,15 @@ describe("approval expiry", () => {
         sweepIntervalMs: 100,
         trimMaxLen: 1000,
         clock: overdue,
-        sweepJobs: [approvalExpirySweep],
+        sweepJobs: [approvalExpirySweep(rt!.stores.approvals)],
       });
     const [one, two] = [coordinator("one"), coordinator("two")];
     // Sweeps through the coordinators' expiry job, plus direct calls, all at once.
     const direct = await Promise.all([
       one.sweepOnce().then(() => undefined),
       two.sweepOnce().then(() => undefined),
-      expireApprovals({ pool: rt.pool, tasks: rt.tasks, now: overdue() }),
-      expireApprovals({ pool: rt.pool, tasks: rt.tasks, now: overdue() }),
+      expireApprovals({ pool: rt.pool, approvals: rt.stores.approvals, tasks: rt.tasks, now: overdue() }),
+      expireApprovals({ pool: rt.pool, approvals: rt.stores.approvals, tasks: rt.tasks, now: overdue() }),
       one.sweepOnce().then(() => undefined),
     ]);
     for (const result of direct) if (result) expect(result.failed).toBe(0);
@@ -121,10 +122,10 @@ describe("approval expiry", () => {
       expect(task.status).toBe("failed");
       expect(task.steps[0]!.error!.code).toBe("POLICY_DENIED");
     }
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
-    expect((await verifyChain(rt.pool, "globex")).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, "globex")).ok).toBe(true);
     // A later sweep finds nothing left to do.
-    expect(await expireApprovals({ pool: rt.pool, tasks: rt.tasks, now: overdue() })).toEqual({ expired: 0, alreadyDecided: 0, failed: 0 });
+    expect(await expireApprovals({ pool: rt.pool, approvals: rt.stores.approvals, tasks: rt.tasks, now: overdue() })).toEqual({ expired: 0, alreadyDecided: 0, failed: 0 });
   });
 
   it("counts each expiry once across racing direct calls", async () => {
@@ -132,7 +133,7 @@ describe("approval expiry", () => {
     await submitGated(rt, ORG);
     for (let i = 0; i < 5; i++) await parkTask(rt, ORG);
     const now = Date.now() + 120_000;
-    const results = await Promise.all([1, 2, 3].map(() => expireApprovals({ pool: rt!.pool, tasks: rt!.tasks, now })));
+    const results = await Promise.all([1, 2, 3].map(() => expireApprovals({ pool: rt!.pool, approvals: rt!.stores.approvals, tasks: rt!.tasks, now })));
     expect(results.reduce((n, r) => n + r.expired, 0)).toBe(5);
     expect(results.reduce((n, r) => n + r.failed, 0)).toBe(0);
     const rows = await rt.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_log WHERE action = 'approval'");

@@ -4,8 +4,9 @@
  */
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
-import { getApproval, type ApprovalRow } from "../../src/coordinator/approval-store.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { getApproval } from "../../src/store/approvals/postgres-approval-store.js";
+import type { ApprovalRow } from "../../src/store/approvals/approval-store.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import type { Queryable } from "../../src/store/db.js";
 import type { TestRuntime } from "../support/runtime.js";
 

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { handleApprovalLink } from "../../src/approvals/link-route.js";
 import { createApprovalLinks, signLinkToken } from "../../src/approvals/link-signing.js";
-import { getLinkKey } from "../../src/approvals/link-keys.js";
+import { getLinkKey } from "../../src/store/approvals/postgres-link-key-store.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
 import { approvalOf, parkTask, snapshot, submitGated } from "./helpers.js";
 
@@ -24,7 +24,7 @@ describe("approval link route", () => {
     rt = await createTestRuntime();
     await submitGated(rt, ORG, OTHER);
     server = createServer((req, res) => {
-      handleApprovalLink(req, res, { pool: rt.pool, tasks: rt.tasks, clock: () => Date.now() + clockOffsetMs, maxBodyBytes: 4096 })
+      handleApprovalLink(req, res, { pool: rt.pool, stores: rt.stores, tasks: rt.tasks, clock: () => Date.now() + clockOffsetMs, maxBodyBytes: 4096 })
         .then((handled) => {
           if (!handled) res.writeHead(404, { "content-type": "text/plain" }).end("not mine\n");
         })
@@ -40,7 +40,7 @@ describe("approval link route", () => {
 
   async function links(orgId = ORG) {
     const parked = await parkTask(rt, orgId);
-    const made = await createApprovalLinks(rt.pool, { orgId, approvalId: parked.approvalId, baseUrl: base });
+    const made = await createApprovalLinks(rt.stores, rt.pool, { orgId, approvalId: parked.approvalId, baseUrl: base });
     return { ...parked, ...made, approve: new URL(made.approveUrl).searchParams.get("token")!, deny: new URL(made.denyUrl).searchParams.get("token")! };
   }
 

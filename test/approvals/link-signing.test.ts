@@ -6,19 +6,16 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createApprovalLinks,
-  ensureLinkKey,
   linkRefusalOf,
   redeemApprovalLink,
-  retireLinkKey,
-  rotateLinkKey,
   signLinkToken,
   verifyLinkToken,
   type LinkRefusal,
 } from "../../src/approvals/link-signing.js";
-import { getLinkKey, listLinkKeys } from "../../src/approvals/link-keys.js";
+import { ensureLinkKey, getLinkKey, listLinkKeys, retireLinkKey, rotateLinkKey } from "../../src/store/approvals/postgres-link-key-store.js";
 import { isSwitchyardError } from "../../src/errors.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
@@ -53,7 +50,7 @@ function tamper(token: string, change: Record<string, unknown>): string {
 
 describe("approval links", () => {
   let rt: TestRuntime;
-  const deps = () => ({ pool: rt.pool, tasks: rt.tasks });
+  const deps = () => ({ pool: rt.pool, stores: rt.stores, tasks: rt.tasks });
   beforeAll(async () => {
     rt = await createTestRuntime();
     await submitGated(rt, ORG, OTHER);
@@ -64,11 +61,11 @@ describe("approval links", () => {
 
   it("approves by link: decided once as link:<kid> via link, the step resumes, the token is recorded", async () => {
     const { taskId, approvalId } = await parkTask(rt, ORG);
-    const links = await createApprovalLinks(rt.pool, { orgId: ORG, approvalId, baseUrl: `${BASE}/` });
+    const links = await createApprovalLinks(rt.stores, rt.pool, { orgId: ORG, approvalId, baseUrl: `${BASE}/` });
     expect(links.approveUrl.startsWith(`${BASE}/approvals/decide?token=`)).toBe(true);
     expect(links.denyUrl.startsWith(`${BASE}/approvals/decide?token=`)).toBe(true);
     const token = tokenOf(links.approveUrl);
-    expect(await verifyLinkToken(rt.pool, token, Date.now())).toEqual({
+    expect(await verifyLinkToken(rt.stores.linkKeys, rt.pool, token, Date.now())).toEqual({
       approvalId,
       decision: "approve",
       expiresAtMs: Date.parse(links.expiresAt),
@@ -95,12 +92,12 @@ describe("approval links", () => {
     expect(await redeemApprovalLink(deps(), token)).toMatchObject({ status: "approved", decidedBy: `link:${links.kid}`, alreadyDecided: true });
     expect(await redeemApprovalLink(deps(), tokenOf(links.denyUrl))).toMatchObject({ decision: "deny", status: "approved", alreadyDecided: true });
     expect(await snapshot(rt, ORG, taskId, approvalId)).toEqual(before);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("denies by link: the step fails closed with POLICY_DENIED", async () => {
     const { taskId, approvalId } = await parkTask(rt, ORG);
-    const links = await createApprovalLinks(rt.pool, { orgId: ORG, approvalId, baseUrl: BASE });
+    const links = await createApprovalLinks(rt.stores, rt.pool, { orgId: ORG, approvalId, baseUrl: BASE });
     expect(await redeemApprovalLink(deps(), tokenOf(links.denyUrl))).toMatchObject({ status: "denied", alreadyDecided: false });
     const task = await rt.tasks.get(ORG, taskId);
     expect(task.status).toBe("failed");
@@ -111,7 +108,7 @@ describe("approval links", () => {
   it("refuses forged, tampered, wrong-tenant, expired, unknown-key and retired-key links and changes nothing", async () => {
     const { taskId, approvalId } = await parkTask(rt, ORG);
     const theirs = await parkTask(rt, OTHER);
-    const links = await createApprovalLinks(rt.pool, { orgId: ORG, approvalId, baseUrl: BASE });
+    const links = await createApprovalLinks(rt.stores, rt.pool, { orgId: ORG, approvalId, baseUrl: BASE });
     const deny = tokenOf(links.denyUrl);
     const key = (await getLinkKey(rt.pool, ORG, links.kid))!;
     const [payload, sig] = deny.split(".") as [string, string];
@@ -152,16 +149,16 @@ describe("approval links", () => {
     const { approvalId } = await parkTask(rt, ORG);
     const approval = await approvalOf(rt.pool, ORG, approvalId);
     const now = Date.now();
-    const short = await createApprovalLinks(rt.pool, { orgId: ORG, approvalId, baseUrl: BASE, ttlMs: 60_000, nowMs: now });
+    const short = await createApprovalLinks(rt.stores, rt.pool, { orgId: ORG, approvalId, baseUrl: BASE, ttlMs: 60_000, nowMs: now });
     expect(short.expiresAt).toBe(new Date(now + 60_000).toISOString());
-    const long = await createApprovalLinks(rt.pool, { orgId: ORG, approvalId, baseUrl: BASE, ttlMs: 7 * 86_400_000, nowMs: now });
+    const long = await createApprovalLinks(rt.stores, rt.pool, { orgId: ORG, approvalId, baseUrl: BASE, ttlMs: 7 * 86_400_000, nowMs: now });
     expect(long.expiresAt).toBe(approval.expiresAt);
     // No links for an approval that is decided or that is not the tenant's.
     await rt.tasks.decideApproval({ orgId: ORG, approvalId, approve: false, actor: "user:ann", via: "api" });
-    await expect(createApprovalLinks(rt.pool, { orgId: ORG, approvalId, baseUrl: BASE })).rejects.toMatchObject({ code: "FAILED_PRECONDITION" });
+    await expect(createApprovalLinks(rt.stores, rt.pool, { orgId: ORG, approvalId, baseUrl: BASE })).rejects.toMatchObject({ code: "FAILED_PRECONDITION" });
     const theirs = await parkTask(rt, OTHER);
-    await expect(createApprovalLinks(rt.pool, { orgId: ORG, approvalId: theirs.approvalId, baseUrl: BASE })).rejects.toMatchObject({ code: "NOT_FOUND" });
-    await expect(createApprovalLinks(rt.pool, { orgId: OTHER, approvalId: theirs.approvalId, baseUrl: "ftp://x" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+    await expect(createApprovalLinks(rt.stores, rt.pool, { orgId: ORG, approvalId: theirs.approvalId, baseUrl: BASE })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(createApprovalLinks(rt.stores, rt.pool, { orgId: OTHER, approvalId: theirs.approvalId, baseUrl: "ftp://x" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
 
   it("rotates keys: old links work until their key is retired, new links use the new key", async () => {
@@ -172,13 +169,13 @@ describe("approval links", () => {
     const a = await parkTask(rt, org);
     const b = await parkTask(rt, org);
     const c = await parkTask(rt, org);
-    const oldA = await createApprovalLinks(rt.pool, { orgId: org, approvalId: a.approvalId, baseUrl: BASE });
-    const oldB = await createApprovalLinks(rt.pool, { orgId: org, approvalId: b.approvalId, baseUrl: BASE });
+    const oldA = await createApprovalLinks(rt.stores, rt.pool, { orgId: org, approvalId: a.approvalId, baseUrl: BASE });
+    const oldB = await createApprovalLinks(rt.stores, rt.pool, { orgId: org, approvalId: b.approvalId, baseUrl: BASE });
     expect(oldA.kid).toBe(first.kid);
 
     const kid = await rotateLinkKey(rt.pool, org);
     expect(kid).not.toBe(first.kid);
-    const fresh = await createApprovalLinks(rt.pool, { orgId: org, approvalId: c.approvalId, baseUrl: BASE });
+    const fresh = await createApprovalLinks(rt.stores, rt.pool, { orgId: org, approvalId: c.approvalId, baseUrl: BASE });
     expect(fresh.kid).toBe(kid);
     expect((await listLinkKeys(rt.pool, org)).map((k) => [k.kid, k.signing, k.retiredAt])).toEqual([
       [kid, true, null],
@@ -194,7 +191,7 @@ describe("approval links", () => {
     expect(await snapshot(rt, org, b.taskId, b.approvalId)).toEqual(before);
     expect(await redeemApprovalLink(deps(), tokenOf(fresh.denyUrl))).toMatchObject({ status: "denied", decidedBy: `link:${kid}` });
     // Links for b are now signed with the new key.
-    expect((await createApprovalLinks(rt.pool, { orgId: org, approvalId: b.approvalId, baseUrl: BASE })).kid).toBe(kid);
+    expect((await createApprovalLinks(rt.stores, rt.pool, { orgId: org, approvalId: b.approvalId, baseUrl: BASE })).kid).toBe(kid);
     await expect(retireLinkKey(rt.pool, org, "000000000000")).rejects.toMatchObject({ code: "NOT_FOUND" });
     await expect(retireLinkKey(rt.pool, ORG, kid)).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
@@ -212,7 +209,7 @@ describe("approval links", () => {
     try {
       for (let round = 0; round < 6; round++) {
         const { taskId, approvalId } = await parkTask(rt, org);
-        const links = await createApprovalLinks(rt.pool, { orgId: org, approvalId, baseUrl: BASE });
+        const links = await createApprovalLinks(rt.stores, rt.pool, { orgId: org, approvalId, baseUrl: BASE });
         const approve = tokenOf(links.approveUrl);
         const outcomes = await Promise.all([
           redeemApprovalLink(deps(), approve),
@@ -240,7 +237,7 @@ describe("approval links", () => {
         await new Promise((r) => setTimeout(r, 100));
         expect(runs.get(taskId) ?? 0).toBe(winner.status === "approved" ? 1 : 0);
       }
-      expect((await verifyChain(rt.pool, org)).ok).toBe(true);
+      expect((await verifyChain(rt.stores.audit, rt.pool, org)).ok).toBe(true);
     } finally {
       await workers.stop();
     }

@@ -2,7 +2,7 @@
 import type { AuditEntry, AuditRow } from "../../src/domain.js";
 import { GENESIS_HASH } from "../../src/domain.js";
 import { chainRows } from "../../src/governance/audit-hash.js";
-import { appendAudit, listAudit } from "../../src/governance/audit-log.js";
+import { appendAudit, listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { withTransaction, type Pool } from "../../src/store/db.js";
 
 export function entry(orgId: string, n: number): AuditEntry {

@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { verifyChain } from "../../src/governance/audit-verify.js";
+import { createPostgresAuditStore } from "../../src/store/audit/postgres-audit-store.js";
 import { runCheckpointOnce } from "../../src/governance/checkpoint-job.js";
 import { activeSigningKey, checkpointKeyId, listCheckpointKeys, parseOperatorKey, rotateCheckpointKey } from "../../src/governance/checkpoint-keys.js";
 import { verifyChainWithCheckpoints } from "../../src/governance/checkpoint-verify.js";
@@ -108,7 +109,7 @@ describe("signing and verifying checkpoints", () => {
     const fromTable = await verifyChainWithCheckpoints(db.pool, "acme");
     expect(fromTable).toMatchObject({ ok: false, firstBroken: { seq: 8, reason: expect.stringMatching(/signature does not verify with key ck_/) } });
     // The chain on its own is fine: only the checkpoint is wrong.
-    expect((await verifyChain(db.pool, "acme")).ok).toBe(true);
+    expect((await verifyChain(createPostgresAuditStore(), db.pool, "acme")).ok).toBe(true);
   });
 
   it("reports checkpoints beyond the end of a chain whose tail was cut off consistently", async () => {

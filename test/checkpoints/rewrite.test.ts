@@ -6,6 +6,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { verifyChain } from "../../src/governance/audit-verify.js";
+import { createPostgresAuditStore } from "../../src/store/audit/postgres-audit-store.js";
 import { runCheckpointOnce } from "../../src/governance/checkpoint-job.js";
 import { listCheckpointKeys } from "../../src/governance/checkpoint-keys.js";
 import { verifyChainWithCheckpoints } from "../../src/governance/checkpoint-verify.js";
@@ -53,7 +54,7 @@ describe("a consistent rewrite of the whole audit table", () => {
     expect((await listCheckpointKeys(db.pool)).map((k) => k.kid)).not.toContain(originalKid);
 
     // That is the point: on its own the rewritten chain, and its re-signed checkpoints, verify.
-    expect(await verifyChain(db.pool, "acme")).toEqual({ ok: true, rows: 30, headSeq: 30 });
+    expect(await verifyChain(createPostgresAuditStore(), db.pool, "acme")).toEqual({ ok: true, rows: 30, headSeq: 30 });
     expect(await verifyChainWithCheckpoints(db.pool, "acme")).toMatchObject({ ok: true, checkpoints: { table: 1, signedSeq: 30 } });
 
     // Against the exported copy it does not: seq 10 still matches, seq 20 is the first signed head that differs.
@@ -71,7 +72,7 @@ describe("a consistent rewrite of the whole audit table", () => {
   it("is caught by the stored checkpoints alone when the attacker leaves them in place", async () => {
     await signedChains();
     await rewriteChain(db.pool, "acme", editReason(25, "nothing to see"));
-    expect((await verifyChain(db.pool, "acme")).ok).toBe(true);
+    expect((await verifyChain(createPostgresAuditStore(), db.pool, "acme")).ok).toBe(true);
     const result = await verifyChainWithCheckpoints(db.pool, "acme");
     expect(result).toMatchObject({ ok: false, firstBroken: { seq: 30, reason: expect.stringMatching(/the change lies in rows 21\.\.30/) } });
     // …and the signer refuses to sign on top of it.

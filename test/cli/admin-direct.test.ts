@@ -7,8 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tenantJson } from "../../src/cli/commands/tenant.js";
 import { apiKeyJson } from "../../src/cli/commands/apikey.js";
 import { loadConfig } from "../../src/config/index.js";
-import { setLimit, listLimits } from "../../src/fairness/limit-store.js";
-import { listFlags, setFlag } from "../../src/flags/flag-store.js";
+import { setLimit } from "../../src/fairness/limit-changes.js";
+import { listLimits, createPostgresLimitStore } from "../../src/store/limits/postgres-limit-store.js";
+import { setFlag } from "../../src/flags/flag-changes.js";
+import { listFlags, createPostgresFlagStore } from "../../src/store/flags/postgres-flag-store.js";
 import { FlagValues } from "../../src/flags/flag-values.js";
 import { listApiKeys } from "../../src/tenancy/api-keys.js";
 import { listTenants } from "../../src/tenancy/tenants.js";
@@ -39,9 +41,9 @@ describe("operator commands through AdminService (direct mode)", () => {
     expect((await cli.run(["apikey", "create", "--admin", "--name", "sre"])).code).toBe(0);
     const revoked = JSON.parse((await cli.run(["apikey", "create", "--tenant", "acme", "--name", "old", "--json"])).last).apiKey.id as string;
     expect((await cli.run(["apikey", "revoke", revoked])).code).toBe(0);
-    await setLimit(cli.db.pool, { orgId: "acme", destination: "role:writer", maxInFlight: 3, ratePerSec: 2.5, burst: null, weight: null }, { actor: "sre", reason: "noisy" });
-    await setLimit(cli.db.pool, { orgId: "", destination: "role:writer", maxInFlight: 10, ratePerSec: null, burst: null, weight: null }, { actor: "sre", reason: "capacity" });
-    await setFlag(cli.db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "writer", enabled: false, actor: "sre", reason: "draining" });
+    await setLimit(createPostgresLimitStore(), cli.db.pool, { orgId: "acme", destination: "role:writer", maxInFlight: 3, ratePerSec: 2.5, burst: null, weight: null }, { actor: "sre", reason: "noisy" });
+    await setLimit(createPostgresLimitStore(), cli.db.pool, { orgId: "", destination: "role:writer", maxInFlight: 10, ratePerSec: null, burst: null, weight: null }, { actor: "sre", reason: "capacity" });
+    await setFlag(createPostgresFlagStore(), cli.db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "writer", enabled: false, actor: "sre", reason: "draining" });
 
     const json = async (argv: string[]) => {
       const run = await cli.run([...argv, "--json"]);

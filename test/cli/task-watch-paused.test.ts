@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { loadConfig } from "../../src/config/index.js";
 import { LiveFlags } from "../../src/flags/live-flags.js";
+import { createPostgresFlagStore } from "../../src/store/flags/postgres-flag-store.js";
 import { createHarness, type Harness } from "../../src/harness/harness.js";
 import echo from "../../examples/handlers/echo.js";
 import { waitForProgress } from "../support/wait.js";
@@ -22,7 +23,7 @@ beforeAll(async () => {
   cli = await createCliEnvironment();
   expect((await cli.run(["workflow", "submit", await cli.file("one.yaml", ONE_STEP_WORKFLOW), "--tenant", "acme"])).code).toBe(0);
   const config = loadConfig(cli.env);
-  flags = new LiveFlags({ db: cli.db.pool, defaults: config.flags, pollMs: 100 });
+  flags = new LiveFlags({ db: cli.db.pool, store: createPostgresFlagStore(), defaults: config.flags, pollMs: 100 });
   await flags.refresh();
   flags.start();
   bus = createRedisBus({ redis: cli.redis.redis, keyPrefix: cli.redis.prefix, maxPayloadBytes: config.bus.maxPayloadBytes, maxDeliveries: 5 });

@@ -101,7 +101,7 @@ describe("audit heads in memory beside other writers of the chain", () => {
     expect(cached).not.toContain("ROLLBACK");
 
     expect((await rt.tasks.get(ORG, taskId)).status).toBe("completed");
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
     expect(await doubledAuditRows()).toEqual([]);
   });
 
@@ -127,7 +127,7 @@ describe("audit heads in memory beside other writers of the chain", () => {
     for (let more = await results(running); more.length > 0; more = await results(running)) await engine.apply(rt.pool, more);
     for (const taskId of running) expect((await rt.tasks.get(ORG, taskId)).status).toBe("completed");
     for (const taskId of cancelled) expect(["cancelled", "completed"]).toContain((await rt.tasks.get(ORG, taskId)).status);
-    const verified = await verifyChain(rt.pool, ORG);
+    const verified = await verifyChain(rt.stores.audit, rt.pool, ORG);
     expect(verified.ok).toBe(true);
     expect(await doubledAuditRows()).toEqual([]);
     // Every step of every task dispatched once (each attempt one WORK), whoever wrote around it.

@@ -12,7 +12,7 @@ import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
 import { envelopeToEvent } from "../../src/coordinator/envelopes.js";
 import type { ForeignDispatcher } from "../../src/coordinator/foreign-dispatcher.js";
 import { heldStreamName } from "../../src/flags/held-inbox.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { publishSigned } from "../support/bus-auth.js";

@@ -191,6 +191,6 @@ describe("two engines on one database, interleaved", () => {
       ),
       { numRuns: 30 },
     );
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   }, 240_000);
 });

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { decide } from "../../src/core/decide.js";
-import { toStep } from "../../src/coordinator/task-store.js";
+import { toStep } from "../../src/store/engine/postgres-task-store.js";
 import type { CoordinatorEvent, DecideContext, Effect, EnvelopeSpec, EventSender, TaskState } from "../../src/core/model.js";
 import { chain, context, initialState, stepDef } from "./decide-fixtures.js";
 

@@ -1,8 +1,7 @@
 /** Builders for pure decision tests: a workflow, its initial state, and a deterministic context. */
 import { createHash } from "node:crypto";
 import type { HopFacts, StepDefinition, Verdict, WorkflowDefinition } from "../../src/domain.js";
-import type { DecideContext, StepRecord, TaskState } from "../../src/core/model.js";
-import { pendingWorkflowStep } from "../../src/coordinator/task-store.js";
+import { pendingWorkflowStep, type DecideContext, type StepRecord, type TaskState } from "../../src/core/model.js";
 
 export function stepDef(id: string, to: string, overrides: Partial<StepDefinition> = {}): StepDefinition {
   const [kind, name] = to.split(":") as ["role", string];

@@ -60,6 +60,7 @@ describe("fan-in with several coordinators", () => {
       sweepIntervalMs: rt!.config.coordinator.sweepIntervalMs,
       trimMaxLen: rt!.config.bus.trimMaxLen,
       flags: runtime.flags,
+      flagStore: runtime.stores.flags,
       // The repair would heal a stranded step and hide the bug this test is about.
       strandedRepair: false,
     });
@@ -104,7 +105,7 @@ describe("fan-in with several coordinators", () => {
       ]);
       const { rows: attempts } = await rt.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM steps WHERE attempt <> 1");
       expect(attempts[0]!.n).toBe(0);
-      for (const tenant of TENANTS) expect((await verifyChain(rt.pool, tenant)).ok).toBe(true);
+      for (const tenant of TENANTS) expect((await verifyChain(rt.stores.audit, rt.pool, tenant)).ok).toBe(true);
     });
   }
 });

@@ -13,7 +13,7 @@ import { envelopeToEvent } from "../../src/coordinator/envelopes.js";
 import { inboxOf } from "../../src/bus/shards.js";
 import { createStartEnvelope, startEnvelopeId } from "../../src/tasks/start-envelope.js";
 import { TaskService } from "../../src/tasks/tasks.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
@@ -32,6 +32,7 @@ describe("task starts through the shard owner", () => {
       new TaskService({
         pool: rt.pool,
         engine: rt.engine,
+        approvals: rt.stores.approvals,
         ...(publish ? { publisher: rt.publisher } : {}),
         maxPayloadBytes: 1000,
         owner: { signer: rt.busAuth.signer(GATEWAY_SENDER), shardCount: rt.config.shards.count },

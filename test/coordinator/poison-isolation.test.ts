@@ -14,7 +14,7 @@ import { COORDINATOR_STREAM, type BusEntry } from "../../src/bus/bus.js";
 import { EnvelopeKind, ResultStatus, createEnvelope, jsonPayload } from "../../src/bus/codec.js";
 import { streamKey } from "../../src/bus/keys.js";
 import { COORDINATOR_GROUP, Coordinator } from "../../src/coordinator/coordinator.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { createLogger } from "../../src/logger.js";
 import { createPool, type Pool } from "../../src/store/db.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/index.js";
-import { trimProcessedEnvelopes } from "../../src/coordinator/processed-envelopes.js";
+import { trimProcessedEnvelopes } from "../../src/store/engine/postgres-envelope-store.js";
 import { ErrorCode } from "../../src/errors.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 

@@ -87,7 +87,7 @@ describe("stranded step repair", () => {
     expect(metric).toMatch(/switchyard_stranded_steps_repaired_total 1$/m);
     // The repaired dispatch went out on the bus like any other, once.
     expect(await queued()).toBe(before + 1);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("leaves closed tasks and recently moved steps alone", async () => {

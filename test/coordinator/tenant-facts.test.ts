@@ -5,8 +5,9 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadTasksForUpdate } from "../../src/coordinator/task-store.js";
-import { accrueDailyCost, costDay, createTenantFactsSource } from "../../src/coordinator/tenant-facts.js";
+import { costDay } from "../../src/domain.js";
+import { loadTasksForUpdate } from "../../src/store/engine/postgres-task-store.js";
+import { accrueDailyCost, createTenantFactsSource } from "../../src/store/engine/postgres-tenant-facts.js";
 import type { Queryable } from "../../src/store/db.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";

@@ -128,7 +128,7 @@ steps:
     for (const stream of ["coordinator", "role:echo"]) {
       expect(await rt.bus.listDeadLetters(stream), `dead letters on ${stream}`).toEqual([]);
     }
-    const chain = await verifyChain(rt.pool, ORG);
+    const chain = await verifyChain(rt.stores.audit, rt.pool, ORG);
     expect(chain).toMatchObject({ ok: true });
     const outbox = await waitForProgress({
       what: "the outbox to drain",

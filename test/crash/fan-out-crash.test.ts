@@ -237,7 +237,7 @@ steps:
     for (const stream of ["coordinator", ...QUEUES.map((q) => `role:${q}`)]) {
       expect(await rt.bus.listDeadLetters(stream), `dead letters on ${stream}`).toEqual([]);
     }
-    expect(await verifyChain(rt.pool, ORG)).toMatchObject({ ok: true });
+    expect(await verifyChain(rt.stores.audit, rt.pool, ORG)).toMatchObject({ ok: true });
     const outbox = await waitForProgress({
       what: "the outbox to drain",
       progress: async () => (await rt.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox")).rows[0]!.n,

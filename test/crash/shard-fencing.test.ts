@@ -180,7 +180,7 @@ steps:
 
     expect(await writesByNonOwners(rt.pool, SHARDS), "writes committed by a coordinator that did not own the tenant's shard").toEqual([]);
     await checkExactlyOnce(rt.pool, { tasks: started, steps: STEPS });
-    for (const tenant of TENANTS) expect(await verifyChain(rt.pool, tenant), `chain of ${tenant}`).toMatchObject({ ok: true });
+    for (const tenant of TENANTS) expect(await verifyChain(rt.stores.audit, rt.pool, tenant), `chain of ${tenant}`).toMatchObject({ ok: true });
     for (const shard of new Set(TENANTS.map((t) => shardOf(t, SHARDS)))) {
       expect(await rt.bus.listDeadLetters(shardInbox(shard)), `dead letters on shard ${shard}`).toEqual([]);
     }

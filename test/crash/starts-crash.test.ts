@@ -157,7 +157,7 @@ describe("starts crash test", () => {
     expect(doubled.rows, "steps with a doubled accepted result").toEqual([]);
     for (const orgId of TENANTS) {
       expect(await rt.bus.listDeadLetters(inboxOf(orgId, SHARDS)), `dead letters on ${orgId}'s inbox`).toEqual([]);
-      expect(await verifyChain(rt.pool, orgId)).toMatchObject({ ok: true });
+      expect(await verifyChain(rt.stores.audit, rt.pool, orgId)).toMatchObject({ ok: true });
     }
     expect(await rt.bus.listDeadLetters("role:echo")).toEqual([]);
   });

@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { EngineInput, InlineRelease } from "../../src/coordinator/engine.js";
-import { setLimit } from "../../src/fairness/limit-store.js";
+import { setLimit } from "../../src/fairness/limit-changes.js";
+import { createPostgresLimitStore } from "../../src/store/limits/postgres-limit-store.js";
 import { inlineRelease } from "../../src/fairness/releaser.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
@@ -26,7 +27,7 @@ describe("inline release: held steps go in the batch that frees a slot", () => {
   async function setUp(): Promise<{ first: string; held: string[] }> {
     rt = await createTestRuntime();
     await submitWorkflow(rt.pool, ORG, parseWorkflowDefinition(WORKFLOW));
-    await setLimit(rt.pool, { orgId: "", destination: "role:slot", maxInFlight: 1, ratePerSec: null, burst: null, weight: null }, { actor: "test", reason: "one slot" });
+    await setLimit(createPostgresLimitStore(), rt.pool, { orgId: "", destination: "role:slot", maxInFlight: 1, ratePerSec: null, burst: null, weight: null }, { actor: "test", reason: "one slot" });
     await rt.limits.refresh();
     const first = (await rt.tasks.start({ orgId: ORG, workflow: "one" })).taskId;
     const held = [(await rt.tasks.start({ orgId: ORG, workflow: "one" })).taskId, (await rt.tasks.start({ orgId: ORG, workflow: "one" })).taskId];
@@ -67,7 +68,7 @@ describe("inline release: held steps go in the batch that frees a slot", () => {
       { task_id: first, action: "result" },
       { task_id: held[0], action: "dispatch" },
     ]);
-    expect((await verifyChain(rt!.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt!.stores.audit, rt!.pool, ORG)).ok).toBe(true);
   });
 
   it("a release that fails rolls back alone: the result still commits and the step stays held for the loop", async () => {
@@ -87,6 +88,6 @@ describe("inline release: held steps go in the batch that frees a slot", () => {
     expect([await statusOf(held[0]!), await statusOf(held[1]!)]).toEqual(["held", "held"]);
     const { rows } = await rt!.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM held_steps WHERE org_id = $1", [ORG]);
     expect(rows[0]!.n).toBe(2);
-    expect((await verifyChain(rt!.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt!.stores.audit, rt!.pool, ORG)).ok).toBe(true);
   });
 });

@@ -4,7 +4,8 @@
  * 50/s is held within 10%; a step's priority orders a tenant's held steps. Real Redis, Postgres and harnesses.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { setLimit } from "../../src/fairness/limit-store.js";
+import { setLimit } from "../../src/fairness/limit-changes.js";
+import { createPostgresLimitStore } from "../../src/store/limits/postgres-limit-store.js";
 import type { DispatchLimit } from "../../src/core/limits.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
@@ -28,7 +29,7 @@ describe("per-tenant dispatch limits", () => {
   async function setUp(workflow: string, limits: DispatchLimit[], tenants: string[]): Promise<void> {
     rt = await createTestRuntime();
     for (const tenant of tenants) await submitWorkflow(rt.pool, tenant, parseWorkflowDefinition(workflow));
-    for (const l of limits) await setLimit(rt.pool, l, { actor: "test", reason: "limits test" });
+    for (const l of limits) await setLimit(createPostgresLimitStore(), rt.pool, l, { actor: "test", reason: "limits test" });
     await rt.limits.refresh();
   }
 
@@ -78,7 +79,7 @@ describe("per-tenant dispatch limits", () => {
     rt = await createTestRuntime();
     await submitWorkflow(rt.pool, "prio", parseWorkflowDefinition(workflow("low", 1)));
     await submitWorkflow(rt.pool, "prio", parseWorkflowDefinition(workflow("high", 5)));
-    await setLimit(rt.pool, limit({ orgId: "prio", destination: "role:prio", maxInFlight: 1 }), { actor: "test", reason: "priority test" });
+    await setLimit(createPostgresLimitStore(), rt.pool, limit({ orgId: "prio", destination: "role:prio", maxInFlight: 1 }), { actor: "test", reason: "priority test" });
     await rt.limits.refresh();
     // Started before any coordinator runs: the first is admitted, the rest are held in the order started.
     const first = await start("prio", 1, "low");

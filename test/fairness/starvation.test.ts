@@ -5,7 +5,8 @@
  * handler). The full-size figures are the bench's `fairness` scenario.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { setLimit } from "../../src/fairness/limit-store.js";
+import { setLimit } from "../../src/fairness/limit-changes.js";
+import { createPostgresLimitStore } from "../../src/store/limits/postgres-limit-store.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
@@ -57,7 +58,7 @@ describe("tenant fairness: a burst of one tenant does not starve another", () =>
     rt = await createTestRuntime();
     for (const tenant of ["alpha", "beta"]) await submitWorkflow(rt.pool, tenant, parseWorkflowDefinition(WORKFLOW));
     // Capacity = 3 × the harness's concurrency (README, Tenant fairness): enough queued to cover a coordinator round trip.
-    await setLimit(rt.pool, { orgId: "", destination: `role:${ROLE}`, maxInFlight: 30, ratePerSec: null, burst: null, weight: null }, { actor: "test", reason: "fairness test" });
+    await setLimit(createPostgresLimitStore(), rt.pool, { orgId: "", destination: `role:${ROLE}`, maxInFlight: 30, ratePerSec: null, burst: null, weight: null }, { actor: "test", reason: "fairness test" });
     await rt.limits.refresh();
     rt.startCoordinator();
     workers = new Workers(rt);

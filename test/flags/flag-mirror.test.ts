@@ -12,7 +12,8 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { defaultConfig, type FlagsConfig } from "../../src/config/index.js";
 import { encodeFlagMirror, FlagMirror, flagMirrorKey, parseFlagMirror } from "../../src/flags/flag-mirror.js";
-import { setFlag } from "../../src/flags/flag-store.js";
+import { setFlag } from "../../src/flags/flag-changes.js";
+import { createPostgresFlagStore } from "../../src/store/flags/postgres-flag-store.js";
 import type { FlagRow } from "../../src/flags/flag-types.js";
 import { LiveFlags } from "../../src/flags/live-flags.js";
 import { MirroredFlags } from "../../src/flags/mirrored-flags.js";
@@ -62,7 +63,7 @@ describe("the flag mirror", () => {
   });
 
   function coordinator(): { flags: LiveFlags; mirror: FlagMirror } {
-    const flags = new LiveFlags({ db: db.pool, defaults: DEFAULTS, pollMs: 50 });
+    const flags = new LiveFlags({ db: db.pool, store: createPostgresFlagStore(), defaults: DEFAULTS, pollMs: 50 });
     const mirror = new FlagMirror({ flags, redis: t.redis, keyPrefix: t.prefix });
     stops.push(() => flags.stop(), () => mirror.stop());
     return { flags, mirror };
@@ -94,7 +95,7 @@ describe("the flag mirror", () => {
     worker.subscribe(() => (heard += 1));
     flags.start();
     worker.start();
-    await setFlag(db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "x", enabled: false, actor: "test:sre", reason: "drain x" });
+    await setFlag(createPostgresFlagStore(), db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "x", enabled: false, actor: "test:sre", reason: "drain x" });
     await within(5_000, () => !worker.harnessEnabled("role", "x"), "the harness to see HARNESS_ENABLED off for role:x");
     expect(worker.harnessEnabled("role", "y")).toBe(true);
     expect(worker.busEnabled()).toBe(true);
@@ -107,13 +108,13 @@ describe("the flag mirror", () => {
     expect(stored.rows).toEqual([expect.objectContaining({ name: "HARNESS_ENABLED", scopeKind: "role", scope: "x", enabled: false, updatedBy: "test:sre", reason: "drain x" })]);
     expect(await t.redis.ttl(key)).toBe(-1);
 
-    await setFlag(db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "x", enabled: true, actor: "test:sre", reason: "undrain x" });
+    await setFlag(createPostgresFlagStore(), db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "x", enabled: true, actor: "test:sre", reason: "undrain x" });
     await within(5_000, () => worker.harnessEnabled("role", "x"), "the harness to see HARNESS_ENABLED on again for role:x");
     expect(heard).toBe(2);
 
     // BUS_ROUTED and BUS_ENABLED travel the same way.
-    await setFlag(db.pool, { name: "BUS_ROUTED", scopeKind: "team", scope: "ops", enabled: false, actor: "test:sre", reason: "local only" });
-    await setFlag(db.pool, { name: "BUS_ENABLED", scopeKind: "global", enabled: false, actor: "test:sre", reason: "maintenance" });
+    await setFlag(createPostgresFlagStore(), db.pool, { name: "BUS_ROUTED", scopeKind: "team", scope: "ops", enabled: false, actor: "test:sre", reason: "local only" });
+    await setFlag(createPostgresFlagStore(), db.pool, { name: "BUS_ENABLED", scopeKind: "global", enabled: false, actor: "test:sre", reason: "maintenance" });
     await within(5_000, () => !worker.busEnabled() && !worker.busRouted("team", "ops"), "the harness to see BUS_ENABLED and BUS_ROUTED off");
     expect(worker.busRouted("role", "x")).toBe(true);
   });
@@ -121,7 +122,7 @@ describe("the flag mirror", () => {
   it("writes the rows on every read, so a lost key comes back within a poll with nothing changed", async () => {
     const key = flagMirrorKey(t.prefix);
     const { flags, mirror } = coordinator();
-    await setFlag(db.pool, { name: "HARNESS_ENABLED", scopeKind: "team", scope: "ops", enabled: false, actor: "test:sre", reason: "drain" });
+    await setFlag(createPostgresFlagStore(), db.pool, { name: "HARNESS_ENABLED", scopeKind: "team", scope: "ops", enabled: false, actor: "test:sre", reason: "drain" });
     await flags.refresh();
     mirror.start();
     flags.start();
@@ -190,7 +191,7 @@ describe("the flag mirror", () => {
   it("keeps the coordinator's read working when Redis does not take the write, and writes again later", async () => {
     const { logger, messages } = capturedLogger();
     const health = new DependencyHealth();
-    const flags = new LiveFlags({ db: db.pool, defaults: DEFAULTS });
+    const flags = new LiveFlags({ db: db.pool, store: createPostgresFlagStore(), defaults: DEFAULTS });
     // Nothing listens on port 1: every command fails at once.
     const dead = new Redis("redis://127.0.0.1:1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
     dead.on("error", () => {});

@@ -4,9 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { createPostgresAuditStore, listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
-import { listFlags, setFlag, SYSTEM_CHAIN } from "../../src/flags/flag-store.js";
+import { setFlag, SYSTEM_CHAIN } from "../../src/flags/flag-changes.js";
+import { listFlags, createPostgresFlagStore } from "../../src/store/flags/postgres-flag-store.js";
 import { withTransaction } from "../../src/store/db.js";
 import { createCliEnvironment, type CliEnvironment } from "../cli/helpers.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
@@ -32,17 +33,17 @@ describe("flag store", () => {
   });
 
   it("stores a value and audits it in the tenant's chain (tenant scope) or the _system chain (others)", async () => {
-    const tenantRow = await setFlag(db.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: "acme", enabled: false, actor: "sre:ana", reason: "incident 42" });
+    const tenantRow = await setFlag(createPostgresFlagStore(), db.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: "acme", enabled: false, actor: "sre:ana", reason: "incident 42" });
     expect(tenantRow).toMatchObject({ name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: "acme", enabled: false, updatedBy: "sre:ana", reason: "incident 42" });
     expect(tenantRow.audit).toMatchObject({ orgId: "acme", seq: 1, action: "flag", actor: "sre:ana", destination: "tenant:acme", verdict: "off", rule: "COORDINATOR_ENABLED", reason: "incident 42" });
 
-    const roleRow = await setFlag(db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "writer", enabled: true, actor: "sre:bo", reason: "go-live step 1" });
-    const globalRow = await setFlag(db.pool, { name: "BUS_ENABLED", scopeKind: "global", enabled: true, actor: "sre:bo", reason: "go-live step 3" });
+    const roleRow = await setFlag(createPostgresFlagStore(), db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "writer", enabled: true, actor: "sre:bo", reason: "go-live step 1" });
+    const globalRow = await setFlag(createPostgresFlagStore(), db.pool, { name: "BUS_ENABLED", scopeKind: "global", enabled: true, actor: "sre:bo", reason: "go-live step 3" });
     expect(roleRow.audit).toMatchObject({ orgId: SYSTEM_CHAIN, seq: 1, destination: "role:writer", verdict: "on", rule: "HARNESS_ENABLED" });
     expect(globalRow.audit).toMatchObject({ orgId: SYSTEM_CHAIN, seq: 2, destination: "global", verdict: "on", rule: "BUS_ENABLED", reason: "go-live step 3" });
 
     // A second change of the same scope overwrites the value and is audited again.
-    const again = await setFlag(db.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: "acme", enabled: true, actor: "sre:ana", reason: "incident 42 resolved" });
+    const again = await setFlag(createPostgresFlagStore(), db.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: "acme", enabled: true, actor: "sre:ana", reason: "incident 42 resolved" });
     expect(again).toMatchObject({ enabled: true, reason: "incident 42 resolved" });
     expect(again.audit.seq).toBe(2);
 
@@ -55,14 +56,14 @@ describe("flag store", () => {
       ["flag", "off", "incident 42"],
       ["flag", "on", "incident 42 resolved"],
     ]);
-    expect(await verifyChain(db.pool, "acme")).toMatchObject({ ok: true, rows: 2 });
-    expect(await verifyChain(db.pool, SYSTEM_CHAIN)).toMatchObject({ ok: true, rows: 2 });
+    expect(await verifyChain(createPostgresAuditStore(), db.pool, "acme")).toMatchObject({ ok: true, rows: 2 });
+    expect(await verifyChain(createPostgresAuditStore(), db.pool, SYSTEM_CHAIN)).toMatchObject({ ok: true, rows: 2 });
   });
 
   it("writes the flag and its audit row in one transaction: a rollback leaves neither", async () => {
     await expect(
       withTransaction(db.pool, async (client) => {
-        await setFlag(client, { name: "BUS_ROUTED", scopeKind: "team", scope: "ops", enabled: true, actor: "sre", reason: "try" });
+        await setFlag(createPostgresFlagStore(), client, { name: "BUS_ROUTED", scopeKind: "team", scope: "ops", enabled: true, actor: "sre", reason: "try" });
         throw new Error("abort the transaction");
       }),
     ).rejects.toThrow("abort the transaction");
@@ -72,13 +73,13 @@ describe("flag store", () => {
 
   it("refuses unknown flags, scopes a flag does not have, bad names and a missing actor or reason", async () => {
     const base = { enabled: true, actor: "sre", reason: "why" };
-    expect((await invalid(setFlag(db.pool, { ...base, name: "BUS_ENABLE", scopeKind: "global" }))).message).toMatch(/unknown flag "BUS_ENABLE"; flags are BUS_ENABLED, /);
-    expect((await invalid(setFlag(db.pool, { ...base, name: "BUS_ENABLED", scopeKind: "tenant", scope: "acme" }))).message).toMatch(/BUS_ENABLED has no tenant scope; set it global/);
-    expect((await invalid(setFlag(db.pool, { ...base, name: "BUS_ROUTED", scopeKind: "global" }))).message).toMatch(/BUS_ROUTED has no global scope; set it --role or --team/);
-    expect((await invalid(setFlag(db.pool, { ...base, name: "HARNESS_ENABLED", scopeKind: "role", scope: "no spaces" }))).details).toEqual({ path: "scope" });
-    expect((await invalid(setFlag(db.pool, { ...base, name: "HARNESS_ENABLED", scopeKind: "global", scope: "x" }))).details).toEqual({ path: "scope" });
-    expect((await invalid(setFlag(db.pool, { ...base, name: "HARNESS_ENABLED", scopeKind: "global", reason: " " }))).details).toEqual({ path: "reason" });
-    expect((await invalid(setFlag(db.pool, { ...base, name: "HARNESS_ENABLED", scopeKind: "global", actor: "" }))).details).toEqual({ path: "actor" });
+    expect((await invalid(setFlag(createPostgresFlagStore(), db.pool, { ...base, name: "BUS_ENABLE", scopeKind: "global" }))).message).toMatch(/unknown flag "BUS_ENABLE"; flags are BUS_ENABLED, /);
+    expect((await invalid(setFlag(createPostgresFlagStore(), db.pool, { ...base, name: "BUS_ENABLED", scopeKind: "tenant", scope: "acme" }))).message).toMatch(/BUS_ENABLED has no tenant scope; set it global/);
+    expect((await invalid(setFlag(createPostgresFlagStore(), db.pool, { ...base, name: "BUS_ROUTED", scopeKind: "global" }))).message).toMatch(/BUS_ROUTED has no global scope; set it --role or --team/);
+    expect((await invalid(setFlag(createPostgresFlagStore(), db.pool, { ...base, name: "HARNESS_ENABLED", scopeKind: "role", scope: "no spaces" }))).details).toEqual({ path: "scope" });
+    expect((await invalid(setFlag(createPostgresFlagStore(), db.pool, { ...base, name: "HARNESS_ENABLED", scopeKind: "global", scope: "x" }))).details).toEqual({ path: "scope" });
+    expect((await invalid(setFlag(createPostgresFlagStore(), db.pool, { ...base, name: "HARNESS_ENABLED", scopeKind: "global", reason: " " }))).details).toEqual({ path: "reason" });
+    expect((await invalid(setFlag(createPostgresFlagStore(), db.pool, { ...base, name: "HARNESS_ENABLED", scopeKind: "global", actor: "" }))).details).toEqual({ path: "actor" });
   });
 });
 

@@ -4,7 +4,7 @@
  * and publishing (outbox rows wait in Postgres) until it is on again.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import type { Handler } from "../../src/harness/index.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
 import { Workers } from "../support/workers.js";

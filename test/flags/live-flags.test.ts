@@ -4,7 +4,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultConfig } from "../../src/config/index.js";
-import { setFlag } from "../../src/flags/flag-store.js";
+import { setFlag } from "../../src/flags/flag-changes.js";
+import { createPostgresFlagStore } from "../../src/store/flags/postgres-flag-store.js";
 import { LiveFlags } from "../../src/flags/live-flags.js";
 import { createPool } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
@@ -22,7 +23,7 @@ describe("LiveFlags", () => {
   });
 
   it("starts from the environment's defaults and follows the table while polling", async () => {
-    flags = new LiveFlags({ db: db.pool, defaults: { ...defaultConfig.flags, busEnabled: true, harnessEnabled: true, harnessScopes: ["role:writer"] } });
+    flags = new LiveFlags({ db: db.pool, store: createPostgresFlagStore(), defaults: { ...defaultConfig.flags, busEnabled: true, harnessEnabled: true, harnessScopes: ["role:writer"] } });
     expect(flags.loaded).toBe(false);
     expect(flags.busEnabled()).toBe(true);
     expect(flags.harnessEnabled("role", "writer")).toBe(true);
@@ -32,7 +33,7 @@ describe("LiveFlags", () => {
     let heard = 0;
     const unsubscribe = flags.subscribe(() => (heard += 1));
     flags.start();
-    await setFlag(db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "writer", enabled: false, actor: "sre", reason: "drain" });
+    await setFlag(createPostgresFlagStore(), db.pool, { name: "HARNESS_ENABLED", scopeKind: "role", scope: "writer", enabled: false, actor: "sre", reason: "drain" });
     const tookMs = await within(2_000, () => !flags!.harnessEnabled("role", "writer"), "the poller to see the change");
     expect(tookMs).toBeLessThanOrEqual(2_000);
     expect(heard).toBe(1);
@@ -43,15 +44,15 @@ describe("LiveFlags", () => {
     await flags.refresh();
     expect(heard).toBe(1);
     unsubscribe();
-    await setFlag(db.pool, { name: "BUS_ENABLED", scopeKind: "global", enabled: false, actor: "sre", reason: "maintenance" });
+    await setFlag(createPostgresFlagStore(), db.pool, { name: "BUS_ENABLED", scopeKind: "global", enabled: false, actor: "sre", reason: "maintenance" });
     await within(2_000, () => !flags!.busEnabled(), "the poller to see BUS_ENABLED off");
     expect(heard).toBe(1);
   });
 
   it("keeps the last values it read when the table cannot be read", async () => {
     const pool = createPool({ connectionString: db.url, max: 1 });
-    await setFlag(db.pool, { name: "BUS_ENABLED", scopeKind: "global", enabled: true, actor: "sre", reason: "on" });
-    flags = new LiveFlags({ db: pool, defaults: defaultConfig.flags, pollMs: 50 });
+    await setFlag(createPostgresFlagStore(), db.pool, { name: "BUS_ENABLED", scopeKind: "global", enabled: true, actor: "sre", reason: "on" });
+    flags = new LiveFlags({ db: pool, store: createPostgresFlagStore(), defaults: defaultConfig.flags, pollMs: 50 });
     await flags.refresh();
     expect(flags.busEnabled()).toBe(true);
     flags.start();

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isSwitchyardError } from "../../src/errors.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { putPolicy } from "../../src/governance/policy-store.js";
 import type { Handler } from "../../src/harness/index.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
@@ -80,7 +80,7 @@ describe("A2A_EGRESS_ENABLED", () => {
   beforeEach(async () => {
     // No `egress` override: the runtime's live flags are the engine's egress switch.
     rt = await createTestRuntime();
-    await putPolicy(rt.pool, ORG, { default: "allow", rules: [] });
+    await putPolicy(rt.stores.policies, rt.pool, ORG, { default: "allow", rules: [] });
     await submit(rt, ORG, `
 name: outside
 steps:

@@ -1,6 +1,7 @@
 /** Helpers shared by the live-flag tests. */
 import type { FlagName, ScopeKind } from "../../src/flags/flag-types.js";
-import { setFlag } from "../../src/flags/flag-store.js";
+import { setFlag } from "../../src/flags/flag-changes.js";
+import { createPostgresFlagStore } from "../../src/store/flags/postgres-flag-store.js";
 import type { TaskView } from "../../src/tasks/tasks.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
@@ -9,7 +10,7 @@ import { waitForTask } from "../support/wait.js";
 
 /** Stores a flag value the way `switchyard flags set` does (audited); running processes see it at their next poll. */
 export async function flip(rt: TestRuntime, name: FlagName, scopeKind: ScopeKind, scope: string, enabled: boolean): Promise<void> {
-  await setFlag(rt.pool, { name, scopeKind, scope, enabled, actor: "test:sre", reason: `${enabled ? "on" : "off"} for a test` });
+  await setFlag(createPostgresFlagStore(), rt.pool, { name, scopeKind, scope, enabled, actor: "test:sre", reason: `${enabled ? "on" : "off"} for a test` });
 }
 
 export async function submit(rt: TestRuntime, orgId: string, yaml: string): Promise<void> {

@@ -5,7 +5,7 @@
  * took over the tenant's shard from it.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { heldStreamName } from "../../src/flags/held-inbox.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
@@ -69,7 +69,7 @@ describe("COORDINATOR_ENABLED per tenant", () => {
     expect((await listAudit(rt.pool, OFF, { taskId: paused.taskId })).map((a) => `${a.action}:${a.verdict}`)).toEqual(["dispatch:allow", "result:accepted"]);
     expect(runs.filter((id) => id === paused.taskId)).toHaveLength(1);
     await within(3_000, async () => (await rt.bus.stats(heldStreamName(OFF), "coordinator")).pending === 0, "the held entries to be acknowledged");
-    expect(await verifyChain(rt.pool, OFF)).toMatchObject({ ok: true });
+    expect(await verifyChain(rt.stores.audit, rt.pool, OFF)).toMatchObject({ ok: true });
   });
 
   it("a coordinator started later applies what an earlier one held", async () => {
@@ -104,7 +104,7 @@ describe("COORDINATOR_ENABLED per tenant", () => {
     await rt.flags.refresh();
     expect(await finished(rt, OFF, taskId)).toMatchObject({ status: "completed", steps: [{ attempts: 1 }] });
     expect(runs).toEqual([taskId]);
-    expect(await verifyChain(rt.pool, OFF)).toMatchObject({ ok: true });
+    expect(await verifyChain(rt.stores.audit, rt.pool, OFF)).toMatchObject({ ok: true });
   });
 
   it("the global value switches every tenant off; the sweeper fires nobody's due steps meanwhile", async () => {

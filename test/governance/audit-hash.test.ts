@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GENESIS_HASH, type AuditEntry } from "../../src/domain.js";
 import { canonicalAuditRow, chainHash, chainRows, normalizeAuditCost, rowHash } from "../../src/governance/audit-hash.js";
-import { appendAudit, listAudit } from "../../src/governance/audit-log.js";
+import { appendAudit, listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { withTransaction } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCode, isSwitchyardError } from "../../src/errors.js";
 import { AuditHeadCache } from "../../src/governance/audit-heads.js";
-import { appendAudit, listAudit } from "../../src/governance/audit-log.js";
+import { createPostgresAuditStore, appendAudit, listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { withTransaction, type PoolClient } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
@@ -49,8 +49,8 @@ describe("appendAudit with heads in memory", () => {
     const mixed = await withTransaction(db.pool, (client) => appendAudit(counted(client, statements), [entry("cached", 4), entry("fresh", 1)], { heads }));
     expect(statements).toHaveLength(2);
     expect(mixed.map((r) => [r.orgId, r.seq])).toEqual([["cached", 4], ["fresh", 1]]);
-    expect((await verifyChain(db.pool, "cached")).ok).toBe(true);
-    expect((await verifyChain(db.pool, "fresh")).ok).toBe(true);
+    expect((await verifyChain(createPostgresAuditStore(), db.pool, "cached")).ok).toBe(true);
+    expect((await verifyChain(createPostgresAuditStore(), db.pool, "fresh")).ok).toBe(true);
   });
 
   it("throws STALE_HEAD and writes nothing when another writer appended since the head was cached", async () => {
@@ -73,7 +73,7 @@ describe("appendAudit with heads in memory", () => {
     now += 5_000;
     heads.advance(again);
     expect(heads.get("moved")).toEqual({ seq: 3, hash: again[0]!.hash });
-    expect((await verifyChain(db.pool, "moved")).ok).toBe(true);
+    expect((await verifyChain(createPostgresAuditStore(), db.pool, "moved")).ok).toBe(true);
   });
 
   it("re-checks the head after waiting on another writer's row lock (READ COMMITTED), and matches when that writer rolled back", async () => {
@@ -107,6 +107,6 @@ describe("appendAudit with heads in memory", () => {
     const rows = await listAudit(db.pool, "waits");
     expect(rows.map((r) => r.reason)).toEqual(["entry 1", "entry 100", "entry 2", "entry 2"]);
     expect(rows.map((r) => r.seq)).toEqual([1, 2, 3, 4]);
-    expect((await verifyChain(db.pool, "waits")).ok).toBe(true);
+    expect((await verifyChain(createPostgresAuditStore(), db.pool, "waits")).ok).toBe(true);
   });
 });

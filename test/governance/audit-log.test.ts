@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GENESIS_HASH, type AuditEntry } from "../../src/domain.js";
 import { rowHash } from "../../src/governance/audit-hash.js";
-import { appendAudit, listAudit } from "../../src/governance/audit-log.js";
+import { createPostgresAuditStore, appendAudit, listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { createPool, withTransaction, type Pool } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
@@ -77,7 +77,7 @@ describe("appendAudit", () => {
       const stored = await listAudit(db.pool, orgId);
       expect(stored).toEqual(rows.filter((r) => r.orgId === orgId));
       expect(await head(db.pool, orgId)).toEqual({ seq: stored.length, hash: stored.at(-1)!.hash });
-      await expect(verifyChain(db.pool, orgId)).resolves.toMatchObject({ ok: true, rows: stored.length });
+      await expect(verifyChain(createPostgresAuditStore(), db.pool, orgId)).resolves.toMatchObject({ ok: true, rows: stored.length });
     }
   });
 
@@ -102,7 +102,7 @@ describe("appendAudit", () => {
       expect(mine).toHaveLength(50);
       expect(mine.at(-1)!.seq - mine[0]!.seq).toBe(49);
     }
-    await expect(verifyChain(db.pool, "busy")).resolves.toEqual({ ok: true, rows: 400, headSeq: 400 });
+    await expect(verifyChain(createPostgresAuditStore(), db.pool, "busy")).resolves.toEqual({ ok: true, rows: 400, headSeq: 400 });
   });
 
   it("does not deadlock when concurrent batches name the same tenants in opposite orders", async () => {
@@ -115,8 +115,8 @@ describe("appendAudit", () => {
       }),
     );
     await Promise.all(runs);
-    await expect(verifyChain(db.pool, "x-1")).resolves.toMatchObject({ ok: true, headSeq: 6 });
-    await expect(verifyChain(db.pool, "x-2")).resolves.toMatchObject({ ok: true, headSeq: 6 });
+    await expect(verifyChain(createPostgresAuditStore(), db.pool, "x-1")).resolves.toMatchObject({ ok: true, headSeq: 6 });
+    await expect(verifyChain(createPostgresAuditStore(), db.pool, "x-2")).resolves.toMatchObject({ ok: true, headSeq: 6 });
   });
 
   it("refuses entries it cannot chain, before writing anything", async () => {

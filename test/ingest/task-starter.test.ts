@@ -18,7 +18,7 @@ describe("createBatchedTaskStarter", () => {
     rt = await createTestRuntime();
     await createTenant(rt.pool, { orgId: "acme", name: "acme" });
     await submitWorkflow(rt.pool, "acme", parseWorkflowDefinition(WORKFLOW));
-    endpointId = (await createIngestEndpoint(rt.pool, undefined, "acme", { source: "generic", workflow: "triage" })).endpoint.id;
+    endpointId = (await createIngestEndpoint(rt.stores.ingestEndpoints, rt.pool, undefined, "acme", { source: "generic", workflow: "triage" })).endpoint.id;
   });
   afterAll(async () => {
     await rt?.cleanup();
@@ -37,7 +37,7 @@ describe("createBatchedTaskStarter", () => {
         batches.push(requests.length);
         return rt.tasks.startEach(orgId, requests, options);
       },
-    });
+    }, { deliveries: rt.stores.ingestDeliveries });
     const outcomes = await Promise.allSettled([item("d1"), item("d2"), item("d2"), item("d3", "missing"), item("d4")].map((i) => starter.start(i)));
     const [d1, d2, d2again, d3, d4] = outcomes;
     expect(d1).toMatchObject({ status: "fulfilled", value: { created: true } });

@@ -8,7 +8,7 @@ import { EnvelopeKind, ResultStatus, createEnvelope, jsonPayload } from "../../s
 import { COORDINATOR_GROUP } from "../../src/coordinator/coordinator.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";

@@ -6,8 +6,8 @@ import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { putPolicy } from "../../src/governance/policy-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
-import { listAudit } from "../../src/governance/audit-log.js";
-import { listApprovals } from "../../src/coordinator/approval-store.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
+import { listApprovals } from "../../src/store/approvals/postgres-approval-store.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { Workers } from "../support/workers.js";
@@ -61,7 +61,7 @@ steps:
     expect(audit.map((a) => `${a.action}:${a.stepId}:${a.verdict}`)).toEqual([
       "dispatch:one:allow", "result:one:accepted", "dispatch:two:allow", "result:two:accepted", "dispatch:three:allow", "result:three:accepted",
     ]);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
     expect(await rt.pool.query("SELECT count(*)::int AS n FROM outbox").then((r) => r.rows[0].n)).toBe(0);
   });
 
@@ -95,11 +95,11 @@ steps:
     expect(publishRuns).toBe(first.status === "approved" ? 1 : 0);
     const approvals = (await listAudit(rt.pool, ORG, { taskId })).filter((a) => a.action === "approval");
     expect(approvals).toHaveLength(1);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("fails a denied hop closed with the rule and reason, and sends nothing", async () => {
-    await putPolicy(rt.pool, ORG, {
+    await putPolicy(rt.stores.policies, rt.pool, ORG, {
       rules: [{ id: "no-shell", action: "dispatch", destination: "role:shell", verdict: "deny", reason: "shell access is off" }],
     });
     await submit(rt, `
@@ -172,7 +172,7 @@ steps:
     // only adapter in this build refuses.
     const open = await createTestRuntime({ egress: { egressEnabled: () => true } });
     try {
-      await putPolicy(open.pool, ORG, { default: "allow", rules: [] });
+      await putPolicy(open.stores.policies, open.pool, ORG, { default: "allow", rules: [] });
       await submitWorkflow(open.pool, ORG, parseWorkflowDefinition("name: outside\nsteps:\n  - { id: ask, to: \"foreign:weather\" }\n"));
       const second = await open.tasks.start({ orgId: ORG, workflow: "outside" });
       const t2 = await open.tasks.get(ORG, second.taskId);

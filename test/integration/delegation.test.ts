@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { putPolicy } from "../../src/governance/policy-store.js";
 import { MAX_DELEGATION_DEPTH } from "../../src/core/model.js";
@@ -57,7 +57,7 @@ steps:
     ]);
     // The REPLY is an envelope on the origin's stream whose payload does not contain the analyst's output.
     expect(JSON.stringify(audit)).not.toContain(JSON.stringify(delegate.output));
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("reports a failed delegate back to the origin, which decides what to do", async () => {
@@ -79,7 +79,7 @@ steps:
   });
 
   it("a denied sub-query is reported back to the origin as an error REPLY", async () => {
-    await putPolicy(rt.pool, ORG, { rules: [{ id: "no-analysts", action: "sub_query", destination: "role:analyst", verdict: "deny", reason: "analysts are busy" }] });
+    await putPolicy(rt.stores.policies, rt.pool, ORG, { rules: [{ id: "no-analysts", action: "sub_query", destination: "role:analyst", verdict: "deny", reason: "analysts are busy" }] });
     await submitWorkflow(rt.pool, ORG, parseWorkflowDefinition(`
 name: research
 steps:

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { verifyChain } from "../../src/governance/audit-verify.js";
-import { listBridges } from "../../src/foreign/bridge-store.js";
+import { listBridges } from "../../src/store/bridges/postgres-bridge-store.js";
 import type { Handler } from "../../src/harness/index.js";
 import { startA2AAgent, type RunningA2AAgent } from "../support/a2a-agents.js";
 import { createTestRuntime, type TestRuntime } from "../support/runtime.js";
@@ -80,7 +80,7 @@ describe("fan-out to a foreign agent and a role", () => {
     expect(rowsOf(audit, "a2a_egress")).toEqual(["orch.d1:allow"]);
     expect(rowsOf(audit, "sub_query")).toEqual(["orch.d2:allow"]);
     expect(rowsOf(audit, "reply")).toEqual(["orch:allow", "orch:allow"]);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 });
 
@@ -119,6 +119,6 @@ describe("fan-out to a team and a role", () => {
     expect(rowsOf(audit, "sub_query")).toEqual(["orch.d1:allow", "orch.d2:allow"]);
     // The team's result is signed by the team and recorded as its work.
     expect(audit.find((a) => a.action === "result" && a.stepId === "orch.d1")!.actor).toBe("worker:team:ops");
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 });

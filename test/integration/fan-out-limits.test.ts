@@ -92,7 +92,7 @@ steps:
     const audit = await auditOf(rt.pool, taskId);
     const delivered = audit.filter((a) => a.action === "reply" && a.verdict !== "orphaned").map((a) => a.stepId);
     for (const origin of pastCeiling) expect(delivered).not.toContain(origin);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 });
 
@@ -119,7 +119,7 @@ describe("fan-out caps with the default limits", () => {
     const denied = audit.filter((a) => a.action === "query");
     expect(denied.map((a) => `${a.stepId}:${a.verdict}:${a.rule}`)).toEqual(["orch:denied:builtin:delegation-limit"]);
     expect(rowsOf(audit, "sub_query")).toEqual([]);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("accepts 16 sub-queries at once and hands back all 16 replies", async () => {

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { putPolicy } from "../../src/governance/policy-store.js";
-import { listApprovals } from "../../src/coordinator/approval-store.js";
+import { listApprovals } from "../../src/store/approvals/postgres-approval-store.js";
 import type { Handler } from "../../src/harness/index.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
@@ -93,11 +93,11 @@ steps:
     expect(replies.map((a) => `${a.stepId}:${a.verdict}`).sort()).toEqual(["orch.d1:orphaned", "orch.d2:orphaned", "orch:allow", "orch:allow"]);
     expect(replies.filter((a) => a.verdict === "orphaned").map((a) => a.rule)).toEqual(["builtin:orphan", "builtin:orphan"]);
     expect(await counterTotal(rt.metrics.orphanReplies)).toBe(2);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("holds each fan-out reply for approval: the second waits queued behind the parked first, then both go out in order", async () => {
-    await putPolicy(rt.pool, ORG, { rules: [{ id: "read-replies", action: "reply", verdict: "requires_approval", reason: "a human reads every reply" }] });
+    await putPolicy(rt.stores.policies, rt.pool, ORG, { rules: [{ id: "read-replies", action: "reply", verdict: "requires_approval", reason: "a human reads every reply" }] });
     await submit(rt.pool, `
 name: reviewed
 steps:
@@ -142,6 +142,6 @@ steps:
       "reply:requires_approval", "approval:approved", "reply:allow",
       "reply:requires_approval", "approval:approved", "reply:allow",
     ]);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 });

@@ -6,7 +6,7 @@
 import { expect } from "vitest";
 import type { Counter } from "prom-client";
 import { isDelegation, type Handler } from "../../src/harness/index.js";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import type { AuditRow } from "../../src/domain.js";
 import type { Pool } from "pg";
 import type { Queryable } from "../../src/store/db.js";

@@ -140,7 +140,7 @@ steps:
     expect(audit.filter((a) => a.action === "query")).toHaveLength(3 + 2);
     expect(rowsOf(audit, "sub_query")).toEqual(["orch.d1:allow", "orch.d2:allow", "orch.d3:allow"]);
     expect(rowsOf(audit, "reply")).toEqual(["orch:allow", "orch:allow", "orch:allow"]);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
 
     // Four orchestrator turns at 0.1 each (the estimate of 1 is replaced by what was spent), 0.5 and 0.25 for the
     // delegates that answered, nothing for the one that threw.
@@ -209,7 +209,7 @@ steps:
     expect(audit.filter((a) => a.action === "query" && a.rule === "builtin:query")).toHaveLength(5);
     expect(rowsOf(audit, "sub_query")).toHaveLength(5);
     expect(rowsOf(audit, "reply")).toEqual(Array(5).fill("orch:allow"));
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   /**
@@ -276,7 +276,7 @@ ${extraSteps}`);
     expect(delegationSteps(after.steps).map((s) => s.status)).toEqual(["completed", "cancelled", "cancelled"]);
     expect(await auditOf(rt.pool, taskId)).toHaveLength(audit.length);
     expect(turns).toHaveLength(2);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("records replies that arrive after the orchestrator finished (task still open) as orphans; the delegates' work is recorded", async () => {
@@ -310,6 +310,6 @@ ${extraSteps}`);
       expect(replies.find((a) => a.stepId === stepId)!.seq).toBeGreaterThan(result.seq);
     }
     expect(await counterTotal(rt.metrics.orphanReplies)).toBe(2);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 });

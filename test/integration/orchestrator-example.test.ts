@@ -5,7 +5,7 @@
  * back as an error REPLY: the "one that fails" an orchestrator must live with.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../src/governance/audit-log.js";
+import { listAudit } from "../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
@@ -86,7 +86,7 @@ steps:
     const received = audit.filter((a) => (a.action === "result" || a.verdict === "deny") && delegates.some((d) => d.id === a.stepId)).map((a) => a.stepId);
     expect(output.turns.map((t) => t.from)).toEqual(received);
     expect(audit.filter((a) => a.action === "reply" && a.stepId === "gather")).toHaveLength(3);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("fails the step, naming every failure, when no specialist answered", async () => {

@@ -75,7 +75,7 @@ describe("Redis loss and several coordinators", () => {
     const statuses = await allFinished(rt, ids.length);
     expect(statuses).toEqual([{ status: "completed", n: ids.length }]);
     await assertExactlyOnce(rt);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("three coordinators on one inbox complete every task once, and the chain never forks", async () => {
@@ -97,7 +97,7 @@ describe("Redis loss and several coordinators", () => {
     expect(statuses).toEqual([{ status: "completed", n: 60 }]);
     await assertExactlyOnce(rt);
     for (const org of [ORG, "globex"]) {
-      const verdict = await verifyChain(rt.pool, org);
+      const verdict = await verifyChain(rt.stores.audit, rt.pool, org);
       expect(verdict.ok).toBe(true);
       expect(verdict.rows).toBe(30 * 6);
     }

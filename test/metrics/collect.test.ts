@@ -7,7 +7,7 @@ import { Registry } from "prom-client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Bus } from "../../src/bus/bus.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
-import { listApprovals } from "../../src/coordinator/approval-store.js";
+import { listApprovals } from "../../src/store/approvals/postgres-approval-store.js";
 import { inboxOf } from "../../src/bus/shards.js";
 import { createHarness, type Harness } from "../../src/harness/index.js";
 import { createMetrics } from "../../src/metrics/metrics.js";

@@ -82,7 +82,7 @@ describe("origin replies, end to end", () => {
       ["acme-generic", "acme", "generic"],
       ["beta-github", "beta", "github"],
     ] as const) {
-      const created = await createIngestEndpoint(rt.pool, cipher, orgId, { source, workflow: "answer" });
+      const created = await createIngestEndpoint(rt.stores.ingestEndpoints, rt.pool, cipher, orgId, { source, workflow: "answer" });
       endpoints[name] = { id: created.endpoint.id, secret: created.secret, orgId };
       if (created.secret) secrets.push(created.secret);
     }

@@ -48,7 +48,7 @@ describe("ctx.reply", () => {
   });
 
   it("returns parked with the approval when the tenant's policy wants one; work.replyTo shows the address", async () => {
-    await putPolicy(rt.pool, ORG, { default: "allow", rules: [{ id: "ask-first", action: "origin_reply", verdict: "requires_approval", reason: "review" }] });
+    await putPolicy(rt.stores.policies, rt.pool, ORG, { default: "allow", rules: [{ id: "ask-first", action: "origin_reply", verdict: "requires_approval", reason: "review" }] });
     rt.startCoordinator();
     const seen: Array<{ replyTo: Work["replyTo"]; outcome: ReplyOutcome }> = [];
     workers.start("answerer", async (work, ctx) => {

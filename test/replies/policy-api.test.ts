@@ -4,7 +4,7 @@
  * what `task get` shows (replyTo and every reply, never the text).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listApprovals } from "../../src/coordinator/approval-store.js";
+import { listApprovals } from "../../src/store/approvals/postgres-approval-store.js";
 import { TaskService } from "../../src/tasks/tasks.js";
 import { isSwitchyardError } from "../../src/errors.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
@@ -25,13 +25,13 @@ describe("replies through the API, governed by the tenant's policy", () => {
 
   beforeAll(async () => {
     rt = await createTestRuntime({ flags: { replyEnabled: true, replyTenants: "*" } });
-    tasks = new TaskService({ pool: rt.pool, engine: rt.engine, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes, replyDeadlineMs: 300 });
+    tasks = new TaskService({ pool: rt.pool, engine: rt.engine, approvals: rt.stores.approvals, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes, replyDeadlineMs: 300 });
     for (const org of [OPEN, DENY, GATED]) {
       await setupTenant(rt, org);
       connections[org] = await addConnection(rt, org, { kind: "slack", accountKey: "T0ACME" });
     }
-    await putPolicy(rt.pool, DENY, { default: "allow", rules: [{ id: "no-replies", action: "origin_reply", verdict: "deny", reason: "we never post back" }] });
-    await putPolicy(rt.pool, GATED, { default: "allow", rules: [{ id: "ask-first", action: "origin_reply", verdict: "requires_approval", reason: "a human reads replies first" }] });
+    await putPolicy(rt.stores.policies, rt.pool, DENY, { default: "allow", rules: [{ id: "no-replies", action: "origin_reply", verdict: "deny", reason: "we never post back" }] });
+    await putPolicy(rt.stores.policies, rt.pool, GATED, { default: "allow", rules: [{ id: "ask-first", action: "origin_reply", verdict: "requires_approval", reason: "a human reads replies first" }] });
   });
   afterAll(async () => {
     await rt.cleanup();
@@ -108,7 +108,7 @@ describe("replies through the API, governed by the tenant's policy", () => {
       "origin_reply:requires_approval",
       "approval:denied",
     ]);
-    expect((await verifyChain(rt.pool, GATED)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, GATED)).ok).toBe(true);
   });
 
   it("an approval that expires refuses the reply with approval_expired", async () => {

@@ -135,7 +135,7 @@ describe("reply refusals", () => {
   });
 
   it("keeps every tenant's audit chain verifiable after replies", async () => {
-    for (const org of [ACME, GLOBEX, INITECH]) expect((await verifyChain(rt.pool, org)).ok).toBe(true);
+    for (const org of [ACME, GLOBEX, INITECH]) expect((await verifyChain(rt.stores.audit, rt.pool, org)).ok).toBe(true);
   });
 
   it("counts refusals by code in switchyard_origin_replies_total", async () => {

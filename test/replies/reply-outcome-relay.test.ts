@@ -10,12 +10,14 @@ import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { parsePublishedReply, replyOutcomeKeys, waitForRedisReplyOutcome, type ReplyOutcomeQuery } from "../../src/replies/redis-reply-outcome.js";
 import { waitForReplyOutcome } from "../../src/replies/reply-outcome.js";
 import { createReplyOutcomeRelay, type ReplyOutcomeRelay, type ReplyOutcomeRelayOptions } from "../../src/replies/reply-outcome-relay.js";
-import { completeSent, finishReply } from "../../src/replies/reply-rows.js";
-import { updateReplies } from "../../src/replies/reply-store.js";
+import { completeSent, finishReply } from "../../src/store/replies/postgres-reply-dials.js";
+import { createPostgresReplyStore, updateReplies } from "../../src/store/replies/postgres-reply-store.js";
 import type { Pool } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
 import { insertTask, newTenant } from "./sender-support.js";
+
+const store = createPostgresReplyStore();
 
 interface RowInit {
   org: string;
@@ -66,7 +68,7 @@ describe("reply-outcome relay → waitForRedisReplyOutcome", () => {
   });
 
   const relayOf = (options: Partial<ReplyOutcomeRelayOptions> = {}): ReplyOutcomeRelay =>
-    createReplyOutcomeRelay({ pool: db.pool, redis: t.redis, keyPrefix: t.prefix, ...options });
+    createReplyOutcomeRelay({ pool: db.pool, store, redis: t.redis, keyPrefix: t.prefix, ...options });
   const wait = (q: ReplyOutcomeQuery, deadlineMs = 10_000, signal?: AbortSignal) =>
     waitForRedisReplyOutcome(t.redis, t.prefix, q, { deadlineMs, ...(signal ? { signal } : {}) });
   /** Runs the relay every 20 ms (as its job would) while `body` runs. */
@@ -101,7 +103,7 @@ describe("reply-outcome relay → waitForRedisReplyOutcome", () => {
     const repeat = { ...query, requestId: randomUUID() };
     expect(await wait(repeat, 1_000)).toEqual({ status: "sent", replyId: id, permalink: "https://github.com/acme/app/issues/7#c42" });
     // The Postgres wait answers the same for both.
-    expect(await waitForReplyOutcome(db.pool, repeat, { deadlineMs: 1_000 })).toEqual(await wait(repeat, 1_000));
+    expect(await waitForReplyOutcome(store, db.pool, repeat, { deadlineMs: 1_000 })).toEqual(await wait(repeat, 1_000));
   });
 
   it("a sent row is final only once its permalink is looked up (or its lease lapses with nothing written)", async () => {
@@ -128,7 +130,7 @@ describe("reply-outcome relay → waitForRedisReplyOutcome", () => {
     const other = { ...query, requestId: randomUUID() };
     const pending = await wait(other, 100);
     expect(pending).toMatchObject({ status: "unknown", code: "outcome_pending", replyId: "" });
-    expect(pending).toEqual(await waitForReplyOutcome(db.pool, other, { deadlineMs: 100 }));
+    expect(pending).toEqual(await waitForReplyOutcome(store, db.pool, other, { deadlineMs: 100 }));
     expect(await t.redis.exists(replyOutcomeKeys(t.prefix, query).key)).toBe(0);
 
     // A stale attempt repeats a key another row holds: its own refused row answers it, not the holder.
@@ -136,7 +138,7 @@ describe("reply-outcome relay → waitForRedisReplyOutcome", () => {
     const stale = await insertRow(db.pool, { org, taskId, state: "refused", code: "reply_not_allowed", key: "shared" });
     await relay.runOnce();
     expect(await wait(stale.query, 1_000)).toEqual({ status: "refused", replyId: stale.id, code: "reply_not_allowed" });
-    expect(await waitForReplyOutcome(db.pool, stale.query, { deadlineMs: 1_000 })).toEqual(await wait(stale.query, 1_000));
+    expect(await waitForReplyOutcome(store, db.pool, stale.query, { deadlineMs: 1_000 })).toEqual(await wait(stale.query, 1_000));
     expect(await wait({ ...stale.query, requestId: randomUUID() }, 1_000)).toEqual({ status: "sent", replyId: holder.id });
   });
 
@@ -170,13 +172,13 @@ describe("reply-outcome relay → waitForRedisReplyOutcome", () => {
       message: "no outcome within 300 ms; the reply may still be posted (a repeat with the same idempotency key returns it)",
       replyId: "",
     });
-    expect(none).toEqual(await waitForReplyOutcome(db.pool, q, { deadlineMs: 300 }));
+    expect(none).toEqual(await waitForReplyOutcome(store, db.pool, q, { deadlineMs: 300 }));
 
     const pending = await insertRow(db.pool, { org, taskId, state: "pending" });
     await relay.runOnce();
     const answer = await wait(pending.query, 100);
     expect(answer).toMatchObject({ status: "unknown", code: "outcome_pending", replyId: pending.id });
-    expect(answer).toEqual(await waitForReplyOutcome(db.pool, pending.query, { deadlineMs: 100 }));
+    expect(answer).toEqual(await waitForReplyOutcome(store, db.pool, pending.query, { deadlineMs: 100 }));
   });
 
   it("an abort rejects with Cancelled, as the Postgres wait does", async () => {
@@ -199,7 +201,7 @@ describe("reply-outcome relay → waitForRedisReplyOutcome", () => {
     expect((error.cause as Error).message).toBe("turn abandoned");
     const already = AbortSignal.abort();
     expect((await cancelled(wait(q, 10_000, already))).code).toBe(ErrorCode.Cancelled);
-    expect((await cancelled(waitForReplyOutcome(db.pool, q, { deadlineMs: 10_000, signal: already }))).code).toBe(ErrorCode.Cancelled);
+    expect((await cancelled(waitForReplyOutcome(store, db.pool, q, { deadlineMs: 10_000, signal: already }))).code).toBe(ErrorCode.Cancelled);
   });
 
   it("reads every changed row, page by page, and a later read's value is never overwritten by an earlier one", async () => {

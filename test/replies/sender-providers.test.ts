@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isSelfReply } from "../../src/ingest/echo.js";
 import { readReplyOutcome } from "../../src/replies/reply-outcome.js";
+import { createPostgresReplyStore } from "../../src/store/replies/postgres-reply-store.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { startProviderStub, type ProviderStub } from "../support/provider-stubs.js";
 import {
@@ -118,7 +119,7 @@ describe("reply sender: provider adapters", () => {
         seen.push({
           echoByTs: await isSelfReply(db.pool, ORG, { account: { kind: "slack", accountKey: "T0STUB" }, providerIds: [ts] }),
           echoByBot: await isSelfReply(db.pool, ORG, { providerIds: [], slackBotId: "B09BOT" }),
-          outcome: await readReplyOutcome(db.pool, { orgId: ORG, taskId, requestId: `req-${replyId}`, idempotencyKey: `key-${replyId}` }),
+          outcome: await readReplyOutcome(createPostgresReplyStore(), db.pool, { orgId: ORG, taskId, requestId: `req-${replyId}`, idempotencyKey: `key-${replyId}` }),
         });
       },
     });
@@ -131,7 +132,7 @@ describe("reply sender: provider adapters", () => {
 
     // Recorded before the lookup; the caller's outcome waits for the permalink (not final yet).
     expect(seen).toEqual([{ echoByTs: true, echoByBot: true, outcome: undefined }]);
-    expect(await readReplyOutcome(db.pool, { orgId: ORG, taskId, requestId: `req-${replyId}`, idempotencyKey: `key-${replyId}` })).toEqual({
+    expect(await readReplyOutcome(createPostgresReplyStore(), db.pool, { orgId: ORG, taskId, requestId: `req-${replyId}`, idempotencyKey: `key-${replyId}` })).toEqual({
       status: "sent",
       replyId,
       permalink: slack.created[0]!.permalink,

@@ -10,6 +10,7 @@ import { createMetrics, type Metrics } from "../../src/metrics/metrics.js";
 import type { ReplyAddress } from "../../src/core/reply-address.js";
 import { createReplySender, type ReplySender, type ReplySenderOptions } from "../../src/replies/reply-sender.js";
 import type { Pool } from "../../src/store/db.js";
+import { createPostgresReplyStore } from "../../src/store/replies/postgres-reply-store.js";
 import { createSecretCipher, type SecretCipher } from "../../src/vault/secret-cipher.js";
 
 export const cipher: SecretCipher = createSecretCipher([{ id: "t1", key: randomBytes(32) }])!;
@@ -113,6 +114,7 @@ export function loopbackSender(pool: Pool, overrides: Partial<ReplySenderOptions
   const metrics = createMetrics();
   const sender = createReplySender({
     pool,
+    store: createPostgresReplyStore(),
     cipher,
     egress: { allowedNetworks: ["127.0.0.0/8"], connectTimeoutMs: 1_000 },
     timeoutMs: 2_000,

@@ -41,7 +41,7 @@ export class Workers {
       blockMs: 100,
       resultReader: createStepResultReader({ db: this.runtime.pool }),
       // On the reply rows: these tests' coordinators run no outcome relay (the Redis path has its own tests).
-      replies: { waitForOutcome: (query, wait) => waitForReplyOutcome(this.runtime.pool, query, wait), deadlineMs: options.replyDeadlineMs ?? 10_000 },
+      replies: { waitForOutcome: (query, wait) => waitForReplyOutcome(this.runtime.stores.replies, this.runtime.pool, query, wait), deadlineMs: options.replyDeadlineMs ?? 10_000 },
       flags: options.flags ?? this.runtime.flags,
     });
     this.harnesses.push(harness);

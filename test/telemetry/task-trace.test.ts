@@ -7,7 +7,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { trace } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-node";
-import { listBridges } from "../../src/foreign/bridge-store.js";
+import { listBridges } from "../../src/store/bridges/postgres-bridge-store.js";
 import { parseTraceparent } from "../../src/telemetry/traceparent.js";
 import { startA2AAgent, type RunningA2AAgent } from "../support/a2a-agents.js";
 import type { TestRuntime } from "../support/runtime.js";

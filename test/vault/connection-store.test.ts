@@ -13,6 +13,7 @@ import { openConnectionSecret } from "../../src/vault/connection-secret.js";
 import { addConnection, deleteConnection, getConnection, listConnections, recordConnectionBot, rotateConnection } from "../../src/vault/connection-store.js";
 import { ENCRYPTION_KEY_VARIABLE } from "../../src/vault/secret-cipher.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
+import { createPostgresAuditStore } from "../../src/store/audit/postgres-audit-store.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { cipherOf, keyItem, uniqueSecret } from "./helpers.js";
 
@@ -148,7 +149,7 @@ describe("connection store", () => {
     const everything = JSON.stringify((await db.pool.query("SELECT * FROM audit_log")).rows);
     expect(everything).not.toContain(first);
     expect(everything).not.toContain(second);
-    expect((await verifyChain(db.pool, "acme")).ok).toBe(true);
+    expect((await verifyChain(createPostgresAuditStore(), db.pool, "acme")).ok).toBe(true);
   });
 
   it("under row-level security a tenant's transaction sees and changes only its own connections", async () => {

@@ -117,10 +117,13 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .action(
       run(async (ctx, id: string, options: { tenant: string; baseUrl?: string; ttl?: number; json?: boolean }) => {
         const { createApprovalLinks } = await import("../../approvals/link-signing.js");
+        const { createPostgresApprovalStore } = await import("../../store/approvals/postgres-approval-store.js");
+        const { createPostgresLinkKeyStore } = await import("../../store/approvals/postgres-link-key-store.js");
+        const stores = { approvals: createPostgresApprovalStore(), linkKeys: createPostgresLinkKeyStore() };
         const tenant = requireTenant(options.tenant);
         const baseUrl = options.baseUrl ?? publicUrl(ctx.config);
         const links = await ctx.withPool((pool) =>
-          createApprovalLinks(pool, { orgId: tenant, approvalId: id, baseUrl, ...(options.ttl !== undefined ? { ttlMs: Math.round(options.ttl * 1000) } : {}) }),
+          createApprovalLinks(stores, pool, { orgId: tenant, approvalId: id, baseUrl, ...(options.ttl !== undefined ? { ttlMs: Math.round(options.ttl * 1000) } : {}) }),
         );
         if (options.json) return ctx.printJson({ approvalId: id, ...links });
         ctx.print(`approve: ${links.approveUrl}`);
@@ -141,9 +144,9 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; json?: boolean }) => {
-        const { listLinkKeys } = await import("../../approvals/link-signing.js");
+        const { createPostgresLinkKeyStore } = await import("../../store/approvals/postgres-link-key-store.js");
         const tenant = requireTenant(options.tenant);
-        const keys = await ctx.withPool((pool) => listLinkKeys(pool, tenant));
+        const keys = await ctx.withPool((pool) => createPostgresLinkKeyStore().list(pool, tenant));
         if (options.json) return ctx.printJson({ keys });
         ctx.print(
           formatTable(
@@ -167,9 +170,9 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; json?: boolean }) => {
-        const { rotateLinkKey } = await import("../../approvals/link-signing.js");
+        const { createPostgresLinkKeyStore } = await import("../../store/approvals/postgres-link-key-store.js");
         const tenant = requireTenant(options.tenant);
-        const kid = await ctx.withPool((pool) => rotateLinkKey(pool, tenant));
+        const kid = await ctx.withPool((pool) => createPostgresLinkKeyStore().rotate(pool, tenant));
         if (options.json) return ctx.printJson({ kid });
         ctx.print(`new link key ${kid} signs from now on; retire old keys with \`switchyard approval retire-key KID --tenant ${tenant}\``);
       }),
@@ -189,9 +192,9 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, kid: string, options: { tenant: string; json?: boolean }) => {
-        const { retireLinkKey } = await import("../../approvals/link-signing.js");
+        const { createPostgresLinkKeyStore } = await import("../../store/approvals/postgres-link-key-store.js");
         const tenant = requireTenant(options.tenant);
-        const retired = await ctx.withPool((pool) => retireLinkKey(pool, tenant, kid));
+        const retired = await ctx.withPool((pool) => createPostgresLinkKeyStore().retire(pool, tenant, kid));
         if (options.json) return ctx.printJson(retired);
         ctx.print(`retired link key ${retired.kid} at ${retired.retiredAt}`);
       }),

@@ -2,15 +2,14 @@
  * `switchyard flags set|list` — the live flags (SRE). A change is stored in table `flags`, audited with who and
  * why in the same transaction, and obeyed by running coordinators and harnesses within about a second.
  *
- * `list` goes through AdminService.ListFlags (remote/admin-api.ts). `set` still calls the flag store: it prints
- * the audit row's seq and chain, which SetFlag does not answer, and records `--actor` as given, where the handler
- * records the admin key (`apikey:NAME`).
+ * Both through AdminService (remote/admin-api.ts: SetFlag, which answers the audit row too, and ListFlags); direct
+ * mode records `--actor` as given.
  */
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
-import { FLAG_NAMES, withAdminApi } from "../remote/admin-api.js";
+import { describeScope, FLAG_NAMES, SYSTEM_CHAIN, withAdminApi, type ScopeKind } from "../remote/admin-api.js";
 
 interface SetOptions {
   tenant?: string;
@@ -22,7 +21,7 @@ interface SetOptions {
 }
 
 /** `--tenant` / `--role` / `--team` (at most one) → scope kind and scope; none → global. */
-function scopeOf(options: SetOptions): { scopeKind: string; scope: string } {
+function scopeOf(options: SetOptions): { scopeKind: ScopeKind; scope: string } {
   const given = (["tenant", "role", "team"] as const).filter((kind) => options[kind] !== undefined);
   if (given.length > 1) {
     throw new SwitchyardError(ErrorCode.InvalidArgument, `pass at most one of --tenant, --role, --team (got ${given.map((g) => `--${g}`).join(", ")})`, {
@@ -64,10 +63,9 @@ export function registerFlagsCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the stored row as JSON")
     .action(
       run(async (ctx, name: string, value: string, options: SetOptions) => {
-        const { describeScope, setFlag, SYSTEM_CHAIN } = await import("../../flags/flag-store.js");
         const enabled = onOff(value);
         const { scopeKind, scope } = scopeOf(options);
-        const row = await ctx.withPool((pool) => setFlag(pool, { name, scopeKind, scope, enabled, actor: options.actor, reason: options.reason }));
+        const row = await withAdminApi(ctx, (api) => api.setFlag({ name, scopeKind, scope, enabled, actor: options.actor, reason: options.reason }));
         const { audit, ...stored } = row;
         if (options.json) return ctx.printJson({ ...stored, audit: { orgId: audit.orgId, seq: audit.seq } });
         const where = describeScope(row.scopeKind, row.scope);

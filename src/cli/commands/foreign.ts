@@ -1,17 +1,16 @@
 /**
  * `switchyard foreign register|list|disable` — the tenant's registry of foreign agents (A2A agents and MCP tools), for
- * the operator (`--tenant`). `list` and `disable` go through the ForeignAgentService client (remote/foreign-api.ts:
- * the gateway's handlers run in-process against the database). `register` still checks the agent and writes the
- * registry itself: it prints what the check found (`checked foreign:KEY: …, results by …`), which
- * ForeignAgentService.Register does not answer. The registry holds no secret: `--credential-ref` is the NAME of one.
+ * the operator (`--tenant`), through the ForeignAgentService client (remote/foreign-api.ts: the gateway's handlers
+ * run in-process against the database; Register checks the agent from this process). The registry holds no secret:
+ * `--credential-ref` is the NAME of one.
  */
 import { InvalidArgumentError, type Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { FOREIGN_DELIVERIES, FOREIGN_PROTOCOLS, type ForeignAgentInput, type ForeignDelivery, type ForeignProtocol } from "../../foreign/registry.js";
 import { requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable } from "../output.js";
-import type { ForeignAgentRecord } from "../remote/foreign-api.js";
+import { FOREIGN_DELIVERIES, FOREIGN_PROTOCOLS, type ForeignDelivery, type ForeignProtocol } from "../remote/foreign-choices.js";
+import type { ForeignAgentInput, ForeignAgentRecord } from "../remote/foreign-api.js";
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -116,9 +115,7 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
     .option("--json", "print the agent as JSON")
     .action(
       run(async (ctx, key: string, options: RegisterOptions) => {
-        const { registerForeignAgent } = await import("../../foreign/registry.js");
-        const { checkForeignRegistration, foreignTransportsFor } = await import("../../foreign/register-check.js");
-        const { requireTenantRecord } = await import("../../tenancy/tenants.js");
+        const { withForeignApi } = await import("../remote/foreign-api.js");
         const orgId = requireTenant(options.tenant);
         // The program's global `--url` (the gateway of remote commands) takes the flag wherever it is written.
         const baseUrl = options.url ?? register.optsWithGlobals<{ url?: string }>().url;
@@ -138,14 +135,10 @@ export function registerForeignCommands(program: Command, run: ActionRunner): vo
           ...(options.send !== undefined ? { sendFields: options.send } : {}),
           ...(options.costPerSecond !== undefined ? { costPerSecond: options.costPerSecond } : {}),
         };
-        const agent = await ctx.withPool(async (pool) => {
-          await requireTenantRecord(pool, orgId);
-          // The agent is reached from THIS process, through the same guarded channel the coordinators use.
-          const check = await checkForeignRegistration({ transports: foreignTransportsFor(ctx.config.foreign), orgId, input });
-          for (const warning of check.warnings) ctx.note(`warning: foreign:${key}: ${warning}`);
-          if (check.outcome === "checked" && check.summary) ctx.note(`checked foreign:${key}: ${check.summary}, results by ${check.delivery}`);
-          return registerForeignAgent(pool, orgId, input);
-        });
+        // The agent is reached from THIS process, through the same guarded channel the coordinators use.
+        const { agent, warnings, check } = await withForeignApi(ctx, orgId, (api) => api.register(input));
+        for (const warning of warnings) ctx.note(`warning: foreign:${key}: ${warning}`);
+        if (check?.summary) ctx.note(`checked foreign:${key}: ${check.summary}, results by ${check.delivery}`);
         if (options.json) return ctx.printJson(foreignAgentJson(agent));
         ctx.print(`registered foreign:${agent.agentKey} for tenant ${orgId}: ${agent.baseUrl} (allow ${agent.allowHost}, protocol ${agent.protocol}, clearance ≤ ${agent.clearanceCeiling})`);
       }),

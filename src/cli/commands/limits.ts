@@ -3,15 +3,14 @@
  * `dispatch_limits`, audited with who and why in the same transaction (action `limit`), and obeyed by running
  * coordinators within about a second.
  *
- * `list` goes through AdminService.ListDispatchLimits (remote/admin-api.ts). `set` and `clear` still call the limit
- * store: `set` prints the audit row's rule, seq and chain, which SetDispatchLimit does not answer, and both record
- * `--actor` as given, where the handlers record the admin key (`apikey:NAME`).
+ * All through AdminService (remote/admin-api.ts: SetDispatchLimit, which answers the audit row too,
+ * ClearDispatchLimit and ListDispatchLimits); direct mode records `--actor` as given.
  */
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
-import { withAdminApi } from "../remote/admin-api.js";
+import { describeLimitScope, withAdminApi } from "../remote/admin-api.js";
 
 interface ScopeOptions {
   tenant?: string;
@@ -59,7 +58,6 @@ export function registerLimitsCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the stored row as JSON")
     .action(
       run(async (ctx, options: SetOptions) => {
-        const { describeLimitScope, setLimit } = await import("../../fairness/limit-store.js");
         const limit = {
           orgId: options.tenant?.trim() ?? "",
           destination: options.destination?.trim() ?? "",
@@ -68,7 +66,7 @@ export function registerLimitsCommands(program: Command, run: ActionRunner): voi
           burst: numberOption(options.burst, "--burst"),
           weight: numberOption(options.weight, "--weight"),
         };
-        const row = await ctx.withPool((pool) => setLimit(pool, limit, { actor: options.actor, reason: options.reason }));
+        const row = await withAdminApi(ctx, (api) => api.setDispatchLimit(limit, { actor: options.actor, reason: options.reason }));
         const { audit, ...stored } = row;
         if (options.json) return ctx.printJson({ ...stored, audit: { orgId: audit.orgId, seq: audit.seq } });
         ctx.print(`${describeLimitScope(row.orgId, row.destination)}: ${audit.rule} (by ${row.updatedBy}: ${row.reason}); audit seq ${audit.seq} in chain ${audit.orgId}`);
@@ -84,9 +82,8 @@ export function registerLimitsCommands(program: Command, run: ActionRunner): voi
     .option("--actor <actor>", "who (recorded in the audit log)", "cli")
     .action(
       run(async (ctx, options: ScopeOptions) => {
-        const { clearLimit, describeLimitScope } = await import("../../fairness/limit-store.js");
         const scope = { orgId: options.tenant?.trim() ?? "", destination: options.destination?.trim() ?? "" };
-        const cleared = await ctx.withPool((pool) => clearLimit(pool, scope, { actor: options.actor, reason: options.reason }));
+        const cleared = await withAdminApi(ctx, (api) => api.clearDispatchLimit(scope, { actor: options.actor, reason: options.reason }));
         ctx.print(cleared ? `${describeLimitScope(scope.orgId, scope.destination)}: limits cleared` : `${describeLimitScope(scope.orgId, scope.destination)} had no limits`);
       }),
     );
@@ -98,7 +95,6 @@ export function registerLimitsCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the limits as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
-        const { describeLimitScope } = await import("../../fairness/limit-store.js");
         const rows = await withAdminApi(ctx, (api) => api.listDispatchLimits());
         if (options.json) return ctx.printJson(rows);
         ctx.print(

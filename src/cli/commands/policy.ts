@@ -29,13 +29,14 @@ export function registerPolicyCommands(program: Command, run: ActionRunner): voi
     .action(
       run(async (ctx, file: string, options: TenantOptions) => {
         const { putPolicy } = await import("../../governance/policy-store.js");
+        const { createPostgresPolicyStore } = await import("../../store/policies/postgres-policy-store.js");
         const { requireTenantRecord } = await import("../../tenancy/tenants.js");
         const tenant = requireTenant(options.tenant);
         const input = await readInputFile(ctx.io.cwd, file);
         const { version } = await ctx.withPool(async (pool) => {
           await requireTenantRecord(pool, tenant);
           try {
-            return await putPolicy(pool, tenant, input.text);
+            return await putPolicy(createPostgresPolicyStore(), pool, tenant, input.text);
           } catch (error) {
             throw inFile(input.path, error);
           }
@@ -64,8 +65,9 @@ export function registerPolicyCommands(program: Command, run: ActionRunner): voi
         const { stringify } = await import("yaml");
         const { BUILTIN_DEFAULT_DOCUMENT } = await import("../../governance/default-policy.js");
         const { getPolicy } = await import("../../governance/policy-store.js");
+        const { createPostgresPolicyStore } = await import("../../store/policies/postgres-policy-store.js");
         const tenant = requireTenant(options.tenant);
-        const stored = await ctx.withPool((pool) => getPolicy(pool, tenant));
+        const stored = await ctx.withPool((pool) => getPolicy(createPostgresPolicyStore(), pool, tenant));
         const document = stored?.compiled.document ?? BUILTIN_DEFAULT_DOCUMENT;
         if (options.json) return ctx.printJson({ tenant, version: stored?.version ?? null, builtin: stored === null, document });
         ctx.print(stored ? `# version ${stored.version}` : "# built-in default (the tenant has stored no policy)");

@@ -19,9 +19,10 @@ export function registerVaultCommands(program: Command, run: ActionRunner): void
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
         const { createSecretCipher, requireCipher } = await import("../../vault/secret-cipher.js");
         const { rewrapSecrets } = await import("../../vault/rewrap.js");
+        const { createPostgresSealedSecretStore } = await import("../../store/vault/postgres-sealed-secret-store.js");
         const cipher = requireCipher(createSecretCipher(ctx.config.origin.encryptionKeys), "re-sealing secrets");
         const orgId = options.tenant?.trim() || undefined;
-        const result = await ctx.withPool((pool) => rewrapSecrets(pool, cipher, orgId ? { orgId } : {}));
+        const result = await ctx.withPool((pool) => rewrapSecrets(createPostgresSealedSecretStore(), pool, cipher, orgId ? { orgId } : {}));
         if (options.json) return ctx.printJson(result);
         ctx.print(`re-sealed ${result.connections} connection secret(s) and ${result.ingestSecrets} ingest secret(s) with key ${result.keyId}${orgId ? ` for tenant ${orgId}` : ""}`);
       }),

@@ -4,13 +4,19 @@
  */
 import { createClient, type Transport } from "@connectrpc/connect";
 import type { FlagsConfig } from "../../config/index.js";
+import { validateLimit } from "../../core/limits.js";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { FlagValues } from "../../flags/flag-values.js";
 import { AdminService } from "../../gen/switchyard/api/v1/admin_pb.js";
+import { operatorActorHeader } from "../../gateway/auth.js";
+import { auditRowFromProto } from "../../gateway/convert/audit.js";
 import type { AdminApi } from "./admin-api.js";
-import { apiKeyFromProto, deadLetterFromProto, flagRowFromProto, limitFromProto, tenantFromProto } from "./admin-convert.js";
+import { apiKeyFromProto, deadLetterFromProto, flagRowFromProto, flagScopeKinds, limitFromProto, tenantFromProto } from "./admin-convert.js";
 import { callerAt } from "./remote-api.js";
 
 export interface ClientAdminApiOptions {
+  /** `direct`: the operator's `--actor` goes with each change (OPERATOR_ACTOR_HEADER); a gateway records the key. */
+  mode: "direct" | "remote";
   /** Names the other side in errors that are about reaching it. */
   where: string;
   /**
@@ -23,11 +29,23 @@ export interface ClientAdminApiOptions {
 export function createClientAdminApi(transport: Transport, options: ClientAdminApiOptions): AdminApi {
   const admin = createClient(AdminService, transport);
   const call = callerAt(options.where);
+  const by = (actor: string) => (options.mode === "direct" ? { headers: operatorActorHeader(actor) } : {});
+  /** A part of an answer the handler always sets; its absence is a broken server. */
+  const required = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new SwitchyardError(ErrorCode.Internal, `${options.where} answered without ${what}`);
+    return value;
+  };
 
   return {
     async listFlagValues() {
       const rows = (await call(() => admin.listFlags({}))).flags.map(flagRowFromProto);
       return new FlagValues(options.flagDefaults, rows).describe();
+    },
+    async setFlag(request) {
+      const res = await call(() =>
+        admin.setFlag({ name: request.name, scopeKind: flagScopeKinds.toProto(request.scopeKind), scope: request.scope, enabled: request.enabled, reason: request.reason }, by(request.actor)),
+      );
+      return { ...flagRowFromProto(required(res.flag, "the flag")), audit: auditRowFromProto(required(res.audit, "the audit row")) };
     },
     async listDeadLetters(request) {
       const res = await call(() => admin.listDeadLetters({ stream: request.stream ?? "", limit: request.limit }));
@@ -60,6 +78,31 @@ export function createClientAdminApi(transport: Transport, options: ClientAdminA
     },
     async listDispatchLimits() {
       return (await call(() => admin.listDispatchLimits({}))).limits.map(limitFromProto);
+    },
+    async setDispatchLimit(limit, change) {
+      // Checked here first, as the store checks it: a value the message cannot carry (`--max-in-flight 2.5` in an
+      // int32) is refused with the store's words, not the encoder's. The handler checks it again.
+      const l = validateLimit(limit);
+      const res = await call(() =>
+        admin.setDispatchLimit(
+          {
+            limit: {
+              orgId: l.orgId,
+              destination: l.destination,
+              ...(l.maxInFlight !== null ? { maxInFlight: l.maxInFlight } : {}),
+              ...(l.ratePerSec !== null ? { ratePerSec: l.ratePerSec } : {}),
+              ...(l.burst !== null ? { burst: l.burst } : {}),
+              ...(l.weight !== null ? { weight: l.weight } : {}),
+            },
+            reason: change.reason,
+          },
+          by(change.actor),
+        ),
+      );
+      return { ...limitFromProto(required(res.limit, "the limit")), audit: auditRowFromProto(required(res.audit, "the audit row")) };
+    },
+    async clearDispatchLimit(scope, change) {
+      return (await call(() => admin.clearDispatchLimit({ orgId: scope.orgId, destination: scope.destination, reason: change.reason }, by(change.actor)))).cleared;
     },
   };
 }

@@ -16,7 +16,7 @@ import type { ApiKeyRecord } from "../../tenancy/api-keys.js";
 import type { TenantRecord } from "../../tenancy/tenants.js";
 
 // The same pairs as the handler's (gateway/services/admin.ts keeps its mapping private).
-const scopeKinds = enumMapping<ScopeKind, FlagScopeKind>("flag scope kind", [
+export const flagScopeKinds = enumMapping<ScopeKind, FlagScopeKind>("flag scope kind", [
   ["global", FlagScopeKind.GLOBAL],
   ["tenant", FlagScopeKind.TENANT],
   ["role", FlagScopeKind.ROLE],
@@ -79,7 +79,7 @@ export function limitFromProto(limit: DispatchLimit): DispatchLimitRow {
 export function flagRowFromProto(flag: Flag): FlagRow {
   return {
     name: flag.name as FlagName,
-    scopeKind: scopeKinds.fromProto(flag.scopeKind),
+    scopeKind: flagScopeKinds.fromProto(flag.scopeKind),
     scope: flag.scope,
     enabled: flag.enabled,
     updatedBy: flag.updatedBy,

@@ -14,7 +14,7 @@
  * say so the way `task start` always has ("Redis at … is not answering (REDIS_URL)").
  */
 import { createRouterTransport, type Interceptor, type Transport } from "@connectrpc/connect";
-import { OPERATOR_ACTOR_HEADER, setOperatorAdminCall, setOperatorCall } from "../../gateway/auth.js";
+import { operatorActorOf, setOperatorAdminCall, setOperatorCall } from "../../gateway/auth.js";
 import { resolveGatewayOptions } from "../../gateway/options.js";
 import { registerServices } from "../../gateway/routes.js";
 import { createServiceDeps, type ServiceParts } from "../../gateway/service-deps.js";
@@ -52,11 +52,12 @@ export function openDirectTransport(ctx: CliContext, tenant: string | undefined)
       const parts = createServiceDeps(runtime, { ...resolveGatewayOptions({ starts: "inline" }), watchIntervalMs: WATCH_INTERVAL_MS });
       const operator: Interceptor = (next) => async (req) => {
         if (tenant === undefined) {
-          setOperatorAdminCall(req.contextValues, req.header.get(OPERATOR_ACTOR_HEADER) || DEFAULT_ACTOR);
+          // An `--actor` given empty stays empty, for the store to refuse as it always has (`flags set --actor ""`).
+          setOperatorAdminCall(req.contextValues, operatorActorOf(req.header) ?? DEFAULT_ACTOR);
           return next(req);
         }
         if (CREATING.has(`${req.service.name}.${req.method.name}`)) await requireTenantRecord(runtime.pool, tenant);
-        setOperatorCall(req.contextValues, tenant, req.header.get(OPERATOR_ACTOR_HEADER) || DEFAULT_ACTOR);
+        setOperatorCall(req.contextValues, tenant, operatorActorOf(req.header) || DEFAULT_ACTOR);
         return next(req);
       };
       const errors = inProcessErrors();

@@ -13,7 +13,7 @@ import { AuditService } from "../../gen/switchyard/api/v1/audit_pb.js";
 import { ErrorDetailSchema } from "../../gen/switchyard/api/v1/errors_pb.js";
 import { TaskService } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import { WorkflowService } from "../../gen/switchyard/api/v1/workflows_pb.js";
-import { OPERATOR_ACTOR_HEADER } from "../../gateway/auth.js";
+import { operatorActorHeader } from "../../gateway/auth.js";
 import { approvalFromProto, approvalStatuses } from "../../gateway/convert/approvals.js";
 import { auditRowFromProto, verificationFromProto } from "../../gateway/convert/audit.js";
 import { taskFromProto, taskStatuses, taskSummaryFromProto } from "../../gateway/convert/tasks.js";
@@ -152,7 +152,7 @@ export function createClientTenantApi(transport: Transport, options: ClientTenan
     async replyTask(request) {
       // A gateway records the API key's identity as the actor; the CLI's --actor is not sent. In direct mode the
       // operator is recorded as it names itself, as it always was (gateway/auth.ts `callActor`).
-      const header = options.mode === "direct" ? { headers: { [OPERATOR_ACTOR_HEADER]: request.actor } } : {};
+      const header = options.mode === "direct" ? { headers: operatorActorHeader(request.actor) } : {};
       const res = await call(() => tasks.reply({ taskId: request.taskId, text: request.text, idempotencyKey: request.idempotencyKey ?? "" }, header));
       return {
         status: res.status as ReplyOutcome["status"],

@@ -5,16 +5,17 @@
  * call this interface and print the same output either way: both return the very shapes direct mode has always
  * printed (TaskView, ApprovalRow, AuditRow, …).
  *
- * Commands without an API counterpart (migrate, start, demo, policy, tenant, apikey, flags, dlq, approval
- * link/keys, audit checkpoint…) keep using the database directly.
+ * The admin commands have their own clients beside this one (admin-api.ts, connection-api.ts, ingest-api.ts,
+ * foreign-api.ts); the commands without a service (migrate, start, demo, policy, vault, shards, bus, approval
+ * link/keys, audit checkpoint) keep using the runtime directly.
  */
 import type { ReplyOutcome } from "../../core/reply-types.js";
-import type { ApprovalRow } from "../../coordinator/approval-store.js";
+import type { ApprovalRow } from "../../store/approvals/approval-store.js";
 import type { TaskView } from "../../tasks/tasks.js";
 import type { AuditRow } from "../../domain.js";
 import type { WorkflowDocument } from "../../gateway/convert/workflows.js";
 import type { TaskListFilter, TaskPage } from "../../gateway/task-list.js";
-import type { ListAuditOptions } from "../../governance/audit-log.js";
+import type { ListAuditOptions } from "../../store/audit/audit-store.js";
 import type { VerifyWithCheckpointsResult } from "../../governance/checkpoint-verify.js";
 import type { ExportedCheckpoint } from "../../governance/checkpoints.js";
 import type { SubmittedWorkflow, WorkflowSummary } from "../../store/workflow-store.js";

@@ -5,7 +5,8 @@
  * already on are left alone.
  */
 import type { FlagName, ScopeKind } from "../../flags/flag-types.js";
-import { describeScope, setFlag } from "../../flags/flag-store.js";
+import { describeScope, setFlag } from "../../flags/flag-changes.js";
+import { createPostgresFlagStore } from "../../store/flags/postgres-flag-store.js";
 import type { LiveFlags } from "../../flags/live-flags.js";
 import type { Pool } from "../../store/db.js";
 
@@ -40,7 +41,7 @@ export async function switchOnDemoFlags(options: DemoFlagsOptions): Promise<stri
   const off = wanted.filter(([name, kind, scope]) => !options.flags.value(name, kind, scope));
   if (off.length === 0) return `flags already on: ${summarise(wanted)}`;
   for (const [name, scopeKind, scope] of off) {
-    await setFlag(options.pool, { name, scopeKind, scope, enabled: true, actor: options.actor, reason: "switched on by the demo for its run" });
+    await setFlag(createPostgresFlagStore(), options.pool, { name, scopeKind, scope, enabled: true, actor: options.actor, reason: "switched on by the demo for its run" });
   }
   // Apply now rather than at the next poll, so the first hop does not wait for it.
   await options.flags.refresh();

@@ -10,13 +10,11 @@
  */
 import { readFile } from "node:fs/promises";
 import type { Config } from "../../config/index.js";
-import { listApprovals } from "../../coordinator/approval-store.js";
 import type { TaskView } from "../../tasks/tasks.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { assetPath } from "../../package-paths.js";
 import { CALLBACK_PATH_PREFIX } from "../../foreign/sender.js";
-import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain, type VerifyChainResult } from "../../governance/audit-verify.js";
 import type { Logger } from "../../logger.js";
 import { submitWorkflow } from "../../store/workflow-store.js";
@@ -171,7 +169,7 @@ async function runTask(stack: DemoStack, options: TaskRunOptions): Promise<DemoR
 
   const ok = final.status === "completed";
   say(ok ? "7. The task completed. Every hop it made, from the audit log in seq order:" : `7. The task ended ${final.status}. Its audit rows in seq order:`);
-  const rows = await listAudit(pool, tenant, { taskId: final.id, limit: 10_000 });
+  const rows = await stack.runtime.stores.audit.list(pool, tenant, { taskId: final.id, limit: 10_000 });
   say(indent(formatHopsTable(rows)));
   say(`   total cost of the task: ${formatNumber(final.cost)}${final.budget !== null ? ` (budget ${formatNumber(final.budget)})` : ""}`);
   const verdict = final.steps.find((s) => s.destination === `foreign:${DEMO_AGENT_KEY}`)?.output as
@@ -187,7 +185,7 @@ async function runTask(stack: DemoStack, options: TaskRunOptions): Promise<DemoR
   if (final.error) say(`   error: ${final.error.code}: ${final.error.message}`);
 
   say(`8. Verifying the audit hash chain of tenant "${tenant}"`);
-  const verification = await verifyChain(pool, tenant);
+  const verification = await verifyChain(stack.runtime.stores.audit, pool, tenant);
   say(`   ${describeVerification(tenant, verification)}`);
   say();
   if (ok && verification.ok) say("Demo finished: the task completed and the audit chain verifies.");
@@ -197,7 +195,7 @@ async function runTask(stack: DemoStack, options: TaskRunOptions): Promise<DemoR
 
 async function approve(stack: DemoStack, options: TaskRunOptions, taskId: string, approvalId: string): Promise<void> {
   const { say, tenant } = options;
-  const pending = await listApprovals(stack.runtime.pool, tenant, { status: "pending", taskId });
+  const pending = await stack.runtime.stores.approvals.list(stack.runtime.pool, tenant, { status: "pending", taskId });
   say("   A step is parked on an approval. Pending approvals of this task:");
   say(indent(formatTable(["approval", "step", "destination", "rule", "reason"], pending.map((a) => [a.id, a.stepId, a.destination, a.rule, a.reason])), 6));
   say(`   The demo approves it as actor "${DEMO_ACTOR}" (by hand: switchyard approval approve ${approvalId} --tenant ${tenant})`);

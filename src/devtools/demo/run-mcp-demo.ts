@@ -9,10 +9,9 @@
  * publishes → the hops from the audit log and the chain.
  */
 import { readFile } from "node:fs/promises";
-import { listBridges } from "../../foreign/bridge-store.js";
+import { listBridges } from "../../store/bridges/postgres-bridge-store.js";
 import { assetPath } from "../../package-paths.js";
 import type { ForeignAgentInput, ForeignAgentRecord } from "../../foreign/registry.js";
-import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain } from "../../governance/audit-verify.js";
 import type { Queryable } from "../../store/db.js";
 import { submitWorkflow } from "../../store/workflow-store.js";
@@ -73,11 +72,11 @@ export async function runMcpDemo(options: McpDemoOptions): Promise<{ ok: boolean
       const [bridge] = await listBridges(pool, tenant, final.id);
       if (bridge) say(`   bridge ${bridge.id.slice(0, 8)}: ${bridge.status}, dialect ${bridge.dialect}, foreign id ${bridge.foreignTaskId}`);
       say("8. The task's audit rows in seq order:");
-      const rows = await listAudit(pool, tenant, { taskId: final.id, limit: 1_000 });
+      const rows = await stack.runtime.stores.audit.list(pool, tenant, { taskId: final.id, limit: 1_000 });
       say(indent(formatHopsTable(rows)));
       say(`   total cost of the task: ${formatNumber(final.cost)}`);
       if (final.error) say(`   error: ${final.error.code}: ${final.error.message}`);
-      const verification = await verifyChain(pool, tenant);
+      const verification = await verifyChain(stack.runtime.stores.audit, pool, tenant);
       say(`9. ${describeVerification(tenant, verification)}`);
       const ok = final.status === "completed" && server.received.length === 1 && verification.ok;
       say();

@@ -15,7 +15,6 @@
 import { readFile } from "node:fs/promises";
 import type { AuditRow } from "../../domain.js";
 import type { StepView, TaskView } from "../../tasks/tasks.js";
-import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain } from "../../governance/audit-verify.js";
 import { submitWorkflow } from "../../store/workflow-store.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
@@ -63,13 +62,13 @@ export async function runOrchestratorDemo(options: DemoOptions): Promise<{ ok: b
       say(`5. Task ${started.taskId} with input ${JSON.stringify(input)}; watching it (a line per step change)`);
       const final = await watchNarrated({ tasks, orgId: tenant, taskId: started.taskId, timeoutMs: options.timeoutMs ?? 60_000, signal: options.signal }, say);
 
-      const rows = await listAudit(pool, tenant, { taskId: final.id, limit: 10_000 });
+      const rows = await stack.runtime.stores.audit.list(pool, tenant, { taskId: final.id, limit: 10_000 });
       const fanIn = narrateFanOut(final, rows, say);
       say("7. The task's audit rows in seq order:");
       say(indent(formatHopsTable(rows)));
       say(`   total cost of the task: ${formatNumber(final.cost)}${final.budget !== null ? ` (budget ${formatNumber(final.budget)})` : ""}`);
       if (final.error) say(`   error: ${final.error.code}: ${final.error.message}`);
-      const verification = await verifyChain(pool, tenant);
+      const verification = await verifyChain(stack.runtime.stores.audit, pool, tenant);
       say(`8. ${describeVerification(tenant, verification)}`);
       const ok = final.status === "completed" && fanIn && verification.ok;
       say();

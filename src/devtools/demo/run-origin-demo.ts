@@ -12,7 +12,6 @@ import { readFile } from "node:fs/promises";
 import { sign } from "@octokit/webhooks-methods";
 import type { Config } from "../../config/index.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import { listAudit } from "../../governance/audit-log.js";
 import { verifyChain } from "../../governance/audit-verify.js";
 import { createIngestEndpoint, ingestUrl } from "../../ingest/endpoint-store.js";
 import type { Logger } from "../../logger.js";
@@ -82,7 +81,7 @@ export async function runOriginDemo(options: OriginDemoOptions): Promise<{ ok: b
       const connection = await addConnection(pool, cipher, tenant, { kind: "github", accountKey: host, apiBaseUrl: forge.apiBaseUrl, targets: ["acme/*"], secret: token }, { actor: ACTOR });
       say(`   connection ${connection.id}: secret stored sealed (AES-256-GCM), listed only as ${connection.fingerprint}`);
       say(`   (by hand: switchyard connection add --tenant ${tenant} --kind github --account ${host} --api-url ${forge.apiBaseUrl} --targets 'acme/*' --secret-stdin)`);
-      const endpoint = await createIngestEndpoint(pool, cipher, tenant, { source: "github", workflow: submitted.ref });
+      const endpoint = await createIngestEndpoint(stack.runtime.stores.ingestEndpoints, pool, cipher, tenant, { source: "github", workflow: submitted.ref });
       const url = ingestUrl(stack.gateway.url, endpoint.endpoint.id);
       say(`   and a GitHub ingest endpoint: ${url.replace(endpoint.endpoint.id, `${endpoint.endpoint.id.slice(0, 6)}…`)} with its webhook secret (shown once)`);
 
@@ -123,11 +122,11 @@ export async function runOriginDemo(options: OriginDemoOptions): Promise<{ ok: b
       }
 
       say("9. The task's audit rows in seq order (the reply is the origin_reply hop):");
-      const rows = await listAudit(pool, tenant, { taskId, limit: 1_000 });
+      const rows = await stack.runtime.stores.audit.list(pool, tenant, { taskId, limit: 1_000 });
       say(indent(formatHopsTable(rows)));
       const replies = final.replies ?? [];
       if (replies.length > 0) say(indent(formatTable(["reply", "state", "to", "actor"], replies.map((r) => [r.id.slice(0, 8), r.state, r.addressDisplay ?? "", r.actor]))));
-      const verification = await verifyChain(pool, tenant);
+      const verification = await verifyChain(stack.runtime.stores.audit, pool, tenant);
       say(`10. ${describeVerification(tenant, verification)}`);
       const ok = final.status === "completed" && reply?.state === "sent" && posted.length === 1 && echoOk && verification.ok;
       say();

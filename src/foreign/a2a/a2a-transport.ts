@@ -5,7 +5,7 @@
  * against the registration's credential.
  */
 import type { AgentChannels } from "../agent-channels.js";
-import type { BridgeRecord } from "../bridge-store.js";
+import type { BridgeRecord } from "../../store/bridges/bridge-store.js";
 import type { ForeignObservation } from "../bridge-transition.js";
 import type { ForeignAgentRecord } from "../registry.js";
 import { failedBeforeSending } from "../send-reach.js";

@@ -23,7 +23,7 @@
  */
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import type { AgentChannels } from "../agent-channels.js";
-import type { BridgeRecord } from "../bridge-store.js";
+import type { BridgeRecord } from "../../store/bridges/bridge-store.js";
 import type { ForeignObservation } from "../bridge-transition.js";
 import type { ForeignConfig } from "../../config/index.js";
 import type { ForeignAgentRecord } from "../registry.js";

@@ -2,9 +2,11 @@
  * Approval rows ↔ switchyard.api.v1.Approval.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { APPROVAL_DECISION_VIAS, type ApprovalDecisionVia, type ApprovalRow } from "../../coordinator/approval-store.js";
+import type { ApprovalDecisionVia, ApprovalRow } from "../../store/approvals/approval-store.js";
 import { ApprovalStatus, type Approval, type ApprovalSchema } from "../../gen/switchyard/api/v1/approvals_pb.js";
 import { enumMapping, isoFromTimestamp, toTimestamp } from "./values.js";
+
+const APPROVAL_DECISION_VIAS: readonly ApprovalDecisionVia[] = ["api", "console", "cli", "link", "expiry"];
 
 export const approvalStatuses = enumMapping<ApprovalRow["status"], ApprovalStatus>("approval status", [
   ["pending", ApprovalStatus.PENDING],

@@ -48,6 +48,28 @@ export function foreignAgentToProto(agent: ForeignAgentRecord): MessageInitShape
   };
 }
 
+/**
+ * The Register request's agent for an input (the CLI's `foreign register`): what the input leaves out is left unset,
+ * which `foreignAgentInputFromProto` reads as the registry's defaults.
+ */
+export function foreignAgentInputToProto(input: ForeignAgentInput): MessageInitShape<typeof ForeignAgentSchema> {
+  return {
+    agentKey: input.agentKey,
+    baseUrl: input.baseUrl,
+    ...(input.protocol !== undefined ? { protocol: foreignProtocols.toProto(input.protocol) } : {}),
+    ...(input.credentialRef != null ? { credentialRef: input.credentialRef } : {}),
+    allowHost: input.allowHost,
+    skills: [...(input.skills ?? [])],
+    clearanceCeiling: input.clearanceCeiling ?? 0,
+    costEstimate: input.costEstimate ?? 0,
+    idempotent: input.idempotent ?? false,
+    ...(input.tool != null ? { tool: input.tool } : {}),
+    ...(input.delivery !== undefined ? { delivery: foreignDeliveries.toProto(input.delivery) } : {}),
+    sendFields: [...(input.sendFields ?? [])],
+    costPerSecond: input.costPerSecond ?? 0,
+  };
+}
+
 /** Register: unset protocol means auto; `enabled` is true unless the request says false explicitly — proto3 cannot. */
 export function foreignAgentInputFromProto(agent: ForeignAgent | undefined): ForeignAgentInput {
   if (!agent) throw new SwitchyardError(ErrorCode.InvalidArgument, "agent: is required", { details: { path: "agent" } });

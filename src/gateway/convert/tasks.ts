@@ -20,7 +20,7 @@ import {
 import type { TaskSummaryView } from "../task-list.js";
 import type { ReplyAddressKind } from "../../core/reply-address.js";
 import type { ReplyState } from "../../core/reply-types.js";
-import type { ReplyView } from "../../replies/reply-store.js";
+import type { ReplyView } from "../../store/replies/reply-store.js";
 import type { Reply, ReplySchema } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import { enumMapping, fromValue, isoFromTimestamp, jsonbKeyOrder, toTimestamp, toValue } from "./values.js";
 

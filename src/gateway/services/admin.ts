@@ -5,20 +5,20 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { assertStreamName } from "../../bus/keys.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { listFlagHistory } from "../../flags/flag-history.js";
-import { listFlags, setFlag } from "../../flags/flag-store.js";
+import { setFlag } from "../../flags/flag-changes.js";
 import type { FlagRow, ScopeKind } from "../../flags/flag-types.js";
 import { AdminService, FlagScopeKind } from "../../gen/switchyard/api/v1/admin_pb.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "../../tenancy/api-keys.js";
 import { createTenantWithKey } from "../../tenancy/bootstrap.js";
-import { principalActor } from "../../tenancy/principal.js";
 import { listTenants, setTenantBudget } from "../../tenancy/tenants.js";
-import { adminCall } from "../auth.js";
+import { adminActor, adminCall } from "../auth.js";
 import { apiKeyToProto, deadLetterToProto, tenantToProto } from "../convert/admin.js";
+import { auditRowToProto } from "../convert/audit.js";
 import { enumMapping, int64ToNumber, toTimestamp } from "../convert/values.js";
 import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters } from "../../bus/dead-letters.js";
 import { isForeignStream, listForeignDeadLetters, refuseForeignReplay } from "../../foreign/dead-letters.js";
 import type { ServiceDeps } from "./deps.js";
-import { clearLimit, listLimits, setLimit } from "../../fairness/limit-store.js";
+import { clearLimit, setLimit } from "../../fairness/limit-changes.js";
 import type { DispatchLimitRow } from "../../core/limits.js";
 
 const DEFAULT_DEAD_LETTER_LIMIT = 100;
@@ -73,48 +73,49 @@ export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService
       const l = req.limit;
       if (!l) throw new SwitchyardError(ErrorCode.InvalidArgument, "limit: required", { details: { path: "limit" } });
       const row = await setLimit(
+        deps.stores.limits,
         deps.pool,
         { orgId: l.orgId, destination: l.destination, maxInFlight: l.maxInFlight ?? null, ratePerSec: l.ratePerSec ?? null, burst: l.burst ?? null, weight: l.weight ?? null },
-        { actor: principalActor(admin), reason: req.reason },
+        { actor: adminActor(ctx), reason: req.reason },
       );
       deps.logger.info({ orgId: row.orgId, destination: row.destination, key: admin.keyPrefix }, "dispatch limit set through the admin API");
-      return { limit: limitToProto(row) };
+      return { limit: limitToProto(row), audit: auditRowToProto(row.audit) };
     },
 
     async clearDispatchLimit(req, ctx) {
       const admin = adminCall(ctx);
-      const cleared = await clearLimit(deps.pool, { orgId: req.orgId, destination: req.destination }, { actor: principalActor(admin), reason: req.reason });
+      const cleared = await clearLimit(deps.stores.limits, deps.pool, { orgId: req.orgId, destination: req.destination }, { actor: adminActor(ctx), reason: req.reason });
       deps.logger.info({ orgId: req.orgId, destination: req.destination, cleared, key: admin.keyPrefix }, "dispatch limit cleared through the admin API");
       return { cleared };
     },
 
     async listDispatchLimits(_req, ctx) {
       adminCall(ctx);
-      return { limits: (await listLimits(deps.pool)).map(limitToProto) };
+      return { limits: (await deps.stores.limits.list(deps.pool)).map(limitToProto) };
     },
 
     async setFlag(req, ctx) {
       const admin = adminCall(ctx);
-      const flag = await setFlag(deps.pool, {
+      const flag = await setFlag(deps.stores.flags, deps.pool, {
         name: req.name,
         scopeKind: scopeKinds.fromProtoOptional(req.scopeKind) ?? "global",
         scope: req.scope,
         enabled: req.enabled,
-        actor: principalActor(admin),
+        actor: adminActor(ctx),
         reason: req.reason,
       });
       deps.logger.info({ flag: flag.name, scopeKind: flag.scopeKind, scope: flag.scope, enabled: flag.enabled, key: admin.keyPrefix }, "flag set through the admin API");
-      return { flag: flagToProto(flag) };
+      return { flag: flagToProto(flag), audit: auditRowToProto(flag.audit) };
     },
 
     async listFlags(_req, ctx) {
       adminCall(ctx);
-      return { flags: (await listFlags(deps.pool)).map(flagToProto) };
+      return { flags: (await deps.stores.flags.list(deps.pool)).map(flagToProto) };
     },
 
     async listFlagHistory(req, ctx) {
       adminCall(ctx);
-      const changes = await listFlagHistory(deps.pool, {
+      const changes = await listFlagHistory(deps.stores.flags, deps.pool, {
         name: req.name,
         ...(scopeKinds.fromProtoOptional(req.scopeKind) ? { scopeKind: scopeKinds.fromProtoOptional(req.scopeKind)! } : {}),
         scope: req.scope,
@@ -137,7 +138,7 @@ export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService
       }
       // Foreign hops not re-sent (FOREIGN_NOT_RETRIED) are recorded in Postgres; see src/foreign/dead-letters.ts.
       if (req.stream === "" || isForeignStream(req.stream)) {
-        for (const letter of await listForeignDeadLetters(deps.pool, { ...(req.stream !== "" ? { stream: req.stream } : {}), limit })) letters.push(deadLetterToProto(letter));
+        for (const letter of await listForeignDeadLetters(deps.stores.bridges, deps.pool, { ...(req.stream !== "" ? { stream: req.stream } : {}), limit })) letters.push(deadLetterToProto(letter));
       }
       return { deadLetters: letters };
     },

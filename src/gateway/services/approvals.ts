@@ -2,7 +2,6 @@
  * ApprovalService: list and decide the calling tenant's approvals.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
-import { listApprovals } from "../../coordinator/approval-store.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { ApprovalService } from "../../gen/switchyard/api/v1/approvals_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
@@ -21,7 +20,7 @@ export function approvalService(deps: ServiceDeps): ServiceImpl<typeof ApprovalS
       }
       const status = approvalStatuses.fromProtoOptional(req.status);
       const rows = await withTenantTransaction(deps.pool, orgId, (client) =>
-        listApprovals(client, orgId, { ...(status ? { status } : {}), ...(req.taskId !== "" ? { taskId: req.taskId.toLowerCase() } : {}) }),
+        deps.stores.approvals.list(client, orgId, { ...(status ? { status } : {}), ...(req.taskId !== "" ? { taskId: req.taskId.toLowerCase() } : {}) }),
       );
       return { approvals: rows.map(approvalToProto) };
     },

@@ -4,7 +4,6 @@
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { AuditService } from "../../gen/switchyard/api/v1/audit_pb.js";
-import { listAudit } from "../../governance/audit-log.js";
 import { verifyChainWithCheckpoints } from "../../governance/checkpoint-verify.js";
 import { exportCheckpoints, listCheckpoints, parseCheckpointLines } from "../../governance/checkpoints.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
@@ -31,7 +30,7 @@ export function auditService(deps: ServiceDeps): ServiceImpl<typeof AuditService
     async listRows(req, ctx) {
       const { orgId } = tenantCall(ctx);
       const rows = await withTenantTransaction(deps.pool, orgId, (client) =>
-        listAudit(client, orgId, {
+        deps.stores.audit.list(client, orgId, {
           ...(req.limit !== 0 ? { limit: req.limit } : {}),
           ...(req.taskId !== "" ? { taskId: req.taskId } : {}),
           ...(req.afterSeq !== 0n ? { afterSeq: int64ToNumber(req.afterSeq) } : {}),

@@ -12,12 +12,15 @@ import type { ForeignTransports } from "../../foreign/transport.js";
 import type { BreakerRegistry } from "../../foreign/egress/breakers.js";
 import type { Logger } from "../../logger.js";
 import type { Pool } from "../../store/db.js";
+import type { Stores } from "../../store/stores.js";
 import type { SecretCipher } from "../../vault/secret-cipher.js";
 import type { WatchHub } from "../watch-hub.js";
 
 export interface ServiceDeps {
   /** The owner's pool: tenant code wraps it in tenant-scoped transactions; admin code uses it directly. */
   pool: Pool;
+  /** The storage ports (runtime.stores): a handler reaches a concern's tables through its port. */
+  stores: Stores;
   /** A TaskService whose transactions are tenant-scoped. */
   tasks: TaskService;
   /** StartTask's group commit over `tasks`: concurrent starts of one tenant share one transaction. */

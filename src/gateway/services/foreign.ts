@@ -55,9 +55,10 @@ export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof Forei
       // Reached before the transaction: a slow agent must not hold a connection (refusals throw FAILED_PRECONDITION).
       const check = deps.foreignTransports
         ? await checkForeignRegistration({ transports: deps.foreignTransports, orgId, input, logger: deps.logger, signal: ctx.signal })
-        : { warnings: ["the agent was not checked: this gateway cannot reach foreign agents"] };
+        : { outcome: "not_checkable" as const, warnings: ["the agent was not checked: this gateway cannot reach foreign agents"] };
       const agent = await underAgent(() => scoped(orgId, (client) => registerForeignAgent(client, orgId, input)));
-      return { agent: foreignAgentToProto(agent), warnings: check.warnings };
+      const checked = check.outcome === "checked" ? { check: { summary: check.summary ?? "", delivery: check.delivery ?? "" } } : {};
+      return { agent: foreignAgentToProto(agent), warnings: check.warnings, ...checked };
     },
     async get(req, ctx) {
       const { orgId } = tenantCall(ctx);

@@ -16,25 +16,25 @@ export function ingestService(deps: ServiceDeps): ServiceImpl<typeof IngestServi
     async create(req, ctx) {
       const { orgId } = tenantCall(ctx);
       const source = ingestSourceFromProto(req.source);
-      const created = await scoped(orgId, (client) => createIngestEndpoint(client, deps.cipher, orgId, { source, workflow: req.workflow }));
+      const created = await scoped(orgId, (client) => createIngestEndpoint(deps.stores.ingestEndpoints, client, deps.cipher, orgId, { source, workflow: req.workflow }));
       deps.logger.info({ orgId, endpointId: created.endpoint.id, source }, "ingest endpoint created");
       return { endpoint: ingestEndpointToProto(created.endpoint, deps.publicUrl), secret: created.secret ?? "" };
     },
     async list(_req, ctx) {
       const { orgId } = tenantCall(ctx);
-      const endpoints = await scoped(orgId, (client) => listIngestEndpoints(client, orgId));
+      const endpoints = await scoped(orgId, (client) => listIngestEndpoints(deps.stores.ingestEndpoints, client, orgId));
       return { endpoints: endpoints.map((e) => ingestEndpointToProto(e, deps.publicUrl)) };
     },
     async rotateSecret(req, ctx) {
       const { orgId } = tenantCall(ctx);
-      const rotated = await scoped(orgId, (client) => rotateIngestSecret(client, deps.cipher, orgId, req.id));
+      const rotated = await scoped(orgId, (client) => rotateIngestSecret(deps.stores.ingestEndpoints, client, deps.cipher, orgId, req.id));
       deps.ingestEndpoints?.invalidate(req.id);
       deps.logger.info({ orgId, endpointId: req.id }, "ingest endpoint secret rotated");
       return { endpoint: ingestEndpointToProto(rotated.endpoint, deps.publicUrl), secret: rotated.secret ?? "" };
     },
     async disable(req, ctx) {
       const { orgId } = tenantCall(ctx);
-      const endpoint = await scoped(orgId, (client) => disableIngestEndpoint(client, orgId, req.id));
+      const endpoint = await scoped(orgId, (client) => disableIngestEndpoint(deps.stores.ingestEndpoints, client, orgId, req.id));
       deps.ingestEndpoints?.invalidate(req.id);
       deps.logger.info({ orgId, endpointId: req.id }, "ingest endpoint disabled");
       return { endpoint: ingestEndpointToProto(endpoint, deps.publicUrl) };

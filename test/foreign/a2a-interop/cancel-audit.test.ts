@@ -4,9 +4,9 @@
  * error) to the tenant's chain, which still verifies. The agent is a real A2A server that never finishes.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitFor } from "../../support/runtime.js";
 import { createForeignRuntime, type ForeignTestRuntime } from "../integration/support.js";
@@ -58,7 +58,7 @@ describe("CancelTask audited", () => {
     });
     expect(rows[2]!.reason).toContain(bridge!.foreignTaskId!);
     expect(rows[2]!.seq).toBeGreaterThan(rows[1]!.seq);
-    expect(await verifyChain(rt.pool, ORG)).toMatchObject({ ok: true });
+    expect(await verifyChain(rt.stores.audit, rt.pool, ORG)).toMatchObject({ ok: true });
     // The agent really got the cancel: it reports its task canceled.
     await waitFor(async () => helper.pushes.some((p) => JSON.stringify(p.body).includes("CANCELED")), { what: "the agent to cancel" });
     // Exactly one row, however many sweep passes run after.
@@ -74,6 +74,6 @@ describe("CancelTask audited", () => {
     const rows = await auditOf(taskId, 3);
     expect(rows.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:allow", "timeout:failed", "foreign_cancel:failed"]);
     expect(rows[2]!.reason).toMatch(/CancelTask for foreign task .+ failed: /);
-    expect(await verifyChain(rt.pool, ORG)).toMatchObject({ ok: true });
+    expect(await verifyChain(rt.stores.audit, rt.pool, ORG)).toMatchObject({ ok: true });
   });
 });

@@ -4,8 +4,8 @@
  * the sweep (60 s here), so nothing but the answer can have resumed it — exactly once, and nothing is cancelled.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../../src/governance/audit-log.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { createForeignRuntime, type ForeignTestRuntime } from "../integration/support.js";
 

@@ -5,7 +5,7 @@
  * minute, so only the poller can resolve these bridges.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { CONFIRM_TRIES } from "../../../src/foreign/poller.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitFor } from "../../support/runtime.js";

@@ -9,7 +9,7 @@
  * - a polled agent that never finishes times the step out (nothing stranded, polling stops).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitFor } from "../../support/runtime.js";
 import { createForeignRuntime, postPush, type ForeignTestRuntime } from "../integration/support.js";

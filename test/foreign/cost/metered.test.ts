@@ -4,9 +4,9 @@
  * the step, the audit row and the bridge agree, and the budget sees the real figure.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { createForeignRuntime, type ForeignTestRuntime } from "../integration/support.js";
 
@@ -62,7 +62,7 @@ describe("metered foreign cost", () => {
       const [bridge] = await listBridges(rt.pool, ORG, taskId);
       expect(bridge).toMatchObject({ status: "completed", pricedBy: "reported_usage", usage: { cost: 0.42, inputTokens: 120, outputTokens: 30 } });
       expect(bridge!.sentAt).toBeInstanceOf(Date);
-      expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+      expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
     });
   }
 

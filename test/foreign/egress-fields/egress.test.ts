@@ -4,9 +4,9 @@
  */
 import { createHash } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { Workers } from "../../support/workers.js";
 import { createForeignRuntime, type ForeignTestRuntime } from "../integration/support.js";
@@ -79,7 +79,7 @@ steps:
     const row = await egressRow(taskId, "ask.d1");
     expect(row.envelopeId).toBe(bridge!.id);
     expect(row.payloadHash).toBe(expected);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("follows a dotted path into a workflow step's input ({ task, steps })", async () => {
@@ -111,7 +111,7 @@ steps:
     const expected = sha256('{"city":"Oslo","ssn":"123","zeta":1}');
     expect((await listBridges(rt.pool, ORG, taskId))[0]).toMatchObject({ sentHash: expected });
     expect((await egressRow(taskId, "ask.d1")).payloadHash).toBe(expected);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("refuses an input that is not an object when fields are listed: nothing sent, no bridge, a clear code", async () => {

@@ -8,11 +8,12 @@ import { COORDINATOR_STREAM } from "../../../src/bus/bus.js";
 import { streamKey } from "../../../src/bus/keys.js";
 import { inboxOf } from "../../../src/bus/shards.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { getLinkKey } from "../../../src/approvals/link-keys.js";
-import { setFlag } from "../../../src/flags/flag-store.js";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { getLinkKey } from "../../../src/store/approvals/postgres-link-key-store.js";
+import { setFlag } from "../../../src/flags/flag-changes.js";
+import { createPostgresFlagStore } from "../../../src/store/flags/postgres-flag-store.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { notificationSecret, signCallbackToken } from "../../../src/foreign/callback-token.js";
 import { applyObservation } from "../../../src/foreign/resume.js";
 import { ForeignSender } from "../../../src/foreign/sender.js";
@@ -92,7 +93,7 @@ describe("A2A callback intake", () => {
         expect(audit.map((r) => `${r.action}:${r.verdict}:${r.actor}`)).toEqual(["a2a_egress:allow:coordinator", "result:accepted:foreign:helper"]);
         expect(audit[1]!.cost).toBe(0.25);
       }
-      expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+      expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
       const { rows } = await rt.pool.query("SELECT count(*)::int AS n FROM outbox");
       expect(rows[0].n).toBe(0);
       // Each RESULT went straight to the tenant's shard inbox, none through the shared one (one hop fewer).
@@ -105,7 +106,7 @@ describe("A2A callback intake", () => {
       const intake = rt.a2a!.callback.intake;
       const stale = (await intake.find(h.bridge.id))!;
       // The sweep (say) learns of progress meanwhile: the row moves to a new version.
-      const deps = { pool: rt.pool, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes, signer: rt.busAuth.signer(GATEWAY_SENDER) };
+      const deps = { pool: rt.pool, bridges: rt.stores.bridges, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes, signer: rt.busAuth.signer(GATEWAY_SENDER) };
       expect(await applyObservation(deps, h.bridge.id, { foreignTaskId: h.foreignTaskId, state: "working", artifacts: [{ artifactId: "a", parts: [1] }] })).toBe("updated");
       // A whole terminal task with no artifacts keeps what was collected (it replaces only with a list of its own).
       expect(await intake.apply(stale, { foreignTaskId: h.foreignTaskId, state: "completed", artifacts: [], complete: true })).toBe("resumed");
@@ -153,14 +154,14 @@ describe("A2A callback intake", () => {
   it("holds a foreign resume while the tenant's coordinator is switched off, and applies it once switched on", async () => {
     await setUp();
     const h = await opened();
-    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "test" });
+    await setFlag(createPostgresFlagStore(), rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "test" });
     await rt.flags.refresh();
     // A whole terminal Task: a bare `completed` status push would wait for a confirming GetTask.
     expect((await postPush(h.url, artifact(h.foreignTaskId, { ok: 1 }), h.header)).status).toBe(200);
     expect((await postPush(h.url, completedTask(h.foreignTaskId, { ok: 1 }), h.header)).text).toContain("resumed");
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect((await rt.tasks.get(ORG, h.taskId)).status).toBe("running");
-    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "test over" });
+    await setFlag(createPostgresFlagStore(), rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "test over" });
     await rt.flags.refresh();
     expect((await rt.finished(ORG, h.taskId)).status).toBe("completed");
     expect((await listAudit(rt.pool, ORG, { taskId: h.taskId })).filter((r) => r.action === "result")).toHaveLength(1);
@@ -168,7 +169,7 @@ describe("A2A callback intake", () => {
 
   it("sends nothing for a tenant whose coordinator is switched off, and sends once it is on again", async () => {
     await setUp({ coordinator: false });
-    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "pause" });
+    await setFlag(createPostgresFlagStore(), rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "pause" });
     await rt.flags.refresh();
     rt.startCoordinator();
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "one" });
@@ -176,7 +177,7 @@ describe("A2A callback intake", () => {
     await new Promise((resolve) => setTimeout(resolve, 700));
     expect(helper.received).toHaveLength(0);
     expect((await listBridges(rt.pool, ORG, taskId))[0]).toMatchObject({ status: "pending_send" });
-    await setFlag(rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "resume" });
+    await setFlag(createPostgresFlagStore(), rt.pool, { name: "COORDINATOR_ENABLED", scopeKind: "tenant", scope: ORG, enabled: true, actor: "sre:test", reason: "resume" });
     await rt.flags.refresh();
     await waitFor(async () => ((await listBridges(rt.pool, ORG, taskId))[0]?.status === "dispatched" ? true : undefined), { what: "the send after the switch" });
     expect(helper.received).toHaveLength(1);
@@ -189,6 +190,7 @@ describe("A2A callback intake", () => {
     // Flags that can say "off" per tenant but cannot list tenants for the claim's SQL filter.
     const sender = new ForeignSender({
       pool: rt.pool,
+      bridges: rt.stores.bridges,
       maxPayloadBytes: rt.config.bus.maxPayloadBytes,
       signer: rt.busAuth.signer(GATEWAY_SENDER),
       transports: a2a.transports,

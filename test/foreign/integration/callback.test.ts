@@ -4,10 +4,10 @@
  * until we resolve it.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { getLinkKey } from "../../../src/approvals/link-keys.js";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { getLinkKey } from "../../../src/store/approvals/postgres-link-key-store.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listBridges, type BridgeRecord } from "../../../src/foreign/bridge-store.js";
+import { listBridges, type BridgeRecord } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { signCallbackToken } from "../../../src/foreign/callback-token.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitFor } from "../../support/runtime.js";
@@ -135,7 +135,7 @@ steps:
     const audit = await listAudit(rt.pool, ORG, { taskId: a.taskId });
     expect(audit.map((r) => `${r.action}:${r.verdict}:${r.actor}`)).toEqual(["a2a_egress:allow:coordinator", "result:accepted:foreign:helper"]);
     expect((await listBridges(rt.pool, ORG, a.taskId))[0]).toMatchObject({ status: "completed", artifacts: [{ artifactId: "result", parts: [{ part: 1 }] }] });
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("answers 400 to a push whose status.state is no A2A state (either dialect) and changes nothing", async () => {

@@ -6,11 +6,12 @@
  */
 import { createServer, type AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { setLimit } from "../../../src/fairness/limit-store.js";
+import { setLimit } from "../../../src/fairness/limit-changes.js";
+import { createPostgresLimitStore } from "../../../src/store/limits/postgres-limit-store.js";
 import type { DispatchLimit } from "../../../src/core/limits.js";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import type { Coordinator } from "../../../src/coordinator/coordinator.js";
 import { createRuntime, type Runtime } from "../../../src/runtime.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
@@ -83,7 +84,7 @@ describe("dispatch limits on a FOREIGN destination", () => {
   async function setUp(maxInFlight: number, retries: number, tenants: string[]): Promise<ForeignTestRuntime> {
     rt = await createForeignRuntime();
     for (const tenant of tenants) await rt.submit(tenant, workflow(retries));
-    await setLimit(rt.pool, limit({ orgId: ORG, destination: "foreign:helper", maxInFlight }), { actor: "test", reason: "foreign limits test" });
+    await setLimit(createPostgresLimitStore(), rt.pool, limit({ orgId: ORG, destination: "foreign:helper", maxInFlight }), { actor: "test", reason: "foreign limits test" });
     await rt.limits.refresh();
     return rt;
   }
@@ -159,7 +160,7 @@ describe("dispatch limits on a FOREIGN destination", () => {
     for (const id of ids) expect((await r.tasks.get(ORG, id)).steps[0]).toMatchObject({ status: "completed", attempts: 1 });
     const { rows: left } = await r.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM held_steps");
     expect(left[0]!.n).toBe(0);
-    expect((await verifyChain(r.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(r.stores.audit, r.pool, ORG)).ok).toBe(true);
   });
 
   it("held steps released to an agent that is down fail and retry as an unheld step does, under the breaker", async () => {

@@ -4,12 +4,13 @@
  * the skill failing closed; an approval parking the hop before anything is sent.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listApprovals } from "../../../src/coordinator/approval-store.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listApprovals } from "../../../src/store/approvals/postgres-approval-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { disableForeignAgent } from "../../../src/foreign/registry.js";
-import { setFlag } from "../../../src/flags/flag-store.js";
+import { setFlag } from "../../../src/flags/flag-changes.js";
+import { createPostgresFlagStore } from "../../../src/store/flags/postgres-flag-store.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitFor } from "../../support/runtime.js";
 import { Workers } from "../../support/workers.js";
@@ -104,7 +105,7 @@ steps:
         "dispatch:c:allow:coordinator",
         "result:c:accepted:worker:role:finish",
       ]);
-      expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+      expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
     });
   }
 
@@ -147,7 +148,7 @@ steps:
       return all.length === 3 ? all : undefined;
     }, { what: "the CancelTask to be audited" });
     expect(rows.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:allow", "timeout:failed", "foreign_cancel:sent"]);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("fails the step closed, audited, when the agent's card lacks the skill; nothing is sent", async () => {
@@ -200,7 +201,7 @@ steps:
     expect(t3.error).toMatchObject({ code: "FOREIGN_UNAVAILABLE" });
     expect(t3.error!.message).toMatch(/agent helper is not enabled/);
     expect(helper.received).toHaveLength(0);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("lets a worker delegate to foreign:KEY: the REPLY arrives when the bridge resolves", async () => {
@@ -226,7 +227,7 @@ steps:
     expect(audit.map((a) => `${a.action}:${a.stepId}:${a.verdict}`)).toEqual([
       "dispatch:ask:allow", "query:ask:accepted", "a2a_egress:ask.d1:allow", "result:ask.d1:accepted", "reply:ask:allow", "result:ask:accepted",
     ]);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("parks the hop for approval before any byte leaves, then completes once approved", async () => {
@@ -250,13 +251,13 @@ steps:
     expect(helper.received).toHaveLength(1);
     const audit = await listAudit(rt.pool, ORG, { taskId });
     expect(audit.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:requires_approval", "approval:approved", "a2a_egress:allow", "result:accepted"]);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 
   it("an approval given after egress was switched off sends nothing: the hop fails closed", async () => {
     const { helper, taskId } = await startGatedTask();
     await waitFor(async () => ((await rt.tasks.get(ORG, taskId)).status === "parked" ? true : undefined));
-    await setFlag(rt.pool, { name: "A2A_EGRESS_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "incident" });
+    await setFlag(createPostgresFlagStore(), rt.pool, { name: "A2A_EGRESS_ENABLED", scopeKind: "tenant", scope: ORG, enabled: false, actor: "sre:test", reason: "incident" });
     await rt.flags.refresh();
     const [approval] = await listApprovals(rt.pool, ORG, { status: "pending" });
     await rt.tasks.decideApproval({ orgId: ORG, approvalId: approval!.id, approve: true, actor: "user:ann" });

@@ -7,9 +7,9 @@
  */
 import { createServer, type AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { listForeignDeadLetters } from "../../../src/foreign/dead-letters.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { createForeignRuntime, type ForeignTestRuntime } from "./support.js";
@@ -55,8 +55,8 @@ describe("FOREIGN re-sends after a failure", () => {
     const audit = await listAudit(rt.pool, ORG, { taskId });
     expect(audit.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:allow", "result:failed"]);
     expect(audit[1]!.reason).toMatch(/^FOREIGN_FAILED: /);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
-    expect(await listForeignDeadLetters(rt.pool, { limit: 10 })).toEqual([
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
+    expect(await listForeignDeadLetters(rt.stores.bridges, rt.pool, { limit: 10 })).toEqual([
       expect.objectContaining({ stream: "foreign:helper", id: bridges[0]!.id, reason: expect.stringMatching(/^FOREIGN_NOT_RETRIED: foreign agent helper failed \(FOREIGN_FAILED: /) }),
     ]);
   });
@@ -69,7 +69,7 @@ describe("FOREIGN re-sends after a failure", () => {
     expect(task).toMatchObject({ status: "failed", error: { code: "FOREIGN_FAILED" } });
     expect(task.steps[0]).toMatchObject({ attempts: 3 });
     expect(tasksOpenedFor(helper, taskId)).toBe(3);
-    expect(await listForeignDeadLetters(rt.pool, { limit: 10 })).toEqual([]);
+    expect(await listForeignDeadLetters(rt.stores.bridges, rt.pool, { limit: 10 })).toEqual([]);
   });
 
   it("re-sends, under the step's retries, a hop whose send failed before anything reached the agent", async () => {
@@ -89,6 +89,6 @@ describe("FOREIGN re-sends after a failure", () => {
     const audit = await listAudit(rt.pool, ORG, { taskId });
     expect(audit.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:allow", "result:failed", "a2a_egress:allow", "result:failed", "a2a_egress:allow", "result:failed"]);
     // Nothing was ever sent, so nothing was given up on at the agent: no foreign dead letter.
-    expect(await listForeignDeadLetters(rt.pool, { limit: 10 })).toEqual([]);
+    expect(await listForeignDeadLetters(rt.stores.bridges, rt.pool, { limit: 10 })).toEqual([]);
   });
 });

@@ -4,9 +4,9 @@
  * letters. The agent here is a real A2A server that never finishes its tasks.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { listForeignDeadLetters, refuseForeignReplay } from "../../../src/foreign/dead-letters.js";
 import { getForeignAgent, updateForeignAgent } from "../../../src/foreign/registry.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
@@ -53,7 +53,7 @@ describe("FOREIGN retries", () => {
     // The sweep's CancelTask is audited on its own row (`foreign_cancel`), possibly already: checked below.
     const audit = (await listAudit(rt.pool, ORG, { taskId })).filter((a) => a.action !== "foreign_cancel");
     expect(audit.map((a) => `${a.action}:${a.verdict}`)).toEqual(["a2a_egress:allow", "timeout:failed"]);
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
 
     // The one task at the agent is closed on our side and cancelled at the agent (best effort, as for any timeout).
     const bridge = await waitFor(async () => {
@@ -63,7 +63,7 @@ describe("FOREIGN retries", () => {
     await waitFor(async () => helper.pushes.some((p) => JSON.stringify(p.body).includes("CANCELED")), { what: "the agent to cancel its task" });
     await waitFor(async () => (await listAudit(rt.pool, ORG, { taskId })).some((a) => a.action === "foreign_cancel"), { what: "the cancel to be audited" });
     expect(tasksOpenedFor(taskId)).toBe(1);
-    const letters = await listForeignDeadLetters(rt.pool, { limit: 10 });
+    const letters = await listForeignDeadLetters(rt.stores.bridges, rt.pool, { limit: 10 });
     expect(letters).toEqual([
       expect.objectContaining({
         stream: "foreign:helper",
@@ -73,7 +73,7 @@ describe("FOREIGN retries", () => {
         envelope: { id: bridge!.id, kind: "WORK", orgId: ORG, taskId, stepId: "b" },
       }),
     ]);
-    expect(await listForeignDeadLetters(rt.pool, { stream: "foreign:other", limit: 10 })).toEqual([]);
+    expect(await listForeignDeadLetters(rt.stores.bridges, rt.pool, { stream: "foreign:other", limit: 10 })).toEqual([]);
     expect(() => refuseForeignReplay("foreign:helper")).toThrow(/never replayed/);
   });
 
@@ -89,7 +89,7 @@ describe("FOREIGN retries", () => {
     expect(audit.map((a) => `${a.action}:${a.verdict}`)).toEqual([
       "a2a_egress:allow", "timeout:failed", "a2a_egress:allow", "timeout:failed", "a2a_egress:allow", "timeout:failed",
     ]);
-    expect(await listForeignDeadLetters(rt.pool, { limit: 10 })).toEqual([]);
+    expect(await listForeignDeadLetters(rt.stores.bridges, rt.pool, { limit: 10 })).toEqual([]);
   });
 
   it("reads the flag at decision time: switching idempotent off stops the next re-send", async () => {

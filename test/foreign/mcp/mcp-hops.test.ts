@@ -7,10 +7,10 @@
  */
 import { createServer, type AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
 import { createA2AForeign } from "../../../src/foreign/a2a-foreign.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import type { TransportSendRequest } from "../../../src/foreign/transport.js";
 import { startMcpServer, type RunningMcpServer } from "../../support/mcp-server.js";
 import { waitFor } from "../../support/runtime.js";
@@ -149,7 +149,7 @@ steps:
         "dispatch:c:allow:coordinator",
         "result:c:accepted:worker:role:finish",
       ]);
-      expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+      expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
     });
 
 
@@ -222,7 +222,7 @@ steps:
       await waitFor(async () => server!.callsOf("count") === 1, { what: "the tool call to start" });
       crash.cut();
       // Another process's sender finds nothing to send: the bridge left pending_send before the call was made.
-      const other = createA2AForeign({ config: rt.config, pool: rt.pool, busAuth: rt.busAuth, publisher: rt.publisher });
+      const other = createA2AForeign({ config: rt.config, pool: rt.pool, bridges: rt.stores.bridges, busAuth: rt.busAuth, publisher: rt.publisher });
       try {
         expect(await other.sender.run()).toBe(0);
         const task = await rt.finished(ORG, taskId);

@@ -7,10 +7,10 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { decodeEnvelope } from "../../../src/bus/codec.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import type { TransportSendRequest } from "../../../src/foreign/transport.js";
-import type { OutboxRow } from "../../../src/coordinator/outbox.js";
+import type { OutboxRow } from "../../../src/store/engine/engine-store.js";
 import { startMcpServer, type RunningMcpServer } from "../../support/mcp-server.js";
 import { waitFor } from "../../support/runtime.js";
 import { waitForProgress } from "../../support/wait.js";

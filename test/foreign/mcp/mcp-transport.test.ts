@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { defaultConfig } from "../../../src/config/index.js";
 import { SwitchyardError } from "../../../src/errors.js";
 import { AgentChannels } from "../../../src/foreign/agent-channels.js";
-import type { BridgeRecord } from "../../../src/foreign/bridge-store.js";
+import type { BridgeRecord } from "../../../src/store/bridges/bridge-store.js";
 import { argumentsOf, McpTransport } from "../../../src/foreign/mcp/mcp-transport.js";
 import { observationOf, usageOf } from "../../../src/foreign/mcp/tool-result.js";
 import type { ForeignAgentRecord } from "../../../src/foreign/registry.js";

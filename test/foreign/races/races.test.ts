@@ -7,8 +7,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { GATEWAY_SENDER } from "../../../src/bus/auth/bus-keys.js";
-import { listAudit } from "../../../src/governance/audit-log.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { applyObservation } from "../../../src/foreign/resume.js";
 import { ForeignSender } from "../../../src/foreign/sender.js";
 import { ForeignPoller, PER_AGENT_CLAIM } from "../../../src/foreign/poller.js";
@@ -62,6 +62,7 @@ describe("foreign races", () => {
     } as ForeignTransports;
     return new ForeignSender({
       pool: r.pool,
+      bridges: r.stores.bridges,
       maxPayloadBytes: r.config.bus.maxPayloadBytes,
       signer: r.busAuth.signer(GATEWAY_SENDER),
       transports,
@@ -71,7 +72,7 @@ describe("foreign races", () => {
     });
   }
 
-  const resumeDeps = (r: ForeignTestRuntime) => ({ pool: r.pool, signer: r.busAuth.signer(GATEWAY_SENDER), maxPayloadBytes: r.config.bus.maxPayloadBytes });
+  const resumeDeps = (r: ForeignTestRuntime) => ({ pool: r.pool, bridges: r.stores.bridges, signer: r.busAuth.signer(GATEWAY_SENDER), maxPayloadBytes: r.config.bus.maxPayloadBytes });
 
   it("(1A) a completed push before the send is recorded, then the sender dies: the poller still resolves it from GetTask", async () => {
     const r = await setUp("no-push", "6s");

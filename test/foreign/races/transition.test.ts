@@ -4,7 +4,7 @@
  * it `dispatched`.
  */
 import { describe, expect, it } from "vitest";
-import type { BridgeRecord } from "../../../src/foreign/bridge-store.js";
+import type { BridgeRecord } from "../../../src/store/bridges/bridge-store.js";
 import { observe } from "../../../src/foreign/bridge-transition.js";
 
 const CAP = 1 << 20;

@@ -5,9 +5,9 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Coordinator } from "../../../src/coordinator/coordinator.js";
-import { listAudit } from "../../../src/governance/audit-log.js";
+import { listAudit } from "../../../src/store/audit/postgres-audit-store.js";
 import { verifyChain } from "../../../src/governance/audit-verify.js";
-import { listBridges } from "../../../src/foreign/bridge-store.js";
+import { listBridges } from "../../../src/store/bridges/postgres-bridge-store.js";
 import { createRuntime, type Runtime } from "../../../src/runtime.js";
 import { startA2AAgent, type RunningA2AAgent } from "../../support/a2a-agents.js";
 import { waitForTasks } from "../../support/wait.js";
@@ -66,6 +66,6 @@ steps:
     const askedFor = (agent: RunningA2AAgent) => agent.received.map((m) => (m.metadata as { switchyard?: { taskId?: string } }).switchyard?.taskId).sort();
     expect(askedFor(pushed)).toEqual([...taskIds].sort());
     expect(askedFor(polled)).toEqual([...taskIds].sort());
-    expect((await verifyChain(rt.pool, ORG)).ok).toBe(true);
+    expect((await verifyChain(rt.stores.audit, rt.pool, ORG)).ok).toBe(true);
   });
 });

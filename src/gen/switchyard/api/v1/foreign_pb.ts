@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchyard/api/v1/foreign.proto.
  */
 export const file_switchyard_api_v1_foreign: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zd2l0Y2h5YXJkL2FwaS92MS9mb3JlaWduLnByb3RvEhFzd2l0Y2h5YXJkLmFwaS52MSL0AwoMRm9yZWlnbkFnZW50EhEKCWFnZW50X2tleRgBIAEoCRIQCghiYXNlX3VybBgCIAEoCRI0Cghwcm90b2NvbBgDIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25Qcm90b2NvbBIbCg5jcmVkZW50aWFsX3JlZhgEIAEoCUgAiAEBEhIKCmFsbG93X2hvc3QYBSABKAkSDgoGc2tpbGxzGAYgAygJEhkKEWNsZWFyYW5jZV9jZWlsaW5nGAcgASgFEhUKDWNvc3RfZXN0aW1hdGUYCCABKAESDwoHZW5hYmxlZBgJIAEoCBIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgppZGVtcG90ZW50GAwgASgIEhEKBHRvb2wYDSABKAlIAYgBARI0CghkZWxpdmVyeRgOIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25EZWxpdmVyeRITCgtzZW5kX2ZpZWxkcxgPIAMoCRIXCg9jb3N0X3Blcl9zZWNvbmQYECABKAFCEQoPX2NyZWRlbnRpYWxfcmVmQgcKBV90b29sIlQKIkZvcmVpZ25BZ2VudFNlcnZpY2VSZWdpc3RlclJlcXVlc3QSLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiZwojRm9yZWlnbkFnZW50U2VydmljZVJlZ2lzdGVyUmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQSEAoId2FybmluZ3MYAiADKAkiMgodRm9yZWlnbkFnZW50U2VydmljZUdldFJlcXVlc3QSEQoJYWdlbnRfa2V5GAEgASgJIlAKHkZvcmVpZ25BZ2VudFNlcnZpY2VHZXRSZXNwb25zZRIuCgVhZ2VudBgBIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudCIgCh5Gb3JlaWduQWdlbnRTZXJ2aWNlTGlzdFJlcXVlc3QiUgofRm9yZWlnbkFnZW50U2VydmljZUxpc3RSZXNwb25zZRIvCgZhZ2VudHMYASADKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQigwEKIEZvcmVpZ25BZ2VudFNlcnZpY2VVcGRhdGVSZXF1ZXN0Ei4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50Ei8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJTCiFGb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiNgohRm9yZWlnbkFnZW50U2VydmljZURpc2FibGVSZXF1ZXN0EhEKCWFnZW50X2tleRgBIAEoCSJUCiJGb3JlaWduQWdlbnRTZXJ2aWNlRGlzYWJsZVJlc3BvbnNlEi4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50IksKIEZvcmVpZ25BZ2VudFNlcnZpY2VTdGF0dXNSZXF1ZXN0EhEKCWFnZW50X2tleRgBIAEoCRIUCgxicmlkZ2VfbGltaXQYAiABKAUirQEKIUZvcmVpZ25BZ2VudFNlcnZpY2VTdGF0dXNSZXNwb25zZRIuCgVhZ2VudBgBIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudBIPCgdicmVha2VyGAIgASgJEjEKB2JyaWRnZXMYAyADKAsyIC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQnJpZGdlEhQKDG9wZW5fYnJpZGdlcxgEIAEoBSKOAwoNRm9yZWlnbkJyaWRnZRIKCgJpZBgBIAEoCRIRCglhZ2VudF9rZXkYAiABKAkSDwoHdGFza19pZBgDIAEoCRIPCgdzdGVwX2lkGAQgASgJEg8KB2F0dGVtcHQYBSABKAUSDgoGc3RhdHVzGAYgASgJEhIKCmxhc3Rfc3RhdGUYByABKAkSDwoHZGlhbGVjdBgIIAEoCRIQCghkZWxpdmVyeRgJIAEoCRIXCg9mb3JlaWduX3Rhc2tfaWQYCiABKAkSDQoFcG9sbHMYCyABKAUSLgoKY3JlYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2VudF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmVzb2x2ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKp4BCg9Gb3JlaWduUHJvdG9jb2wSIAocRk9SRUlHTl9QUk9UT0NPTF9VTlNQRUNJRklFRBAAEhkKFUZPUkVJR05fUFJPVE9DT0xfQVVUTxABEhkKFUZPUkVJR05fUFJPVE9DT0xfVjFfMBACEhkKFUZPUkVJR05fUFJPVE9DT0xfVjBfMxADEhgKFEZPUkVJR05fUFJPVE9DT0xfTUNQEAQqhAEKD0ZvcmVpZ25EZWxpdmVyeRIgChxGT1JFSUdOX0RFTElWRVJZX1VOU1BFQ0lGSUVEEAASGQoVRk9SRUlHTl9ERUxJVkVSWV9BVVRPEAESGQoVRk9SRUlHTl9ERUxJVkVSWV9QVVNIEAISGQoVRk9SRUlHTl9ERUxJVkVSWV9QT0xMEAMyzQUKE0ZvcmVpZ25BZ2VudFNlcnZpY2USeQoIUmVnaXN0ZXISNS5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlUmVnaXN0ZXJSZXF1ZXN0GjYuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVJlZ2lzdGVyUmVzcG9uc2USagoDR2V0EjAuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZUdldFJlcXVlc3QaMS5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlR2V0UmVzcG9uc2USbQoETGlzdBIxLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVxdWVzdBoyLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVzcG9uc2UScwoGVXBkYXRlEjMuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVVwZGF0ZVJlcXVlc3QaNC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVzcG9uc2USdgoHRGlzYWJsZRI0LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVxdWVzdBo1LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVzcG9uc2UScwoGU3RhdHVzEjMuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZVN0YXR1c1JlcXVlc3QaNC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlU3RhdHVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Ch9zd2l0Y2h5YXJkL2FwaS92MS9mb3JlaWduLnByb3RvEhFzd2l0Y2h5YXJkLmFwaS52MSL0AwoMRm9yZWlnbkFnZW50EhEKCWFnZW50X2tleRgBIAEoCRIQCghiYXNlX3VybBgCIAEoCRI0Cghwcm90b2NvbBgDIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25Qcm90b2NvbBIbCg5jcmVkZW50aWFsX3JlZhgEIAEoCUgAiAEBEhIKCmFsbG93X2hvc3QYBSABKAkSDgoGc2tpbGxzGAYgAygJEhkKEWNsZWFyYW5jZV9jZWlsaW5nGAcgASgFEhUKDWNvc3RfZXN0aW1hdGUYCCABKAESDwoHZW5hYmxlZBgJIAEoCBIuCgpjcmVhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgppZGVtcG90ZW50GAwgASgIEhEKBHRvb2wYDSABKAlIAYgBARI0CghkZWxpdmVyeRgOIAEoDjIiLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25EZWxpdmVyeRITCgtzZW5kX2ZpZWxkcxgPIAMoCRIXCg9jb3N0X3Blcl9zZWNvbmQYECABKAFCEQoPX2NyZWRlbnRpYWxfcmVmQgcKBV90b29sIlQKIkZvcmVpZ25BZ2VudFNlcnZpY2VSZWdpc3RlclJlcXVlc3QSLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQinAEKI0ZvcmVpZ25BZ2VudFNlcnZpY2VSZWdpc3RlclJlc3BvbnNlEi4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50EhAKCHdhcm5pbmdzGAIgAygJEjMKBWNoZWNrGAMgASgLMiQuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50Q2hlY2siNgoRRm9yZWlnbkFnZW50Q2hlY2sSDwoHc3VtbWFyeRgBIAEoCRIQCghkZWxpdmVyeRgCIAEoCSIyCh1Gb3JlaWduQWdlbnRTZXJ2aWNlR2V0UmVxdWVzdBIRCglhZ2VudF9rZXkYASABKAkiUAoeRm9yZWlnbkFnZW50U2VydmljZUdldFJlc3BvbnNlEi4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50IiAKHkZvcmVpZ25BZ2VudFNlcnZpY2VMaXN0UmVxdWVzdCJSCh9Gb3JlaWduQWdlbnRTZXJ2aWNlTGlzdFJlc3BvbnNlEi8KBmFnZW50cxgBIAMoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudCKDAQogRm9yZWlnbkFnZW50U2VydmljZVVwZGF0ZVJlcXVlc3QSLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIlMKIUZvcmVpZ25BZ2VudFNlcnZpY2VVcGRhdGVSZXNwb25zZRIuCgVhZ2VudBgBIAEoCzIfLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudCI2CiFGb3JlaWduQWdlbnRTZXJ2aWNlRGlzYWJsZVJlcXVlc3QSEQoJYWdlbnRfa2V5GAEgASgJIlQKIkZvcmVpZ25BZ2VudFNlcnZpY2VEaXNhYmxlUmVzcG9uc2USLgoFYWdlbnQYASABKAsyHy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnQiSwogRm9yZWlnbkFnZW50U2VydmljZVN0YXR1c1JlcXVlc3QSEQoJYWdlbnRfa2V5GAEgASgJEhQKDGJyaWRnZV9saW1pdBgCIAEoBSKtAQohRm9yZWlnbkFnZW50U2VydmljZVN0YXR1c1Jlc3BvbnNlEi4KBWFnZW50GAEgASgLMh8uc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50Eg8KB2JyZWFrZXIYAiABKAkSMQoHYnJpZGdlcxgDIAMoCzIgLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25CcmlkZ2USFAoMb3Blbl9icmlkZ2VzGAQgASgFIo4DCg1Gb3JlaWduQnJpZGdlEgoKAmlkGAEgASgJEhEKCWFnZW50X2tleRgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEg8KB3N0ZXBfaWQYBCABKAkSDwoHYXR0ZW1wdBgFIAEoBRIOCgZzdGF0dXMYBiABKAkSEgoKbGFzdF9zdGF0ZRgHIAEoCRIPCgdkaWFsZWN0GAggASgJEhAKCGRlbGl2ZXJ5GAkgASgJEhcKD2ZvcmVpZ25fdGFza19pZBgKIAEoCRINCgVwb2xscxgLIAEoBRIuCgpjcmVhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXNvbHZlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqngEKD0ZvcmVpZ25Qcm90b2NvbBIgChxGT1JFSUdOX1BST1RPQ09MX1VOU1BFQ0lGSUVEEAASGQoVRk9SRUlHTl9QUk9UT0NPTF9BVVRPEAESGQoVRk9SRUlHTl9QUk9UT0NPTF9WMV8wEAISGQoVRk9SRUlHTl9QUk9UT0NPTF9WMF8zEAMSGAoURk9SRUlHTl9QUk9UT0NPTF9NQ1AQBCqEAQoPRm9yZWlnbkRlbGl2ZXJ5EiAKHEZPUkVJR05fREVMSVZFUllfVU5TUEVDSUZJRUQQABIZChVGT1JFSUdOX0RFTElWRVJZX0FVVE8QARIZChVGT1JFSUdOX0RFTElWRVJZX1BVU0gQAhIZChVGT1JFSUdOX0RFTElWRVJZX1BPTEwQAzLNBQoTRm9yZWlnbkFnZW50U2VydmljZRJ5CghSZWdpc3RlchI1LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VSZWdpc3RlclJlcXVlc3QaNi5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlUmVnaXN0ZXJSZXNwb25zZRJqCgNHZXQSMC5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlR2V0UmVxdWVzdBoxLnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VHZXRSZXNwb25zZRJtCgRMaXN0EjEuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZUxpc3RSZXF1ZXN0GjIuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZUxpc3RSZXNwb25zZRJzCgZVcGRhdGUSMy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlVXBkYXRlUmVxdWVzdBo0LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VVcGRhdGVSZXNwb25zZRJ2CgdEaXNhYmxlEjQuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZURpc2FibGVSZXF1ZXN0GjUuc3dpdGNoeWFyZC5hcGkudjEuRm9yZWlnbkFnZW50U2VydmljZURpc2FibGVSZXNwb25zZRJzCgZTdGF0dXMSMy5zd2l0Y2h5YXJkLmFwaS52MS5Gb3JlaWduQWdlbnRTZXJ2aWNlU3RhdHVzUmVxdWVzdBo0LnN3aXRjaHlhcmQuYXBpLnYxLkZvcmVpZ25BZ2VudFNlcnZpY2VTdGF0dXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgent
@@ -170,6 +170,13 @@ export type ForeignAgentServiceRegisterResponse = Message<"switchyard.api.v1.For
    * @generated from field: repeated string warnings = 2;
    */
   warnings: string[];
+
+  /**
+   * What the registration check found when it reached the agent; unset when it did not (`warnings` say why).
+   *
+   * @generated from field: switchyard.api.v1.ForeignAgentCheck check = 3;
+   */
+  check?: ForeignAgentCheck;
 };
 
 /**
@@ -178,6 +185,34 @@ export type ForeignAgentServiceRegisterResponse = Message<"switchyard.api.v1.For
  */
 export const ForeignAgentServiceRegisterResponseSchema: GenMessage<ForeignAgentServiceRegisterResponse> = /*@__PURE__*/
   messageDesc(file_switchyard_api_v1_foreign, 2);
+
+/**
+ * The agent as the registration check saw it.
+ *
+ * @generated from message switchyard.api.v1.ForeignAgentCheck
+ */
+export type ForeignAgentCheck = Message<"switchyard.api.v1.ForeignAgentCheck"> & {
+  /**
+   * What the agent described, e.g. `weather-bot (A2A 1.0)`, or an MCP server's name and the tool.
+   *
+   * @generated from field: string summary = 1;
+   */
+  summary: string;
+
+  /**
+   * How results will come back: `push` or `poll` (A2A), `call` (MCP).
+   *
+   * @generated from field: string delivery = 2;
+   */
+  delivery: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ForeignAgentCheck.
+ * Use `create(ForeignAgentCheckSchema)` to create a new message.
+ */
+export const ForeignAgentCheckSchema: GenMessage<ForeignAgentCheck> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_foreign, 3);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceGetRequest
@@ -194,7 +229,7 @@ export type ForeignAgentServiceGetRequest = Message<"switchyard.api.v1.ForeignAg
  * Use `create(ForeignAgentServiceGetRequestSchema)` to create a new message.
  */
 export const ForeignAgentServiceGetRequestSchema: GenMessage<ForeignAgentServiceGetRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 3);
+  messageDesc(file_switchyard_api_v1_foreign, 4);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceGetResponse
@@ -211,7 +246,7 @@ export type ForeignAgentServiceGetResponse = Message<"switchyard.api.v1.ForeignA
  * Use `create(ForeignAgentServiceGetResponseSchema)` to create a new message.
  */
 export const ForeignAgentServiceGetResponseSchema: GenMessage<ForeignAgentServiceGetResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 4);
+  messageDesc(file_switchyard_api_v1_foreign, 5);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceListRequest
@@ -224,7 +259,7 @@ export type ForeignAgentServiceListRequest = Message<"switchyard.api.v1.ForeignA
  * Use `create(ForeignAgentServiceListRequestSchema)` to create a new message.
  */
 export const ForeignAgentServiceListRequestSchema: GenMessage<ForeignAgentServiceListRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 5);
+  messageDesc(file_switchyard_api_v1_foreign, 6);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceListResponse
@@ -241,7 +276,7 @@ export type ForeignAgentServiceListResponse = Message<"switchyard.api.v1.Foreign
  * Use `create(ForeignAgentServiceListResponseSchema)` to create a new message.
  */
 export const ForeignAgentServiceListResponseSchema: GenMessage<ForeignAgentServiceListResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 6);
+  messageDesc(file_switchyard_api_v1_foreign, 7);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceUpdateRequest
@@ -268,7 +303,7 @@ export type ForeignAgentServiceUpdateRequest = Message<"switchyard.api.v1.Foreig
  * Use `create(ForeignAgentServiceUpdateRequestSchema)` to create a new message.
  */
 export const ForeignAgentServiceUpdateRequestSchema: GenMessage<ForeignAgentServiceUpdateRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 7);
+  messageDesc(file_switchyard_api_v1_foreign, 8);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceUpdateResponse
@@ -285,7 +320,7 @@ export type ForeignAgentServiceUpdateResponse = Message<"switchyard.api.v1.Forei
  * Use `create(ForeignAgentServiceUpdateResponseSchema)` to create a new message.
  */
 export const ForeignAgentServiceUpdateResponseSchema: GenMessage<ForeignAgentServiceUpdateResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 8);
+  messageDesc(file_switchyard_api_v1_foreign, 9);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceDisableRequest
@@ -302,7 +337,7 @@ export type ForeignAgentServiceDisableRequest = Message<"switchyard.api.v1.Forei
  * Use `create(ForeignAgentServiceDisableRequestSchema)` to create a new message.
  */
 export const ForeignAgentServiceDisableRequestSchema: GenMessage<ForeignAgentServiceDisableRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 9);
+  messageDesc(file_switchyard_api_v1_foreign, 10);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceDisableResponse
@@ -319,7 +354,7 @@ export type ForeignAgentServiceDisableResponse = Message<"switchyard.api.v1.Fore
  * Use `create(ForeignAgentServiceDisableResponseSchema)` to create a new message.
  */
 export const ForeignAgentServiceDisableResponseSchema: GenMessage<ForeignAgentServiceDisableResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 10);
+  messageDesc(file_switchyard_api_v1_foreign, 11);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceStatusRequest
@@ -343,7 +378,7 @@ export type ForeignAgentServiceStatusRequest = Message<"switchyard.api.v1.Foreig
  * Use `create(ForeignAgentServiceStatusRequestSchema)` to create a new message.
  */
 export const ForeignAgentServiceStatusRequestSchema: GenMessage<ForeignAgentServiceStatusRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 11);
+  messageDesc(file_switchyard_api_v1_foreign, 12);
 
 /**
  * @generated from message switchyard.api.v1.ForeignAgentServiceStatusResponse
@@ -380,7 +415,7 @@ export type ForeignAgentServiceStatusResponse = Message<"switchyard.api.v1.Forei
  * Use `create(ForeignAgentServiceStatusResponseSchema)` to create a new message.
  */
 export const ForeignAgentServiceStatusResponseSchema: GenMessage<ForeignAgentServiceStatusResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 12);
+  messageDesc(file_switchyard_api_v1_foreign, 13);
 
 /**
  * A hop handed to a foreign agent (table a2a_bridge).
@@ -479,7 +514,7 @@ export type ForeignBridge = Message<"switchyard.api.v1.ForeignBridge"> & {
  * Use `create(ForeignBridgeSchema)` to create a new message.
  */
 export const ForeignBridgeSchema: GenMessage<ForeignBridge> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_foreign, 13);
+  messageDesc(file_switchyard_api_v1_foreign, 14);
 
 /**
  * @generated from enum switchyard.api.v1.ForeignProtocol

@@ -1,0 +1,34 @@
+/**
+ * The Postgres adapters of every port in `Stores` (stores.ts), built once by the composition roots (runtime.ts).
+ */
+import { createPostgresReplyStore } from "./replies/postgres-reply-store.js";
+import { createPostgresAuditStore } from "./audit/postgres-audit-store.js";
+import { createPostgresPolicyStore } from "./policies/postgres-policy-store.js";
+import { createPostgresBridgeStore } from "./bridges/postgres-bridge-store.js";
+import { createPostgresSessionStore } from "./sessions/postgres-session-store.js";
+import { createPostgresDeliveryStore } from "./ingest/postgres-delivery-store.js";
+import { createPostgresIngestEndpointStore } from "./ingest/postgres-endpoint-store.js";
+import { createPostgresSealedSecretStore } from "./vault/postgres-sealed-secret-store.js";
+import { createPostgresApprovalStore } from "./approvals/postgres-approval-store.js";
+import { createPostgresLinkKeyStore, createPostgresUsedLinkTokenStore } from "./approvals/postgres-link-key-store.js";
+import { createPostgresLimitStore } from "./limits/postgres-limit-store.js";
+import { createPostgresFlagStore } from "./flags/postgres-flag-store.js";
+import type { Stores } from "./stores.js";
+
+export function createPostgresStores(): Stores {
+  return {
+    approvals: createPostgresApprovalStore(),
+    linkKeys: createPostgresLinkKeyStore(),
+    linkTokens: createPostgresUsedLinkTokenStore(),
+    limits: createPostgresLimitStore(),
+    flags: createPostgresFlagStore(),
+    replies: createPostgresReplyStore(),
+    audit: createPostgresAuditStore(),
+    policies: createPostgresPolicyStore(),
+    bridges: createPostgresBridgeStore(),
+    sessions: createPostgresSessionStore(),
+    ingestDeliveries: createPostgresDeliveryStore(),
+    ingestEndpoints: createPostgresIngestEndpointStore(),
+    sealedSecrets: createPostgresSealedSecretStore(),
+  };
+}
