@@ -74,6 +74,11 @@ export interface Runtime {
    * nothing and says so once.
    */
   replies: ReplySender;
+  /**
+   * Re-reads the flags table and writes the Redis mirror now: after a flag change made in this process, so a
+   * harness reads the new value at once instead of stale rows this process mirrored when it opened.
+   */
+  flagsChanged(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -138,6 +143,10 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   let closed = false;
   let a2a: A2AForeign | undefined;
   let replies: ReplySender | undefined;
+  const flagsChanged = async (): Promise<void> => {
+    await flags.refresh();
+    await flagMirror.flush();
+  };
   const close = async () => {
     if (closed) return;
     closed = true;
@@ -224,7 +233,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     : createDisabledReplySender({ pool, store: stores.replies, logger });
   // The engine kicks after a commit that made reply rows pending; a caller's own sender (tests) wins.
   if (!options.replySender) replyKicks.attach(replies);
-  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, stores, workflows, engine, publisher, tasks, flags, limits, a2a, foreignJobs: a2a?.jobs ?? [], replyKicks, replies, close };
+  return { config, logger, metrics, pool, redis, health, bus, busAuth, policies, stores, workflows, engine, publisher, tasks, flags, limits, a2a, foreignJobs: a2a?.jobs ?? [], replyKicks, replies, flagsChanged, close };
 }
 
 async function createRuntimeReplySender(

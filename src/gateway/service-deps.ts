@@ -19,7 +19,7 @@ import { WatchHub } from "./watch-hub.js";
 
 /** The parts of a runtime the gateway uses. */
 export type GatewayRuntime = Pick<Runtime, "config" | "logger" | "metrics" | "pool" | "redis" | "bus" | "busAuth" | "engine" | "publisher" | "tasks" | "stores"> &
-  Partial<Pick<Runtime, "a2a" | "health">>;
+  Partial<Pick<Runtime, "a2a" | "health" | "flagsChanged">>;
 
 export interface ServiceDepsOptions {
   /** `owner`: starts go to the tenant's shard owner; `inline`: the engine runs in the start's transaction (see GatewayOptions.starts). */
@@ -82,6 +82,7 @@ export function createServiceDeps(runtime: GatewayRuntime, options: ServiceDepsO
     redis: runtime.redis,
     keyPrefix: config.bus.keyPrefix,
     flagDefaults: config.flags,
+    ...(runtime.flagsChanged ? { flagsChanged: runtime.flagsChanged } : {}),
     maxPayloadBytes: config.bus.maxPayloadBytes,
     logger,
     watches,

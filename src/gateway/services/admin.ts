@@ -105,6 +105,8 @@ export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService
         reason: req.reason,
       });
       deps.logger.info({ flag: flag.name, scopeKind: flag.scopeKind, scope: flag.scope, enabled: flag.enabled, key: admin.keyPrefix }, "flag set through the admin API");
+      // The change is stored; a mirror that fails to update now heals at the next poll of any coordinator.
+      await deps.flagsChanged?.().catch((error: unknown) => deps.logger.warn({ err: error }, "mirroring the flag change to Redis failed; the next poll writes it"));
       return { flag: flagToProto(flag), audit: auditRowToProto(flag.audit) };
     },
 

@@ -30,6 +30,8 @@ export interface ServiceDeps {
   keyPrefix: string;
   /** This gateway's environment defaults of the flags, under the flags table (TaskService.Explain names which). */
   flagDefaults: FlagsConfig;
+  /** Mirrors the flags table to Redis now, after a flag change (Runtime.flagsChanged). @defaultValue none: the next poll does */
+  flagsChanged?: () => Promise<void>;
   maxPayloadBytes: number;
   logger: Logger;
   /** Where Watch streams take their slot and learn that their task changed (one shared poller). */
