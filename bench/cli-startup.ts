@@ -15,6 +15,7 @@
  * Needs dist/ (`npm run build`; `npm ci` builds it). Figures are medians of N runs (full 15, quick 4) after one
  * warm-up run each; p90 and CPU are beside them in `details`.
  */
+import { createPostgresStores } from "../src/store/postgres-stores.js";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -24,6 +25,8 @@ import { submitWorkflow } from "../src/store/workflow-store.js";
 import { createTenant } from "../src/tenancy/tenants.js";
 import { parseWorkflowDefinition } from "../src/workflow/definition.js";
 import { summarize, type Measurement, type Scenario } from "./support.js";
+
+const stores = createPostgresStores();
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const BIN = fileURLToPath(new URL("../bin/switchyard.js", import.meta.url));
@@ -91,7 +94,7 @@ export const cliStartupScenario: Scenario = {
     }
     const runs = RUNS[ctx.quick ? "quick" : "full"];
     const db = await ctx.createScratchDatabase();
-    await createTenant(db.pool, { orgId: ORG, name: ORG });
+    await createTenant(stores.tenants, db.pool, { orgId: ORG, name: ORG });
     await submitWorkflow(db.pool, ORG, parseWorkflowDefinition('name: one\nsteps:\n  - { id: a, to: "role:bench", timeout: 10m }\n'));
     const env = { DATABASE_URL: db.url, REDIS_URL: ctx.redisUrl, SWITCHYARD_KEY_PREFIX: ctx.keyPrefix, SWITCHYARD_LOG_LEVEL: "warn" };
 

@@ -9,7 +9,7 @@ import { heldStepReleases } from "./fairness/releaser.js";
 import { approvalExpirySweep } from "./approvals/expiry.js";
 import { consumerName } from "./bus/keys.js";
 import { Coordinator, type CoordinatorOptions } from "./coordinator/coordinator.js";
-import { createCheckpointJob } from "./governance/checkpoint-job.js";
+import { checkpointJobOf, createCheckpointJob } from "./governance/checkpoint-job.js";
 import type { Logger } from "./logger.js";
 import type { Runtime } from "./runtime.js";
 import { createReplyOutcomeRelay } from "./replies/reply-outcome-relay.js";
@@ -33,10 +33,11 @@ export function createCoordinator(runtime: Runtime, options: CreateCoordinatorOp
       dedupeRetentionMs: config.coordinator.dedupeRetentionMs,
       shards: config.shards,
       logger,
-      releases: heldStepReleases(runtime.limits),
+      releases: heldStepReleases(runtime.limits, runtime.stores.heldSteps),
       health: runtime.health,
       checkpoints: createCheckpointJob({
         pool,
+        stores: runtime.stores,
         operatorKey: config.checkpoints.signingKeyPem ?? undefined,
         everyRows: config.checkpoints.everyRows,
         everyMs: config.checkpoints.everyMs,
@@ -60,14 +61,15 @@ function replyOutcomeRelay(runtime: Runtime, logger: Logger) {
 }
 
 /**
- * The options every coordinator over `runtime` shares: its pool, bus, engine, publisher, bus verifier, metrics,
- * logger and live flags, and the batch size, bus timings, sweep interval and trim length of its config; `overrides`
- * add to them or replace them.
+ * The options every coordinator over `runtime` shares: its pool, stores, bus, engine, publisher, bus verifier,
+ * metrics, logger and live flags, the batch size, bus timings, sweep interval and trim length of its config, and
+ * the default checkpoint job (unless `overrides` bring their own or `false`); `overrides` add to them or replace them.
  */
 export function coordinatorOptionsFrom(runtime: Runtime, overrides: Partial<CoordinatorOptions> & Pick<CoordinatorOptions, "consumer">): CoordinatorOptions {
   const { config } = runtime;
-  return {
+  const options: CoordinatorOptions = {
     pool: runtime.pool,
+    store: runtime.stores.coordinator,
     bus: runtime.bus,
     engine: runtime.engine,
     publisher: runtime.publisher,
@@ -82,7 +84,9 @@ export function coordinatorOptionsFrom(runtime: Runtime, overrides: Partial<Coor
     logger: runtime.logger,
     flags: runtime.flags,
     flagStore: runtime.stores.flags,
-    sweepJobs: [approvalExpirySweep(runtime.stores.approvals)],
+    sweepJobs: [approvalExpirySweep(runtime.stores)],
     ...overrides,
   };
+  // Built here, not by the coordinator: the job runs SQL, and coordinator/ loads no module that does.
+  return { ...options, checkpoints: checkpointJobOf({ ...options, stores: runtime.stores }) ?? false };
 }

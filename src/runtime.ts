@@ -131,7 +131,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const metrics = options.metrics ?? createMetrics();
   const health = options.health ?? new DependencyHealth({ logger, metrics, clock: options.clock });
   // A transaction idle for a lease's lifetime is a paused process: ended by Postgres so its locks (the shard
-  // fence above all) do not hold a takeover back (src/coordinator/shard-leases.ts).
+  // fence above all) do not hold a takeover back (src/store/shards/postgres-shard-store.ts).
   const pool = createPool({ connectionString: config.databaseUrl, max: options.poolSize ?? 10, health, idleInTransactionTimeoutMs: config.shards.leaseTtlMs, ...(options.applicationName ? { applicationName: options.applicationName } : {}) });
   // Commands wait in the offline queue across a Redis restart instead of failing; reconnects back off.
   const redis = createRedisConnection(config.redisUrl, { health });
@@ -200,7 +200,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const engine = new Engine({
     policies,
     workflows,
-    foreign: options.foreign ?? createA2ADispatcher({ bridges: stores.bridges, linkKeys: stores.linkKeys, onBridge: () => a2a?.sender.kick() }),
+    foreign: options.foreign ?? createA2ADispatcher({ agents: stores.foreignAgents, bridges: stores.bridges, linkKeys: stores.linkKeys, onBridge: () => a2a?.sender.kick() }),
     store: createPostgresEngineStore({
       logger,
       metrics,
@@ -221,12 +221,12 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     metrics,
     clock: options.clock,
   });
-  const publisher = new FlaggedOutboxPublisher({ pool, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
-  const tasks = new TaskService({ pool, engine, approvals: stores.approvals, publisher, maxPayloadBytes: config.bus.maxPayloadBytes, replyDeadlineMs: replyDeadlineMs(config) });
+  const publisher = new FlaggedOutboxPublisher({ pool, store: stores.coordinator.outbox, bus, staleMs: config.coordinator.outboxStaleMs, logger, metrics, health }, options.busSwitch ?? flags);
+  const tasks = new TaskService({ pool, engine, approvals: stores.approvals, tasks: stores.tasks, replies: stores.replies, publisher, maxPayloadBytes: config.bus.maxPayloadBytes, replyDeadlineMs: replyDeadlineMs(config) });
   const longRunning = options.longRunning ?? true;
   if (!options.foreign && longRunning) {
     const { createA2AForeign } = await import("./foreign/a2a-foreign.js");
-    a2a = createA2AForeign({ config, pool, bridges: stores.bridges, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth, limits });
+    a2a = createA2AForeign({ config, pool, bridges: stores.bridges, agents: stores.foreignAgents, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth, limits });
   }
   replies = longRunning
     ? await createRuntimeReplySender(config, pool, stores, logger, metrics, health, options.replies ?? flags, options.clock)
@@ -252,6 +252,7 @@ async function createRuntimeReplySender(
   return createReplySender({
     pool,
     store: stores.replies,
+    connections: stores.connections,
     cipher,
     egress: {
       allowedNetworks: config.foreign.allowedNetworks,

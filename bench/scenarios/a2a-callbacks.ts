@@ -223,7 +223,7 @@ steps:
   - { id: ask, to: "foreign:${AGENT}", timeout: 10m }
 `);
     for (const org of TENANTS) {
-      await registerForeignAgent(runtime.pool, org, { agentKey: AGENT, baseUrl: "http://127.0.0.1:9", allowHost: "127.0.0.1:9", skills: ["echo"] });
+      await registerForeignAgent(runtime.stores.foreignAgents, runtime.pool, org, { agentKey: AGENT, baseUrl: "http://127.0.0.1:9", allowHost: "127.0.0.1:9", skills: ["echo"] });
       await submitWorkflow(runtime.pool, org, definition);
     }
     const coordinator: CoordinatorProcess = await startCoordinatorProcess(config);

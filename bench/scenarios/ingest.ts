@@ -65,10 +65,10 @@ export const ingestScenario: Scenario = {
     const runtime = await createRuntime(config, { poolSize: 20 });
     ctx.defer(() => runtime.close());
     const cipher = createSecretCipher(encryptionKeys);
-    await createTenant(runtime.pool, { orgId: ORG, name: ORG });
+    await createTenant(runtime.stores.tenants, runtime.pool, { orgId: ORG, name: ORG });
     await submitWorkflow(runtime.pool, ORG, parseWorkflowDefinition(`name: triage\nsteps:\n  - { id: look, to: "role:triage" }\n`));
     const { endpoint, secret } = await createIngestEndpoint(runtime.stores.ingestEndpoints, runtime.pool, cipher, ORG, { source: "github", workflow: "triage" });
-    const tasks = new TaskService({ pool: runtime.pool, engine: runtime.engine, approvals: runtime.stores.approvals, publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes, transact: tenantScoped(runtime.pool) });
+    const tasks = new TaskService({ pool: runtime.pool, engine: runtime.engine, approvals: runtime.stores.approvals, tasks: runtime.stores.tasks, replies: runtime.stores.replies, publisher: runtime.publisher, maxPayloadBytes: config.bus.maxPayloadBytes, transact: tenantScoped(runtime.pool) });
     const route = createIngestRoute({ db: runtime.pool, deliveries: runtime.stores.ingestDeliveries, tasks: createBatchedTaskStarter(tasks, { deliveries: runtime.stores.ingestDeliveries }), echoes: new EchoChecker(runtime.pool), seenBodies: new SeenBodies(runtime.stores.ingestDeliveries, runtime.pool), endpoints: new EndpointCache({ db: runtime.pool, store: runtime.stores.ingestEndpoints, cipher }), maxBodyBytes: config.origin.ingestMaxBodyBytes, metrics: runtime.metrics });
     const server: Server = createServer((req, res) => {
       route(req, res).catch((error: unknown) => {

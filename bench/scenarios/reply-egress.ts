@@ -8,6 +8,7 @@
  * `@octokit/core`, the outcome write (`sent`, provider id, permalink). Raw path: Node's `fetch` POSTing the same body
  * with the same token to the same URL. The two alternate call by call. `reply_added_ms` = p50(sender) − p50(raw).
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { defaultConfig } from "../../src/config/index.js";
@@ -21,6 +22,8 @@ import { addConnection } from "../../src/vault/connection-store.js";
 import { createSecretCipher } from "../../src/vault/secret-cipher.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { summarize, type Measurement, type Scenario } from "../support.js";
+
+const stores = createPostgresStores();
 
 const SIZES = { full: { warmup: 200, calls: 1_500 }, quick: { warmup: 50, calls: 300 } };
 const ORG = "bench-reply";
@@ -38,12 +41,13 @@ export const replyEgressScenario: Scenario = {
     ctx.defer(() => forge.close());
     const host = new URL(forge.origin).host;
     const cipher = createSecretCipher([{ id: "bench", key: randomBytes(32) }])!;
-    await createTenant(db.pool, { orgId: ORG, name: ORG });
+    await createTenant(stores.tenants, db.pool, { orgId: ORG, name: ORG });
     await submitWorkflow(db.pool, ORG, parseWorkflowDefinition(`name: answer\nsteps:\n  - { id: answer, to: "role:answerer" }\n`));
-    const connection = await addConnection(db.pool, cipher, ORG, { kind: "github", accountKey: host, apiBaseUrl: forge.apiBaseUrl, secret: token }, { actor: "bench" });
+    const connection = await addConnection(stores, db.pool, cipher, ORG, { kind: "github", accountKey: host, apiBaseUrl: forge.apiBaseUrl, secret: token }, { actor: "bench" });
     const sender = createReplySender({
       pool: db.pool,
       store: createPostgresReplyStore(),
+      connections: stores.connections,
       cipher,
       egress: { allowedNetworks: ["127.0.0.0/8"], connectTimeoutMs: defaultConfig.foreign.connectTimeoutMs, maxResponseBytes: defaultConfig.foreign.maxResponseBytes },
       timeoutMs: 5_000,

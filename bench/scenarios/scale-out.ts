@@ -12,7 +12,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { streamKey } from "../../src/bus/keys.js";
-import { listLeases, listMembers } from "../../src/coordinator/shard-leases.js";
+import { listLeases, listMembers } from "../../src/store/shards/postgres-shard-store.js";
 import { assignShards } from "../../src/coordinator/shard-ownership.js";
 import { inboxOf } from "../../src/bus/shards.js";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";

@@ -63,7 +63,7 @@ export const startsScenario: Scenario = {
     const config = scenarioConfig(ctx, db.url, (c) => ({ bus: { ...c.bus, blockMs: 100 } }));
     const runtime = await createRuntime(config, { poolSize: 20 });
     ctx.defer(() => runtime.close());
-    const { apiKey } = await createTenantWithKey(runtime.pool, { orgId: ORG, name: ORG });
+    const { apiKey } = await createTenantWithKey(runtime.stores, runtime.pool, { orgId: ORG, name: ORG });
     await submitWorkflow(runtime.pool, ORG, parseWorkflowDefinition('name: one\nsteps:\n  - { id: a, to: "role:bench", timeout: 10m }\n'));
     const gateway = await startGateway(runtime, { port: 0, host: "127.0.0.1", collectMetrics: false, approvalLinks: false, shutdownGraceMs: 1_000 });
     ctx.defer(() => gateway.close());

@@ -22,8 +22,9 @@ import type { Bus } from "../../src/bus/bus.js";
 import { createRedisBus } from "../../src/bus/redis-bus.js";
 import { streamKey } from "../../src/bus/keys.js";
 import { approvalExpirySweep } from "../../src/approvals/expiry.js";
+import { createCheckpointJob } from "../../src/governance/checkpoint-job.js";
 import { COORDINATOR_GROUP, Coordinator } from "../../src/coordinator/coordinator.js";
-import type { StepRecord } from "../../src/core/model.js";
+import { pendingWorkflowStep } from "../../src/core/model.js";
 import { saveSteps } from "../../src/store/engine/postgres-task-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import type { WorkflowDefinition } from "../../src/domain.js";
@@ -119,7 +120,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
     metrics,
     ...(options.limits ? { limits: runtime.limits } : {}),
   });
-  const publisher = new ProbedPublisher({ pool: runtime.pool, bus: runtime.bus, staleMs: config.coordinator.outboxStaleMs, logger: runtime.logger, metrics });
+  const publisher = new ProbedPublisher({ pool: runtime.pool, store: runtime.stores.coordinator.outbox, bus: runtime.bus, staleMs: config.coordinator.outboxStaleMs, logger: runtime.logger, metrics });
   publisher.profile = engine.profile;
 
   // The example's 5 s step timeout would fire while a large untimed set-up is still running (the sweeper would
@@ -145,7 +146,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
          SELECT id, org, $3, version, '{}'::jsonb, 'running', $4, 0 FROM unnest($1::uuid[], $2::text[], $5::int[]) AS x(id, org, version)`,
         [slice, orgs, workflow.name, definition.budget, orgs.map((org) => versions.get(org)!)],
       );
-      await saveSteps(runtime.pool, slice.flatMap((taskId) => definition.steps.map((s) => pendingStep(taskId, orgOf.get(taskId)!, s.id, `${s.to.kind}:${s.to.id}`, s.clearance))));
+      await saveSteps(runtime.pool, slice.flatMap((taskId) => definition.steps.map((s) => pendingWorkflowStep(taskId, orgOf.get(taskId)!, s))));
     }
     // Bulk loads outrun autovacuum: without statistics the planner seq-scans `steps` for every batch (17 ms
     // instead of 0.7 ms at 60k rows). A live system gets them from autovacuum within a minute.
@@ -180,6 +181,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
   const startCoordinator = (consumer = `bench-coordinator-${++coordinators}`): Coordinator => {
     const coordinator = new Coordinator({
       pool: runtime.pool,
+      store: runtime.stores.coordinator,
       bus: runtime.bus,
       engine,
       publisher,
@@ -197,12 +199,14 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       flags: ALL_ON,
       flagStore: runtime.stores.flags,
       // As every composition root runs it (coordinator-process.ts): the expiry query is part of each sweep's cost.
-      sweepJobs: [approvalExpirySweep(runtime.stores.approvals)],
+      sweepJobs: [approvalExpirySweep(runtime.stores)],
+      // The default checkpoint signer, as every composition root hands it in (coordinatorOptionsFrom).
+      checkpoints: createCheckpointJob({ pool: runtime.pool, stores: runtime.stores, logger: runtime.logger, metrics }),
       // Tasks created in bulk wait with their first step pending (it has no needs) until the bench starts them; on a
       // loaded box that takes longer than the repair's default 5 s quiet time, and the sweep would "repair" (dispatch)
       // them, adding a `repair` audit row each. The sweep still runs; it only waits as long as the step timeout.
       strandedRepair: { intervalMs: 10_000, quietMs: STEP_TIMEOUT_MS },
-      ...(options.limits ? { releases: heldStepReleases(runtime.limits) } : {}),
+      ...(options.limits ? { releases: heldStepReleases(runtime.limits, runtime.stores.heldSteps) } : {}),
     });
     void coordinator.start();
     closers.push(() => coordinator.close());
@@ -273,29 +277,6 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
   };
 
   return { config, db, runtime, engine, publisher, workflow, createTasks, startTasks, startTasksThroughOwner, startCoordinator, startHarness, startHarnessProcess: startHarnessProcessFn, cpuSources, inboxProgress, close };
-}
-
-function pendingStep(taskId: string, orgId: string, stepId: string, destination: string, clearance: number): StepRecord {
-  return {
-    taskId,
-    stepId,
-    orgId,
-    kind: "workflow",
-    status: "pending",
-    destination,
-    attempt: 0,
-    depth: 0,
-    clearance,
-    dueAtMs: null,
-    cost: 0,
-    output: null,
-    error: null,
-    approvalId: null,
-    delegation: null,
-    checkpoint: null,
-    delegations: 0,
-    turns: 0,
-  };
 }
 
 /** Resolves true once `done()` holds (polled every `intervalMs`), false when `signal` aborts first. */

@@ -8,6 +8,7 @@ import type { OwnedShards } from "../coordinator/shard-ownership.js";
 import type { SweepJob } from "../coordinator/sweeps.js";
 import { EXPIRY_ACTOR, TaskService } from "../tasks/tasks.js";
 import type { ApprovalStore } from "../store/approvals/approval-store.js";
+import type { Stores } from "../store/stores.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { TenantSelection } from "../flags/flag-types.js";
 import type { Queryable } from "../store/db.js";
@@ -68,14 +69,15 @@ export async function expireApprovals(options: ExpireApprovalsOptions): Promise<
 }
 
 /**
- * Approval expiry as a coordinator sweep job over `approvals` (the composition roots hand it in: `sweepJobs`):
+ * Approval expiry as a coordinator sweep job over `stores.approvals` (the composition roots hand it in: `sweepJobs`):
  * expires overdue approvals of the tenants and shards the coordinator serves, through a task service built on its
  * own fenced engine and publisher.
  */
-export function approvalExpirySweep(approvals: ApprovalStore): SweepJob {
+export function approvalExpirySweep(stores: Pick<Stores, "approvals" | "tasks" | "replies">): SweepJob {
+  const { approvals } = stores;
   return (context) => {
     // Only decides approvals and never starts a task, so no task input is ever measured against the payload cap.
-    const tasks = new TaskService({ pool: context.pool, engine: context.engine, approvals, publisher: context.publisher, maxPayloadBytes: 0 });
+    const tasks = new TaskService({ pool: context.pool, engine: context.engine, approvals, tasks: stores.tasks, replies: stores.replies, publisher: context.publisher, maxPayloadBytes: 0 });
     return (now) => expireApprovals({ pool: context.pool, approvals, tasks, now, logger: context.logger, tenants: context.tenants(), shards: context.shards() });
   };
 }

@@ -2,8 +2,9 @@
  * Tenant shards (issue 11). Every tenant belongs to one of a fixed number of shards, by a stable hash of its id;
  * each shard has its own coordinator inbox stream (`coordinator:<shard>`, Redis key `<prefix>{coordinator:<shard>}`,
  * so a shard's stream, dead letters and envelope claims share one Cluster slot) and is owned by exactly one
- * coordinator at a time (src/coordinator/shard-leases.ts). Here, on the bus floor, because every sender of an
- * envelope routes by it: the gateway, the coordinators and the harness (a worker answers into its tenant's inbox).
+ * coordinator at a time (leases: src/store/shards/postgres-shard-store.ts). Here, on the bus floor, because every
+ * sender of an envelope routes by it: the gateway, the coordinators and the harness (a worker answers into its
+ * tenant's inbox).
  *
  * The hash is the first 32 bits of md5(tenant id) modulo the shard count: cheap, the same in every process, and
  * the same in Postgres (`switchyard_shard_of` in migration 0009), so SQL can select the tenants of owned shards.

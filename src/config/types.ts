@@ -46,7 +46,7 @@ export interface CoordinatorConfig {
   dedupeRetentionMs: number;
 }
 
-/** Tenant shards and their leases (issue 11; src/bus/shards.ts, src/coordinator/shard-leases.ts). */
+/** Tenant shards and their leases (issue 11; src/bus/shards.ts, src/store/shards/postgres-shard-store.ts). */
 export interface ShardConfig {
   /** How many shards tenants are spread over. Fixed for a deployment: the first coordinator records it. */
   count: number;

@@ -3,7 +3,7 @@
  * applies each batch through the engine in one transaction, acknowledges after commit, then publishes what the
  * batch produced. Beside it run the shard ownership loop (leases, hand-overs), the sweeper (timeouts and retry
  * backoff, for owned tenants only), the outbox relay and stream trimming. Several coordinators split the shards;
- * every transaction proves its fencing token (shard-leases.ts), and row locks and status guards keep every
+ * every transaction proves its fencing token (store/shards/), and row locks and status guards keep every
  * transition single even where two processes meet (task starts and approvals through the API).
  */
 import type { EnvelopeVerifier } from "../bus/auth/bus-auth.js";
@@ -15,6 +15,7 @@ import { ErrorCode, isSwitchyardError, SwitchyardError } from "../errors.js";
 import { DependencyHealth } from "../process/dependency-health.js";
 import type { Pool } from "../store/db.js";
 import type { FlagStore } from "../store/flags/flag-store.js";
+import type { CoordinatorStore } from "../store/coordinator/coordinator-store.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Engine } from "./engine.js";
@@ -23,7 +24,7 @@ import { InboxLoop } from "./inbox-loop.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
 import type { CoordinatorFlags } from "../flags/flag-types.js";
 import { TenantHold } from "../flags/tenant-hold.js";
-import { checkpointJobOf, type CheckpointJob } from "../governance/checkpoint-job.js";
+import type { CheckpointJob } from "../governance/checkpoint-job.js";
 import { runPeriodically } from "./periodic-job.js";
 import { Sweeps, type SweepJob } from "./sweeps.js";
 import type { HeldReleases } from "./held-releases.js";
@@ -33,6 +34,11 @@ import { COORDINATOR_GROUP } from "./inbox-intake.js";
 
 export interface CoordinatorOptions {
   pool: Pool;
+  /**
+   * Its storage besides the engine's: shard leases, what the sweeps read, the inbox's tenancy check
+   * (`runtime.stores.coordinator`; Postgres: store/coordinator/postgres-coordinator-store.ts).
+   */
+  store: CoordinatorStore;
   bus: Bus;
   engine: Engine;
   publisher: OutboxPublisher;
@@ -70,7 +76,10 @@ export interface CoordinatorOptions {
    * serves (sweeps.ts). The composition roots hand in approval expiry (src/approvals/expiry.ts). @defaultValue none
    */
   sweepJobs?: readonly SweepJob[];
-  /** Signs audit chain heads periodically; `false` turns it off. @defaultValue every 1000 rows or 60 s per tenant (src/governance/checkpoint-job.ts) */
+  /**
+   * Signs audit chain heads periodically (src/governance/checkpoint-job.ts), handed in by the composition roots
+   * (`coordinatorOptionsFrom` gives every coordinator the default job); `false` or none: no signing here.
+   */
   checkpoints?: CheckpointJob | false;
   /**
    * How often the sweep looks for stranded steps (pending, every need complete: a lost transition) and how long
@@ -88,7 +97,7 @@ export interface CoordinatorOptions {
   shards?: { count: number; leaseTtlMs: number };
   /**
    * Lets held steps go (issue 15): inline in the batch that freed a slot, and in a loop beside the inbox, for the
-   * tenants this coordinator owns. The composition roots hand in src/fairness/releaser.ts `heldStepReleases(limits)`.
+   * tenants this coordinator owns. The composition roots hand in src/fairness/releaser.ts `heldStepReleases(limits, store)`.
    * @defaultValue no releaser (held steps wait)
    */
   releases?: HeldReleases;
@@ -122,6 +131,7 @@ export class Coordinator {
     const shards = options.shards ?? { count: DEFAULT_SHARD_COUNT, leaseTtlMs: 5_000 };
     this.ownership = new ShardOwnership({
       pool: options.pool,
+      store: options.store.shards,
       coordinatorId: options.consumer,
       shardCount: shards.count,
       leaseTtlMs: shards.leaseTtlMs,
@@ -225,7 +235,7 @@ export class Coordinator {
         this.logger.warn({ err: error }, "could not take shards yet; retrying");
       });
       this.sweeps.busBack(this.clock());
-      const checkpoints = checkpointJobOf(this.options);
+      const { checkpoints } = this.options;
       const jobs = [...(checkpoints ? [{ name: "checkpoints", ...checkpoints }] : []), ...(this.options.background ?? [])];
       await Promise.all([
         this.ownership.run(this.abort.signal),

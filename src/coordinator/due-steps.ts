@@ -1,13 +1,14 @@
 /**
  * Steps whose time has come: a timeout of a dispatched or waiting attempt, or the end of a retry's backoff. The
  * sweep turns each into a `step_due` event, deduplicated by an id naming the attempt and its due time, so two
- * coordinators sweeping the same step apply it once.
+ * coordinators sweeping the same step apply it once. The steps are read through the SweepStore port
+ * (store/coordinator/coordinator-store.ts).
  */
-import { tenantSqlClause, tenantSqlFilter, type TenantSelection } from "../flags/flag-types.js";
-import { shardSqlClause, shardSqlParams } from "../bus/shards.js";
+import type { TenantSelection } from "../flags/flag-types.js";
 import type { OwnedShards } from "./shard-ownership.js";
 import { applyIsolating, type IsolatedApplyDeps } from "./isolated-apply.js";
 import type { OutboxRow } from "../store/engine/engine-store.js";
+import type { SweepStore } from "../store/coordinator/coordinator-store.js";
 
 export interface DueStepsOptions {
   now: number;
@@ -22,25 +23,17 @@ export interface DueStepsOptions {
 }
 
 /** Fires the due steps of the tenants served; returns how many, and the rows to publish. */
-export async function fireDueSteps(deps: IsolatedApplyDeps, options: DueStepsOptions): Promise<{ fired: number; outbox: OutboxRow[] }> {
-  const { only, except, none } = tenantSqlFilter(options.tenants);
-  if (none || options.shards?.owned.length === 0) return { fired: 0, outbox: [] };
-  const { rows: candidates } = await deps.pool.query<{ org_id: string; task_id: string; step_id: string; attempt: number; due_at_ms: number }>(
-    `SELECT org_id, task_id, step_id, attempt, due_at_ms FROM steps
-     WHERE status IN ('dispatched', 'retrying', 'waiting') AND due_at_ms <= $1
-       AND ${tenantSqlClause("org_id", 2)} AND ${shardSqlClause("org_id", 4)}
-     ORDER BY due_at_ms LIMIT ${options.limit ?? 500}`,
-    [options.now, only, except, ...shardSqlParams(options.shards)],
-  );
-  const rows = candidates.filter((r) => options.tenantOn(r.org_id));
-  if (options.beforeFiring) for (const orgId of new Set(rows.map((r) => r.org_id))) await options.beforeFiring(orgId);
+export async function fireDueSteps(deps: IsolatedApplyDeps & { store: SweepStore }, options: DueStepsOptions): Promise<{ fired: number; outbox: OutboxRow[] }> {
+  const candidates = await deps.store.dueSteps(deps.pool, { nowMs: options.now, tenants: options.tenants, shards: options.shards, limit: options.limit ?? 500 });
+  const rows = candidates.filter((r) => options.tenantOn(r.orgId));
+  if (options.beforeFiring) for (const orgId of new Set(rows.map((r) => r.orgId))) await options.beforeFiring(orgId);
   if (rows.length === 0) return { fired: 0, outbox: [] };
   // Isolated like an inbox batch: a step whose task cannot be applied must not hold back every other timeout.
   const result = await applyIsolating(
     deps,
     rows.map((r) => {
-      const eventId = `due:${r.task_id}:${r.step_id}:${r.attempt}:${r.due_at_ms}`;
-      return { entryId: eventId, input: { orgId: r.org_id, taskId: r.task_id, dedupe: true, event: { type: "step_due" as const, eventId, stepId: r.step_id, attempt: r.attempt } } };
+      const eventId = `due:${r.taskId}:${r.stepId}:${r.attempt}:${r.dueAtMs}`;
+      return { entryId: eventId, input: { orgId: r.orgId, taskId: r.taskId, dedupe: true, event: { type: "step_due" as const, eventId, stepId: r.stepId, attempt: r.attempt } } };
     }),
   );
   return { fired: rows.length, outbox: result.outbox };

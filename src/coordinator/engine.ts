@@ -106,6 +106,11 @@ export class Engine {
     return view;
   }
 
+  /** The store cannot be reached (its port says so): a failure that is not the batch's fault, to back off from. */
+  isUnavailable(error: unknown): boolean {
+    return this.store.transactions.isUnavailable(error);
+  }
+
   /** Tells the reply sender about committed `pending` rows; call after COMMIT (apply() does). */
   kickReplies(result: Pick<ApplyResult, "replies"> | undefined): void {
     if (result && result.replies.length > 0) this.options.replySender?.kick();
@@ -239,7 +244,7 @@ export class Engine {
     const { tasks, steps, tenantFacts: storedFacts } = await this.store.tasks.lockForUpdate(client, fresh.map((i) => i.taskId), { orgIds, nowMs: this.clock() }, { skipLocked: phase.releasing });
     const queue = phase.releasing ? fresh.filter((i) => tasks.has(i.taskId)) : [...fresh];
     if (queue.length === 0) return undefined;
-    if (spans) await spans.loadRoots(client, queue.map((i) => i.taskId));
+    if (spans) spans.useRoots(await this.store.traceRoots.load(client, queue.map((i) => i.taskId)));
     const states = new Map<string, TaskState>();
     const before = new Map<string, TaskState>();
     for (const [taskId, task] of tasks) {

@@ -1,10 +1,12 @@
 /**
  * Checking what an inbox envelope claims about tenancy before it is held: its task must exist and belong to the
  * tenant it names. (Applied envelopes get the same check from the engine, under the task lock.) Tasks never move
- * between tenants and are never deleted, so reading them without a lock is safe.
+ * between tenants and are never deleted, so reading them without a lock is safe (TaskOwnerStore,
+ * store/coordinator/coordinator-store.ts).
  */
 import type { Envelope } from "../bus/codec.js";
 import type { Queryable } from "../store/db.js";
+import type { TaskOwnerStore } from "../store/coordinator/coordinator-store.js";
 import { isUuid } from "../domain.js";
 
 export interface FalseClaim {
@@ -13,13 +15,9 @@ export interface FalseClaim {
 }
 
 /** Envelope id → why its tenancy claim is false; envelopes whose claim holds are absent. */
-export async function findForeignTaskClaims(db: Queryable, envelopes: readonly Envelope[]): Promise<Map<string, FalseClaim>> {
+export async function findForeignTaskClaims(store: TaskOwnerStore, db: Queryable, envelopes: readonly Envelope[]): Promise<Map<string, FalseClaim>> {
   const ids = [...new Set(envelopes.map((e) => e.taskId).filter(isUuid))];
-  const owners = new Map<string, string>();
-  if (ids.length > 0) {
-    const { rows } = await db.query<{ id: string; org_id: string }>("SELECT id::text AS id, org_id FROM tasks WHERE id = ANY($1::uuid[])", [ids]);
-    for (const row of rows) owners.set(row.id, row.org_id);
-  }
+  const owners = ids.length > 0 ? await store.owners(db, ids) : new Map<string, string>();
   const claims = new Map<string, FalseClaim>();
   for (const envelope of envelopes) {
     const owner = owners.get(envelope.taskId.toLowerCase());

@@ -16,6 +16,7 @@ import { envelopeToEvent } from "./envelopes.js";
 import { findForeignTaskClaims } from "./inbox-claims.js";
 import { applyIsolating, type DecodedEntry } from "./isolated-apply.js";
 import type { OutboxRow } from "../store/engine/engine-store.js";
+import type { CoordinatorStore } from "../store/coordinator/coordinator-store.js";
 import { isInboxStream } from "../bus/shards.js";
 
 export const COORDINATOR_GROUP = "coordinator";
@@ -34,6 +35,8 @@ export interface InboxRouting {
 
 export interface InboxIntakeOptions {
   pool: Pool;
+  /** Where the tenancy claims of envelopes to hold are checked (`taskOwners`). */
+  store: Pick<CoordinatorStore, "taskOwners">;
   bus: Bus;
   engine: Engine;
   verifier: EnvelopeVerifier;
@@ -130,7 +133,7 @@ export class InboxIntake {
   private async refuseUnknownHeld(entries: readonly BusEntry[]): Promise<BusEntry[]> {
     const off = entries.filter((entry) => !this.options.tenantOn(entry.envelope.orgId));
     if (off.length === 0) return [...entries];
-    const claims = await findForeignTaskClaims(this.options.pool, off.map((entry) => entry.envelope));
+    const claims = await findForeignTaskClaims(this.options.store.taskOwners, this.options.pool, off.map((entry) => entry.envelope));
     const refused = new Set<string>();
     for (const entry of off) {
       const claim = claims.get(entry.envelope.id);

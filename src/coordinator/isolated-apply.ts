@@ -1,7 +1,7 @@
 /**
  * Applying a coordinator batch so that one poison entry holds back only its own task (see `applyIsolating`).
  */
-import { isDatabaseUnavailable, type Pool } from "../store/db.js";
+import type { Pool } from "../store/db.js";
 import type { Logger } from "../logger.js";
 import type { ApplyResult, Engine, EngineInput, EngineRefusal } from "./engine.js";
 import type { OutboxRow } from "../store/engine/engine-store.js";
@@ -40,8 +40,9 @@ export interface IsolatedApplyResult {
  *
  * Splitting costs a transaction per task, so it is skipped where it cannot help: a batch of one task (the retry
  * would be the same transaction), and errors about the database rather than the batch's content (see
- * `isDatabaseUnavailable`), which are thrown as before so the inbox loop backs off. The same check after each
- * task stops the splitting as soon as the database goes away midway; what committed until then is acknowledged.
+ * `engine.isUnavailable`, its store's word), which are thrown as before so the inbox loop backs off. The same
+ * check after each task stops the splitting as soon as the database goes away midway; what committed until then is
+ * acknowledged.
  * Deadlocks and serialization failures never get here: `engine.apply` retries them itself.
  */
 export async function applyIsolating(deps: IsolatedApplyDeps, decoded: readonly DecodedEntry[]): Promise<IsolatedApplyResult> {
@@ -57,7 +58,7 @@ export async function applyIsolating(deps: IsolatedApplyDeps, decoded: readonly 
     batchError = error;
   }
   const groups = groupByTask(decoded);
-  if (groups.length < 2 || isDatabaseUnavailable(batchError)) throw batchError;
+  if (groups.length < 2 || engine.isUnavailable(batchError)) throw batchError;
   logger.error({ err: batchError, entries: decoded.length, tasks: groups.length }, "coordinator batch failed; applying it again task by task to isolate the failing entries");
   const applied: IsolatedApplyResult = { ackIds: [], refused: [], outbox: [], inputs: [] };
   for (const group of groups) {
@@ -71,7 +72,7 @@ export async function applyIsolating(deps: IsolatedApplyDeps, decoded: readonly 
       applied.outbox.push(...result.outbox);
       applied.inputs.push(...groupInputs);
     } catch (error) {
-      if (isDatabaseUnavailable(error)) {
+      if (engine.isUnavailable(error)) {
         if (applied.ackIds.length === 0 && applied.refused.length === 0) throw error;
         logger.warn({ err: error }, "database unavailable while isolating a failed batch; its remaining entries will be redelivered");
         break;

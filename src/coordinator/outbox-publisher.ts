@@ -4,14 +4,16 @@
  */
 import type { Bus } from "../bus/bus.js";
 import type { DependencyHealth } from "../process/dependency-health.js";
-import { withTransaction, type Pool } from "../store/db.js";
+import type { Pool } from "../store/db.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { OutboxRow } from "../store/engine/engine-store.js";
-import { claimStaleOutbox, deleteOutbox } from "../store/engine/postgres-outbox-store.js";
+import type { OutboxStore } from "../store/coordinator/coordinator-store.js";
 
 export interface OutboxPublisherOptions {
   pool: Pool;
+  /** The outbox rows (`runtime.stores.coordinator.outbox`; Postgres: store/engine/postgres-outbox-store.ts). */
+  store: OutboxStore;
   bus: Bus;
   staleMs: number;
   batch?: number;
@@ -34,7 +36,7 @@ export class OutboxPublisher {
     try {
       await this.options.bus.publishEncoded(rows.map((r) => ({ stream: r.stream, data: r.bytes })));
       this.observe(rows);
-      await deleteOutbox(this.options.pool, rows.map((r) => r.id));
+      await this.options.store.delete(this.options.pool, rows.map((r) => r.id));
     } catch (error) {
       if (this.options.health?.absorb(error)) this.logger.debug({ err: error, rows: rows.length }, "outbox publish failed in an outage; the relay sweep will retry");
       else this.logger.warn({ err: error, rows: rows.length }, "outbox publish failed; the relay sweep will retry");
@@ -43,12 +45,13 @@ export class OutboxPublisher {
 
   /** Publishes stale rows; returns how many. Safe to run in several processes at once (SKIP LOCKED). */
   async sweep(): Promise<number> {
-    return withTransaction(this.options.pool, async (client) => {
-      const rows = await claimStaleOutbox(client, this.options.staleMs, this.options.batch ?? 500);
+    const { store } = this.options;
+    return store.transaction(this.options.pool, async (client) => {
+      const rows = await store.claimStale(client, this.options.staleMs, this.options.batch ?? 500);
       if (rows.length === 0) return 0;
       await this.options.bus.publishEncoded(rows.map((r) => ({ stream: r.stream, data: r.bytes })));
       this.observe(rows);
-      await deleteOutbox(client, rows.map((r) => r.id));
+      await store.delete(client, rows.map((r) => r.id));
       return rows.length;
     });
   }

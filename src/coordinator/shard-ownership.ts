@@ -12,7 +12,7 @@
  *
  * It runs every fifth of the lease TTL, so a live owner renews well before expiry, a released shard is taken
  * within one period, and a killed owner's shards within the TTL plus one period. Correctness never rests on these
- * timings: every transaction checks the fencing token (shard-leases.ts checkFence).
+ * timings: every transaction checks the fencing token (ShardStore.checkFence, store/shards/postgres-shard-store.ts).
  */
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
@@ -20,11 +20,13 @@ import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Pool, Queryable } from "../store/db.js";
 import { sleep } from "../sleep.js";
-import { acquireShards, checkFence, heartbeatMember, leaveMembers, recordShardCount, releaseShards, renewShards } from "./shard-leases.js";
+import type { ShardStore } from "../store/shards/shard-store.js";
 import { allShards, shardInbox, shardOf } from "../bus/shards.js";
 
 export interface ShardOwnershipOptions {
   pool: Pool;
+  /** The leases and the membership (store/shards/: Postgres is the source of truth for who owns which shard). */
+  store: ShardStore;
   /** This coordinator's id: its consumer name. */
   coordinatorId: string;
   shardCount: number;
@@ -116,7 +118,7 @@ export class ShardOwnership {
       });
     }
     try {
-      await checkFence(db, this.coordinatorId, tokens);
+      await this.options.store.checkFence(db, this.coordinatorId, tokens);
     } catch (error) {
       if (error instanceof SwitchyardError && error.code === ErrorCode.Fenced) this.lose((error.details.lost as number[]) ?? []);
       throw error;
@@ -126,7 +128,7 @@ export class ShardOwnership {
   /** Records the shard count (refusing a different one) and takes the first shards. */
   async prepare(): Promise<void> {
     if (this.prepared) return;
-    await recordShardCount(this.options.pool, this.options.shardCount);
+    await this.options.store.recordShardCount(this.options.pool, this.options.shardCount);
     this.prepared = true;
     await this.tick();
   }
@@ -168,8 +170,8 @@ export class ShardOwnership {
     this.releasing.clear();
     this.changed();
     try {
-      await releaseShards(this.options.pool, this.coordinatorId, held);
-      await leaveMembers(this.options.pool, this.coordinatorId);
+      await this.options.store.releaseShards(this.options.pool, this.coordinatorId, held);
+      await this.options.store.leaveMembers(this.options.pool, this.coordinatorId);
       if (held.size > 0) this.logger.info({ shards: held.size }, "shards released for the other coordinators");
     } catch (error) {
       this.logger.warn({ err: error }, "releasing shards at shutdown failed; they move once their leases expire");
@@ -187,13 +189,13 @@ export class ShardOwnership {
   }
 
   private async round(): Promise<void> {
-    const { pool, leaseTtlMs } = this.options;
+    const { pool, leaseTtlMs, store } = this.options;
     const started = this.clock();
-    this.members = await heartbeatMember(pool, { coordinatorId: this.coordinatorId, host: hostname(), pid: process.pid }, leaseTtlMs);
+    this.members = await store.heartbeatMember(pool, { coordinatorId: this.coordinatorId, host: hostname(), pid: process.pid }, leaseTtlMs);
     const desired = new Set(assignShards(this.members, this.options.shardCount, this.coordinatorId));
 
     if (this.held.size > 0) {
-      const renewed = await renewShards(pool, this.coordinatorId, this.held, leaseTtlMs);
+      const renewed = await store.renewShards(pool, this.coordinatorId, this.held, leaseTtlMs);
       this.lose([...this.held.keys()].filter((shard) => !renewed.has(shard)));
     }
     this.validUntil = started + leaseTtlMs;
@@ -203,7 +205,7 @@ export class ShardOwnership {
 
     const wanted = [...desired].filter((shard) => !this.held.has(shard));
     if (wanted.length > 0) {
-      const acquired = await acquireShards(pool, this.coordinatorId, wanted, leaseTtlMs);
+      const acquired = await store.acquireShards(pool, this.coordinatorId, wanted, leaseTtlMs);
       if (acquired.size > 0) {
         for (const [shard, token] of acquired) this.held.set(shard, token);
         const shards = [...acquired.keys()].sort((a, b) => a - b);
@@ -220,7 +222,7 @@ export class ShardOwnership {
     try {
       await this.options.beforeRelease?.(shards);
       const tokens = new Map(shards.flatMap((shard) => (this.held.has(shard) ? [[shard, this.held.get(shard)!] as const] : [])));
-      await releaseShards(this.options.pool, this.coordinatorId, tokens);
+      await this.options.store.releaseShards(this.options.pool, this.coordinatorId, tokens);
       for (const shard of shards) this.held.delete(shard);
       this.logger.info({ shards, members: this.members.length }, "shards handed over");
     } finally {

@@ -11,11 +11,11 @@ import type { CoordinatorFlags, TenantSelection } from "../flags/flag-types.js";
 import type { TenantHold } from "../flags/tenant-hold.js";
 import type { Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
+import type { SweepStore } from "../store/coordinator/coordinator-store.js";
 import { fireDueSteps } from "./due-steps.js";
 import type { Engine } from "./engine.js";
 import type { AppliedBatch } from "./inbox-intake.js";
 import type { OutboxPublisher } from "./outbox-publisher.js";
-import { trimProcessedEnvelopes } from "../store/engine/postgres-envelope-store.js";
 import type { OwnedShards, ShardOwnership } from "./shard-ownership.js";
 import { FIRST_STEP_QUIET_FACTOR, repairStrandedSteps } from "./stranded-steps.js";
 
@@ -45,6 +45,8 @@ export type SweepJob = (context: SweepJobContext) => (now: number) => Promise<un
 
 export interface SweepsOptions {
   pool: Pool;
+  /** What the sweeps read and trim (due and stranded steps, the outage probe, applied envelope ids). */
+  store: { sweeps: SweepStore };
   bus: Bus;
   /** The coordinator's engine, fenced by its shard leases. */
   engine: Engine;
@@ -123,7 +125,7 @@ export class Sweeps {
   async trimOnce(): Promise<void> {
     for (const stream of new Set([...this.streams, ...this.options.ownership.inboxes()])) await this.options.bus.trim(stream, this.options.trimMaxLen);
     const retentionMs = this.options.dedupeRetentionMs ?? DEFAULT_DEDUPE_RETENTION_MS;
-    await trimProcessedEnvelopes(this.options.pool, retentionMs);
+    await this.options.store.sweeps.trimProcessedEnvelopes(this.options.pool, retentionMs);
   }
 
   /** The tenants this coordinator serves now (COORDINATOR_ENABLED), as a SQL filter can use them. */
@@ -143,7 +145,7 @@ export class Sweeps {
       // Asked here rather than waited for: an idle coordinator may have nothing else that would find Postgres back.
       this.sawOutage = true;
       const askedAtMs = health.now();
-      await this.options.pool.query("SELECT 1");
+      await this.options.store.sweeps.probe(this.options.pool);
       health.reachable("postgres", askedAtMs);
     }
     if (this.sawOutage) {
@@ -154,7 +156,7 @@ export class Sweeps {
     // read them before timing out.
     if (this.drainedAt < this.busOnSince && now - this.busOnSince < CATCH_UP_LIMIT_MS) return 0;
     const { fired, outbox } = await fireDueSteps(
-      { engine: this.options.engine, pool: this.options.pool, logger: this.options.logger },
+      { engine: this.options.engine, pool: this.options.pool, logger: this.options.logger, store: this.options.store.sweeps },
       { now, tenants: this.servedTenants(), shards: this.options.ownership.ownedShards(), tenantOn: this.options.tenantOn, beforeFiring: hold ? (orgId) => hold.release(orgId) : undefined },
     );
     this.published(outbox);
@@ -175,7 +177,7 @@ export class Sweeps {
     const recentLoss = redisBack !== undefined && health.now() - redisBack < repair.quietMs * FIRST_STEP_QUIET_FACTOR;
     // A repair that fails must not cost the rest of the sweep (the outbox relay, approval expiry): logged, retried next time.
     const outbox = await repairStrandedSteps(
-      { engine: this.options.engine, pool: this.options.pool, logger: this.options.logger },
+      { engine: this.options.engine, pool: this.options.pool, logger: this.options.logger, store: this.options.store.sweeps },
       {
         tenants: this.servedTenants(),
         shards: this.options.ownership.ownedShards(),

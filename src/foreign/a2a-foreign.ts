@@ -14,6 +14,7 @@ import type { OutboxRow } from "../store/engine/engine-store.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Pool } from "../store/db.js";
+import type { ForeignAgentStore } from "../store/foreign/foreign-agent-store.js";
 import type { BridgeStore } from "../store/bridges/bridge-store.js";
 import { AgentChannels } from "./agent-channels.js";
 import type { CoordinatorFlags } from "../flags/flag-types.js";
@@ -57,6 +58,8 @@ export interface A2AForeignOptions {
   pool: Pool;
   /** The bridges port (runtime.stores.bridges): every part here reads and writes bridges through it. */
   bridges: BridgeStore;
+  /** The foreign agent registry's port (runtime.stores.foreignAgents): the sender, poller and sweep look agents up through it. */
+  agents: ForeignAgentStore;
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
   logger?: Logger;
   /** Breaker states and sweep results are recorded here. */
@@ -107,6 +110,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
   };
   const sender = new ForeignSender({
     ...deps,
+    agents: options.agents,
     transports,
     breakers,
     foreign: config.foreign,
@@ -118,8 +122,8 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
     ...(options.health ? { health: options.health } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
   });
-  const poller = new ForeignPoller({ ...deps, transports, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
-  const sweep = new ForeignSweep({ ...deps, transports, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
+  const poller = new ForeignPoller({ ...deps, agents: options.agents, transports, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
+  const sweep = new ForeignSweep({ ...deps, agents: options.agents, transports, breakers, foreign: config.foreign, ...(options.flags ? { flags: options.flags } : {}) });
   const callback: A2ACallbackDeps = {
     intake: new CallbackIntake({ ...deps, ...(options.metrics ? { metrics: options.metrics } : {}) }),
     logger: deps.logger,

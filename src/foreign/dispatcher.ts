@@ -13,12 +13,14 @@ import type { Queryable } from "../store/db.js";
 import type { BridgeStore } from "../store/bridges/bridge-store.js";
 import type { LinkKeyStore } from "../store/approvals/approval-store.js";
 import { notificationSecret, sha256Hex } from "./callback-token.js";
-import { findForeignAgent } from "./registry.js";
+import type { ForeignAgentStore } from "../store/foreign/foreign-agent-store.js";
 import { INPUT_NOT_SENDABLE, sendableInput, sentHash } from "./send-fields.js";
 
 export const FOREIGN_PREFIX = "foreign:";
 
 export interface A2ADispatcherOptions {
+  /** The foreign agent registry's port (`runtime.stores.foreignAgents`), read in the hop's transaction. */
+  agents: Pick<ForeignAgentStore, "find">;
   /** Where the bridge row is written, in the hop's transaction. */
   bridges: Pick<BridgeStore, "insert">;
   /** The tenant's link key the bridge's callback tokens are signed with, made on first use in the hop's transaction. */
@@ -35,7 +37,7 @@ export function createA2ADispatcher(options: A2ADispatcherOptions): ForeignDispa
   return {
     async dispatch(client: Queryable, envelope: EnvelopeSpec): Promise<ForeignDispatchOutcome> {
       const agentKey = agentKeyOf(envelope.destination);
-      const agent = await findForeignAgent(client, envelope.orgId, agentKey);
+      const agent = await options.agents.find(client, envelope.orgId, agentKey);
       if (!agent || !agent.enabled) {
         return {
           accepted: false,

@@ -28,7 +28,7 @@ import { isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.
 import type { BridgeRecord } from "../store/bridges/bridge-store.js";
 import { EgressReason, type BreakerRegistry } from "./egress/index.js";
 import { SwitchyardError } from "../errors.js";
-import { findForeignAgent } from "./registry.js";
+import type { ForeignAgentStore } from "../store/foreign/foreign-agent-store.js";
 import { applyObservation, type BridgeResumeDeps } from "./resume.js";
 import { endSpan, inSpan, startPollSpan } from "../telemetry/foreign-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
@@ -41,6 +41,8 @@ export const CONFIRM_TRIES = 3;
 export const PER_AGENT_CLAIM = 8;
 
 export interface ForeignPollerOptions extends BridgeResumeDeps {
+  /** The foreign agent registry's port (`runtime.stores.foreignAgents`): where each bridge's agent is looked up. */
+  agents: Pick<ForeignAgentStore, "find">;
   transports: ForeignTransports;
   breakers: BreakerRegistry;
   foreign: ForeignConfig;
@@ -112,7 +114,7 @@ export class ForeignPoller {
     // Set when the agent said (by push) that the task completed and only its artifacts are being confirmed.
     const ended = isTerminalForeignState(bridge.lastState as ForeignTaskState) ? (bridge.lastState as ForeignTaskState) : undefined;
     try {
-      const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
+      const agent = await this.options.agents.find(this.options.pool, bridge.orgId, bridge.agentKey);
       if (!agent) throw new Error(`agent ${bridge.agentKey} is no longer registered`);
       const transport = this.options.transports.for(agent);
       const observation = await this.options.breakers.run(bridge.orgId, bridge.agentKey, () => transport.poll(agent, bridge, signal));

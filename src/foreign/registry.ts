@@ -4,18 +4,18 @@
  *
  * The registry never holds a secret: `credential_ref` is the NAME of a credential in the operator's secret store
  * (e.g. `env:ACME_AGENT_TOKEN`, `vault:a2a/acme`), and values that look like a token are refused.
- * Every function takes the tenant explicitly and filters by it; API traffic also runs them under row-level security.
+ * Every function takes the registry's port (store/foreign/foreign-agent-store.ts) and the tenant explicitly, and the
+ * port filters by it; API traffic also runs them under row-level security.
  */
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
+import type { ForeignAgentRecord, ForeignAgentStore, ForeignAgentValues, ForeignDelivery, ForeignProtocol } from "../store/foreign/foreign-agent-store.js";
 import { ENV_SECRET_NAME_PATTERN } from "./secret-store.js";
 
-/** An A2A dialect preference (`auto` prefers v1.0), or `mcp`: a tool reached over the Model Context Protocol. */
-export type ForeignProtocol = "auto" | "1.0" | "0.3" | "mcp";
+export type { ForeignAgentRecord, ForeignDelivery, ForeignProtocol } from "../store/foreign/foreign-agent-store.js";
+
 export const FOREIGN_PROTOCOLS: readonly ForeignProtocol[] = ["auto", "1.0", "0.3", "mcp"];
 
-/** How an A2A agent's results come back: push when its card offers it (else polling), or forced either way. */
-export type ForeignDelivery = "auto" | "push" | "poll";
 export const FOREIGN_DELIVERIES: readonly ForeignDelivery[] = ["auto", "push", "poll"];
 
 export const AGENT_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -27,31 +27,6 @@ const MAX_SKILLS = 100;
 const MAX_SKILL_CHARS = 200;
 const MAX_CLEARANCE = 10;
 const MAX_URL_CHARS = 2048;
-
-export interface ForeignAgentRecord {
-  orgId: string;
-  agentKey: string;
-  baseUrl: string;
-  protocol: ForeignProtocol;
-  credentialRef: string | null;
-  allowHost: string;
-  skills: string[];
-  clearanceCeiling: number;
-  costEstimate: number;
-  enabled: boolean;
-  /** Whether a timed-out or failed hop may be re-sent (a new task at the agent) under the step's `retries`. */
-  idempotent: boolean;
-  /** The MCP tool called (protocol `mcp` only). */
-  tool: string | null;
-  /** A2A only: push or poll (`auto`: push when the card offers it). */
-  delivery: ForeignDelivery;
-  /** Step-input fields that may leave the perimeter (top-level keys or dotted paths, send-fields.ts); null: the whole input. */
-  sendFields: string[] | null;
-  /** Cost units per second of elapsed time, added to `costEstimate` when the agent reports no usage. */
-  costPerSecond: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
 
 /** What a tenant registers. Unset optional fields take the defaults: auto, no credential, no skills, 0, 0, enabled. */
 export interface ForeignAgentInput {
@@ -210,28 +185,22 @@ function invalid(problems: Problem[]): SwitchyardError {
   return new SwitchyardError(ErrorCode.InvalidArgument, message, { details: { path: first.path, reason: first.reason, errors: problems } });
 }
 
-const COLUMNS = `org_id, agent_key, base_url, protocol, credential_ref, allow_host, skills, clearance_ceiling, cost_estimate, enabled,
-  idempotent, tool, delivery, send_fields, cost_per_second, created_at, updated_at`;
-
-function toRecord(row: Record<string, unknown>): ForeignAgentRecord {
+/** A complete agent's columns, its defaults filled in (what a registration or an update writes). */
+function valuesOf(agent: ForeignAgentInput): ForeignAgentValues {
   return {
-    orgId: row.org_id as string,
-    agentKey: row.agent_key as string,
-    baseUrl: row.base_url as string,
-    protocol: row.protocol as ForeignProtocol,
-    credentialRef: (row.credential_ref as string | null) ?? null,
-    allowHost: row.allow_host as string,
-    skills: row.skills as string[],
-    clearanceCeiling: row.clearance_ceiling as number,
-    costEstimate: row.cost_estimate as number,
-    enabled: row.enabled as boolean,
-    idempotent: row.idempotent as boolean,
-    tool: (row.tool as string | null) ?? null,
-    delivery: row.delivery as ForeignDelivery,
-    sendFields: (row.send_fields as string[] | null) ?? null,
-    costPerSecond: Number(row.cost_per_second),
-    createdAt: row.created_at as Date,
-    updatedAt: row.updated_at as Date,
+    baseUrl: agent.baseUrl,
+    protocol: agent.protocol ?? "auto",
+    credentialRef: agent.credentialRef ?? null,
+    allowHost: agent.allowHost,
+    skills: [...(agent.skills ?? [])],
+    clearanceCeiling: agent.clearanceCeiling ?? 0,
+    costEstimate: agent.costEstimate ?? 0,
+    enabled: agent.enabled ?? true,
+    idempotent: agent.idempotent ?? false,
+    tool: agent.tool ?? null,
+    delivery: agent.delivery ?? "auto",
+    sendFields: agent.sendFields ? [...agent.sendFields] : null,
+    costPerSecond: agent.costPerSecond ?? 0,
   };
 }
 
@@ -240,100 +209,47 @@ function notFound(orgId: string, agentKey: string): SwitchyardError {
 }
 
 /** Adds an agent (enabled unless said otherwise). INVALID_ARGUMENT listing every problem; ALREADY_EXISTS for a taken key. */
-export async function registerForeignAgent(db: Queryable, orgId: string, input: ForeignAgentInput): Promise<ForeignAgentRecord> {
+export async function registerForeignAgent(agents: Pick<ForeignAgentStore, "insert">, db: Queryable, orgId: string, input: ForeignAgentInput): Promise<ForeignAgentRecord> {
   const problems = foreignAgentProblems(input);
   if (problems.length > 0) throw invalid(problems);
-  const { rows } = await db.query(
-    `INSERT INTO foreign_agents (org_id, agent_key, base_url, protocol, credential_ref, allow_host, skills, clearance_ceiling, cost_estimate, enabled, idempotent,
-       tool, delivery, send_fields, cost_per_second)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-     ON CONFLICT (org_id, agent_key) DO NOTHING
-     RETURNING ${COLUMNS}`,
-    [
-      orgId,
-      input.agentKey,
-      input.baseUrl,
-      input.protocol ?? "auto",
-      input.credentialRef ?? null,
-      input.allowHost,
-      [...(input.skills ?? [])],
-      input.clearanceCeiling ?? 0,
-      input.costEstimate ?? 0,
-      input.enabled ?? true,
-      input.idempotent ?? false,
-      input.tool ?? null,
-      input.delivery ?? "auto",
-      input.sendFields ? [...input.sendFields] : null,
-      input.costPerSecond ?? 0,
-    ],
-  );
-  if (!rows[0]) {
+  const agent = await agents.insert(db, orgId, input.agentKey, valuesOf(input));
+  if (!agent) {
     throw new SwitchyardError(ErrorCode.AlreadyExists, `foreign agent "${input.agentKey}" is already registered for tenant ${orgId}; change it with Update`, {
       details: { path: "agent_key", orgId, agentKey: input.agentKey },
     });
   }
-  return toRecord(rows[0]);
+  return agent;
 }
 
 /** The agent, or undefined (for FOREIGN dispatch, which fails the hop closed itself). */
-export async function findForeignAgent(db: Queryable, orgId: string, agentKey: string): Promise<ForeignAgentRecord | undefined> {
-  const { rows } = await db.query(`SELECT ${COLUMNS} FROM foreign_agents WHERE org_id = $1 AND agent_key = $2`, [orgId, agentKey]);
-  return rows[0] ? toRecord(rows[0]) : undefined;
+export async function findForeignAgent(agents: Pick<ForeignAgentStore, "find">, db: Queryable, orgId: string, agentKey: string): Promise<ForeignAgentRecord | undefined> {
+  return agents.find(db, orgId, agentKey);
 }
 
-export async function getForeignAgent(db: Queryable, orgId: string, agentKey: string): Promise<ForeignAgentRecord> {
-  const agent = await findForeignAgent(db, orgId, agentKey);
+export async function getForeignAgent(agents: Pick<ForeignAgentStore, "find">, db: Queryable, orgId: string, agentKey: string): Promise<ForeignAgentRecord> {
+  const agent = await agents.find(db, orgId, agentKey);
   if (!agent) throw notFound(orgId, agentKey);
   return agent;
 }
 
-export async function listForeignAgents(db: Queryable, orgId: string): Promise<ForeignAgentRecord[]> {
-  const { rows } = await db.query(`SELECT ${COLUMNS} FROM foreign_agents WHERE org_id = $1 ORDER BY agent_key`, [orgId]);
-  return rows.map(toRecord);
+export async function listForeignAgents(agents: Pick<ForeignAgentStore, "list">, db: Queryable, orgId: string): Promise<ForeignAgentRecord[]> {
+  return agents.list(db, orgId);
 }
 
 /** Applies a patch; the result is validated as a whole (so base_url and allow_host stay consistent). */
-export async function updateForeignAgent(db: Queryable, orgId: string, agentKey: string, patch: ForeignAgentPatch): Promise<ForeignAgentRecord> {
-  const { rows } = await db.query(`SELECT ${COLUMNS} FROM foreign_agents WHERE org_id = $1 AND agent_key = $2 FOR UPDATE`, [orgId, agentKey]);
-  if (!rows[0]) throw notFound(orgId, agentKey);
-  const current = toRecord(rows[0]);
+export async function updateForeignAgent(agents: Pick<ForeignAgentStore, "lock" | "update">, db: Queryable, orgId: string, agentKey: string, patch: ForeignAgentPatch): Promise<ForeignAgentRecord> {
+  const current = await agents.lock(db, orgId, agentKey);
+  if (!current) throw notFound(orgId, agentKey);
   const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined)) as ForeignAgentPatch;
   const next: ForeignAgentInput = { ...current, ...defined, agentKey };
   const problems = foreignAgentProblems(next);
   if (problems.length > 0) throw invalid(problems);
-  const updated = await db.query(
-    `UPDATE foreign_agents SET base_url = $3, protocol = $4, credential_ref = $5, allow_host = $6, skills = $7, clearance_ceiling = $8,
-       cost_estimate = $9, enabled = $10, idempotent = $11, tool = $12, delivery = $13, send_fields = $14, cost_per_second = $15, updated_at = now()
-     WHERE org_id = $1 AND agent_key = $2
-     RETURNING ${COLUMNS}`,
-    [
-      orgId,
-      agentKey,
-      next.baseUrl,
-      next.protocol ?? "auto",
-      next.credentialRef ?? null,
-      next.allowHost,
-      [...(next.skills ?? [])],
-      next.clearanceCeiling ?? 0,
-      next.costEstimate ?? 0,
-      next.enabled ?? true,
-      next.idempotent ?? false,
-      next.tool ?? null,
-      next.delivery ?? "auto",
-      next.sendFields ? [...next.sendFields] : null,
-      next.costPerSecond ?? 0,
-    ],
-  );
-  return toRecord(updated.rows[0]);
+  return agents.update(db, orgId, agentKey, valuesOf(next));
 }
 
 /** Disables an agent: hops to it fail closed until it is enabled again. Idempotent. */
-export async function disableForeignAgent(db: Queryable, orgId: string, agentKey: string): Promise<ForeignAgentRecord> {
-  const { rows } = await db.query(
-    `UPDATE foreign_agents SET enabled = false, updated_at = CASE WHEN enabled THEN now() ELSE updated_at END
-     WHERE org_id = $1 AND agent_key = $2 RETURNING ${COLUMNS}`,
-    [orgId, agentKey],
-  );
-  if (!rows[0]) throw notFound(orgId, agentKey);
-  return toRecord(rows[0]);
+export async function disableForeignAgent(agents: Pick<ForeignAgentStore, "disable">, db: Queryable, orgId: string, agentKey: string): Promise<ForeignAgentRecord> {
+  const agent = await agents.disable(db, orgId, agentKey);
+  if (!agent) throw notFound(orgId, agentKey);
+  return agent;
 }

@@ -46,12 +46,15 @@ import type { ForeignObservation } from "./bridge-transition.js";
 import type { ForeignTransports, TransportSendResult } from "./transport.js";
 import { endSpan, inSpan, startEgressSpan } from "../telemetry/foreign-spans.js";
 import { tracingOn } from "../telemetry/tracing.js";
-import { findForeignAgent, type ForeignAgentRecord } from "./registry.js";
+import type { ForeignAgentRecord } from "./registry.js";
+import type { ForeignAgentStore } from "../store/foreign/foreign-agent-store.js";
 import { EgressReason, isTransientFailure, withRetries, type BreakerRegistry } from "./egress/index.js";
 
 export const CALLBACK_PATH_PREFIX = "/api/v1/a2a/callback/";
 
 export interface ForeignSenderOptions extends BridgeResumeDeps {
+  /** The foreign agent registry's port (`runtime.stores.foreignAgents`): where each bridge's agent is looked up. */
+  agents: Pick<ForeignAgentStore, "find">;
   transports: ForeignTransports;
   breakers: BreakerRegistry;
   foreign: ForeignConfig;
@@ -198,7 +201,7 @@ export class ForeignSender {
           details: { reason: "EGRESS_DISABLED" },
         });
       }
-      const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
+      const agent = await this.options.agents.find(this.options.pool, bridge.orgId, bridge.agentKey);
       if (!agent || !agent.enabled) {
         throw new SwitchyardError(ErrorCode.ForeignUnavailable, `agent ${bridge.agentKey} is not ${agent ? "enabled" : "registered"} for tenant ${bridge.orgId}`);
       }

@@ -20,11 +20,13 @@ import type { BreakerRegistry } from "./egress/index.js";
 import { appendAudit } from "../store/audit/postgres-audit-store.js";
 import { withTransactionRetry } from "../store/db.js";
 import { applyObservation, type BridgeResumeDeps } from "./resume.js";
-import { findForeignAgent } from "./registry.js";
+import type { ForeignAgentStore } from "../store/foreign/foreign-agent-store.js";
 import { isTerminalForeignState, type ForeignTaskState } from "./a2a/task-state.js";
 import type { ForeignTransports } from "./transport.js";
 
 export interface ForeignSweepOptions extends BridgeResumeDeps {
+  /** The foreign agent registry's port (`runtime.stores.foreignAgents`): where each bridge's agent is looked up. */
+  agents: Pick<ForeignAgentStore, "find">;
   transports: ForeignTransports;
   breakers: BreakerRegistry;
   foreign: ForeignConfig;
@@ -94,7 +96,7 @@ export class ForeignSweep {
   private async poll(bridge: BridgeRecord): Promise<boolean> {
     const log = this.logger.child({ bridgeId: bridge.id, orgId: bridge.orgId, agent: bridge.agentKey });
     try {
-      const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
+      const agent = await this.options.agents.find(this.options.pool, bridge.orgId, bridge.agentKey);
       if (!agent) return false;
       const observation = await this.options.breakers.run(bridge.orgId, bridge.agentKey, () => this.options.transports.for(agent).poll(agent, bridge));
       if (!observation) return false;
@@ -112,7 +114,7 @@ export class ForeignSweep {
     let sent = false;
     let failure: string | undefined;
     try {
-      const agent = await findForeignAgent(this.options.pool, bridge.orgId, bridge.agentKey);
+      const agent = await this.options.agents.find(this.options.pool, bridge.orgId, bridge.agentKey);
       if (!agent) return;
       sent = await this.options.breakers.run(bridge.orgId, bridge.agentKey, () => this.options.transports.for(agent).cancel(agent, bridge));
     } catch (error) {

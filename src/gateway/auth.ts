@@ -18,6 +18,7 @@ import { principalActor, recordedActor } from "../tenancy/principal.js";
 import { isDatabaseUnavailable, type Queryable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
 import { resolveApiKeys, type ApiKeyResolution } from "../tenancy/api-keys.js";
+import type { ApiKeyStore } from "../store/tenancy/tenancy-store.js";
 import type { KeyIdentity, Principal } from "../tenancy/principal.js";
 import { ORG_ID_PATTERN } from "../tenancy/tenants.js";
 import { authenticateSession, type SessionAuthOptions } from "./console/session-auth.js";
@@ -76,6 +77,8 @@ function bearerToken(header: string | null): string | undefined {
 export interface AuthInterceptorOptions {
   /** Where api_keys live: the owner's pool (tenant traffic cannot read the key table). */
   db: Queryable;
+  /** The API keys port (`runtime.stores.apiKeys`) a presented key is looked up through. */
+  keys: Pick<ApiKeyStore, "findByHashes">;
   /** Services only admin keys may call. */
   adminServices: readonly DescService[];
   /** Console sessions: a session cookie (with its CSRF token) stands in for the bearer key. Without: bearer only. */
@@ -86,7 +89,7 @@ export function createAuthInterceptor(options: AuthInterceptorOptions): Intercep
   const adminOnly = new Set(options.adminServices.map((s) => s.typeName));
   // The keys of calls arriving together are looked up by one statement. Nothing is cached: each call's key is
   // read after the call arrived, so a revocation holds for every call that arrives after it committed.
-  const keys = new MicroBatcher<string, ApiKeyResolution>({ run: (secrets) => resolveApiKeys(options.db, secrets), maxInFlight: 4, isolate: (error) => !isDatabaseUnavailable(error) });
+  const keys = new MicroBatcher<string, ApiKeyResolution>({ run: (secrets) => resolveApiKeys(options.keys, options.db, secrets), maxInFlight: 4, isolate: (error) => !isDatabaseUnavailable(error) });
   // A bearer key, when sent, decides; else a console session cookie; else the call is refused.
   const principalOf = async (header: Headers): Promise<{ principal: Principal; channel: CallChannel }> => {
     const secret = bearerToken(header.get("authorization"));

@@ -30,7 +30,7 @@ export function gatewayRoutes(
   const routes: ExtraRoute[] = [];
   if (consoleAuth) {
     const limiter = new SignInLimiter({ maxFailures: options.console.signInMaxFailures, windowMs: options.console.signInWindowMs });
-    routes.push(createConsoleRoute({ db: pool, ...consoleAuth.sessionAuth, limiter, trustedProxies: consoleAuth.trustedProxies, logger, ...(options.console.dirs ? { dirs: options.console.dirs } : {}) }));
+    routes.push(createConsoleRoute({ db: pool, keys: runtime.stores.apiKeys, ...consoleAuth.sessionAuth, limiter, trustedProxies: consoleAuth.trustedProxies, logger, ...(options.console.dirs ? { dirs: options.console.dirs } : {}) }));
   }
   // The link itself authorises the decision (signed, single use), so it is decided by the operator task service.
   if (options.approvalLinks) routes.push((req, res) => handleApprovalLink(req, res, { pool, stores: runtime.stores, tasks: runtime.tasks, logger }));

@@ -11,7 +11,7 @@
  * then cuts what is left. It does not close the runtime: its owner does, after the gateway.
  */
 import { createServer, type Server } from "node:http";
-import { checkShardCount } from "../coordinator/shard-leases.js";
+import { checkShardCount } from "../store/shards/postgres-shard-store.js";
 import { collectMetrics, type MetricCollectors } from "../metrics/collect.js";
 import { isDatabaseUnavailable } from "../store/db.js";
 import { createApiHandler } from "./api-handler.js";

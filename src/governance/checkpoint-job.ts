@@ -8,6 +8,7 @@ import type { Logger } from "../logger.js";
 import { silentLogger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Pool } from "../store/db.js";
+import type { CheckpointStores } from "../store/audit/checkpoint-store.js";
 import { activeSigningKey, parseOperatorKey, type SigningKey } from "./checkpoint-keys.js";
 import { signHead } from "./checkpoints.js";
 
@@ -29,6 +30,8 @@ export interface CheckpointPolicy {
 
 export interface RunCheckpointOptions extends CheckpointPolicy {
   pool: Pool;
+  /** The chain, checkpoints and keys (`runtime.stores`). */
+  stores: CheckpointStores;
   /** The signing time (ms since the epoch); also what "old" is measured against. */
   now: number;
   logger?: Logger;
@@ -41,26 +44,19 @@ export async function runCheckpointOnce(options: RunCheckpointOptions): Promise<
   const everyRows = options.everyRows ?? DEFAULT_CHECKPOINT_EVERY_ROWS;
   const everyMs = options.everyMs ?? DEFAULT_CHECKPOINT_EVERY_MS;
   const logger = (options.logger ?? silentLogger).child({ component: "checkpoints" });
-  const { rows } = await options.pool.query<{ org_id: string; unsigned_rows: number | string; oldest_unsigned_at: number | string | null }>(
-    `SELECT h.org_id, h.seq - coalesce(c.seq, 0) AS unsigned_rows,
-            (SELECT a.at_ms FROM audit_log a WHERE a.org_id = h.org_id AND a.seq = coalesce(c.seq, 0) + 1) AS oldest_unsigned_at
-     FROM audit_heads h
-     LEFT JOIN LATERAL (SELECT seq FROM audit_checkpoints k WHERE k.org_id = h.org_id ORDER BY seq DESC LIMIT 1) c ON true
-     WHERE h.seq > coalesce(c.seq, 0)
-     ORDER BY h.org_id`,
-  );
-  const due = rows.filter((r) => {
-    if (Number(r.unsigned_rows) >= everyRows) return true;
+  const heads = await options.stores.checkpoints.unsignedHeads(options.pool);
+  const due = heads.filter((h) => {
+    if (h.unsignedRows >= everyRows) return true;
     // A missing first unsigned row is a broken chain: let signHead say so (it refuses and names the seq).
-    return r.oldest_unsigned_at === null || options.now - Number(r.oldest_unsigned_at) >= everyMs;
+    return h.oldestUnsignedAtMs === null || options.now - h.oldestUnsignedAtMs >= everyMs;
   });
   if (due.length === 0) return 0;
 
   const key = await signingKey(options);
   let signed = 0;
-  for (const { org_id: orgId } of due) {
+  for (const { orgId } of due) {
     if (options.signal?.aborted) break;
-    const outcome = await signHead(options.pool, orgId, { key, now: options.now, signal: options.signal });
+    const outcome = await signHead(options.stores, options.pool, orgId, { key, now: options.now, signal: options.signal });
     if (outcome.status === "signed") {
       signed++;
       options.metrics?.checkpoints.inc({ outcome: "signed" });
@@ -75,7 +71,7 @@ export async function runCheckpointOnce(options: RunCheckpointOptions): Promise<
 
 function signingKey(options: RunCheckpointOptions): Promise<SigningKey> {
   const operatorKey = typeof options.operatorKey === "string" ? parseOperatorKey(options.operatorKey) : options.operatorKey;
-  return activeSigningKey(options.pool, operatorKey ? { operatorKey } : {});
+  return activeSigningKey(options.stores, options.pool, operatorKey ? { operatorKey } : {});
 }
 
 /** What a coordinator runs on a timer. */
@@ -87,6 +83,8 @@ export interface CheckpointJob {
 
 export interface CheckpointJobOptions extends CheckpointPolicy {
   pool: Pool;
+  /** `runtime.stores`: the audit chain, its checkpoints and the signing keys. */
+  stores: CheckpointStores;
   /** @defaultValue 5 000 */
   intervalMs?: number;
   logger?: Logger;
@@ -106,7 +104,7 @@ export function createCheckpointJob(options: CheckpointJobOptions): CheckpointJo
  * The job a coordinator runs: the one it was given, none when given `false`, else the default job (signing with
  * a database-held key at the default thresholds).
  */
-export function checkpointJobOf(options: { checkpoints?: CheckpointJob | false; pool: Pool; logger?: Logger; metrics?: Metrics }): CheckpointJob | undefined {
+export function checkpointJobOf(options: { checkpoints?: CheckpointJob | false; pool: Pool; stores: CheckpointStores; logger?: Logger; metrics?: Metrics }): CheckpointJob | undefined {
   if (options.checkpoints === false) return undefined;
-  return options.checkpoints ?? createCheckpointJob({ pool: options.pool, logger: options.logger, metrics: options.metrics });
+  return options.checkpoints ?? createCheckpointJob({ pool: options.pool, stores: options.stores, logger: options.logger, metrics: options.metrics });
 }

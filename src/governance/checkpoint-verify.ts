@@ -13,13 +13,11 @@
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import type { Queryable } from "../store/db.js";
-import { createPostgresAuditStore } from "../store/audit/postgres-audit-store.js";
+import type { CheckpointStores } from "../store/audit/checkpoint-store.js";
 import { verifyChain, type ExpectedHash, type VerifyChainResult } from "./audit-verify.js";
-import { checkpointKeyId } from "./checkpoint-keys.js";
-import { checkpointSignatureValid, listCheckpoints, publicKeysFor, type Checkpoint, type ExportedCheckpoint } from "./checkpoints.js";
-
-// Its checkpoints are still read by checkpoints.ts's own SQL; the chain, through the audit adapter.
-const auditChain = createPostgresAuditStore();
+import type { ExportedCheckpoint } from "./checkpoint-export.js";
+import { checkpointKeyId, checkpointSignatureValid, type Checkpoint } from "./checkpoint-signing.js";
+import { listCheckpoints, publicKeysFor } from "./checkpoints.js";
 
 export interface VerifyWithCheckpointsOptions {
   /** Checkpoints from an exported file (`parseCheckpointLines`); lines of other tenants are ignored. */
@@ -46,10 +44,15 @@ interface Problem {
   reason: string;
 }
 
-export async function verifyChainWithCheckpoints(db: Queryable, orgId: string, options: VerifyWithCheckpointsOptions = {}): Promise<VerifyWithCheckpointsResult> {
+export async function verifyChainWithCheckpoints(
+  stores: CheckpointStores,
+  db: Queryable,
+  orgId: string,
+  options: VerifyWithCheckpointsOptions = {},
+): Promise<VerifyWithCheckpointsResult> {
   // Read before the chain's head, so every stored checkpoint is at or below the head verification starts from.
-  const stored = await listCheckpoints(db, orgId);
-  const tableKeys = await publicKeysFor(db, stored);
+  const stored = await listCheckpoints(stores, db, orgId);
+  const tableKeys = await publicKeysFor(stores, db, stored);
   const problems: Problem[] = [];
   const expected: ExpectedHash[] = [];
   const when = (c: Checkpoint) => new Date(c.atMs).toISOString();
@@ -72,7 +75,7 @@ export async function verifyChainWithCheckpoints(db: Queryable, orgId: string, o
     else expected.push({ seq: c.seq, hash: c.hash, source: label });
   }
 
-  const chain = await verifyChain(auditChain, db, orgId, { expected, signal: options.signal, pageSize: options.pageSize });
+  const chain = await verifyChain(stores.audit, db, orgId, { expected, signal: options.signal, pageSize: options.pageSize });
   if (chain.firstBroken) problems.push(chain.firstBroken);
   const first = problems.reduce<Problem | undefined>((best, p) => (best === undefined || p.seq < best.seq ? p : best), undefined);
   const checkpoints = {

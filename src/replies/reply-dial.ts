@@ -12,6 +12,7 @@ import { openConnectionSecret } from "../vault/connection-secret.js";
 import { targetAllowed } from "../vault/connection-select.js";
 import { findConnection, type ConnectionRecord } from "../vault/connection-store.js";
 import type { SecretCipher } from "../vault/secret-cipher.js";
+import type { ConnectionStore } from "../store/vault/connection-store.js";
 import { REPLY_PROVIDERS, type ProviderResult } from "./providers/index.js";
 import type { ClaimedReply } from "../store/replies/reply-store.js";
 
@@ -36,6 +37,8 @@ export type PreparedDial =
 
 export interface PrepareDeps {
   pool: Pool;
+  /** The connections port (`runtime.stores.connections`): the row and its sealed secret, read on `pool`. */
+  connections: Pick<ConnectionStore, "find" | "sealedSecret">;
   cipher: SecretCipher;
   /** Checked right before each dial (REPLY_ENABLED). @defaultValue always on */
   replyEnabled?: (orgId: string) => boolean;
@@ -55,7 +58,7 @@ export async function prepareDial(deps: PrepareDeps, reply: ClaimedReply): Promi
   }
   if (reply.taskOrgId !== reply.orgId) return { refuse: { code: "no_connection", message: "the reply's row does not belong to the task's tenant" } };
   // Read through the vault, scoped to the reply's tenant: another tenant's connection id is simply not found.
-  const connection = reply.connectionId === null ? undefined : await findConnection(deps.pool, reply.orgId, reply.connectionId);
+  const connection = reply.connectionId === null ? undefined : await findConnection(deps.connections, deps.pool, reply.orgId, reply.connectionId);
   if (!connection) return { refuse: { code: "no_connection", message: "the reply's connection no longer exists for the task's tenant" } };
   if (connection.kind !== connectionKindOf(address) || connection.accountKey !== accountKeyOf(address)) {
     return {
@@ -74,7 +77,7 @@ export async function prepareDial(deps: PrepareDeps, reply: ClaimedReply): Promi
   let secret: string;
   try {
     // The vault's one opening point, scoped to the row's tenant as well.
-    secret = await openConnectionSecret(deps.pool, deps.cipher, reply.orgId, connection.id);
+    secret = await openConnectionSecret(deps.connections, deps.pool, deps.cipher, reply.orgId, connection.id);
   } catch (error) {
     // A missing row or an envelope no key of the ring opens (a key may be added to the ring): retried, then
     // failed. A database failure is thrown, and retried the same way.

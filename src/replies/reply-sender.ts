@@ -27,6 +27,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Pool } from "../store/db.js";
 import type { ClaimedReply, ReplyDialStore } from "../store/replies/reply-store.js";
 import type { SecretCipher } from "../vault/secret-cipher.js";
+import type { ConnectionStore } from "../store/vault/connection-store.js";
 import type { BackgroundJob } from "../foreign/a2a-foreign.js";
 import { dialReply, type DialContext } from "./reply-attempt.js";
 import type { ReplyEgressOptions } from "./reply-dial.js";
@@ -38,6 +39,8 @@ export interface ReplySenderOptions {
   pool: Pool;
   /** The rows it claims and settles (store/replies/postgres-reply-dials.ts), on `pool`. */
   store: ReplyDialStore;
+  /** The connections port (`runtime.stores.connections`): what a dial reads of its connection, on `pool`. */
+  connections: Pick<ConnectionStore, "find" | "sealedSecret">;
   /** Opens connection secrets (AAD `connection:<id>`). */
   cipher: SecretCipher;
   egress?: ReplyEgressOptions;

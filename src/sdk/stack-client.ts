@@ -31,7 +31,7 @@ export interface StackClient {
 
 /** Creates the stack's tenant and its key, and a client that calls the gateway's services in process with it. */
 export async function createStackClient(runtime: Runtime, orgId: string): Promise<StackClient> {
-  const { apiKey } = await createTenantWithKey(runtime.pool, { orgId, name: `Test stack tenant ${orgId}`, keyName: STACK_KEY_NAME });
+  const { apiKey } = await createTenantWithKey(runtime.stores, runtime.pool, { orgId, name: `Test stack tenant ${orgId}`, keyName: STACK_KEY_NAME });
   const options = resolveGatewayOptions({ watchIntervalMs: 50 });
   const parts = createServiceDeps(runtime, options);
   const bearer: Interceptor = (next) => (req) => {
@@ -40,7 +40,7 @@ export async function createStackClient(runtime: Runtime, orgId: string): Promis
   };
   const transport = createRouterTransport(registerServices(parts.deps), {
     router: {
-      interceptors: [createErrorInterceptor(runtime.logger, runtime.health), createAuthInterceptor({ db: runtime.pool, adminServices: ADMIN_SERVICES })],
+      interceptors: [createErrorInterceptor(runtime.logger, runtime.health), createAuthInterceptor({ db: runtime.pool, keys: runtime.stores.apiKeys, adminServices: ADMIN_SERVICES })],
       readMaxBytes: options.readMaxBytes,
     },
     transport: { interceptors: [bearer], useBinaryFormat: true },

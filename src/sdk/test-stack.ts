@@ -234,7 +234,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
     throw error;
   }
 
-  const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `stack-${token}`, releases: heldStepReleases(runtime.limits) }));
+  const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `stack-${token}`, releases: heldStepReleases(runtime.limits, runtime.stores.heldSteps) }));
   void coordinator.start();
   const harnesses: Harness[] = [];
   const resultReader = createStepResultReader({ db: runtime.pool });

@@ -2,7 +2,8 @@
  * Writing task starts, for both paths of TaskService (the engine inline, or a start envelope for the shard owner):
  * each request is checked on its own, then the tasks of ONE tenant (idempotency keys respected) and their pending
  * steps are written with one statement per table. A request that is bad (input too large or too deep, reply address invalid,
- * workflow unknown) fails alone: the others of its batch still start.
+ * workflow unknown) fails alone: the others of its batch still start. The rows are written through the task
+ * service's port (store/tasks/task-store.ts).
  */
 import { randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError, isSwitchyardError } from "../errors.js";
@@ -14,7 +15,7 @@ import { recordTaskStart } from "../telemetry/task-spans.js";
 import { activeTraceparent } from "../telemetry/traceparent.js";
 import { tracingOn } from "../telemetry/tracing.js";
 import { pendingWorkflowStep, type StepRecord, type TaskRecord } from "../core/model.js";
-import { insertTasks, saveSteps } from "../store/engine/postgres-task-store.js";
+import type { TaskStore } from "../store/tasks/task-store.js";
 import type { StartTaskRequest, TaskView } from "./tasks.js";
 
 export interface StartedTask {
@@ -62,6 +63,7 @@ export function checkStarts(orgId: string, requests: readonly StartTaskRequest[]
  * each created request's `onCreated` and then the batch's. Errors other than a request's own fail the batch.
  */
 export async function writeStarts(
+  store: Pick<TaskStore, "insertTasks" | "saveSteps" | "idsByIdempotencyKey">,
   client: PoolClient,
   orgId: string,
   requests: readonly StartTaskRequest[],
@@ -100,17 +102,10 @@ export async function writeStarts(
     // The task's trace starts here, as a child of the request that asked for it (captured where it was asked).
     rows.push(traced ? { ...row, traceparent: recordTaskStart(orgId, task.id, `${stored.name}@${stored.version}`, request.traceparent ?? activeTraceparent()) } : row);
   }
-  const inserted = await insertTasks(client, rows);
+  const inserted = await store.insertTasks(client, rows);
   // A key used before (or twice in this batch) names the task that has it.
   const reused = rows.filter((r) => !inserted.has(r.task.id)).map((r) => r.idempotencyKey!);
-  const existing = new Map<string, string>();
-  if (reused.length > 0) {
-    const found = await client.query<{ id: string; idempotency_key: string }>(
-      "SELECT id, idempotency_key FROM tasks WHERE org_id = $1 AND idempotency_key = ANY($2::text[])",
-      [orgId, reused],
-    );
-    for (const r of found.rows) existing.set(r.idempotency_key, r.id);
-  }
+  const existing = reused.length > 0 ? await store.idsByIdempotencyKey(client, orgId, reused) : new Map<string, string>();
   const created: WrittenStarts["created"] = [];
   for (const r of rows) {
     const workflow = `${r.stored.name}@${r.stored.version}`;
@@ -125,7 +120,7 @@ export async function writeStarts(
   }
   for (const c of created) await requests[c.index]!.onCreated?.(client, c.taskId);
   if (created.length > 0) await onCreated?.(client, created);
-  await saveSteps(client, created.flatMap((c) => c.steps));
+  await store.saveSteps(client, created.flatMap((c) => c.steps));
   return { settled: settled as StartSettled[], created };
 }
 

@@ -1,6 +1,7 @@
 /**
  * Task-level operations for the CLI and API: start (idempotent by key), get, cancel, and decide an approval.
- * Each runs the coordinator engine inside its own transaction, then publishes what it committed.
+ * Each runs the coordinator engine inside its own transaction, then publishes what it committed. The task, step
+ * and reply rows it writes and reads go through the ports in its options (store/tasks/task-store.ts).
  */
 import { randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError } from "../errors.js";
@@ -10,9 +11,8 @@ import { getWorkflow } from "../store/workflow-store.js";
 import { tryAddress, viewAddress, type ReplyAddress, type ReplyAddressView } from "../core/reply-address.js";
 import { defaultReplyKey, MAX_REPLY_KEY_CHARS } from "../replies/reply-key.js";
 import { waitForReplyOutcome } from "../replies/reply-outcome.js";
-// The task service still runs its own SQL (getTaskView, starts): it reaches the reply rows' adapter the same way.
-import { createPostgresReplyRowStore } from "../store/replies/postgres-reply-store.js";
-import type { ReplyView } from "../store/replies/reply-store.js";
+import type { ReplyRowStore, ReplyView } from "../store/replies/reply-store.js";
+import type { TaskStore } from "../store/tasks/task-store.js";
 import type { ReplyOutcome } from "../core/reply-types.js";
 import type { ApprovalDecisionVia, ApprovalStore } from "../store/approvals/approval-store.js";
 import type { ApplyResult, Engine } from "../coordinator/engine.js";
@@ -21,17 +21,24 @@ import type { OutboxPublisher } from "../coordinator/outbox-publisher.js";
 import { insertStartEnvelopes, type StartOwner } from "./start-envelope.js";
 import { checkStarts, writeStarts, type OnStartsCreated, type StartedTask, type StartSettled } from "./task-starts.js";
 import { isUuid } from "../domain.js";
-import { STEP_COLUMNS, toStep } from "../store/engine/postgres-task-store.js";
 
 export type { StartedTask, StartSettled } from "./task-starts.js";
 
-const replyRows = createPostgresReplyRowStore();
+/** What a task's view reads through (`runtime.stores`): the task and its steps, and its replies. */
+export interface TaskViewStores {
+  tasks: Pick<TaskStore, "task" | "steps" | "heldReasons">;
+  replies: Pick<ReplyRowStore, "list">;
+}
 
 export interface TaskServiceOptions {
   pool: Pool;
   engine: Engine;
   /** The approval rows a decision locks, reads and closes (`runtime.stores.approvals`). */
   approvals: ApprovalStore;
+  /** The task and step rows starts write and views read (`runtime.stores.tasks`). */
+  tasks: TaskStore;
+  /** The reply rows a view lists and `reply` waits on (`runtime.stores.replies`). */
+  replies: Pick<ReplyRowStore, "list" | "outcomeRow">;
   /** Publishes committed outbox rows at once; without it the relay sweep picks them up. */
   publisher?: OutboxPublisher;
   maxPayloadBytes: number;
@@ -154,10 +161,12 @@ export interface TaskView {
 export class TaskService {
   private readonly transact: TransactionRunner;
   private readonly clock: () => number;
+  private readonly views: TaskViewStores;
 
   constructor(private readonly options: TaskServiceOptions) {
     this.transact = options.transact ?? unscoped(options.pool);
     this.clock = options.clock ?? Date.now;
+    this.views = { tasks: options.tasks, replies: options.replies };
   }
 
   async start(request: StartTaskRequest): Promise<StartedTask> {
@@ -176,7 +185,7 @@ export class TaskService {
     const checked = checkStarts(orgId, requests, this.options.maxPayloadBytes);
     if (checked.every((c) => c instanceof SwitchyardError)) return checked.map((error) => ({ ok: false, error: error as SwitchyardError }));
     const outcome = await this.transact(orgId, async (client) => {
-      const written = await writeStarts(client, orgId, requests, checked, options.onCreated);
+      const written = await writeStarts(this.options.tasks, client, orgId, requests, checked, options.onCreated);
       if (written.created.length === 0) return { settled: written.settled, outbox: [], applied: undefined };
       const owner = this.options.owner;
       if (owner) return { settled: written.settled, outbox: await insertStartEnvelopes(client, orgId, written.created, owner), applied: undefined };
@@ -204,7 +213,7 @@ export class TaskService {
   }
 
   async get(orgId: string, taskId: string): Promise<TaskView> {
-    return this.transact(orgId, (client) => getTaskView(client, orgId, taskId));
+    return this.transact(orgId, (client) => getTaskView(this.views, client, orgId, taskId));
   }
 
   async cancel(orgId: string, taskId: string, actor: string, reason: string): Promise<TaskView> {
@@ -300,7 +309,7 @@ export class TaskService {
       throw new SwitchyardError(ErrorCode.FailedPrecondition, refused.reason, { details: { reason: "REPLY_WINDOW_CLOSED" } });
     }
     await this.publish(applied);
-    return waitForReplyOutcome(replyRows, (read) => this.transact(orgId, read), { orgId, taskId, requestId, idempotencyKey }, {
+    return waitForReplyOutcome(this.options.replies, (read) => this.transact(orgId, read), { orgId, taskId, requestId, idempotencyKey }, {
       deadlineMs: this.options.replyDeadlineMs ?? 60_000,
       ...(request.signal ? { signal: request.signal } : {}),
     });
@@ -315,34 +324,26 @@ export class TaskService {
 
 
 /** A task and its steps as tenants see them; NOT_FOUND for another tenant's task. Needs only the database. */
-export async function getTaskView(db: Queryable, orgId: string, taskId: string): Promise<TaskView> {
+export async function getTaskView(stores: TaskViewStores, db: Queryable, orgId: string, taskId: string): Promise<TaskView> {
   if (!isUuid(taskId)) throw notFound(orgId, taskId);
-  const { rows } = await db.query(
-    `SELECT id, org_id, workflow_name, workflow_version, input, status, budget, cost, error, created_at, finished_at, reply_to
-     FROM tasks WHERE org_id = $1 AND id = $2`,
-    [orgId, taskId],
-  );
-  const row = rows[0];
+  const row = await stores.tasks.task(db, orgId, taskId);
   if (!row) throw notFound(orgId, taskId);
-  const stepRows = await db.query(`SELECT ${STEP_COLUMNS} FROM steps WHERE task_id = $1 ORDER BY kind DESC, updated_at, step_id`, [taskId]);
-  const stored = await getWorkflow(db, orgId, `${row.workflow_name}@${row.workflow_version}`);
+  const stepRecords = await stores.tasks.steps(db, taskId);
+  const stored = await getWorkflow(db, orgId, `${row.workflowName}@${row.workflowVersion}`);
   const order = new Map(stored.definition.steps.map((s, i) => [s.id, i]));
-  const held = await db.query<{ step_id: string; reason: string }>("SELECT step_id, reason FROM held_steps WHERE task_id = $1", [taskId]);
-  const queued = new Map(held.rows.map((r) => [r.step_id, r.reason]));
-  const steps = stepRows.rows
-    .map((r) => toStep(r))
-    .sort((a, b) => (order.get(a.stepId) ?? 1e9) - (order.get(b.stepId) ?? 1e9));
+  const queued = await stores.tasks.heldReasons(db, taskId);
+  const steps = stepRecords.sort((a, b) => (order.get(a.stepId) ?? 1e9) - (order.get(b.stepId) ?? 1e9));
   return {
     id: row.id,
-    orgId: row.org_id,
-    workflow: `${row.workflow_name}@${row.workflow_version}`,
+    orgId: row.orgId,
+    workflow: `${row.workflowName}@${row.workflowVersion}`,
     status: row.status,
     input: row.input,
     cost: row.cost,
     budget: row.budget,
     error: row.error,
-    createdAt: (row.created_at as Date).toISOString(),
-    finishedAt: row.finished_at ? (row.finished_at as Date).toISOString() : null,
+    createdAt: row.createdAt.toISOString(),
+    finishedAt: row.finishedAt ? row.finishedAt.toISOString() : null,
     steps: steps.map((s) => ({
       id: s.stepId,
       kind: s.kind,
@@ -356,8 +357,8 @@ export async function getTaskView(db: Queryable, orgId: string, taskId: string):
       awaiting: awaitingOf(s),
       ...(s.status === "held" && queued.has(s.stepId) ? { queuedReason: queued.get(s.stepId)! } : {}),
     })),
-    replyTo: viewAddress(row.reply_to == null ? null : (tryAddress(row.reply_to) ?? null)),
-    replies: await replyRows.list(db, orgId, taskId),
+    replyTo: viewAddress(row.replyTo == null ? null : (tryAddress(row.replyTo) ?? null)),
+    replies: await stores.replies.list(db, orgId, taskId),
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * The coordinator's spans: one `switchyard.hop` span per applied event (a RESULT, a QUERY, a task start, an approval,
  * a timeout …), a child of the envelope that caused it — or, for an event no envelope carried (a timeout, an approval
- * decided through the API, a cancel), of the task's root context stored at its start (`tasks.traceparent`). Every
- * WORK / REPLY / foreign dispatch the event emits carries the span's `traceparent`, so the next turn is its child.
+ * decided through the API, a cancel), of the task's root context stored at its start (`tasks.traceparent`,
+ * which the engine reads through its TraceRootStore port and hands in). Every WORK / REPLY / foreign dispatch the
+ * event emits carries the span's `traceparent`, so the next turn is its child.
  *
  * One span per event rather than per batch: a batch mixes tasks (and traces), and per event is what a reader of
  * one task's trace wants. Governor verdicts, the audit append (with its chain seq) and the commit are span events.
@@ -11,7 +12,6 @@
 import { SpanKind, SpanStatusCode, type Attributes, type Span } from "@opentelemetry/api";
 import type { AuditRow } from "../domain.js";
 import type { CoordinatorEvent, Effect, EnvelopeSpec } from "../core/model.js";
-import type { Queryable } from "../store/db.js";
 import { parentContext, traceparentOf } from "./traceparent.js";
 import { tracer } from "./tracing.js";
 
@@ -23,23 +23,17 @@ export interface HopEventInput {
   traceparent?: string | undefined;
 }
 
-/** The root `traceparent` of each task (stored at its start), for events no envelope carried. */
-export async function loadTaskTraceparents(db: Queryable, taskIds: readonly string[]): Promise<Map<string, string>> {
-  const { rows } = await db.query<{ id: string; traceparent: string }>(
-    "SELECT id, traceparent FROM tasks WHERE id = ANY($1::uuid[]) AND traceparent IS NOT NULL",
-    [[...new Set(taskIds)]],
-  );
-  return new Map(rows.map((r) => [r.id, r.traceparent]));
-}
-
 export class HopSpans {
   private readonly open: Span[] = [];
   private readonly byEnvelope = new Map<string, Span>();
   private roots = new Map<string, string>();
 
-  /** Loads the tasks' root contexts (one query per batch, only when tracing is on). */
-  async loadRoots(db: Queryable, taskIds: readonly string[]): Promise<void> {
-    this.roots = await loadTaskTraceparents(db, taskIds);
+  /**
+   * The tasks' root contexts (store/telemetry/trace-root-store.ts), read by the engine once per batch and only when
+   * tracing is on: the parents of events no envelope carried.
+   */
+  useRoots(roots: Map<string, string>): void {
+    this.roots = roots;
   }
 
   /** Starts the span of one event; undefined for heartbeats (liveness, not a hop worth a span). */

@@ -2,10 +2,12 @@
  * API keys: `sy_` + 32 random bytes in base64url. The key is shown once, at creation; only its sha256 hash is
  * stored (so a database leak yields no usable key) plus a short prefix to recognise it in listings. Tenant keys act
  * for one tenant; admin keys (SREs) for none. Revocation takes effect on the next request: keys are not cached.
+ * The rows are read and written through the API keys port (store/tenancy/tenancy-store.ts), taken first.
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
+import type { ApiKeyKind, ApiKeyRecord, ApiKeyStore } from "../store/tenancy/tenancy-store.js";
 import type { Principal } from "./principal.js";
 import { validateOrgId } from "./tenants.js";
 
@@ -17,20 +19,7 @@ const MAX_NAME_CHARS = 100;
 /** `last_used_at` is written at most this often per key, so busy keys do not turn every request into a write. */
 const TOUCH_EVERY_SECONDS = 60;
 
-export type ApiKeyKind = "tenant" | "admin";
-
-export interface ApiKeyRecord {
-  id: string;
-  kind: ApiKeyKind;
-  /** null for admin keys. */
-  orgId: string | null;
-  name: string;
-  /** The first characters of the key, e.g. `sy_Ab3dE9xQ`. */
-  prefix: string;
-  createdAt: Date;
-  revokedAt: Date | null;
-  lastUsedAt: Date | null;
-}
+export type { ApiKeyKind, ApiKeyRecord } from "../store/tenancy/tenancy-store.js";
 
 export interface NewApiKey {
   /** The key itself. Shown once; it cannot be recovered. */
@@ -54,32 +43,6 @@ export function looksLikeApiKey(text: string): boolean {
   return KEY_RE.test(text);
 }
 
-const COLUMNS = "id, kind, org_id, name, key_prefix, created_at, revoked_at, last_used_at";
-
-interface ApiKeyRow {
-  id: string;
-  kind: ApiKeyKind;
-  org_id: string | null;
-  name: string;
-  key_prefix: string;
-  created_at: Date;
-  revoked_at: Date | null;
-  last_used_at: Date | null;
-}
-
-function toRecord(row: ApiKeyRow): ApiKeyRecord {
-  return {
-    id: row.id,
-    kind: row.kind,
-    orgId: row.org_id,
-    name: row.name,
-    prefix: row.key_prefix,
-    createdAt: row.created_at,
-    revokedAt: row.revoked_at,
-    lastUsedAt: row.last_used_at,
-  };
-}
-
 function validateKeyName(name: string | undefined): string {
   const trimmed = (name ?? "").trim();
   if (trimmed === "" || trimmed.length > MAX_NAME_CHARS) {
@@ -94,7 +57,7 @@ function validateKeyName(name: string | undefined): string {
  * Creates a key: a tenant key when `orgId` is given (NOT_FOUND when no such tenant), else an admin key.
  * Returns the secret once.
  */
-export async function createApiKey(db: Queryable, request: { kind: ApiKeyKind; orgId?: string | null; name: string }): Promise<NewApiKey> {
+export async function createApiKey(keys: Pick<ApiKeyStore, "insert">, db: Queryable, request: { kind: ApiKeyKind; orgId?: string | null; name: string }): Promise<NewApiKey> {
   const name = validateKeyName(request.name);
   let orgId: string | null = null;
   if (request.kind === "tenant") {
@@ -104,11 +67,8 @@ export async function createApiKey(db: Queryable, request: { kind: ApiKeyKind; o
   }
   const secret = generateApiKeySecret();
   try {
-    const { rows } = await db.query<ApiKeyRow>(
-      `INSERT INTO api_keys (id, org_id, kind, name, key_hash, key_prefix) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-      [randomUUID(), orgId, request.kind, name, hashApiKey(secret), apiKeyPrefix(secret)],
-    );
-    return { secret, key: toRecord(rows[0]!) };
+    const key = await keys.insert(db, { id: randomUUID(), orgId, kind: request.kind, name, keyHash: hashApiKey(secret), keyPrefix: apiKeyPrefix(secret) });
+    return { secret, key };
   } catch (error) {
     // 23503 foreign_key_violation: the tenant row is missing.
     if ((error as { code?: string }).code === "23503") {
@@ -121,23 +81,16 @@ export async function createApiKey(db: Queryable, request: { kind: ApiKeyKind; o
 }
 
 /** Revokes a key (idempotent: the first revocation time stays). NOT_FOUND for an unknown id. */
-export async function revokeApiKey(db: Queryable, id: string): Promise<ApiKeyRecord> {
+export async function revokeApiKey(keys: Pick<ApiKeyStore, "revoke">, db: Queryable, id: string): Promise<ApiKeyRecord> {
   if (!isUuid(id)) throw new SwitchyardError(ErrorCode.NotFound, `no API key ${id}`, { details: { path: "id" } });
-  const { rows } = await db.query<ApiKeyRow>(
-    `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING ${COLUMNS}`,
-    [id],
-  );
-  if (!rows[0]) throw new SwitchyardError(ErrorCode.NotFound, `no API key ${id}`, { details: { path: "id" } });
-  return toRecord(rows[0]);
+  const key = await keys.revoke(db, id);
+  if (!key) throw new SwitchyardError(ErrorCode.NotFound, `no API key ${id}`, { details: { path: "id" } });
+  return key;
 }
 
 /** Keys of one tenant (or every key), oldest first. Never the secrets: they are not stored. */
-export async function listApiKeys(db: Queryable, filter: { orgId?: string } = {}): Promise<ApiKeyRecord[]> {
-  const { rows } = await db.query<ApiKeyRow>(
-    `SELECT ${COLUMNS} FROM api_keys WHERE ($1::text IS NULL OR org_id = $1) ORDER BY created_at, id`,
-    [filter.orgId ?? null],
-  );
-  return rows.map(toRecord);
+export async function listApiKeys(keys: Pick<ApiKeyStore, "list">, db: Queryable, filter: { orgId?: string } = {}): Promise<ApiKeyRecord[]> {
+  return keys.list(db, filter.orgId ?? null);
 }
 
 export type ApiKeyResolution = { status: "ok"; principal: Principal } | { status: "revoked"; prefix: string } | { status: "unknown" };
@@ -147,39 +100,30 @@ export type ApiKeyResolution = { status: "ok"; principal: Principal } | { status
  * Comparing hashes through the unique index leaks nothing useful by timing: an attacker would need a sha256
  * preimage to steer it.
  */
-export async function resolveApiKey(db: Queryable, secret: string): Promise<ApiKeyResolution> {
-  return (await resolveApiKeys(db, [secret]))[0]!;
+export async function resolveApiKey(keys: Pick<ApiKeyStore, "findByHashes">, db: Queryable, secret: string): Promise<ApiKeyResolution> {
+  return (await resolveApiKeys(keys, db, [secret]))[0]!;
 }
 
 /**
  * `resolveApiKey` for several presented keys at once (the gateway groups the calls that arrive together): one
  * statement however many, one resolution per key, in order.
  */
-export async function resolveApiKeys(db: Queryable, secrets: readonly string[]): Promise<ApiKeyResolution[]> {
+export async function resolveApiKeys(keys: Pick<ApiKeyStore, "findByHashes">, db: Queryable, secrets: readonly string[]): Promise<ApiKeyResolution[]> {
   const hashOf = secrets.map((secret) => (looksLikeApiKey(secret) ? hashApiKey(secret) : undefined));
   const hashes = [...new Set(hashOf.filter((h) => h !== undefined))];
-  const byHash = new Map<string, ApiKeyRow>();
+  const byHash = new Map<string, ApiKeyRecord>();
   if (hashes.length > 0) {
-    const { rows } = await db.query<ApiKeyRow & { key_hash: string }>(
-      `WITH touched AS (
-         UPDATE api_keys SET last_used_at = now()
-         WHERE key_hash = ANY($1::text[]) AND revoked_at IS NULL
-           AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => $2))
-       )
-       SELECT key_hash, ${COLUMNS} FROM api_keys WHERE key_hash = ANY($1::text[])`,
-      [hashes, TOUCH_EVERY_SECONDS],
-    );
-    for (const row of rows) byHash.set(row.key_hash, row);
+    for (const key of await keys.findByHashes(db, hashes, TOUCH_EVERY_SECONDS)) byHash.set(key.keyHash, key);
   }
   return hashOf.map((hash) => resolution(hash === undefined ? undefined : byHash.get(hash)));
 }
 
-function resolution(row: ApiKeyRow | undefined): ApiKeyResolution {
-  if (!row) return { status: "unknown" };
-  if (row.revoked_at) return { status: "revoked", prefix: row.key_prefix };
-  const identity = { keyId: row.id, keyName: row.name, keyPrefix: row.key_prefix };
-  if (row.kind === "admin") return { status: "ok", principal: { kind: "admin", ...identity } };
-  return { status: "ok", principal: { kind: "tenant", orgId: row.org_id!, ...identity } };
+function resolution(key: ApiKeyRecord | undefined): ApiKeyResolution {
+  if (!key) return { status: "unknown" };
+  if (key.revokedAt) return { status: "revoked", prefix: key.prefix };
+  const identity = { keyId: key.id, keyName: key.name, keyPrefix: key.prefix };
+  if (key.kind === "admin") return { status: "ok", principal: { kind: "admin", ...identity } };
+  return { status: "ok", principal: { kind: "tenant", orgId: key.orgId!, ...identity } };
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

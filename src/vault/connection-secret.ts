@@ -4,15 +4,13 @@
  */
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
+import type { ConnectionStore } from "../store/vault/connection-store.js";
 import type { SecretCipher } from "./secret-cipher.js";
 import { connectionAad } from "./connection-record.js";
 import { isUuid } from "../domain.js";
 
-export async function openConnectionSecret(db: Queryable, cipher: SecretCipher, orgId: string, connectionId: string): Promise<string> {
-  const { rows } = isUuid(connectionId)
-    ? await db.query<{ secret_ciphertext: string }>("SELECT secret_ciphertext FROM connections WHERE org_id = $1 AND id = $2", [orgId, connectionId])
-    : { rows: [] };
-  const row = rows[0];
-  if (!row) throw new SwitchyardError(ErrorCode.NotFound, `no connection ${connectionId} for tenant ${orgId}`, { details: { orgId, connectionId } });
-  return cipher.open(row.secret_ciphertext, connectionAad(connectionId));
+export async function openConnectionSecret(connections: Pick<ConnectionStore, "sealedSecret">, db: Queryable, cipher: SecretCipher, orgId: string, connectionId: string): Promise<string> {
+  const sealed = isUuid(connectionId) ? await connections.sealedSecret(db, orgId, connectionId) : undefined;
+  if (sealed === undefined) throw new SwitchyardError(ErrorCode.NotFound, `no connection ${connectionId} for tenant ${orgId}`, { details: { orgId, connectionId } });
+  return cipher.open(sealed, connectionAad(connectionId));
 }

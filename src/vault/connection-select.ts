@@ -3,11 +3,12 @@
  * address exactly (at most one, by the unique index), and whose targets allowlist, when set, admits it.
  *
  * The tenant is always the task's, passed in by the caller: never the worker's, never the webhook owner's. The query
- * filters by it explicitly because the reply path runs as the table owner, outside row-level security.
+ * filters by it explicitly because the reply path runs as the table owner, outside row-level security. The row is
+ * read through the connections port (store/vault/connection-store.ts).
  */
 import type { Queryable } from "../store/db.js";
+import type { ConnectionRecord, ConnectionStore } from "../store/vault/connection-store.js";
 import { accountKeyOf, connectionKindOf, displayAddress, targetOf, type ReplyAddress } from "../core/reply-address.js";
-import { CONNECTION_COLUMNS, connectionFromRow, type ConnectionRecord } from "./connection-record.js";
 
 export type ConnectionSelection =
   | { ok: true; connection: ConnectionRecord }
@@ -40,15 +41,13 @@ export function targetAllowed(targets: readonly string[], address: ReplyAddress)
   }
 }
 
-export async function selectConnection(db: Queryable, orgId: string, address: ReplyAddress): Promise<ConnectionSelection> {
+export async function selectConnection(connections: Pick<ConnectionStore, "findByAccount">, db: Queryable, orgId: string, address: ReplyAddress): Promise<ConnectionSelection> {
   const kind = connectionKindOf(address);
   const accountKey = accountKeyOf(address);
-  const { rows } = await db.query(`SELECT ${CONNECTION_COLUMNS} FROM connections WHERE org_id = $1 AND kind = $2 AND account_key = $3`, [orgId, kind, accountKey]);
-  const row = rows[0];
-  if (!row) {
+  const connection = await connections.findByAccount(db, orgId, kind, accountKey);
+  if (!connection) {
     return { ok: false, code: "no_connection", message: `tenant ${orgId} has no ${kind} connection for ${accountKey}; add one with \`switchyard connection add --kind ${kind} --account ${accountKey}\`` };
   }
-  const connection = connectionFromRow(row);
   if (!targetAllowed(connection.targets, address)) {
     return {
       ok: false,

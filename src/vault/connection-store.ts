@@ -8,15 +8,17 @@
  * Every change writes its audit row (action `connection`, verdict added / rotated / deleted, destination
  * `connection:<id>`, rule `<kind>:<account>`, reason with the fingerprint) in the same transaction, to the
  * tenant's chain, the way flag changes are recorded: a credential is never in force without the record of who put
- * it there. Every query filters by the tenant explicitly; API traffic also runs under row-level security.
+ * it there. The rows are read and written through the connections port (store/vault/connection-store.ts), which
+ * filters by the tenant explicitly; API traffic also runs under row-level security.
  */
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { ErrorCode, SwitchyardError } from "../errors.js";
-import { appendAudit } from "../store/audit/postgres-audit-store.js";
 import { isUuid, operatorChangeEntry } from "../domain.js";
+import type { AuditStore } from "../store/audit/audit-store.js";
 import { withTransaction, type Pool, type PoolClient, type Queryable } from "../store/db.js";
-import { CONNECTION_COLUMNS, connectionAad, connectionFromRow, type ConnectionRecord } from "./connection-record.js";
+import type { ConnectionRecord, ConnectionStore } from "../store/vault/connection-store.js";
+import { connectionAad } from "./connection-record.js";
 import { invalidConnection, normaliseConnectionInput, secretProblem, type ConnectionInput } from "./connection-input.js";
 import { requireCipher, type SecretCipher } from "./secret-cipher.js";
 
@@ -30,6 +32,12 @@ export interface ConnectionChange {
 }
 
 type Db = Pool | PoolClient;
+
+/** What a change writes through (`runtime.stores`): the connection row and, in the same transaction, its audit row. */
+export interface ConnectionStores {
+  connections: ConnectionStore;
+  audit: Pick<AuditStore, "append">;
+}
 
 /** With a Pool, a transaction of its own; with a client, the caller's (which must be one). */
 function transact<T>(db: Db, fn: (client: PoolClient) => Promise<T>): Promise<T> {
@@ -46,8 +54,16 @@ function actorOf(change: ConnectionChange): string {
   return actor.slice(0, 200);
 }
 
-async function audit(client: PoolClient, connection: ConnectionRecord, verdict: "added" | "rotated" | "deleted", actor: string, reason: string, nowMs: number): Promise<void> {
-  await appendAudit(client, [
+async function audit(
+  stores: ConnectionStores,
+  client: PoolClient,
+  connection: ConnectionRecord,
+  verdict: "added" | "rotated" | "deleted",
+  actor: string,
+  reason: string,
+  nowMs: number,
+): Promise<void> {
+  await stores.audit.append(client, [
     operatorChangeEntry({
       orgId: connection.orgId,
       action: "connection",
@@ -65,7 +81,7 @@ async function audit(client: PoolClient, connection: ConnectionRecord, verdict: 
  * Adds a connection. FAILED_PRECONDITION without a cipher; INVALID_ARGUMENT listing every problem; ALREADY_EXISTS
  * when the tenant already has one for the kind and account (rotate or delete that one).
  */
-export async function addConnection(db: Db, cipher: SecretCipher | undefined, orgId: string, input: ConnectionInput, change: ConnectionChange): Promise<ConnectionRecord> {
+export async function addConnection(stores: ConnectionStores, db: Db, cipher: SecretCipher | undefined, orgId: string, input: ConnectionInput, change: ConnectionChange): Promise<ConnectionRecord> {
   const sealer = requireCipher(cipher, "adding a connection");
   const normal = normaliseConnectionInput(input);
   const actor = actorOf(change);
@@ -74,28 +90,32 @@ export async function addConnection(db: Db, cipher: SecretCipher | undefined, or
   const ciphertext = sealer.seal(input.secret, connectionAad(id));
   const fingerprint = sealer.fingerprint(input.secret);
   return transact(db, async (client) => {
-    const { rows } = await client.query(
-      `INSERT INTO connections (id, org_id, kind, account_key, api_base_url, secret_ciphertext, secret_fingerprint, targets, created_by, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10::double precision / 1000), to_timestamp($10::double precision / 1000))
-       ON CONFLICT (org_id, kind, account_key) DO NOTHING
-       RETURNING ${CONNECTION_COLUMNS}`,
-      [id, orgId, normal.kind, normal.accountKey, normal.apiBaseUrl, ciphertext, fingerprint, normal.targets, actor, nowMs],
-    );
-    if (!rows[0]) {
+    const connection = await stores.connections.insert(client, {
+      id,
+      orgId,
+      kind: normal.kind,
+      accountKey: normal.accountKey,
+      apiBaseUrl: normal.apiBaseUrl,
+      targets: normal.targets,
+      secretCiphertext: ciphertext,
+      secretFingerprint: fingerprint,
+      createdBy: actor,
+      nowMs,
+    });
+    if (!connection) {
       throw new SwitchyardError(
         ErrorCode.AlreadyExists,
         `tenant ${orgId} already has a ${normal.kind} connection for ${normal.accountKey}; rotate its secret or delete it first (connection list shows its id)`,
         { details: { path: "account_key", orgId, kind: normal.kind, accountKey: normal.accountKey } },
       );
     }
-    const connection = connectionFromRow(rows[0]);
-    await audit(client, connection, "added", actor, `fingerprint ${fingerprint}; api ${connection.apiBaseUrl}; targets ${connection.targets.join(",") || "*"}`, nowMs);
+    await audit(stores, client, connection, "added", actor, `fingerprint ${fingerprint}; api ${connection.apiBaseUrl}; targets ${connection.targets.join(",") || "*"}`, nowMs);
     return connection;
   });
 }
 
 /** Replaces the secret (sealed afresh under the current key). NOT_FOUND for another tenant's or an unknown id. */
-export async function rotateConnection(db: Db, cipher: SecretCipher | undefined, orgId: string, id: string, secret: string, change: ConnectionChange): Promise<ConnectionRecord> {
+export async function rotateConnection(stores: ConnectionStores, db: Db, cipher: SecretCipher | undefined, orgId: string, id: string, secret: string, change: ConnectionChange): Promise<ConnectionRecord> {
   const sealer = requireCipher(cipher, "rotating a connection's secret");
   const problem = secretProblem(secret);
   if (problem) throw invalidConnection([{ path: "secret", reason: problem }]);
@@ -103,63 +123,50 @@ export async function rotateConnection(db: Db, cipher: SecretCipher | undefined,
   const nowMs = change.nowMs ?? Date.now();
   if (!isUuid(id)) throw notFound(orgId, id);
   return transact(db, async (client) => {
-    const before = await client.query(`SELECT secret_fingerprint FROM connections WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]);
-    if (!before.rows[0]) throw notFound(orgId, id);
+    const before = await stores.connections.lockFingerprint(client, orgId, id);
+    if (before === undefined) throw notFound(orgId, id);
     const fingerprint = sealer.fingerprint(secret);
-    const { rows } = await client.query(
-      `UPDATE connections SET secret_ciphertext = $3, secret_fingerprint = $4,
-         rotated_at = to_timestamp($5::double precision / 1000), updated_at = to_timestamp($5::double precision / 1000)
-       WHERE org_id = $1 AND id = $2 RETURNING ${CONNECTION_COLUMNS}`,
-      [orgId, id, sealer.seal(secret, connectionAad(id)), fingerprint, nowMs],
-    );
-    const connection = connectionFromRow(rows[0]);
-    await audit(client, connection, "rotated", actor, `fingerprint ${before.rows[0].secret_fingerprint as string} -> ${fingerprint}`, nowMs);
+    const connection = await stores.connections.replaceSecret(client, orgId, id, { ciphertext: sealer.seal(secret, connectionAad(id)), fingerprint, nowMs });
+    await audit(stores, client, connection, "rotated", actor, `fingerprint ${before} -> ${fingerprint}`, nowMs);
     return connection;
   });
 }
 
 /** Deletes a connection; replies it made keep their rows (connection_id becomes NULL). Returns what was deleted. */
-export async function deleteConnection(db: Db, orgId: string, id: string, change: ConnectionChange): Promise<ConnectionRecord> {
+export async function deleteConnection(stores: ConnectionStores, db: Db, orgId: string, id: string, change: ConnectionChange): Promise<ConnectionRecord> {
   const actor = actorOf(change);
   const nowMs = change.nowMs ?? Date.now();
   if (!isUuid(id)) throw notFound(orgId, id);
   return transact(db, async (client) => {
-    const { rows } = await client.query(`DELETE FROM connections WHERE org_id = $1 AND id = $2 RETURNING ${CONNECTION_COLUMNS}`, [orgId, id]);
-    if (!rows[0]) throw notFound(orgId, id);
-    const connection = connectionFromRow(rows[0]);
-    await audit(client, connection, "deleted", actor, `fingerprint ${connection.fingerprint}`, nowMs);
+    const connection = await stores.connections.delete(client, orgId, id);
+    if (!connection) throw notFound(orgId, id);
+    await audit(stores, client, connection, "deleted", actor, `fingerprint ${connection.fingerprint}`, nowMs);
     return connection;
   });
 }
 
 /** The tenant's connections by kind and account. */
-export async function listConnections(db: Queryable, orgId: string): Promise<ConnectionRecord[]> {
-  const { rows } = await db.query(`SELECT ${CONNECTION_COLUMNS} FROM connections WHERE org_id = $1 ORDER BY kind, account_key`, [orgId]);
-  return rows.map(connectionFromRow);
+export async function listConnections(connections: Pick<ConnectionStore, "list">, db: Queryable, orgId: string): Promise<ConnectionRecord[]> {
+  return connections.list(db, orgId);
 }
 
-export async function getConnection(db: Queryable, orgId: string, id: string): Promise<ConnectionRecord> {
-  const connection = await findConnection(db, orgId, id);
+export async function getConnection(connections: Pick<ConnectionStore, "find">, db: Queryable, orgId: string, id: string): Promise<ConnectionRecord> {
+  const connection = await findConnection(connections, db, orgId, id);
   if (!connection) throw notFound(orgId, id);
   return connection;
 }
 
 /** The tenant's connection `id`, or undefined (also for another tenant's id). */
-export async function findConnection(db: Queryable, orgId: string, id: string): Promise<ConnectionRecord | undefined> {
+export async function findConnection(connections: Pick<ConnectionStore, "find">, db: Queryable, orgId: string, id: string): Promise<ConnectionRecord | undefined> {
   if (!isUuid(id)) return undefined;
-  const { rows } = await db.query(`SELECT ${CONNECTION_COLUMNS} FROM connections WHERE org_id = $1 AND id = $2`, [orgId, id]);
-  return rows[0] ? connectionFromRow(rows[0]) : undefined;
+  return connections.find(db, orgId, id);
 }
 
 /**
  * Records the Slack bot and app ids our own posts carry (from `chat.postMessage`'s answer), so the echo of a post
  * can be recognised. Only fills in or changes them; never touches the secret.
  */
-export async function recordConnectionBot(db: Queryable, orgId: string, id: string, ids: { botId?: string | null; appId?: string | null }): Promise<void> {
+export async function recordConnectionBot(connections: Pick<ConnectionStore, "recordBot">, db: Queryable, orgId: string, id: string, ids: { botId?: string | null; appId?: string | null }): Promise<void> {
   if (!isUuid(id)) return;
-  await db.query(
-    `UPDATE connections SET bot_id = COALESCE($3, bot_id), app_id = COALESCE($4, app_id)
-     WHERE org_id = $1 AND id = $2 AND (bot_id IS DISTINCT FROM COALESCE($3, bot_id) OR app_id IS DISTINCT FROM COALESCE($4, app_id))`,
-    [orgId, id, ids.botId ?? null, ids.appId ?? null],
-  );
+  await connections.recordBot(db, orgId, id, { botId: ids.botId ?? null, appId: ids.appId ?? null });
 }

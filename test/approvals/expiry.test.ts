@@ -90,6 +90,7 @@ describe("approval expiry", () => {
     const coordinator = (consumer: string) =>
       new Coordinator({
         pool: rt!.pool,
+        store: rt!.stores.coordinator,
         bus: rt!.bus,
         engine: rt!.engine,
         publisher: rt!.publisher,
@@ -101,7 +102,7 @@ describe("approval expiry", () => {
         sweepIntervalMs: 100,
         trimMaxLen: 1000,
         clock: overdue,
-        sweepJobs: [approvalExpirySweep(rt!.stores.approvals)],
+        sweepJobs: [approvalExpirySweep(rt!.stores)],
       });
     const [one, two] = [coordinator("one"), coordinator("two")];
     // Sweeps through the coordinators' expiry job, plus direct calls, all at once.

@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest";
 const SRC = join(dirname(fileURLToPath(import.meta.url)), "../../src");
 /** A relative import that loads the module at run time (not `import type …`). */
 const VALUE_IMPORT = /(?:^|[\s;])import\s+(?!type\s)[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']/g;
-const IMPORT = /(?:^|[\s;])(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+const IMPORT = /(?:^|[\s;])(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)|(?:^|[\s;])import\s*["'](\.{1,2}\/[^"']+)["']/g;
 
 /** Every module of src/ (generated code aside) with the src-relative modules it imports (`.ts`). */
 function importGraph(): Map<string, Set<string>> {
@@ -28,7 +28,7 @@ function importGraph(): Map<string, Set<string>> {
         const from = relative(SRC, path);
         const targets = new Set<string>();
         for (const match of readFileSync(path, "utf8").matchAll(IMPORT)) {
-          const spec = match[1] ?? match[2]!;
+          const spec = match[1] ?? match[2] ?? match[3]!;
           targets.add(normalize(join(dirname(from), spec)).replace(/\.js$/, ".ts"));
         }
         graph.set(from, targets);
@@ -121,10 +121,30 @@ describe("layering of src/", () => {
       [...readFileSync(join(SRC, from), "utf8").matchAll(VALUE_IMPORT)].map((match) => `${from} -> ${normalize(join(dirname(from), match[1]!)).replace(/\.js$/, ".ts")}`),
     );
     expect(loaded.length).toBeGreaterThan(20);
-    // Tracing reads its spans' root contexts itself, and only when tracing is on.
-    expect(loaded.filter((edge) => runsSql(edge.split(" -> ")[1]!))).toEqual(["coordinator/engine.ts -> telemetry/hop-spans.ts"]);
+    expect(loaded.filter((edge) => runsSql(edge.split(" -> ")[1]!))).toEqual([]);
     expect(graph.get("coordinator/engine.ts")?.has("store/engine/engine-store.ts")).toBe(true);
     expect(graph.get("runtime.ts")?.has("store/engine/postgres-engine-store.ts")).toBe(true);
+    // Tracing's root contexts too: read through the engine's TraceRootStore, only when tracing is on.
+    expect(graph.get("store/engine/postgres-engine-store.ts")?.has("store/telemetry/postgres-trace-root-store.ts")).toBe(true);
+  });
+
+  it("hands the coordinator process its storage through ports (issue 27 §2): coordinator/ loads no module that runs SQL and of store/ only ports", () => {
+    // A value import, value re-export or import() loads a module; a type import does not.
+    const runsSql = (module: string): boolean => /\.query[<(]/.test(readFileSync(join(SRC, module), "utf8"));
+    const LOADS = /(?:^|[\s;])(?:import|export)\s+(?!type\s)[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+    const coordinator = [...graph.keys()].filter((m) => areaOf(m) === "coordinator");
+    const loaded = coordinator.flatMap((from) =>
+      [...readFileSync(join(SRC, from), "utf8").matchAll(LOADS)].map((match) => `${from} -> ${normalize(join(dirname(from), match[1] ?? match[2]!)).replace(/\.js$/, ".ts")}`),
+    );
+    expect(loaded.length).toBeGreaterThan(50);
+    expect(coordinator.filter(runsSql)).toEqual([]);
+    expect(loaded.filter((edge) => runsSql(edge.split(" -> ")[1]!) || edge.split(" -> ")[1]!.startsWith("store/"))).toEqual([]);
+    // Type imports of store/: the types-only ports (store/<concern>/<concern>-store.ts) and the connection types (db.ts).
+    const isPort = (to: string): boolean => to === "store/db.ts" || (to.endsWith("-store.ts") && !to.split("/").pop()!.startsWith("postgres-"));
+    const typeOnly = edgesOutOf("coordinator").filter((edge) => !loaded.includes(edge));
+    expect(typeOnly.filter((edge) => edge.split(" -> ")[1]!.startsWith("store/") && !isPort(edge.split(" -> ")[1]!))).toEqual([]);
+    expect(graph.get("coordinator/coordinator.ts")?.has("store/coordinator/coordinator-store.ts")).toBe(true);
+    expect(graph.get("store/postgres-stores.ts")?.has("store/coordinator/postgres-coordinator-store.ts")).toBe(true);
   });
 
   it("ratchet (issue 27 §2): the modules that run SQL outside store/, counted by area, only go down", () => {
@@ -155,57 +175,66 @@ describe("layering of src/", () => {
     expect(edgesOutOf("harness")).toContain("harness/process.ts -> replies/redis-reply-outcome.ts");
   });
 
-  it("ratchet (issue 27 §4): what cli/commands reach besides the client and output helpers only shrinks", () => {
-    const reach = new Set(edgesOutOf("cli").filter((edge) => edge.startsWith("cli/commands/")).map((edge) => areaOf(edge.split(" -> ")[1]!)));
-    expect([...reach].sort()).toEqual(BASELINE_CLI_COMMANDS_REACH);
+  it("keeps the CLI's commands on the client (issue 27 §4): cli/commands reach only cli/ and errors, the process starters only what starts a process", () => {
+    const reachOf = (command: string): string[] => [...(graph.get(`cli/commands/${command}.ts`) ?? [])].filter((to) => areaOf(to) !== "cli").sort();
+    const commands = [...graph.keys()].filter((m) => m.startsWith("cli/commands/")).map((m) => m.slice("cli/commands/".length, -".ts".length));
+    expect(commands.length).toBeGreaterThan(15);
+    // Every command that works on a running system calls a client in cli/remote/ (the gateway's handlers, in-process
+    // in direct mode) and prints with cli/output.ts.
+    const onTheClient = commands.filter((c) => !(c in STARTERS) && c !== "bus");
+    expect(onTheClient.flatMap((c) => reachOf(c).filter((to) => to !== "errors.ts").map((to) => `cli/commands/${c}.ts -> ${to}`))).toEqual([]);
+    // `bus key` derives a publisher key from the operator's own secret: a pure function, no service to ask.
+    expect(reachOf("bus")).toEqual(["bus/auth/bus-keys.ts", "errors.ts"]);
+    expect([...graph.get("bus/auth/bus-keys.ts")!]).toEqual(["errors.ts"]);
+    // The starters are where a process is composed: each may load only the roots and plumbing listed for it.
+    for (const [starter, allowed] of Object.entries(STARTERS)) expect({ [starter]: reachOf(starter).filter((to) => !allowed.includes(to)) }).toEqual({ [starter]: [] });
   });
 });
 
 /**
- * The areas `src/cli/commands/*` import today; issue 27 §4 wants the client and the output helpers only. The tenant
- * commands (workflow, task, approval, audit verify/list) and the admin commands with a service (tenant, apikey,
- * dlq, flags, limits, connection, ingest, foreign) reach only the clients in cli/remote/, which run the gateway's
- * handlers in-process in direct mode; what is left belongs to the commands without a service (policy, vault,
- * shards, bus, approval links, audit checkpoints) and to the ones that start processes (start, demo, gateway,
- * migrate).
+ * The commands that start a process (or, for migrate, run the one-off job that readies the database), with what
+ * each may load: composition roots (coordinator-process, gateway/server, harness/process, devtools), the process
+ * plumbing they are started with, and telemetry's start-up. Adding to a list is a decision a reviewer sees here.
  */
-const BASELINE_CLI_COMMANDS_REACH = [
-  "approvals",
-  "bus",
-  "config",
-  "coordinator",
-  "coordinator-process",
-  "devtools",
-  "errors",
-  "gateway",
-  "governance",
-  "harness",
-  "logger",
-  "metrics",
-  "process",
-  "services",
-  "store",
-  "telemetry",
-  "tenancy",
-  "vault",
-];
+const STARTERS: Record<string, readonly string[]> = {
+  start: [
+    "bus/keys.ts",
+    "config/index.ts",
+    "coordinator-process.ts",
+    "devtools/dev-stack.ts",
+    "devtools/example-handlers.ts",
+    "errors.ts",
+    "harness/process.ts",
+    "logger.ts",
+    "metrics/metrics-server.ts",
+    "process/process-guard.ts",
+    "process/readiness.ts",
+    "services/resolve-local-services.ts",
+    "store/migrate.ts",
+    "telemetry/sdk.ts",
+  ],
+  demo: [
+    "devtools/demo/run-demo.ts",
+    "devtools/demo/run-mcp-demo.ts",
+    "devtools/demo/run-orchestrator-demo.ts",
+    "devtools/demo/run-origin-demo.ts",
+    "errors.ts",
+    "logger.ts",
+    "services/resolve-local-services.ts",
+    "telemetry/sdk.ts",
+  ],
+  gateway: ["bus/auth/bus-keys.ts", "gateway/server.ts", "process/process-guard.ts", "telemetry/sdk.ts"],
+  migrate: ["process/service-endpoints.ts", "store/migrate.ts"],
+};
 
 /** Modules outside store/ with a query in them, by area, today; issue 27 §2 wants them behind ports in store/. */
 const BASELINE_SQL_MODULES_BY_AREA: Record<string, number> = {
   cli: 1,
-  coordinator: 5,
   diagnosis: 1,
-  fairness: 1,
-  foreign: 1,
   gateway: 5,
-  governance: 3,
   ingest: 1,
   metrics: 1,
   process: 1,
   sdk: 2,
   services: 1,
-  tasks: 2,
-  telemetry: 1,
-  tenancy: 2,
-  vault: 3,
 };

@@ -1,7 +1,9 @@
+import { createPublicKey, generateKeyPairSync } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkpointJobOf, createCheckpointJob, DEFAULT_CHECKPOINT_INTERVAL_MS } from "../../src/governance/checkpoint-job.js";
+import { checkpointKeyId } from "../../src/governance/checkpoint-keys.js";
 import { listCheckpoints } from "../../src/governance/checkpoints.js";
 import { verifyChainWithCheckpoints } from "../../src/governance/checkpoint-verify.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
@@ -9,6 +11,10 @@ import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { createCliEnvironment, ONE_STEP_WORKFLOW, type CliEnvironment } from "../cli/helpers.js";
 import { createTestRuntime, waitFor } from "../support/runtime.js";
 import { editReason, rewriteChain } from "./chain.js";
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
+
+/** The storage ports the checkpoint signer and verifier take (runtime.stores in a process). */
+const stores = createPostgresStores();
 
 describe("switchyard audit checkpoint / checkpoints / verify --checkpoints", () => {
   let cli: CliEnvironment;
@@ -91,14 +97,14 @@ describe("the coordinator's checkpoint loop", () => {
     const rt = await createTestRuntime();
     try {
       await submitWorkflow(rt.pool, "acme", parseWorkflowDefinition("name: solo\nsteps:\n  - { id: only, to: \"role:nobody\" }\n"));
-      rt.startCoordinator({ checkpoints: createCheckpointJob({ pool: rt.pool, intervalMs: 50, everyRows: 1 }) });
+      rt.startCoordinator({ checkpoints: createCheckpointJob({ pool: rt.pool, stores: rt.stores, intervalMs: 50, everyRows: 1 }) });
       await rt.tasks.start({ orgId: "acme", workflow: "solo" });
       const [checkpoint] = await waitFor(async () => {
-        const found = await listCheckpoints(rt.pool, "acme");
+        const found = await listCheckpoints(stores, rt.pool, "acme");
         return found.length > 0 && found;
       }, { what: "a checkpoint" });
       expect(checkpoint!.seq).toBeGreaterThanOrEqual(1);
-      expect((await verifyChainWithCheckpoints(rt.pool, "acme")).ok).toBe(true);
+      expect((await verifyChainWithCheckpoints(stores, rt.pool, "acme")).ok).toBe(true);
     } finally {
       await rt.cleanup();
     }
@@ -106,9 +112,41 @@ describe("the coordinator's checkpoint loop", () => {
 
   it("runs the default job unless told not to", () => {
     const pool = {} as never;
-    expect(checkpointJobOf({ pool })?.intervalMs).toBe(DEFAULT_CHECKPOINT_INTERVAL_MS);
-    expect(checkpointJobOf({ pool, checkpoints: false })).toBeUndefined();
+    expect(checkpointJobOf({ pool, stores })?.intervalMs).toBe(DEFAULT_CHECKPOINT_INTERVAL_MS);
+    expect(checkpointJobOf({ pool, stores, checkpoints: false })).toBeUndefined();
     const own = { intervalMs: 7, run: async () => 0 };
-    expect(checkpointJobOf({ pool, checkpoints: own })).toBe(own);
+    expect(checkpointJobOf({ pool, stores, checkpoints: own })).toBe(own);
+  });
+});
+
+describe("switchyard audit checkpoint --key-file", () => {
+  let cli: CliEnvironment;
+  beforeAll(async () => {
+    cli = await createCliEnvironment();
+    const file = await cli.file("one.yaml", ONE_STEP_WORKFLOW);
+    expect((await cli.run(["workflow", "submit", file, "--tenant", "acme"])).code).toBe(0);
+    expect((await cli.run(["task", "start", "one-step", "--tenant", "acme"])).code).toBe(0);
+  });
+  afterAll(async () => {
+    await cli?.cleanup();
+  });
+
+  it("signs with the operator's key in the CLI; only its public key is stored", async () => {
+    const pem = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const keyFile = await cli.file("operator.pem", pem);
+    const signed = await cli.run(["audit", "checkpoint", "--tenant", "acme", "--key-file", keyFile, "--json"]);
+    expect(signed.code).toBe(0);
+    const outcome = JSON.parse(signed.last);
+    expect(outcome).toMatchObject({ tenant: "acme", status: "signed", checkpoint: { orgId: "acme", kid: checkpointKeyId(createPublicKey(pem)) } });
+    const again = await cli.run(["audit", "checkpoint", "--tenant", "acme", "--key-file", keyFile]);
+    expect(again.last).toBe(`the audit head of tenant acme at seq ${outcome.checkpoint.seq} is already signed (key ${outcome.checkpoint.kid})`);
+    const { rows } = await cli.db.pool.query("SELECT private_key FROM checkpoint_keys WHERE kid = $1", [outcome.checkpoint.kid]);
+    expect(rows).toEqual([{ private_key: null }]);
+    expect((await verifyChainWithCheckpoints(stores, cli.db.pool, "acme")).ok).toBe(true);
+
+    const notAKey = await cli.file("not-a-key.pem", "hello");
+    const refused = await cli.run(["audit", "checkpoint", "--tenant", "acme", "--key-file", notAKey]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/^error: CONFIG: the checkpoint signing key does not parse/);
   });
 });

@@ -3,6 +3,7 @@
  * AdminService handlers run in-process (src/cli/remote/admin-api.ts), the operator acting as an admin for no
  * tenant: what only a handler checks is checked, and `--json` prints byte for byte what the stores' records print.
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tenantJson } from "../../src/cli/commands/tenant.js";
 import { apiKeyJson } from "../../src/cli/commands/apikey.js";
@@ -15,6 +16,8 @@ import { FlagValues } from "../../src/flags/flag-values.js";
 import { listApiKeys } from "../../src/tenancy/api-keys.js";
 import { listTenants } from "../../src/tenancy/tenants.js";
 import { createCliEnvironment, type CliEnvironment } from "./helpers.js";
+
+const stores = createPostgresStores();
 
 let cli: CliEnvironment;
 beforeAll(async () => {
@@ -51,12 +54,12 @@ describe("operator commands through AdminService (direct mode)", () => {
       return run.last;
     };
     const pool = cli.db.pool;
-    expect(await json(["tenant", "list"])).toBe(JSON.stringify({ tenants: (await listTenants(pool)).map(tenantJson) }));
-    expect(await json(["apikey", "list"])).toBe(JSON.stringify({ apiKeys: (await listApiKeys(pool)).map(apiKeyJson) }));
-    expect(await json(["apikey", "list", "--tenant", "acme"])).toBe(JSON.stringify({ apiKeys: (await listApiKeys(pool, { orgId: "acme" })).map(apiKeyJson) }));
+    expect(await json(["tenant", "list"])).toBe(JSON.stringify({ tenants: (await listTenants(stores.tenants, pool)).map(tenantJson) }));
+    expect(await json(["apikey", "list"])).toBe(JSON.stringify({ apiKeys: (await listApiKeys(stores.apiKeys, pool)).map(apiKeyJson) }));
+    expect(await json(["apikey", "list", "--tenant", "acme"])).toBe(JSON.stringify({ apiKeys: (await listApiKeys(stores.apiKeys, pool, { orgId: "acme" })).map(apiKeyJson) }));
     expect(await json(["limits", "list"])).toBe(JSON.stringify(await listLimits(pool)));
     expect(await json(["flags", "list"])).toBe(JSON.stringify(new FlagValues(loadConfig(cli.env).flags, await listFlags(pool)).describe()));
-    expect(await json(["tenant", "budget", "acme", "--none"])).toBe(JSON.stringify(tenantJson((await listTenants(pool))[0]!)));
+    expect(await json(["tenant", "budget", "acme", "--none"])).toBe(JSON.stringify(tenantJson((await listTenants(stores.tenants, pool))[0]!)));
   });
 
   it("opens the runtime the handlers run on: an unreachable Redis is named, as for the tenant commands", async () => {

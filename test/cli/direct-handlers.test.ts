@@ -4,6 +4,7 @@
  * through the `cli` channel, and what the operator says with `--actor` is recorded as said (gateway/auth.ts
  * `callActor`), not as an API key's action.
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { HandlerContext } from "@connectrpc/connect";
@@ -14,6 +15,8 @@ import { submitWorkflow } from "../../src/store/workflow-store.js";
 import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { keyItem, uniqueSecret } from "../vault/helpers.js";
 import { createCliEnvironment, ONE_STEP_WORKFLOW, type CliEnvironment } from "./helpers.js";
+
+const stores = createPostgresStores();
 
 /** `Service.method channel` of every handler call in this process. */
 const handled = vi.hoisted(() => [] as string[]);
@@ -67,7 +70,7 @@ describe("direct mode runs the gateway's handlers", () => {
   beforeAll(async () => {
     cli = await createCliEnvironment();
     await submitWorkflow(cli.db.pool, "acme", parseWorkflowDefinition(ONE_STEP_WORKFLOW));
-    await registerForeignAgent(cli.db.pool, "acme", { agentKey: "weather", baseUrl: "https://weather.example.com/a2a", allowHost: "weather.example.com", skills: [] });
+    await registerForeignAgent(stores.foreignAgents, cli.db.pool, "acme", { agentKey: "weather", baseUrl: "https://weather.example.com/a2a", allowHost: "weather.example.com", skills: [] });
   });
   afterAll(async () => {
     await cli?.cleanup();

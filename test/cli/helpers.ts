@@ -1,6 +1,7 @@
 /**
  * Runs the CLI in-process against a test database and a unique Redis prefix, capturing its output.
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { TEST_BUS_SECRET_ENV } from "../support/bus-auth.js";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,6 +11,8 @@ import { createTenant } from "../../src/tenancy/tenants.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { FLAGS_ON_ENV, redisUrl } from "../support/env.js";
 import { createTestRedis, type TestRedis } from "../support/redis.js";
+
+const stores = createPostgresStores();
 
 export interface CliRun {
   code: number;
@@ -54,7 +57,7 @@ export interface CliEnvironmentOptions {
 
 export async function createCliEnvironment(options: CliEnvironmentOptions = {}): Promise<CliEnvironment> {
   const db = await createTestDatabase();
-  for (const orgId of options.tenants ?? ["acme"]) await createTenant(db.pool, { orgId, name: orgId });
+  for (const orgId of options.tenants ?? ["acme"]) await createTenant(stores.tenants, db.pool, { orgId, name: orgId });
   const redis = await createTestRedis();
   const dir = await mkdtemp(join(tmpdir(), "sy-cli-"));
   const env = { ...FLAGS_ON_ENV, SWITCHYARD_BUS_SECRET: TEST_BUS_SECRET_ENV, DATABASE_URL: db.url, REDIS_URL: redisUrl(), SWITCHYARD_KEY_PREFIX: redis.prefix, SWITCHYARD_LOG_LEVEL: "warn" };

@@ -3,6 +3,7 @@
  * console, and the local A2A fact-checker registered for the tenant) on a scratch database and key prefix, with
  * the demo workflow submitted, a tenant key and an admin key, and one dead letter to replay.
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { spawnSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -19,6 +20,8 @@ import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { uniquePrefix } from "../support/redis.js";
 import { testConfig } from "../support/runtime.js";
+
+const stores = createPostgresStores();
 
 export const TENANT = "demo";
 /** A stream no worker reads: the dead letter the suite replays lives there. */
@@ -63,10 +66,10 @@ export async function startConsoleStack(): Promise<ConsoleStack> {
   };
   try {
     const { pool, flags, redis } = stack.runtime;
-    const tenantKey = (await createTenantWithKey(pool, { orgId: TENANT, name: "Demo tenant" })).apiKey.secret;
-    const adminKey = (await createApiKey(pool, { kind: "admin", name: "console-sre" })).secret;
+    const tenantKey = (await createTenantWithKey(stores, pool, { orgId: TENANT, name: "Demo tenant" })).apiKey.secret;
+    const adminKey = (await createApiKey(stores.apiKeys, pool, { kind: "admin", name: "console-sre" })).secret;
     await switchOnDemoFlags({ pool, flags, tenant: TENANT, roles: DEMO_ROLES, delegatingRoles: DEMO_DELEGATING_ROLES, egress: true, actor: DEMO_ACTOR });
-    await registerDemoAgent(pool, TENANT, agent.baseUrl);
+    await registerDemoAgent(stores.foreignAgents, pool, TENANT, agent.baseUrl);
     const definition = parseWorkflowDefinition(await readFile(DEMO_WORKFLOW_PATH, "utf8"), { format: "yaml" });
     const workflowRef = (await submitWorkflow(pool, TENANT, definition)).ref;
 

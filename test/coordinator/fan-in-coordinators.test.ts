@@ -48,6 +48,7 @@ describe("fan-in with several coordinators", () => {
     if (runtime !== rt) others.push(runtime);
     const coordinator = new Coordinator({
       pool: runtime.pool,
+      store: runtime.stores.coordinator,
       bus: runtime.bus,
       engine: runtime.engine,
       verifier: runtime.busAuth.verifier(),

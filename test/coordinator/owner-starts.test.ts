@@ -33,6 +33,8 @@ describe("task starts through the shard owner", () => {
         pool: rt.pool,
         engine: rt.engine,
         approvals: rt.stores.approvals,
+        tasks: rt.stores.tasks,
+        replies: rt.stores.replies,
         ...(publish ? { publisher: rt.publisher } : {}),
         maxPayloadBytes: 1000,
         owner: { signer: rt.busAuth.signer(GATEWAY_SENDER), shardCount: rt.config.shards.count },

@@ -51,6 +51,7 @@ describe("a poison entry in a coordinator batch", () => {
     });
     return new Coordinator({
       pool,
+      store: rt.stores.coordinator,
       bus: rt.bus,
       engine: rt.engine,
       publisher: rt.publisher,

@@ -1,10 +1,10 @@
 /**
- * Shard leases in Postgres (src/coordinator/shard-leases.ts) and the shard hash: the fence is what keeps an owner
- * that lost its lease (paused, partitioned) from committing, so these tests drive it through real transactions.
+ * Shard leases in Postgres (src/store/shards/postgres-shard-store.ts) and the shard hash: the fence is what keeps an
+ * owner that lost its lease (paused, partitioned) from committing, so these tests drive it through real transactions.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
-import { acquireShards, checkFence, heartbeatMember, listLeases, recordShardCount, releaseShards, renewShards } from "../../src/coordinator/shard-leases.js";
+import { acquireShards, checkFence, heartbeatMember, listLeases, recordShardCount, releaseShards, renewShards } from "../../src/store/shards/postgres-shard-store.js";
 import { assignShards } from "../../src/coordinator/shard-ownership.js";
 import { inboxOf, shardInbox, shardOf, shardOfInbox } from "../../src/bus/shards.js";
 import { withTransaction } from "../../src/store/db.js";

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ErrorCode } from "../../src/errors.js";
-import { listLeases, recordShardCount } from "../../src/coordinator/shard-leases.js";
+import { createPostgresShardStore, listLeases, recordShardCount } from "../../src/store/shards/postgres-shard-store.js";
 import { ShardOwnership } from "../../src/coordinator/shard-ownership.js";
 import { withTransaction } from "../../src/store/db.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
@@ -34,6 +34,7 @@ describe("shard ownership", () => {
   function start(id: string, events: string[] = []): ShardOwnership {
     const ownership = new ShardOwnership({
       pool: db.pool,
+      store: createPostgresShardStore(),
       coordinatorId: id,
       shardCount: COUNT,
       leaseTtlMs: TTL,

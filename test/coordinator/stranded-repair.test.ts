@@ -33,6 +33,7 @@ describe("stranded step repair", () => {
     // Driven by sweepOnce(), never started; the repair looks every sweep and needs no quiet time.
     coordinator = new Coordinator({
       pool: rt.pool,
+      store: rt.stores.coordinator,
       bus: rt.bus,
       engine: rt.engine,
       verifier: rt.busAuth.verifier(),
@@ -128,6 +129,7 @@ describe("stranded step repair", () => {
   function coordinatorOptions(): ConstructorParameters<typeof Coordinator>[0] {
     return {
       pool: rt.pool,
+      store: rt.stores.coordinator,
       bus: rt.bus,
       engine: rt.engine,
       verifier: rt.busAuth.verifier(),

@@ -30,6 +30,7 @@ describe("the sweep through a Redis outage", () => {
     const health = new DependencyHealth();
     const coordinator = new Coordinator({
       pool: rt.pool,
+      store: rt.stores.coordinator,
       bus: rt.bus,
       engine: rt.engine,
       publisher: rt.publisher,

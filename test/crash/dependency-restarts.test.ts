@@ -10,6 +10,7 @@
  * Waits are progress-based: they fail when nothing moved for a while and say what is stuck, so a slow machine is
  * told from a stuck system.
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, type Pool } from "../../src/store/db.js";
 import { migrate } from "../../src/store/migrate.js";
@@ -21,6 +22,8 @@ import { FLAGS_ON_ENV } from "../support/env.js";
 import { kill, spawnCli, type ManagedProcess } from "../support/processes.js";
 import { missingServiceBinaries, startOwnPostgres, startOwnRedis, type OwnPostgres, type OwnRedis } from "../support/own-services.js";
 import { freePort } from "../support/ports.js";
+
+const stores = createPostgresStores();
 
 const POSTGRES_PORTS = [5441, 5442, 5443, 5444];
 const REDIS_PORTS = [6391, 6392, 6393, 6394];
@@ -171,7 +174,7 @@ describe.skipIf(missing !== undefined)("processes survive restarts of PostgreSQL
 
   it("keeps every process running and completes every task through Postgres fast/immediate restarts and a Redis restart with data loss", { timeout: 240_000 }, async () => {
     const db = pg!.url("switchyard");
-    const { apiKey } = await createTenantWithKey(pool!, { orgId: ORG, name: "Survivor" });
+    const { apiKey } = await createTenantWithKey(stores, pool!, { orgId: ORG, name: "Survivor" });
     await submitWorkflow(
       pool!,
       ORG,

@@ -12,7 +12,7 @@
  * lost, every task completed with one dispatch and one accepted result per step, and every chain verifies.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listLeases } from "../../src/coordinator/shard-leases.js";
+import { listLeases } from "../../src/store/shards/postgres-shard-store.js";
 import { shardInbox, shardOf } from "../../src/bus/shards.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";

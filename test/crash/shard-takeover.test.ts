@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seededRandom } from "../../faults/random.js";
-import { listLeases } from "../../src/coordinator/shard-leases.js";
+import { listLeases } from "../../src/store/shards/postgres-shard-store.js";
 import { shardInbox, shardOf } from "../../src/bus/shards.js";
 import { verifyChain } from "../../src/governance/audit-verify.js";
 import { submitWorkflow } from "../../src/store/workflow-store.js";

@@ -59,7 +59,7 @@ describe("starts crash test", () => {
     // Steps time out after a minute: only the harness could need that, and it is never killed here, so each
     // first step is dispatched exactly once unless a start is applied twice.
     for (const orgId of TENANTS) {
-      keys.set(orgId, (await createTenantWithKey(rt.pool, { orgId, name: orgId })).apiKey.secret);
+      keys.set(orgId, (await createTenantWithKey(rt.stores, rt.pool, { orgId, name: orgId })).apiKey.secret);
       await submitWorkflow(
         rt.pool,
         orgId,

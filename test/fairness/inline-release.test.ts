@@ -51,7 +51,7 @@ describe("inline release: held steps go in the batch that frees a slot", () => {
   it("the result that frees the slot and the dispatch that takes it commit together, the oldest held step first", async () => {
     const { first, held } = await setUp();
     expect([await statusOf(first), await statusOf(held[0]!), await statusOf(held[1]!)]).toEqual(["dispatched", "held", "held"]);
-    const engine = rt!.engine.fenced({ fence: async () => {} }, inlineRelease({ limits: rt!.limits, serves: () => true, clock: Date.now }));
+    const engine = rt!.engine.fenced({ fence: async () => {} }, inlineRelease({ limits: rt!.limits, store: rt!.stores.heldSteps, serves: () => true, clock: Date.now }));
     const applied = await engine.apply(rt!.pool, [result(first)]);
 
     expect(await statusOf(first)).toBe("completed");
@@ -75,7 +75,7 @@ describe("inline release: held steps go in the batch that frees a slot", () => {
     const { first, held } = await setUp();
     const broken: InlineRelease = {
       async plan(client, destinations) {
-        const planned = await inlineRelease({ limits: rt!.limits, serves: () => true, clock: Date.now }).plan(client, destinations);
+        const planned = await inlineRelease({ limits: rt!.limits, store: rt!.stores.heldSteps, serves: () => true, clock: Date.now }).plan(client, destinations);
         // A statement Postgres refuses, as a poison held step might cause: the transaction is aborted, not just this call.
         await client.query("SELECT 1 / 0");
         return planned;

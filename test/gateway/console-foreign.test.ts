@@ -21,7 +21,7 @@ describe("foreign hops on the console's pages", () => {
   let key: string;
   beforeAll(async () => {
     rt = await createForeignRuntime();
-    key = (await createTenantWithKey(rt.pool, { orgId: ORG, name: "Acme" })).apiKey.secret;
+    key = (await createTenantWithKey(rt.stores, rt.pool, { orgId: ORG, name: "Acme" })).apiKey.secret;
     helper = await startA2AAgent({ dialect: "1.0" });
     await rt.register(ORG, { agentKey: "helper", baseUrl: helper.baseUrl });
     await rt.submit(ORG, "name: ask\nsteps:\n  - { id: b, to: \"foreign:helper\" }\n");

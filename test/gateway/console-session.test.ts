@@ -164,8 +164,8 @@ describe("console sessions", () => {
     const other = await fx.client(AdminService, await fx.adminKey()).createApiKey({ orgId: "console-a", name: "doomed" });
     const s = await signIn(fx.url, other.secret);
     expect((await sessionCall(fx.url, LIST_WORKFLOWS, {}, s)).status).toBe(200);
-    const id = (await listApiKeys(fx.rt.pool, { orgId: "console-a" })).find((k) => k.name === "doomed")!.id;
-    await revokeApiKey(fx.rt.pool, id);
+    const id = (await listApiKeys(fx.rt.stores.apiKeys, fx.rt.pool, { orgId: "console-a" })).find((k) => k.name === "doomed")!.id;
+    await revokeApiKey(fx.rt.stores.apiKeys, fx.rt.pool, id);
     const after = await sessionCall(fx.url, LIST_WORKFLOWS, {}, s);
     expect(after.status).toBe(401);
     expect(after.body.message).toContain("revoked");

@@ -39,10 +39,10 @@ export async function createGatewayFixture(options: GatewayOptions = {}, runtime
     gateway,
     url: gateway.url,
     async tenant(orgId) {
-      return (await createTenantWithKey(rt.pool, { orgId, name: `Tenant ${orgId}` })).apiKey.secret;
+      return (await createTenantWithKey(rt.stores, rt.pool, { orgId, name: `Tenant ${orgId}` })).apiKey.secret;
     },
     async adminKey() {
-      return (await createApiKey(rt.pool, { kind: "admin", name: "sre" })).secret;
+      return (await createApiKey(rt.stores.apiKeys, rt.pool, { kind: "admin", name: "sre" })).secret;
     },
     client(service, token, clientOptions = {}) {
       return createClient(service, createApiTransport({ url: gateway.url, token, ...(clientOptions.tenant ? { tenant: clientOptions.tenant } : {}), useBinaryFormat: !clientOptions.json }));

@@ -111,8 +111,8 @@ describe("tenant isolation and authentication", () => {
 
     const fresh = await fx.tenant("tenant-c");
     expect((await fx.client(TaskService, fresh).list({})).tasks).toEqual([]);
-    const [cKey] = await listApiKeys(fx.rt.pool, { orgId: "tenant-c" });
-    await revokeApiKey(fx.rt.pool, cKey!.id);
+    const [cKey] = await listApiKeys(fx.rt.stores.apiKeys, fx.rt.pool, { orgId: "tenant-c" });
+    await revokeApiKey(fx.rt.stores.apiKeys, fx.rt.pool, cKey!.id);
     const revoked = await fx.client(TaskService, fresh).list({}).catch((e: unknown) => ConnectError.from(e));
     expect(revoked).toBeInstanceOf(ConnectError);
     expect((revoked as ConnectError).code).toBe(Code.Unauthenticated);

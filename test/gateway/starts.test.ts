@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { streamKey } from "../../src/bus/keys.js";
 import { inboxOf } from "../../src/bus/shards.js";
-import { recordShardCount } from "../../src/coordinator/shard-leases.js";
+import { recordShardCount } from "../../src/store/shards/postgres-shard-store.js";
 import { ErrorCode } from "../../src/errors.js";
 import { startGateway } from "../../src/gateway/server.js";
 import { StepStatus, TaskService } from "../../src/gen/switchyard/api/v1/tasks_pb.js";

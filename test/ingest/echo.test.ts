@@ -62,7 +62,7 @@ describe("echo suppression", () => {
       eps[name] = { id: created.endpoint!.id, secret: created.secret };
     }
     seedTask = (await bed.post(eps.generic!.id, "{}")).body.taskId;
-    await createTenant(bed.rt.pool, { orgId: "beta", name: "beta" });
+    await createTenant(bed.rt.stores.tenants, bed.rt.pool, { orgId: "beta", name: "beta" });
     connections.github = await connection("acme", "github", "github.com");
     connections.giteaA = await connection("acme", "gitea", "git-a.example");
     connections.giteaB = await connection("acme", "gitea", "git-b.example");

@@ -157,7 +157,7 @@ async function createOther(bed: IngestBed) {
   const { createClient } = await import("@connectrpc/connect");
   const { createApiTransport } = await import("../../src/cli/remote/transport.js");
   const { IngestService } = await import("../../src/gen/switchyard/api/v1/ingest_pb.js");
-  const key = (await createTenantWithKey(bed.rt.pool, { orgId: "other", name: "other" })).apiKey.secret;
+  const key = (await createTenantWithKey(bed.rt.stores, bed.rt.pool, { orgId: "other", name: "other" })).apiKey.secret;
   return createClient(IngestService, createApiTransport({ url: bed.gateway.url, token: key }));
 }
 

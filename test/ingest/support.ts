@@ -56,7 +56,7 @@ export async function createIngestBed(options: { maxBodyBytes?: number; encrypti
   };
   const gateway = await startGateway({ ...rt, config }, { port: 0, host: "127.0.0.1", ingestCacheTtlMs: 0, collectMetrics: false, shutdownGraceMs: 1000 });
   const orgId = options.orgId ?? "acme";
-  const key = (await createTenantWithKey(rt.pool, { orgId, name: orgId })).apiKey.secret;
+  const key = (await createTenantWithKey(rt.stores, rt.pool, { orgId, name: orgId })).apiKey.secret;
   await submitWorkflow(rt.pool, orgId, parseWorkflowDefinition(WORKFLOW));
   const ingest = createClient(IngestService, createApiTransport({ url: gateway.url, token: key, useBinaryFormat: false }));
   return {

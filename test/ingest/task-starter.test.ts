@@ -16,7 +16,7 @@ describe("createBatchedTaskStarter", () => {
   let endpointId: string;
   beforeAll(async () => {
     rt = await createTestRuntime();
-    await createTenant(rt.pool, { orgId: "acme", name: "acme" });
+    await createTenant(rt.stores.tenants, rt.pool, { orgId: "acme", name: "acme" });
     await submitWorkflow(rt.pool, "acme", parseWorkflowDefinition(WORKFLOW));
     endpointId = (await createIngestEndpoint(rt.stores.ingestEndpoints, rt.pool, undefined, "acme", { source: "generic", workflow: "triage" })).endpoint.id;
   });

@@ -70,12 +70,12 @@ describe("origin replies, end to end", () => {
     slack = await startProviderStub("slack", { token: SLACK_TOKEN, botId: "B0SWITCH", appId: "A0SWITCH", teamId: "T0ACME" });
     github = await startProviderStub("github", { token: GITHUB_TOKEN });
     for (const orgId of ["acme", "beta"]) {
-      await createTenantWithKey(rt.pool, { orgId, name: orgId });
+      await createTenantWithKey(rt.stores, rt.pool, { orgId, name: orgId });
       await submitWorkflow(rt.pool, orgId, parseWorkflowDefinition(WORKFLOW));
     }
     // Only acme holds credentials: a Slack workspace and the forge the GitHub stub stands for.
-    await addConnection(rt.pool, cipher, "acme", { kind: "slack", accountKey: "T0ACME", apiBaseUrl: slack.apiBaseUrl, secret: SLACK_TOKEN }, { actor: "test" });
-    await addConnection(rt.pool, cipher, "acme", { kind: "github", accountKey: new URL(github.origin).host, apiBaseUrl: github.apiBaseUrl, secret: GITHUB_TOKEN }, { actor: "test" });
+    await addConnection(rt.stores, rt.pool, cipher, "acme", { kind: "slack", accountKey: "T0ACME", apiBaseUrl: slack.apiBaseUrl, secret: SLACK_TOKEN }, { actor: "test" });
+    await addConnection(rt.stores, rt.pool, cipher, "acme", { kind: "github", accountKey: new URL(github.origin).host, apiBaseUrl: github.apiBaseUrl, secret: GITHUB_TOKEN }, { actor: "test" });
     for (const [name, orgId, source] of [
       ["acme-slack", "acme", "slack"],
       ["acme-github", "acme", "github"],
@@ -172,7 +172,7 @@ describe("origin replies, end to end", () => {
 
   it("(5) with no encryption key, creating a connection is refused and nothing is stored", async () => {
     await expect(
-      addConnection(rt.pool, undefined, "beta", { kind: "github", accountKey: "github.com", secret: "ghp_never_stored" }, { actor: "test" }),
+      addConnection(rt.stores, rt.pool, undefined, "beta", { kind: "github", accountKey: "github.com", secret: "ghp_never_stored" }, { actor: "test" }),
     ).rejects.toThrow(/SWITCHYARD_SECRET_ENCRYPTION_KEY/);
     const { rows } = await rt.pool.query("SELECT count(*)::int AS n FROM connections WHERE org_id = 'beta'");
     expect(rows[0].n).toBe(0);
@@ -201,7 +201,7 @@ describe("origin replies, end to end", () => {
   });
 
   it("(7) no API response, log line, audit row, reply row or metric contains a connection or ingest secret", async () => {
-    const key = (await createTenantWithKey(rt.pool, { orgId: "gamma", name: "gamma" })).apiKey.secret;
+    const key = (await createTenantWithKey(rt.stores, rt.pool, { orgId: "gamma", name: "gamma" })).apiKey.secret;
     const responses: string[] = [];
     for (const task of (await rt.pool.query<{ id: string; org_id: string }>("SELECT id, org_id FROM tasks WHERE org_id = 'acme'")).rows) {
       responses.push(JSON.stringify(await rt.tasks.get(task.org_id, task.id)));

@@ -25,7 +25,7 @@ describe("replies through the API, governed by the tenant's policy", () => {
 
   beforeAll(async () => {
     rt = await createTestRuntime({ flags: { replyEnabled: true, replyTenants: "*" } });
-    tasks = new TaskService({ pool: rt.pool, engine: rt.engine, approvals: rt.stores.approvals, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes, replyDeadlineMs: 300 });
+    tasks = new TaskService({ pool: rt.pool, engine: rt.engine, approvals: rt.stores.approvals, tasks: rt.stores.tasks, replies: rt.stores.replies, publisher: rt.publisher, maxPayloadBytes: rt.config.bus.maxPayloadBytes, replyDeadlineMs: 300 });
     for (const org of [OPEN, DENY, GATED]) {
       await setupTenant(rt, org);
       connections[org] = await addConnection(rt, org, { kind: "slack", accountKey: "T0ACME" });

@@ -8,6 +8,7 @@ import { Writable } from "node:stream";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { createMetrics, type Metrics } from "../../src/metrics/metrics.js";
 import type { ReplyAddress } from "../../src/core/reply-address.js";
+import { createPostgresConnectionStore } from "../../src/store/vault/postgres-connection-store.js";
 import { createReplySender, type ReplySender, type ReplySenderOptions } from "../../src/replies/reply-sender.js";
 import type { Pool } from "../../src/store/db.js";
 import { createPostgresReplyStore } from "../../src/store/replies/postgres-reply-store.js";
@@ -115,6 +116,7 @@ export function loopbackSender(pool: Pool, overrides: Partial<ReplySenderOptions
   const sender = createReplySender({
     pool,
     store: createPostgresReplyStore(),
+    connections: createPostgresConnectionStore(),
     cipher,
     egress: { allowedNetworks: ["127.0.0.0/8"], connectTimeoutMs: 1_000 },
     timeoutMs: 2_000,

@@ -18,7 +18,7 @@ describe("tenant scope (row-level security)", () => {
     for (const org of ["acme", "globex"]) {
       await submitWorkflow(rt.pool, org, parseWorkflowDefinition(`name: one\nsteps:\n  - { id: a, to: "role:echo" }\n`));
     }
-    const scopedTasks = new TaskService({ pool: rt.pool, engine: rt.engine, approvals: rt.stores.approvals, maxPayloadBytes: 1 << 20, transact: tenantScoped(rt.pool) });
+    const scopedTasks = new TaskService({ pool: rt.pool, engine: rt.engine, approvals: rt.stores.approvals, tasks: rt.stores.tasks, replies: rt.stores.replies, maxPayloadBytes: 1 << 20, transact: tenantScoped(rt.pool) });
     acmeTask = (await scopedTasks.start({ orgId: "acme", workflow: "one", input: { secret: "acme-only" } })).taskId;
     globexTask = (await scopedTasks.start({ orgId: "globex", workflow: "one" })).taskId;
   });
@@ -45,7 +45,7 @@ describe("tenant scope (row-level security)", () => {
   });
 
   it("a tenant cannot read another tenant's task through the service, nor write rows for it", async () => {
-    const scopedTasks = new TaskService({ pool: rt.pool, engine: rt.engine, approvals: rt.stores.approvals, maxPayloadBytes: 1 << 20, transact: tenantScoped(rt.pool) });
+    const scopedTasks = new TaskService({ pool: rt.pool, engine: rt.engine, approvals: rt.stores.approvals, tasks: rt.stores.tasks, replies: rt.stores.replies, maxPayloadBytes: 1 << 20, transact: tenantScoped(rt.pool) });
     await expect(scopedTasks.get("acme", globexTask)).rejects.toMatchObject({ code: "NOT_FOUND" });
     expect((await scopedTasks.get("acme", acmeTask)).id).toBe(acmeTask);
     await expect(

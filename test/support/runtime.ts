@@ -98,10 +98,10 @@ export async function createTestRuntime(
       const own = await createRuntime(config, { ...options, logger });
       separate.push(own);
       await own.limits.refresh();
-      return testRuntime.startCoordinator({ pool: own.pool, bus: own.bus, engine: own.engine, publisher: own.publisher, flags: own.flags, releases: heldStepReleases(own.limits), consumer });
+      return testRuntime.startCoordinator({ pool: own.pool, bus: own.bus, engine: own.engine, publisher: own.publisher, flags: own.flags, releases: heldStepReleases(own.limits, own.stores.heldSteps), consumer });
     },
     startCoordinator(overrides = {}) {
-      const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `test-${coordinators.length}`, releases: heldStepReleases(runtime.limits), ...overrides }));
+      const coordinator = new Coordinator(coordinatorOptionsFrom(runtime, { consumer: `test-${coordinators.length}`, releases: heldStepReleases(runtime.limits, runtime.stores.heldSteps), ...overrides }));
       coordinators.push(coordinator);
       void coordinator.start();
       return coordinator;

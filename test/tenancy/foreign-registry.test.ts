@@ -2,6 +2,7 @@
  * The foreign-agent registry: validation (URL scheme, allowlist entry, skills, clearance, protocol, a credential
  * NAME and never a secret), CRUD, and tenant isolation under row-level security.
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   disableForeignAgent,
@@ -17,6 +18,8 @@ import {
 } from "../../src/foreign/registry.js";
 import { withTenantTransaction } from "../../src/store/tenant-scope.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
+
+const stores = createPostgresStores();
 
 const VALID: ForeignAgentInput = { agentKey: "summarizer", baseUrl: "https://agents.example.com/a2a", allowHost: "agents.example.com", skills: ["summarize"] };
 
@@ -73,35 +76,35 @@ describe("foreign agent registry", () => {
   });
 
   it("registers, reads, updates, disables, and refuses a taken key", async () => {
-    const agent = await registerForeignAgent(db.pool, "acme", { ...VALID, credentialRef: "env:TOKEN" });
+    const agent = await registerForeignAgent(stores.foreignAgents, db.pool, "acme", { ...VALID, credentialRef: "env:TOKEN" });
     expect(agent).toMatchObject({ orgId: "acme", agentKey: "summarizer", protocol: "auto", enabled: true, clearanceCeiling: 0, costEstimate: 0, credentialRef: "env:TOKEN" });
-    await expect(registerForeignAgent(db.pool, "acme", VALID)).rejects.toMatchObject({ code: "ALREADY_EXISTS" });
-    await expect(registerForeignAgent(db.pool, "acme", { ...VALID, agentKey: "other", baseUrl: "gopher://x" })).rejects.toMatchObject({
+    await expect(registerForeignAgent(stores.foreignAgents, db.pool, "acme", VALID)).rejects.toMatchObject({ code: "ALREADY_EXISTS" });
+    await expect(registerForeignAgent(stores.foreignAgents, db.pool, "acme", { ...VALID, agentKey: "other", baseUrl: "gopher://x" })).rejects.toMatchObject({
       code: "INVALID_ARGUMENT",
       details: { path: "base_url" },
     });
 
-    const updated = await updateForeignAgent(db.pool, "acme", "summarizer", { protocol: "1.0", clearanceCeiling: 3, credentialRef: null });
+    const updated = await updateForeignAgent(stores.foreignAgents, db.pool, "acme", "summarizer", { protocol: "1.0", clearanceCeiling: 3, credentialRef: null });
     expect(updated).toMatchObject({ protocol: "1.0", clearanceCeiling: 3, credentialRef: null, baseUrl: VALID.baseUrl });
     expect(updated.updatedAt.getTime()).toBeGreaterThanOrEqual(agent.updatedAt.getTime());
     // The merged result is validated: moving the URL off the allowlisted host is refused.
-    await expect(updateForeignAgent(db.pool, "acme", "summarizer", { baseUrl: "https://elsewhere.example.org" })).rejects.toMatchObject({ details: { path: "base_url" } });
-    await expect(updateForeignAgent(db.pool, "acme", "ghost", { enabled: false })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(updateForeignAgent(stores.foreignAgents, db.pool, "acme", "summarizer", { baseUrl: "https://elsewhere.example.org" })).rejects.toMatchObject({ details: { path: "base_url" } });
+    await expect(updateForeignAgent(stores.foreignAgents, db.pool, "acme", "ghost", { enabled: false })).rejects.toMatchObject({ code: "NOT_FOUND" });
 
-    expect((await disableForeignAgent(db.pool, "acme", "summarizer")).enabled).toBe(false);
-    expect((await getForeignAgent(db.pool, "acme", "summarizer")).enabled).toBe(false);
-    expect((await updateForeignAgent(db.pool, "acme", "summarizer", { enabled: true })).enabled).toBe(true);
-    expect((await listForeignAgents(db.pool, "acme")).map((a) => a.agentKey)).toEqual(["summarizer"]);
+    expect((await disableForeignAgent(stores.foreignAgents, db.pool, "acme", "summarizer")).enabled).toBe(false);
+    expect((await getForeignAgent(stores.foreignAgents, db.pool, "acme", "summarizer")).enabled).toBe(false);
+    expect((await updateForeignAgent(stores.foreignAgents, db.pool, "acme", "summarizer", { enabled: true })).enabled).toBe(true);
+    expect((await listForeignAgents(stores.foreignAgents, db.pool, "acme")).map((a) => a.agentKey)).toEqual(["summarizer"]);
   });
 
   it("keeps tenants apart, also under row-level security", async () => {
-    await registerForeignAgent(db.pool, "globex", { ...VALID, agentKey: "g-agent" });
-    expect(await findForeignAgent(db.pool, "acme", "g-agent")).toBeUndefined();
-    await expect(getForeignAgent(db.pool, "acme", "g-agent")).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await registerForeignAgent(stores.foreignAgents, db.pool, "globex", { ...VALID, agentKey: "g-agent" });
+    expect(await findForeignAgent(stores.foreignAgents, db.pool, "acme", "g-agent")).toBeUndefined();
+    await expect(getForeignAgent(stores.foreignAgents, db.pool, "acme", "g-agent")).rejects.toMatchObject({ code: "NOT_FOUND" });
     const seen = await withTenantTransaction(db.pool, "acme", async (client) => (await client.query("SELECT org_id, agent_key FROM foreign_agents")).rows);
     expect(seen.map((r) => r.org_id)).not.toContain("globex");
     // Under acme's scope, even asking for globex's row by its own org id finds nothing, and writing it is refused.
-    expect(await withTenantTransaction(db.pool, "acme", (client) => findForeignAgent(client, "globex", "g-agent"))).toBeUndefined();
-    await expect(withTenantTransaction(db.pool, "acme", (client) => registerForeignAgent(client, "globex", { ...VALID, agentKey: "sneaky" }))).rejects.toThrow(/row-level security/);
+    expect(await withTenantTransaction(db.pool, "acme", (client) => findForeignAgent(stores.foreignAgents, client, "globex", "g-agent"))).toBeUndefined();
+    await expect(withTenantTransaction(db.pool, "acme", (client) => registerForeignAgent(stores.foreignAgents, client, "globex", { ...VALID, agentKey: "sneaky" }))).rejects.toThrow(/row-level security/);
   });
 });

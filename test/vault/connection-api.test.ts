@@ -67,9 +67,9 @@ describe("ConnectionService", () => {
     const withKey = { ...rt, config: { ...rt.config, origin: { ...rt.config.origin, encryptionKeys: parseEncryptionKeys(keyItem("k1")) } } };
     gateway = await startGateway(withKey, { port: 0, host: "127.0.0.1", shutdownGraceMs: 2000 });
     keyless = await startGateway(rt, { port: 0, host: "127.0.0.1", shutdownGraceMs: 2000, collectMetrics: false });
-    acmeKey = (await createTenantWithKey(rt.pool, { orgId: "acme", name: "Acme" })).apiKey.secret;
-    globexKey = (await createTenantWithKey(rt.pool, { orgId: "globex", name: "Globex" })).apiKey.secret;
-    adminKey = (await createApiKey(rt.pool, { kind: "admin", name: "sre" })).secret;
+    acmeKey = (await createTenantWithKey(rt.stores, rt.pool, { orgId: "acme", name: "Acme" })).apiKey.secret;
+    globexKey = (await createTenantWithKey(rt.stores, rt.pool, { orgId: "globex", name: "Globex" })).apiKey.secret;
+    adminKey = (await createApiKey(rt.stores.apiKeys, rt.pool, { kind: "admin", name: "sre" })).secret;
   });
   afterAll(async () => {
     await keyless?.close();

@@ -46,8 +46,8 @@ describe("connection and vault commands", () => {
 
   beforeAll(async () => {
     rt = await createTestRuntime();
-    acmeKey = (await createTenantWithKey(rt.pool, { orgId: "acme", name: "Acme" })).apiKey.secret;
-    await createTenantWithKey(rt.pool, { orgId: "globex", name: "Globex" });
+    acmeKey = (await createTenantWithKey(rt.stores, rt.pool, { orgId: "acme", name: "Acme" })).apiKey.secret;
+    await createTenantWithKey(rt.stores, rt.pool, { orgId: "globex", name: "Globex" });
     const withKey = { ...rt, config: { ...rt.config, origin: { ...rt.config.origin, encryptionKeys: parseEncryptionKeys(k1) } } };
     gateway = await startGateway(withKey, { port: 0, host: "127.0.0.1", shutdownGraceMs: 2000 });
   });
@@ -64,7 +64,7 @@ describe("connection and vault commands", () => {
     const connection = JSON.parse(added.stdout);
     expect(connection).toMatchObject({ orgId: "acme", kind: "github", accountKey: "github.com", apiBaseUrl: "https://api.github.com", targets: ["acme/*", "acme2/x"], createdBy: "cli" });
     // Exactly the piped secret, less its newline, is what is stored.
-    expect(await openConnectionSecret(rt.pool, cipherOf(k1), "acme", connection.id)).toBe(first);
+    expect(await openConnectionSecret(rt.stores.connections, rt.pool, cipherOf(k1), "acme", connection.id)).toBe(first);
 
     const text = await cli(["connection", "add", "--tenant", "acme", "--kind", "gitea", "--account", "git.example:3000", "--api-url", "http://127.0.0.1:3000/api/v1/", "--secret-stdin", "--actor", "alice"], { stdin: secret() });
     expect(text.code).toBe(0);
@@ -79,7 +79,7 @@ describe("connection and vault commands", () => {
     const rotated = await cli(["connection", "rotate", "--tenant", "acme", "--id", connection.id, "--secret-stdin"], { stdin: second });
     expect(rotated.code).toBe(0);
     expect(rotated.stdout).toMatch(new RegExp(`^rotated the secret of github connection ${connection.id} \\(github\\.com\\) for tenant acme: now fp_[0-9a-f]{16}\\n$`));
-    expect(await openConnectionSecret(rt.pool, cipherOf(k1), "acme", connection.id)).toBe(second);
+    expect(await openConnectionSecret(rt.stores.connections, rt.pool, cipherOf(k1), "acme", connection.id)).toBe(second);
 
     // Another tenant's id is not found from this tenant.
     expect((await cli(["connection", "delete", "--tenant", "globex", "--id", connection.id])).code).toBe(1);
@@ -141,14 +141,14 @@ describe("connection and vault commands", () => {
     const rewrap = await cli(["vault", "rewrap", "--json"], { key: `${k2},${k1}` });
     expect(rewrap.code).toBe(0);
     expect(JSON.parse(rewrap.stdout)).toEqual({ keyId: "k2", connections: 2, ingestSecrets: 0 });
-    expect(await openConnectionSecret(rt.pool, cipherOf(k2), "globex", added.id)).toBe(s);
+    expect(await openConnectionSecret(rt.stores.connections, rt.pool, cipherOf(k2), "globex", added.id)).toBe(s);
     expect(JSON.parse((await cli(["vault", "rewrap", "--json"], { key: `${k2},${k1}` })).stdout)).toEqual({ keyId: "k2", connections: 0, ingestSecrets: 0 });
     // A ring that cannot open an envelope stops with nothing changed.
     const k3 = keyItem("k3");
     const stuck = await cli(["vault", "rewrap"], { key: `${k3},${k1}` });
     expect(stuck.code).toBe(1);
     expect(stuck.stderr).toMatch(/^error: FAILED_PRECONDITION: connections [0-9a-f-]{36} \(secret_ciphertext\): a stored secret was sealed with key "k2"/);
-    expect(await openConnectionSecret(rt.pool, cipherOf(k2), "globex", added.id)).toBe(s);
+    expect(await openConnectionSecret(rt.stores.connections, rt.pool, cipherOf(k2), "globex", added.id)).toBe(s);
     expect((await cli(["vault", "rewrap"], { key: null })).code).toBe(1);
   });
 

@@ -2,6 +2,7 @@
  * Credential selection for a reply address: the TASK's tenant only (confirmation 3), kind and account key matched
  * exactly, the targets allowlist per kind. Pure matching first, then against the database.
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReplyAddress } from "../../src/core/reply-address.js";
 import { withTransaction } from "../../src/store/db.js";
@@ -10,6 +11,8 @@ import { selectConnection, targetAllowed } from "../../src/vault/connection-sele
 import { addConnection } from "../../src/vault/connection-store.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { cipherOf, keyItem, uniqueSecret } from "./helpers.js";
+
+const stores = createPostgresStores();
 
 const forge = (repository: string, host = "github.com", forgeKind: "github" | "gitea" = "github"): ReplyAddress => ({ kind: "forge_comment", forge: forgeKind, host, repository, number: 7 });
 const slack = (channel: string, teamId = "T0ACME"): ReplyAddress => ({ kind: "slack_thread", teamId, channel, threadTs: "1700000000.000100" });
@@ -52,13 +55,13 @@ describe("selectConnection", () => {
   const cipher = cipherOf(keyItem("k1"));
   const ids: Record<string, string> = {};
   const add = async (orgId: string, name: string, kind: string, accountKey: string, targets: string[] = []) => {
-    const c = await withTransaction(db.pool, (client) => addConnection(client, cipher, orgId, { kind, accountKey, targets, secret: uniqueSecret() }, { actor: "test" }));
+    const c = await withTransaction(db.pool, (client) => addConnection(stores, client, cipher, orgId, { kind, accountKey, targets, secret: uniqueSecret() }, { actor: "test" }));
     ids[name] = c.id;
   };
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    for (const orgId of ["acme", "globex", "initech"]) await createTenant(db.pool, { orgId, name: orgId });
+    for (const orgId of ["acme", "globex", "initech"]) await createTenant(stores.tenants, db.pool, { orgId, name: orgId });
     await add("acme", "acme-github", "github", "github.com", ["acme/*"]);
     await add("acme", "acme-gitea", "gitea", "git.example:3000");
     await add("acme", "acme-slack", "slack", "T0ACME", ["C01"]);
@@ -70,35 +73,35 @@ describe("selectConnection", () => {
   });
 
   it("selects the tenant's connection whose kind and account key match exactly", async () => {
-    expect(await selectConnection(db.pool, "acme", forge("acme/app"))).toMatchObject({ ok: true, connection: { id: ids["acme-github"], orgId: "acme" } });
-    expect(await selectConnection(db.pool, "acme", forge("any/repo", "git.example:3000", "gitea"))).toMatchObject({ ok: true, connection: { id: ids["acme-gitea"] } });
-    expect(await selectConnection(db.pool, "acme", slack("C01"))).toMatchObject({ ok: true, connection: { id: ids["acme-slack"] } });
-    expect(await selectConnection(db.pool, "acme", cairn("art-1"))).toMatchObject({ ok: true, connection: { id: ids["acme-cairn"] } });
+    expect(await selectConnection(stores.connections, db.pool, "acme", forge("acme/app"))).toMatchObject({ ok: true, connection: { id: ids["acme-github"], orgId: "acme" } });
+    expect(await selectConnection(stores.connections, db.pool, "acme", forge("any/repo", "git.example:3000", "gitea"))).toMatchObject({ ok: true, connection: { id: ids["acme-gitea"] } });
+    expect(await selectConnection(stores.connections, db.pool, "acme", slack("C01"))).toMatchObject({ ok: true, connection: { id: ids["acme-slack"] } });
+    expect(await selectConnection(stores.connections, db.pool, "acme", cairn("art-1"))).toMatchObject({ ok: true, connection: { id: ids["acme-cairn"] } });
     // Same host, other kind: a gitea address never picks a github connection, nor the reverse.
-    expect(await selectConnection(db.pool, "acme", forge("acme/app", "github.com", "gitea"))).toMatchObject({ ok: false, code: "no_connection" });
-    expect(await selectConnection(db.pool, "acme", forge("acme/app", "git.example:3000", "github"))).toMatchObject({ ok: false, code: "no_connection" });
+    expect(await selectConnection(stores.connections, db.pool, "acme", forge("acme/app", "github.com", "gitea"))).toMatchObject({ ok: false, code: "no_connection" });
+    expect(await selectConnection(stores.connections, db.pool, "acme", forge("acme/app", "git.example:3000", "github"))).toMatchObject({ ok: false, code: "no_connection" });
     // Exact account key: another port, a subdomain, another team, another Cairn instance are other accounts.
-    expect(await selectConnection(db.pool, "acme", forge("acme/app", "git.example", "gitea"))).toMatchObject({ ok: false, code: "no_connection" });
-    expect(await selectConnection(db.pool, "acme", forge("acme/app", "api.github.com"))).toMatchObject({ ok: false, code: "no_connection" });
-    expect(await selectConnection(db.pool, "acme", slack("C01", "T0OTHER"))).toMatchObject({ ok: false, code: "no_connection" });
-    expect(await selectConnection(db.pool, "acme", cairn("art-1", "https://cairn.example:8443"))).toMatchObject({ ok: false, code: "no_connection" });
+    expect(await selectConnection(stores.connections, db.pool, "acme", forge("acme/app", "git.example", "gitea"))).toMatchObject({ ok: false, code: "no_connection" });
+    expect(await selectConnection(stores.connections, db.pool, "acme", forge("acme/app", "api.github.com"))).toMatchObject({ ok: false, code: "no_connection" });
+    expect(await selectConnection(stores.connections, db.pool, "acme", slack("C01", "T0OTHER"))).toMatchObject({ ok: false, code: "no_connection" });
+    expect(await selectConnection(stores.connections, db.pool, "acme", cairn("art-1", "https://cairn.example:8443"))).toMatchObject({ ok: false, code: "no_connection" });
   });
 
   it("refuses an address its targets allowlist does not admit", async () => {
-    const refused = await selectConnection(db.pool, "acme", forge("other/app"));
+    const refused = await selectConnection(stores.connections, db.pool, "acme", forge("other/app"));
     expect(refused).toMatchObject({ ok: false, code: "target_not_allowed" });
     expect((refused as { message: string }).message).toContain("other/app");
-    expect(await selectConnection(db.pool, "acme", slack("C02"))).toMatchObject({ ok: false, code: "target_not_allowed" });
+    expect(await selectConnection(stores.connections, db.pool, "acme", slack("C02"))).toMatchObject({ ok: false, code: "target_not_allowed" });
   });
 
   it("never selects another tenant's connection (confirmation 3)", async () => {
     // Globex has no github.com connection; Acme's must not be used for Globex's task.
-    const globex = await selectConnection(db.pool, "globex", forge("acme/app"));
+    const globex = await selectConnection(stores.connections, db.pool, "globex", forge("acme/app"));
     expect(globex).toMatchObject({ ok: false, code: "no_connection" });
     expect((globex as { message: string }).message).toMatch(/^tenant globex has no github connection for github\.com/);
-    expect(await selectConnection(db.pool, "initech", slack("C01"))).toMatchObject({ ok: false, code: "no_connection" });
+    expect(await selectConnection(stores.connections, db.pool, "initech", slack("C01"))).toMatchObject({ ok: false, code: "no_connection" });
     // And the other way round: Globex's GHE connection serves Globex only.
-    expect(await selectConnection(db.pool, "globex", forge("globex/x", "ghe.globex.example"))).toMatchObject({ ok: true, connection: { id: ids["globex-ghe"], orgId: "globex" } });
-    expect(await selectConnection(db.pool, "acme", forge("globex/x", "ghe.globex.example"))).toMatchObject({ ok: false, code: "no_connection" });
+    expect(await selectConnection(stores.connections, db.pool, "globex", forge("globex/x", "ghe.globex.example"))).toMatchObject({ ok: true, connection: { id: ids["globex-ghe"], orgId: "globex" } });
+    expect(await selectConnection(stores.connections, db.pool, "acme", forge("globex/x", "ghe.globex.example"))).toMatchObject({ ok: false, code: "no_connection" });
   });
 });

@@ -3,6 +3,7 @@
  * one connection per (tenant, kind, account), refusal without a key (confirmation 5), rotate and delete, an audit
  * row per change with the fingerprint and never the secret, and row-level security between tenants.
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { withTransaction } from "../../src/store/db.js";
@@ -16,6 +17,8 @@ import { verifyChain } from "../../src/governance/audit-verify.js";
 import { createPostgresAuditStore } from "../../src/store/audit/postgres-audit-store.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { cipherOf, keyItem, uniqueSecret } from "./helpers.js";
+
+const stores = createPostgresStores();
 
 function problemPaths(input: Partial<ConnectionInput>): string[] {
   try {
@@ -77,8 +80,8 @@ describe("connection store", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    await createTenant(db.pool, { orgId: "acme", name: "Acme" });
-    await createTenant(db.pool, { orgId: "globex", name: "Globex" });
+    await createTenant(stores.tenants, db.pool, { orgId: "acme", name: "Acme" });
+    await createTenant(stores.tenants, db.pool, { orgId: "globex", name: "Globex" });
   });
   afterAll(async () => {
     await db.drop();
@@ -88,7 +91,7 @@ describe("connection store", () => {
     const secret = uniqueSecret();
     let error: unknown;
     try {
-      await tx((c) => addConnection(c, undefined, "acme", { kind: "github", accountKey: "nokey.example", secret }, { actor: "test" }));
+      await tx((c) => addConnection(stores, c, undefined, "acme", { kind: "github", accountKey: "nokey.example", secret }, { actor: "test" }));
     } catch (e) {
       error = e;
     }
@@ -96,7 +99,7 @@ describe("connection store", () => {
     expect((error as SwitchyardError).code).toBe(ErrorCode.FailedPrecondition);
     expect((error as SwitchyardError).message).toMatch(new RegExp(`^adding a connection is refused: no encryption key is configured.*${ENCRYPTION_KEY_VARIABLE}`));
     expect((await db.pool.query("SELECT count(*)::int AS n FROM connections")).rows[0].n).toBe(0);
-    await expect(tx((c) => rotateConnection(c, undefined, "acme", "00000000-0000-4000-8000-000000000000", secret, { actor: "t" }))).rejects.toMatchObject({
+    await expect(tx((c) => rotateConnection(stores, c, undefined, "acme", "00000000-0000-4000-8000-000000000000", secret, { actor: "t" }))).rejects.toMatchObject({
       code: ErrorCode.FailedPrecondition,
     });
   });
@@ -104,39 +107,39 @@ describe("connection store", () => {
   it("adds, lists, rotates and deletes, auditing each change with fingerprints and never the secret", async () => {
     const first = uniqueSecret();
     const second = uniqueSecret();
-    const added = await tx((c) => addConnection(c, cipher, "acme", { kind: "github", accountKey: "GitHub.com", targets: ["acme/*"], secret: first }, { actor: "alice", nowMs: 1_800_000_000_000 }));
+    const added = await tx((c) => addConnection(stores, c, cipher, "acme", { kind: "github", accountKey: "GitHub.com", targets: ["acme/*"], secret: first }, { actor: "alice", nowMs: 1_800_000_000_000 }));
     expect(added).toMatchObject({ orgId: "acme", kind: "github", accountKey: "github.com", apiBaseUrl: "https://api.github.com", targets: ["acme/*"], botId: null, appId: null, createdBy: "alice", rotatedAt: null });
     expect(added.fingerprint).toBe(cipher.fingerprint(first));
     expect(added.createdAt).toBe(new Date(1_800_000_000_000).toISOString());
     expect(JSON.stringify(added)).not.toContain(first);
-    expect(await getConnection(db.pool, "acme", added.id)).toEqual(added);
+    expect(await getConnection(stores.connections, db.pool, "acme", added.id)).toEqual(added);
 
     // One per (tenant, kind, account): however the account is spelt.
-    await expect(tx((c) => addConnection(c, cipher, "acme", { kind: "github", accountKey: "GITHUB.COM", secret: second }, { actor: "alice" }))).rejects.toMatchObject({
+    await expect(tx((c) => addConnection(stores, c, cipher, "acme", { kind: "github", accountKey: "GITHUB.COM", secret: second }, { actor: "alice" }))).rejects.toMatchObject({
       code: ErrorCode.AlreadyExists,
       message: "tenant acme already has a github connection for github.com; rotate its secret or delete it first (connection list shows its id)",
     });
     // Another tenant has its own namespace.
-    const globex = await tx((c) => addConnection(c, cipher, "globex", { kind: "github", accountKey: "github.com", secret: second }, { actor: "bob" }));
+    const globex = await tx((c) => addConnection(stores, c, cipher, "globex", { kind: "github", accountKey: "github.com", secret: second }, { actor: "bob" }));
     expect(globex.id).not.toBe(added.id);
 
-    const rotated = await tx((c) => rotateConnection(c, cipher, "acme", added.id, second, { actor: "alice" }));
+    const rotated = await tx((c) => rotateConnection(stores, c, cipher, "acme", added.id, second, { actor: "alice" }));
     expect(rotated.fingerprint).toBe(cipher.fingerprint(second));
     expect(rotated.rotatedAt).not.toBeNull();
-    expect(await openConnectionSecret(db.pool, cipher, "acme", added.id)).toBe(second);
+    expect(await openConnectionSecret(stores.connections, db.pool, cipher, "acme", added.id)).toBe(second);
     // Another tenant cannot rotate or delete it by id.
-    await expect(tx((c) => rotateConnection(c, cipher, "globex", added.id, first, { actor: "bob" }))).rejects.toMatchObject({ code: ErrorCode.NotFound });
-    await expect(tx((c) => deleteConnection(c, "globex", added.id, { actor: "bob" }))).rejects.toMatchObject({ code: ErrorCode.NotFound });
-    await expect(tx((c) => deleteConnection(c, "acme", "not-a-uuid", { actor: "bob" }))).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(tx((c) => rotateConnection(stores, c, cipher, "globex", added.id, first, { actor: "bob" }))).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(tx((c) => deleteConnection(stores, c, "globex", added.id, { actor: "bob" }))).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(tx((c) => deleteConnection(stores, c, "acme", "not-a-uuid", { actor: "bob" }))).rejects.toMatchObject({ code: ErrorCode.NotFound });
 
-    await recordConnectionBot(db.pool, "acme", added.id, { botId: "B01", appId: "A01" });
-    expect(await getConnection(db.pool, "acme", added.id)).toMatchObject({ botId: "B01", appId: "A01" });
+    await recordConnectionBot(stores.connections, db.pool, "acme", added.id, { botId: "B01", appId: "A01" });
+    expect(await getConnection(stores.connections, db.pool, "acme", added.id)).toMatchObject({ botId: "B01", appId: "A01" });
 
-    expect((await listConnections(db.pool, "acme")).map((c) => c.id)).toEqual([added.id]);
-    const deleted = await tx((c) => deleteConnection(c, "acme", added.id, { actor: "alice" }));
+    expect((await listConnections(stores.connections, db.pool, "acme")).map((c) => c.id)).toEqual([added.id]);
+    const deleted = await tx((c) => deleteConnection(stores, c, "acme", added.id, { actor: "alice" }));
     expect(deleted.id).toBe(added.id);
-    expect(await listConnections(db.pool, "acme")).toEqual([]);
-    expect((await listConnections(db.pool, "globex")).map((c) => c.id)).toEqual([globex.id]);
+    expect(await listConnections(stores.connections, db.pool, "acme")).toEqual([]);
+    expect((await listConnections(stores.connections, db.pool, "globex")).map((c) => c.id)).toEqual([globex.id]);
 
     const audit = await db.pool.query("SELECT * FROM audit_log WHERE org_id = 'acme' AND action = 'connection' ORDER BY seq");
     expect(audit.rows.map((r) => [r.verdict, r.actor, r.destination, r.rule])).toEqual([
@@ -153,8 +156,8 @@ describe("connection store", () => {
   });
 
   it("under row-level security a tenant's transaction sees and changes only its own connections", async () => {
-    const a = await tx((c) => addConnection(c, cipher, "acme", { kind: "slack", accountKey: "T0ACME", secret: uniqueSecret("xoxb-") }, { actor: "t" }));
-    const g = await tx((c) => addConnection(c, cipher, "globex", { kind: "slack", accountKey: "T0GLOBEX", secret: uniqueSecret("xoxb-") }, { actor: "t" }));
+    const a = await tx((c) => addConnection(stores, c, cipher, "acme", { kind: "slack", accountKey: "T0ACME", secret: uniqueSecret("xoxb-") }, { actor: "t" }));
+    const g = await tx((c) => addConnection(stores, c, cipher, "globex", { kind: "slack", accountKey: "T0GLOBEX", secret: uniqueSecret("xoxb-") }, { actor: "t" }));
     await withTenantTransaction(db.pool, "globex", async (client) => {
       // No WHERE org_id: RLS alone hides the other tenant's rows.
       const { rows } = await client.query("SELECT id, org_id FROM connections");
@@ -170,9 +173,9 @@ describe("connection store", () => {
     });
     // The store's own functions, run tenant-scoped, agree.
     await withTenantTransaction(db.pool, "globex", async (client) => {
-      await expect(getConnection(client, "globex", a.id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
-      expect((await listConnections(client, "acme")).length).toBe(0);
+      await expect(getConnection(stores.connections, client, "globex", a.id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      expect((await listConnections(stores.connections, client, "acme")).length).toBe(0);
     });
-    expect((await getConnection(db.pool, "acme", a.id)).targets).toEqual([]);
+    expect((await getConnection(stores.connections, db.pool, "acme", a.id)).targets).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@
  * The vault cipher: round trip, AAD binding (an envelope only opens for the row it was sealed for, so a ciphertext
  * copied into another row or another tenant's row is useless), key rotation, and a wrong or absent key.
  */
+import { createPostgresStores } from "../../src/store/postgres-stores.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorCode, SwitchyardError } from "../../src/errors.js";
 import { withTransaction } from "../../src/store/db.js";
@@ -11,6 +12,8 @@ import { addConnection } from "../../src/vault/connection-store.js";
 import { createSecretCipher, ENCRYPTION_KEY_VARIABLE, parseEncryptionKeys, requireCipher } from "../../src/vault/secret-cipher.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
 import { cipherOf, keyItem, uniqueSecret } from "./helpers.js";
+
+const stores = createPostgresStores();
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -106,8 +109,8 @@ describe("secret cipher on stored connections", () => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await createTestDatabase();
-    await createTenant(db.pool, { orgId: "acme", name: "Acme" });
-    await createTenant(db.pool, { orgId: "globex", name: "Globex" });
+    await createTenant(stores.tenants, db.pool, { orgId: "acme", name: "Acme" });
+    await createTenant(stores.tenants, db.pool, { orgId: "globex", name: "Globex" });
   });
   afterAll(async () => {
     await db.drop();
@@ -116,19 +119,19 @@ describe("secret cipher on stored connections", () => {
   it("a ciphertext copied into another row (another tenant's) does not open there", async () => {
     const cipher = cipherOf(keyItem("k1"));
     const secretA = uniqueSecret();
-    const a = await withTransaction(db.pool, (c) => addConnection(c, cipher, "acme", { kind: "github", accountKey: "github.com", secret: secretA }, { actor: "test" }));
-    const b = await withTransaction(db.pool, (c) => addConnection(c, cipher, "globex", { kind: "github", accountKey: "github.com", secret: uniqueSecret() }, { actor: "test" }));
-    expect(await openConnectionSecret(db.pool, cipher, "acme", a.id)).toBe(secretA);
+    const a = await withTransaction(db.pool, (c) => addConnection(stores, c, cipher, "acme", { kind: "github", accountKey: "github.com", secret: secretA }, { actor: "test" }));
+    const b = await withTransaction(db.pool, (c) => addConnection(stores, c, cipher, "globex", { kind: "github", accountKey: "github.com", secret: uniqueSecret() }, { actor: "test" }));
+    expect(await openConnectionSecret(stores.connections, db.pool, cipher, "acme", a.id)).toBe(secretA);
     // The stored form is an envelope, never the secret.
     const stored = await db.pool.query("SELECT secret_ciphertext FROM connections WHERE id = $1", [a.id]);
     expect(stored.rows[0].secret_ciphertext).toMatch(/^v1\.k1\./);
     expect(JSON.stringify(stored.rows)).not.toContain(secretA);
     // Globex's row gets Acme's envelope: it does not open as Globex's secret.
     await db.pool.query("UPDATE connections SET secret_ciphertext = $1 WHERE id = $2", [stored.rows[0].secret_ciphertext, b.id]);
-    await expect(openConnectionSecret(db.pool, cipher, "globex", b.id)).rejects.toMatchObject({ code: ErrorCode.FailedPrecondition });
+    await expect(openConnectionSecret(stores.connections, db.pool, cipher, "globex", b.id)).rejects.toMatchObject({ code: ErrorCode.FailedPrecondition });
     // And a tenant cannot open another tenant's connection by id at all.
-    await expect(openConnectionSecret(db.pool, cipher, "globex", a.id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(openConnectionSecret(stores.connections, db.pool, cipher, "globex", a.id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
     // A wrong key cannot open it either.
-    await expect(openConnectionSecret(db.pool, cipherOf(keyItem("k9")), "acme", a.id)).rejects.toMatchObject({ code: ErrorCode.FailedPrecondition });
+    await expect(openConnectionSecret(stores.connections, db.pool, cipherOf(keyItem("k9")), "acme", a.id)).rejects.toMatchObject({ code: ErrorCode.FailedPrecondition });
   });
 });

@@ -3,7 +3,6 @@
  * wait for, and the signed one-click links (with their per-tenant keys) that carry them by mail or chat.
  */
 import { InvalidArgumentError, type Command } from "commander";
-import type { Config } from "../../config/index.js";
 import { requireTenant, secondsOption, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import type { CliContext } from "../context.js";
@@ -94,11 +93,6 @@ export function registerApprovalCommands(program: Command, run: ActionRunner): v
   registerLinkCommands(approval, run);
 }
 
-/** Where approvers reach the gateway (SWITCHYARD_PUBLIC_URL); `--base-url` overrides it. */
-function publicUrl(config: Config): string {
-  return config.gateway.publicUrl;
-}
-
 function registerLinkCommands(approval: Command, run: ActionRunner): void {
   /**
    * `approval link ID --tenant T [--base-url URL] [--ttl SECONDS] [--json]` — signed one-click approve and deny
@@ -116,14 +110,13 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, id: string, options: { tenant: string; baseUrl?: string; ttl?: number; json?: boolean }) => {
-        const { createApprovalLinks } = await import("../../approvals/link-signing.js");
-        const { createPostgresApprovalStore } = await import("../../store/approvals/postgres-approval-store.js");
-        const { createPostgresLinkKeyStore } = await import("../../store/approvals/postgres-link-key-store.js");
-        const stores = { approvals: createPostgresApprovalStore(), linkKeys: createPostgresLinkKeyStore() };
-        const tenant = requireTenant(options.tenant);
-        const baseUrl = options.baseUrl ?? publicUrl(ctx.config);
-        const links = await ctx.withPool((pool) =>
-          createApprovalLinks(stores, pool, { orgId: tenant, approvalId: id, baseUrl, ...(options.ttl !== undefined ? { ttlMs: Math.round(options.ttl * 1000) } : {}) }),
+        // Without --base-url the gateway's public URL (SWITCHYARD_PUBLIC_URL; in direct mode this process's).
+        const links = await withTenantApi(ctx, requireTenant(options.tenant), (api) =>
+          api.createApprovalLinks({
+            approvalId: id,
+            ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
+            ...(options.ttl !== undefined ? { ttlMs: Math.round(options.ttl * 1000) } : {}),
+          }),
         );
         if (options.json) return ctx.printJson({ approvalId: id, ...links });
         ctx.print(`approve: ${links.approveUrl}`);
@@ -144,9 +137,7 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; json?: boolean }) => {
-        const { createPostgresLinkKeyStore } = await import("../../store/approvals/postgres-link-key-store.js");
-        const tenant = requireTenant(options.tenant);
-        const keys = await ctx.withPool((pool) => createPostgresLinkKeyStore().list(pool, tenant));
+        const keys = await withTenantApi(ctx, requireTenant(options.tenant), (api) => api.listLinkKeys());
         if (options.json) return ctx.printJson({ keys });
         ctx.print(
           formatTable(
@@ -170,9 +161,8 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; json?: boolean }) => {
-        const { createPostgresLinkKeyStore } = await import("../../store/approvals/postgres-link-key-store.js");
         const tenant = requireTenant(options.tenant);
-        const kid = await ctx.withPool((pool) => createPostgresLinkKeyStore().rotate(pool, tenant));
+        const kid = await withTenantApi(ctx, tenant, (api) => api.rotateLinkKey());
         if (options.json) return ctx.printJson({ kid });
         ctx.print(`new link key ${kid} signs from now on; retire old keys with \`switchyard approval retire-key KID --tenant ${tenant}\``);
       }),
@@ -192,9 +182,7 @@ function registerLinkCommands(approval: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, kid: string, options: { tenant: string; json?: boolean }) => {
-        const { createPostgresLinkKeyStore } = await import("../../store/approvals/postgres-link-key-store.js");
-        const tenant = requireTenant(options.tenant);
-        const retired = await ctx.withPool((pool) => createPostgresLinkKeyStore().retire(pool, tenant, kid));
+        const retired = await withTenantApi(ctx, requireTenant(options.tenant), (api) => api.retireLinkKey(kid));
         if (options.json) return ctx.printJson(retired);
         ctx.print(`retired link key ${retired.kid} at ${retired.retiredAt}`);
       }),

@@ -6,13 +6,13 @@ import { writeFile } from "node:fs/promises";
 import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
-import type { Checkpoint, ExportedCheckpoint } from "../../governance/checkpoints.js";
 import { inFile, intOption, readInputFile, requireTenant, uuidOption } from "../args.js";
 import type { ActionRunner } from "../action.js";
 import { CommandExit, type CliContext } from "../context.js";
 import { describeVerification, ExitCode, formatTable, formatTime } from "../output.js";
 import { TENANT_OPTION_HELP, withTenantApi } from "../remote/session.js";
-import type { AuditRow, VerifyWithCheckpointsResult } from "../remote/tenant-api.js";
+import { withCheckpointApi } from "../remote/checkpoint-api.js";
+import type { AuditRow, Checkpoint, ExportedCheckpoint, VerifyWithCheckpointsResult } from "../remote/tenant-api.js";
 
 export function registerAuditCommands(program: Command, run: ActionRunner): void {
   const audit = program.command("audit").description("verify and read the tenant's audit chain");
@@ -38,7 +38,7 @@ export function registerAuditCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; checkpoints?: string; json?: boolean }) => {
-        const { parseCheckpointLines } = await import("../../governance/checkpoints.js");
+        const { parseCheckpointLines } = await import("../remote/tenant-api.js");
         const file = options.checkpoints !== undefined ? await readInputFile(ctx.io.cwd, options.checkpoints) : undefined;
         let fromFile: ExportedCheckpoint[] | undefined;
         try {
@@ -78,14 +78,10 @@ export function registerAuditCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; keyFile?: string; json?: boolean }) => {
-        const { activeSigningKey, parseOperatorKey } = await import("../../governance/checkpoint-keys.js");
-        const { signHead } = await import("../../governance/checkpoints.js");
         const tenant = requireTenant(options.tenant);
-        const operatorKey = options.keyFile !== undefined ? parseOperatorKey((await readInputFile(ctx.io.cwd, options.keyFile)).text) : undefined;
-        const outcome = await ctx.withPool(async (pool) => {
-          const key = await activeSigningKey(pool, operatorKey ? { operatorKey } : {});
-          return signHead(pool, tenant, { key, now: Date.now(), wait: true });
-        });
+        // The key file's private key is used here, by the client: only the signature reaches the service.
+        const operatorKeyPem = options.keyFile !== undefined ? (await readInputFile(ctx.io.cwd, options.keyFile)).text : undefined;
+        const outcome = await withCheckpointApi(ctx, (api) => api.sign(tenant, operatorKeyPem !== undefined ? { operatorKeyPem } : {}));
         if (outcome.status === "refused") {
           throw new SwitchyardError(ErrorCode.AuditBroken, `audit chain of tenant ${tenant} is broken at seq ${outcome.broken.seq}: ${outcome.broken.reason}; nothing was signed`, {
             details: { tenant, firstBroken: outcome.broken },
@@ -155,9 +151,7 @@ function registerCheckpointCommands(audit: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { tenant: string; json?: boolean }) => {
-        const { listCheckpoints } = await import("../../governance/checkpoints.js");
-        const tenant = requireTenant(options.tenant);
-        const rows = await ctx.withPool((pool) => listCheckpoints(pool, tenant));
+        const rows = await withTenantApi(ctx, requireTenant(options.tenant), (api) => api.listCheckpoints());
         if (options.json) return ctx.printJson({ checkpoints: rows });
         printCheckpoints(ctx, rows);
       }),
@@ -176,9 +170,8 @@ function registerCheckpointCommands(audit: Command, run: ActionRunner): void {
     .option("--out <file>", "write to this file instead of stdout")
     .action(
       run(async (ctx, options: { tenant?: string; out?: string }) => {
-        const { exportCheckpoints } = await import("../../governance/checkpoints.js");
         const tenant = options.tenant !== undefined ? requireTenant(options.tenant) : undefined;
-        const text = await ctx.withPool((pool) => exportCheckpoints(pool, tenant));
+        const text = await withCheckpointApi(ctx, (api) => api.exportCheckpoints(tenant));
         if (options.out === undefined) {
           if (text !== "") ctx.io.stdout.write(text);
           return;
@@ -206,8 +199,7 @@ function registerCheckpointCommands(audit: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
-        const { rotateCheckpointKey } = await import("../../governance/checkpoint-keys.js");
-        const kid = await ctx.withPool((pool) => rotateCheckpointKey(pool));
+        const kid = await withCheckpointApi(ctx, (api) => api.rotateKey());
         if (options.json) return ctx.printJson({ kid });
         ctx.print(`new checkpoint signing key ${kid}; earlier keys are retired and still verify their checkpoints`);
       }),
@@ -224,8 +216,7 @@ function registerCheckpointCommands(audit: Command, run: ActionRunner): void {
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, options: { json?: boolean }) => {
-        const { listCheckpointKeys } = await import("../../governance/checkpoint-keys.js");
-        const keys = await ctx.withPool((pool) => listCheckpointKeys(pool));
+        const keys = await withCheckpointApi(ctx, (api) => api.listKeys());
         if (options.json) return ctx.printJson({ keys });
         ctx.print(
           formatTable(

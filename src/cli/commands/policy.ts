@@ -1,9 +1,12 @@
 /**
  * `switchyard policy set|get` — a tenant's governance policy (versions 1, 2, 3 …; the latest applies).
+ *
+ * Through AdminService (remote/admin-api.ts: SetTenantPolicy, GetTenantPolicy), run in-process in direct mode.
  */
 import type { Command } from "commander";
-import { inFile, readInputFile, requireTenant } from "../args.js";
+import { readInputFile, requireTenant } from "../args.js";
 import type { ActionRunner } from "../action.js";
+import { withAdminApi } from "../remote/admin-api.js";
 
 interface TenantOptions {
   tenant: string;
@@ -28,19 +31,9 @@ export function registerPolicyCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print the result as JSON")
     .action(
       run(async (ctx, file: string, options: TenantOptions) => {
-        const { putPolicy } = await import("../../governance/policy-store.js");
-        const { createPostgresPolicyStore } = await import("../../store/policies/postgres-policy-store.js");
-        const { requireTenantRecord } = await import("../../tenancy/tenants.js");
         const tenant = requireTenant(options.tenant);
         const input = await readInputFile(ctx.io.cwd, file);
-        const { version } = await ctx.withPool(async (pool) => {
-          await requireTenantRecord(pool, tenant);
-          try {
-            return await putPolicy(createPostgresPolicyStore(), pool, tenant, input.text);
-          } catch (error) {
-            throw inFile(input.path, error);
-          }
-        });
+        const { version } = await withAdminApi(ctx, (api) => api.setTenantPolicy(tenant, input));
         if (options.json) return ctx.printJson({ tenant, version });
         ctx.print(`version ${version}`);
       }),
@@ -63,14 +56,10 @@ export function registerPolicyCommands(program: Command, run: ActionRunner): voi
     .action(
       run(async (ctx, options: TenantOptions) => {
         const { stringify } = await import("yaml");
-        const { BUILTIN_DEFAULT_DOCUMENT } = await import("../../governance/default-policy.js");
-        const { getPolicy } = await import("../../governance/policy-store.js");
-        const { createPostgresPolicyStore } = await import("../../store/policies/postgres-policy-store.js");
         const tenant = requireTenant(options.tenant);
-        const stored = await ctx.withPool((pool) => getPolicy(createPostgresPolicyStore(), pool, tenant));
-        const document = stored?.compiled.document ?? BUILTIN_DEFAULT_DOCUMENT;
-        if (options.json) return ctx.printJson({ tenant, version: stored?.version ?? null, builtin: stored === null, document });
-        ctx.print(stored ? `# version ${stored.version}` : "# built-in default (the tenant has stored no policy)");
+        const { version, builtin, document } = await withAdminApi(ctx, (api) => api.getTenantPolicy(tenant));
+        if (options.json) return ctx.printJson({ tenant, version, builtin, document });
+        ctx.print(builtin ? "# built-in default (the tenant has stored no policy)" : `# version ${version}`);
         ctx.io.stdout.write(stringify(document));
       }),
     );

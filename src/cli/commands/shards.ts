@@ -1,10 +1,13 @@
 /**
  * `switchyard shards [--json]` — which coordinator owns which tenant shard now (issue 11): the live coordinators,
  * and each shard's owner, fencing token and lease expiry. `--tenant T` names the shard (and owner) of one tenant.
+ *
+ * Through AdminService.ListShards (remote/admin-api.ts), run in-process in direct mode.
  */
 import type { Command } from "commander";
 import type { ActionRunner } from "../action.js";
 import { formatTable, formatTime } from "../output.js";
+import { withAdminApi } from "../remote/admin-api.js";
 
 export function registerShardsCommands(program: Command, run: ActionRunner): void {
   /**
@@ -18,14 +21,7 @@ export function registerShardsCommands(program: Command, run: ActionRunner): voi
     .option("--json", "print as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
-        const { listLeases, listMembers, readShardCount } = await import("../../coordinator/shard-leases.js");
-        const { shardOf } = await import("../../bus/shards.js");
-        const { count, members, leases } = await ctx.withPool(async (pool) => ({
-          count: (await readShardCount(pool)) ?? ctx.config.shards.count,
-          members: await listMembers(pool),
-          leases: await listLeases(pool),
-        }));
-        const wanted = options.tenant === undefined ? undefined : shardOf(options.tenant, count);
+        const { shardCount: count, members, leases, tenantShard: wanted } = await withAdminApi(ctx, (api) => api.listShards(options.tenant === undefined ? {} : { orgId: options.tenant }));
         const shown = wanted === undefined ? leases : leases.filter((lease) => lease.shard === wanted);
         const owned = (id: string) => leases.filter((lease) => lease.live && lease.owner === id).length;
         if (options.json) {

@@ -1,10 +1,12 @@
 /**
  * `switchyard vault rewrap [--tenant T] [--json]` — after putting a new key first in SWITCHYARD_SECRET_ENCRYPTION_KEY,
- * re-seals every stored secret (connections, ingest endpoints) still sealed with an older key. Operator path:
- * straight against the database with this process's key ring. Prints counts, never a secret.
+ * re-seals every stored secret (connections, ingest endpoints) still sealed with an older key. Prints counts, never
+ * a secret. Through AdminService.RewrapSecrets (remote/admin-api.ts), which runs with the key ring of the process
+ * serving it: in direct mode, in-process, so this process's SWITCHYARD_SECRET_ENCRYPTION_KEY, as always.
  */
 import type { Command } from "commander";
 import type { ActionRunner } from "../action.js";
+import { withAdminApi } from "../remote/admin-api.js";
 
 export function registerVaultCommands(program: Command, run: ActionRunner): void {
   const vault = program.command("vault").description("the encryption of stored tenant secrets");
@@ -17,12 +19,8 @@ export function registerVaultCommands(program: Command, run: ActionRunner): void
     .option("--json", "print the counts as JSON")
     .action(
       run(async (ctx, options: { tenant?: string; json?: boolean }) => {
-        const { createSecretCipher, requireCipher } = await import("../../vault/secret-cipher.js");
-        const { rewrapSecrets } = await import("../../vault/rewrap.js");
-        const { createPostgresSealedSecretStore } = await import("../../store/vault/postgres-sealed-secret-store.js");
-        const cipher = requireCipher(createSecretCipher(ctx.config.origin.encryptionKeys), "re-sealing secrets");
         const orgId = options.tenant?.trim() || undefined;
-        const result = await ctx.withPool((pool) => rewrapSecrets(createPostgresSealedSecretStore(), pool, cipher, orgId ? { orgId } : {}));
+        const result = await withAdminApi(ctx, (api) => api.rewrapSecrets(orgId ? { orgId } : {}));
         if (options.json) return ctx.printJson(result);
         ctx.print(`re-sealed ${result.connections} connection secret(s) and ${result.ingestSecrets} ingest secret(s) with key ${result.keyId}${orgId ? ` for tenant ${orgId}` : ""}`);
       }),

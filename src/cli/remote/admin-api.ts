@@ -1,5 +1,6 @@
 /**
- * The operator (SRE) operations the CLI performs — flags, dead letters, tenants, API keys, dispatch limits — as one
+ * The operator (SRE) operations the CLI performs — flags, dead letters, tenants, API keys, dispatch limits, tenant
+ * policies, shards, re-sealing the vault — as one
  * client of the gateway's AdminService (admin-client.ts). Direct mode runs the AdminService handlers in-process
  * (direct-transport.ts, the operator acting as an admin for no tenant), so the handlers are the one implementation.
  * Every method returns the very record the commands printed when they called the stores themselves. A change (a
@@ -17,12 +18,16 @@ import type { DispatchLimit, DispatchLimitRow } from "../../core/limits.js";
 import type { AuditRow } from "../../domain.js";
 import type { FlagRow, ScopeKind } from "../../flags/flag-types.js";
 import type { FlagView } from "../../flags/flag-values.js";
+import type { PolicyDocument } from "../../governance/policy.js";
+import type { LeaseRow, MemberRow } from "../../store/shards/shard-store.js";
 import type { ApiKeyRecord, NewApiKey } from "../../tenancy/api-keys.js";
 import type { TenantRecord } from "../../tenancy/tenants.js";
+import type { RewrapResult } from "../../vault/rewrap.js";
+import type { InputFile } from "../args.js";
 import type { CliContext } from "../context.js";
 
 // The shapes the API answers in, named here so commands speak the client's vocabulary, not the modules behind it.
-export type { ApiKeyRecord, AuditRow, DeadLetterView, DispatchLimit, DispatchLimitRow, FlagRow, FlagView, NewApiKey, ScopeKind, TenantRecord };
+export type { ApiKeyRecord, AuditRow, DeadLetterView, DispatchLimit, DispatchLimitRow, FlagRow, FlagView, LeaseRow, MemberRow, NewApiKey, PolicyDocument, RewrapResult, ScopeKind, TenantRecord };
 /** The flag names (help text of `flags set`); how a flag's scope is written (`global`, `role:writer`). */
 export { describeScope, FLAG_NAMES } from "../../flags/flag-types.js";
 /** The audit chain of changes that belong to no tenant (`_system`). */
@@ -63,6 +68,26 @@ export interface AdminApi {
   setDispatchLimit(limit: DispatchLimit, change: ChangeBy): Promise<Audited<DispatchLimitRow>>;
   /** Removes the limits of one scope; false when it had none. */
   clearDispatchLimit(scope: { orgId: string; destination: string }, change: ChangeBy): Promise<boolean>;
+  /**
+   * Validates the policy file and stores it as the tenant's next version. NOT_FOUND for an unknown tenant; an
+   * invalid document is INVALID_POLICY reported against the file (`args.ts` inFile: its path, then the field path).
+   */
+  setTenantPolicy(orgId: string, file: InputFile): Promise<{ version: number }>;
+  /** The policy that applies now: `version` null and `builtin` true for the built-in default. */
+  getTenantPolicy(orgId: string): Promise<{ version: number | null; builtin: boolean; document: PolicyDocument }>;
+  /** The shard count, the live coordinators and every lease; `tenantShard` when `orgId` is given. */
+  listShards(filter: { orgId?: string }): Promise<ShardsView>;
+  /** Re-seals with the current key, using the key ring of the process that serves the call (direct mode: this one). */
+  rewrapSecrets(filter: { orgId?: string }): Promise<RewrapResult>;
+}
+
+/** Who owns which shard now (ListShards). */
+export interface ShardsView {
+  shardCount: number;
+  members: MemberRow[];
+  leases: LeaseRow[];
+  /** The shard the asked-for tenant maps to; undefined when none was asked for. */
+  tenantShard: number | undefined;
 }
 
 /** Runs a command's work against the AdminService, in-process (see above); always closes what it opened. */

@@ -10,8 +10,10 @@ import { FlagValues } from "../../flags/flag-values.js";
 import { AdminService } from "../../gen/switchyard/api/v1/admin_pb.js";
 import { operatorActorHeader } from "../../gateway/auth.js";
 import { auditRowFromProto } from "../../gateway/convert/audit.js";
+import type { PolicyDocument } from "../../governance/policy.js";
+import { inFile } from "../args.js";
 import type { AdminApi } from "./admin-api.js";
-import { apiKeyFromProto, deadLetterFromProto, flagRowFromProto, flagScopeKinds, limitFromProto, tenantFromProto } from "./admin-convert.js";
+import { apiKeyFromProto, deadLetterFromProto, flagRowFromProto, flagScopeKinds, leaseFromProto, limitFromProto, memberFromProto, tenantFromProto } from "./admin-convert.js";
 import { callerAt } from "./remote-api.js";
 
 export interface ClientAdminApiOptions {
@@ -103,6 +105,27 @@ export function createClientAdminApi(transport: Transport, options: ClientAdminA
     },
     async clearDispatchLimit(scope, change) {
       return (await call(() => admin.clearDispatchLimit({ orgId: scope.orgId, destination: scope.destination, reason: change.reason }, by(change.actor)))).cleared;
+    },
+    async setTenantPolicy(orgId, file) {
+      try {
+        return { version: (await call(() => admin.setTenantPolicy({ orgId, source: file.text }))).version };
+      } catch (error) {
+        // Only the document's verdict is about the file; an unknown tenant or an unreachable store is not.
+        throw error instanceof SwitchyardError && error.code === ErrorCode.InvalidPolicy ? inFile(file.path, error) : error;
+      }
+    },
+    async getTenantPolicy(orgId) {
+      const res = await call(() => admin.getTenantPolicy({ orgId }));
+      // The handler sends the normalized document it compiled; it is not validated again here.
+      return { version: res.version ?? null, builtin: res.builtin, document: required(res.document, "the policy document") as unknown as PolicyDocument };
+    },
+    async listShards(filter) {
+      const res = await call(() => admin.listShards(filter.orgId !== undefined ? { orgId: filter.orgId } : {}));
+      return { shardCount: res.shardCount, members: res.members.map(memberFromProto), leases: res.leases.map(leaseFromProto), tenantShard: res.tenantShard };
+    },
+    async rewrapSecrets(filter) {
+      const res = await call(() => admin.rewrapSecrets({ orgId: filter.orgId ?? "" }));
+      return { keyId: res.keyId, connections: res.connections, ingestSecrets: res.ingestSecrets };
     },
   };
 }

@@ -1,17 +1,19 @@
 /**
  * AdminService messages → the records the operator commands have always printed (TenantRecord, ApiKeyRecord,
- * DeadLetterView, DispatchLimitRow, FlagRow): the inverse of the handler's gateway/convert/admin.ts, rebuilt field
- * by field in the order the stores build them, so `--json` output serialises byte for byte as before.
+ * DeadLetterView, DispatchLimitRow, FlagRow, MemberRow, LeaseRow): the inverse of the handler's gateway/convert/admin.ts
+ * (and of gateway/services/admin-shards.ts for the shard rows), rebuilt field by field in the order the stores build
+ * them, so `--json` output serialises byte for byte as before.
  *
  * Here rather than beside its inverse only because this change may not touch gateway/convert/; it belongs there.
  */
-import { FlagScopeKind, type ApiKey, type DeadLetter, type DispatchLimit, type Flag, type Tenant } from "../../gen/switchyard/api/v1/admin_pb.js";
+import { FlagScopeKind, type ApiKey, type CoordinatorMember, type DeadLetter, type DispatchLimit, type Flag, type ShardLease, type Tenant } from "../../gen/switchyard/api/v1/admin_pb.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { apiKeyKinds } from "../../gateway/convert/admin.js";
 import { enumMapping, fromTimestamp, int64ToNumber, isoFromTimestamp } from "../../gateway/convert/values.js";
 import type { DeadLetterView } from "../../bus/dead-letters.js";
 import type { DispatchLimitRow } from "../../core/limits.js";
 import type { FlagName, FlagRow, ScopeKind } from "../../flags/flag-types.js";
+import type { LeaseRow, MemberRow } from "../../store/shards/shard-store.js";
 import type { ApiKeyRecord } from "../../tenancy/api-keys.js";
 import type { TenantRecord } from "../../tenancy/tenants.js";
 
@@ -86,4 +88,18 @@ export function flagRowFromProto(flag: Flag): FlagRow {
     reason: flag.reason,
     updatedAt: isoFromTimestamp(flag.updatedAt) ?? "",
   };
+}
+
+export function memberFromProto(member: CoordinatorMember): MemberRow {
+  return {
+    coordinatorId: member.coordinatorId,
+    host: member.host,
+    pid: member.pid,
+    joinedAtMs: requiredDate(member.joinedAt, "member joined_at").getTime(),
+    expiresAtMs: requiredDate(member.expiresAt, "member expires_at").getTime(),
+  };
+}
+
+export function leaseFromProto(lease: ShardLease): LeaseRow {
+  return { shard: lease.shard, owner: lease.owner ?? null, token: int64ToNumber(lease.token), expiresAtMs: requiredDate(lease.expiresAt, "lease expires_at").getTime(), live: lease.live };
 }

@@ -56,7 +56,7 @@ export function openDirectTransport(ctx: CliContext, tenant: string | undefined)
           setOperatorAdminCall(req.contextValues, operatorActorOf(req.header) ?? DEFAULT_ACTOR);
           return next(req);
         }
-        if (CREATING.has(`${req.service.name}.${req.method.name}`)) await requireTenantRecord(runtime.pool, tenant);
+        if (CREATING.has(`${req.service.name}.${req.method.name}`)) await requireTenantRecord(runtime.stores.tenants, runtime.pool, tenant);
         setOperatorCall(req.contextValues, tenant, operatorActorOf(req.header) || DEFAULT_ACTOR);
         return next(req);
       };

@@ -15,9 +15,9 @@ import { TaskService } from "../../gen/switchyard/api/v1/tasks_pb.js";
 import { WorkflowService } from "../../gen/switchyard/api/v1/workflows_pb.js";
 import { operatorActorHeader } from "../../gateway/auth.js";
 import { approvalFromProto, approvalStatuses } from "../../gateway/convert/approvals.js";
-import { auditRowFromProto, verificationFromProto } from "../../gateway/convert/audit.js";
+import { auditRowFromProto, checkpointFromProto, verificationFromProto } from "../../gateway/convert/audit.js";
 import { taskFromProto, taskStatuses, taskSummaryFromProto } from "../../gateway/convert/tasks.js";
-import { toTimestamp, toValue } from "../../gateway/convert/values.js";
+import { isoFromTimestamp, toTimestamp, toValue } from "../../gateway/convert/values.js";
 import { workflowFromProto, workflowSummaryFromProto } from "../../gateway/convert/workflows.js";
 import { parseWorkflowDefinition } from "../../workflow/definition.js";
 import { inFile } from "../args.js";
@@ -186,6 +186,27 @@ export function createClientTenantApi(transport: Transport, options: ClientTenan
       const res = await call(() => approvals.decide({ id: request.approvalId, approve: request.approve, actor: request.actor, reason: request.reason ?? "" }));
       return { status: approvalStatuses.fromProto(res.status) as "approved" | "denied", decidedBy: res.decidedBy, alreadyDecided: res.alreadyDecided };
     },
+    async createApprovalLinks(request) {
+      const res = await call(() =>
+        approvals.createLinks({
+          approvalId: request.approvalId,
+          ...(request.baseUrl !== undefined ? { baseUrl: request.baseUrl } : {}),
+          ...(request.ttlMs !== undefined ? { ttlMs: BigInt(request.ttlMs) } : {}),
+        }),
+      );
+      return { approveUrl: res.approveUrl, denyUrl: res.denyUrl, expiresAt: isoFromTimestamp(res.expiresAt) ?? "", kid: res.kid };
+    },
+    async listLinkKeys() {
+      const res = await call(() => approvals.listLinkKeys({}));
+      return res.keys.map((k) => ({ kid: k.kid, createdAt: isoFromTimestamp(k.createdAt) ?? "", retiredAt: isoFromTimestamp(k.retiredAt), signing: k.signing }));
+    },
+    async rotateLinkKey() {
+      return (await call(() => approvals.rotateLinkKey({}))).kid;
+    },
+    async retireLinkKey(kid) {
+      const res = await call(() => approvals.retireLinkKey({ kid }));
+      return { kid: res.kid, retiredAt: isoFromTimestamp(res.retiredAt) ?? "" };
+    },
     async verifyAudit(options) {
       const checkpoints = options.checkpoints;
       return verificationFromProto(await call(() => audit.verify(checkpoints ? { checkpointsJsonl: checkpoints.text, checkpointsSource: checkpoints.source } : {})));
@@ -195,6 +216,9 @@ export function createClientTenantApi(transport: Transport, options: ClientTenan
         audit.listRows({ taskId: options.taskId ?? "", afterSeq: BigInt(options.afterSeq ?? 0), limit: options.limit ?? 0 }),
       );
       return res.rows.map(auditRowFromProto);
+    },
+    async listCheckpoints() {
+      return (await call(() => audit.listCheckpoints({}))).checkpoints.map(checkpointFromProto);
     },
     close: options.close,
   };

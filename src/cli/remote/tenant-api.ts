@@ -6,8 +6,8 @@
  * printed (TaskView, ApprovalRow, AuditRow, …).
  *
  * The admin commands have their own clients beside this one (admin-api.ts, connection-api.ts, ingest-api.ts,
- * foreign-api.ts); the commands without a service (migrate, start, demo, policy, vault, shards, bus, approval
- * link/keys, audit checkpoint) keep using the runtime directly.
+ * foreign-api.ts, checkpoint-api.ts); the commands without a service (migrate, start, demo, policy, vault, shards,
+ * bus) keep using the runtime directly.
  */
 import type { ReplyOutcome } from "../../core/reply-types.js";
 import type { ApprovalRow } from "../../store/approvals/approval-store.js";
@@ -17,12 +17,17 @@ import type { WorkflowDocument } from "../../gateway/convert/workflows.js";
 import type { TaskListFilter, TaskPage } from "../../gateway/task-list.js";
 import type { ListAuditOptions } from "../../store/audit/audit-store.js";
 import type { VerifyWithCheckpointsResult } from "../../governance/checkpoint-verify.js";
-import type { ExportedCheckpoint } from "../../governance/checkpoints.js";
+import type { Checkpoint } from "../../governance/checkpoint-signing.js";
+import type { ExportedCheckpoint } from "../../governance/checkpoint-export.js";
+import type { ApprovalLinks } from "../../approvals/link-signing.js";
+import type { LinkKeyInfo } from "../../store/approvals/approval-store.js";
 import type { SubmittedWorkflow, WorkflowSummary } from "../../store/workflow-store.js";
 import type { InputFile } from "../args.js";
 
 // The shapes the API answers in, named here so commands speak the client's vocabulary, not the modules behind it.
-export type { ApprovalRow, AuditRow, TaskView, VerifyWithCheckpointsResult };
+export type { ApprovalLinks, ApprovalRow, AuditRow, Checkpoint, ExportedCheckpoint, LinkKeyInfo, TaskView, VerifyWithCheckpointsResult };
+/** Reads an exported checkpoints file (`audit verify --checkpoints`) here, so a bad line is refused before any call. */
+export { parseCheckpointLines } from "../../governance/checkpoint-export.js";
 export type { TaskStatus } from "../../core/model.js";
 /** The page sizes TaskService.List accepts (the CLI's `--limit` checks them before asking). */
 export { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "../../gateway/task-page.js";
@@ -52,9 +57,19 @@ export interface TenantApi {
   listTasks(filter: TaskListFilter): Promise<TaskPage>;
   listApprovals(filter: { status?: ApprovalRow["status"]; taskId?: string }): Promise<ApprovalRow[]>;
   decideApproval(request: { approvalId: string; approve: boolean; actor: string; reason?: string }): Promise<DecideOutcome>;
+  /** Signed approve and deny links for a pending approval; `baseUrl` absent: the gateway's public URL. */
+  createApprovalLinks(request: { approvalId: string; baseUrl?: string; ttlMs?: number }): Promise<ApprovalLinks>;
+  /** The tenant's link keys, newest first (never the secrets). */
+  listLinkKeys(): Promise<LinkKeyInfo[]>;
+  /** Starts signing links with a new key; returns its kid. */
+  rotateLinkKey(): Promise<string>;
+  /** Retires a link key (NOT_FOUND when the tenant has none by that kid). */
+  retireLinkKey(kid: string): Promise<{ kid: string; retiredAt: string }>;
   /** `tenant` is the tenant verified: --tenant in direct mode, the key's tenant in remote mode (as the service answers it). */
   verifyAudit(options: { checkpoints?: { parsed: ExportedCheckpoint[]; text: string; source: string } }): Promise<{ tenant: string; result: VerifyWithCheckpointsResult }>;
   listAudit(options: ListAuditOptions): Promise<AuditRow[]>;
+  /** The tenant's signed checkpoints in seq order. */
+  listCheckpoints(): Promise<Checkpoint[]>;
   close(): Promise<void>;
 }
 

@@ -6,6 +6,7 @@
  */
 import { findConsoleDir } from "../../gateway/console/static-route.js";
 import type { Pool } from "../../store/db.js";
+import type { Stores } from "../../store/stores.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "../../tenancy/api-keys.js";
 import { createTenant, getTenant } from "../../tenancy/tenants.js";
 
@@ -13,16 +14,18 @@ import { createTenant, getTenant } from "../../tenancy/tenants.js";
 export const DEMO_CONSOLE_KEY_NAME = "console (demo)";
 
 /** Creates the demo tenant's console key, revoking the one an earlier run printed. Returns the secret. */
-export async function issueDemoConsoleKey(pool: Pool, tenant: string): Promise<string> {
-  if (!(await getTenant(pool, tenant))) await createTenant(pool, { orgId: tenant, name: tenant });
-  for (const key of await listApiKeys(pool, { orgId: tenant })) {
-    if (key.name === DEMO_CONSOLE_KEY_NAME && key.revokedAt === null) await revokeApiKey(pool, key.id);
+export async function issueDemoConsoleKey(stores: Pick<Stores, "tenants" | "apiKeys">, pool: Pool, tenant: string): Promise<string> {
+  if (!(await getTenant(stores.tenants, pool, tenant))) await createTenant(stores.tenants, pool, { orgId: tenant, name: tenant });
+  for (const key of await listApiKeys(stores.apiKeys, pool, { orgId: tenant })) {
+    if (key.name === DEMO_CONSOLE_KEY_NAME && key.revokedAt === null) await revokeApiKey(stores.apiKeys, pool, key.id);
   }
-  return (await createApiKey(pool, { kind: "tenant", orgId: tenant, name: DEMO_CONSOLE_KEY_NAME })).secret;
+  return (await createApiKey(stores.apiKeys, pool, { kind: "tenant", orgId: tenant, name: DEMO_CONSOLE_KEY_NAME })).secret;
 }
 
 export interface DemoConsoleOptions {
   pool: Pool;
+  /** The tenancy ports (the demo runtime's `stores`). */
+  stores: Pick<Stores, "tenants" | "apiKeys">;
   tenant: string;
   /** The demo gateway's base URL. */
   gatewayUrl: string;
@@ -35,7 +38,7 @@ export interface DemoConsoleOptions {
 
 export async function offerDemoConsole(options: DemoConsoleOptions): Promise<void> {
   const { say } = options;
-  const key = await issueDemoConsoleKey(options.pool, options.tenant);
+  const key = await issueDemoConsoleKey(options.stores, options.pool, options.tenant);
   const url = `${options.gatewayUrl}/console/`;
   say(`9. The console: ${url}`);
   say(`   sign in with this API key for tenant "${options.tenant}" (shown once; the next demo run revokes it):`);

@@ -7,6 +7,7 @@
  * through the operator allowlist (as `SWITCHYARD_EGRESS_ALLOWED_NETWORKS=127.0.0.0/8` would) and points the public
  * URL, which the callback links in every push config are built from, at the demo's own gateway.
  */
+import type { ForeignAgentStore } from "../../store/foreign/foreign-agent-store.js";
 import type { Config } from "../../config/index.js";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
 import { registerForeignAgent, updateForeignAgent, type ForeignAgentInput, type ForeignAgentRecord } from "../../foreign/registry.js";
@@ -52,7 +53,7 @@ export interface DemoAgentRegistration {
  * again), so the demo can run any number of times against one database. Egress is allowed to exactly the agent's
  * host and port.
  */
-export async function registerDemoAgent(db: Queryable, tenant: string, baseUrl: string): Promise<DemoAgentRegistration> {
+export async function registerDemoAgent(agents: AgentRegistry, db: Queryable, tenant: string, baseUrl: string): Promise<DemoAgentRegistration> {
   const url = new URL(baseUrl);
   const wanted: ForeignAgentInput = {
     agentKey: DEMO_AGENT_KEY,
@@ -64,16 +65,19 @@ export async function registerDemoAgent(db: Queryable, tenant: string, baseUrl: 
     costEstimate: 0.5,
     enabled: true,
   };
-  return registerOrUpdate(db, tenant, wanted);
+  return registerOrUpdate(agents, db, tenant, wanted);
 }
 
+/** The registry port a demo registers through (`runtime.stores.foreignAgents`). */
+export type AgentRegistry = Pick<ForeignAgentStore, "insert" | "lock" | "update">;
+
 /** Registers `wanted`, or replaces what an earlier demo run registered under its key (every field of `wanted`). */
-export async function registerOrUpdate(db: Queryable, tenant: string, wanted: ForeignAgentInput): Promise<DemoAgentRegistration> {
+export async function registerOrUpdate(agents: AgentRegistry, db: Queryable, tenant: string, wanted: ForeignAgentInput): Promise<DemoAgentRegistration> {
   try {
-    return { agent: await registerForeignAgent(db, tenant, wanted), outcome: "registered" };
+    return { agent: await registerForeignAgent(agents, db, tenant, wanted), outcome: "registered" };
   } catch (error) {
     if (!(error instanceof SwitchyardError) || error.code !== ErrorCode.AlreadyExists) throw error;
     const { agentKey, ...patch } = wanted;
-    return { agent: await updateForeignAgent(db, tenant, agentKey, patch), outcome: "updated" };
+    return { agent: await updateForeignAgent(agents, db, tenant, agentKey, patch), outcome: "updated" };
   }
 }

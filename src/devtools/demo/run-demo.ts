@@ -90,13 +90,14 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
         actor: DEMO_ACTOR,
       });
       say(`   ${switched}`);
-      const registration = await registerDemoAgent(stack.runtime.pool, tenant, agent.baseUrl);
+      const registration = await registerDemoAgent(stack.runtime.stores.foreignAgents, stack.runtime.pool, tenant, agent.baseUrl);
       const { agentKey, allowHost, skills } = registration.agent;
       say(`   ${registration.outcome === "registered" ? "registered" : "updated the registration of"} foreign agent "${agentKey}" for tenant "${tenant}": skill ${skills.join(", ")}, egress allowed to ${allowHost} only`);
       say(`   (by hand: switchyard foreign register ${agentKey} --tenant ${tenant} --url ${agent.baseUrl} --skill ${skills.join(" --skill ")})`);
       const result = await runTask(stack, { ...options, tenant, topic, timeoutMs, say });
       await offerDemoConsole({
         pool: stack.runtime.pool,
+        stores: stack.runtime.stores,
         tenant,
         gatewayUrl: stack.gateway.url,
         taskId: result.taskId,

@@ -19,7 +19,7 @@ import { createTenant, getTenant } from "../../tenancy/tenants.js";
 import { parseWorkflowDefinition, topologicalOrder } from "../../workflow/definition.js";
 import { describeVerification, formatNumber } from "../../cli/output.js";
 import { switchOnDemoFlags } from "./demo-flags.js";
-import { LOOPBACK_NETWORK, registerOrUpdate } from "./demo-foreign.js";
+import { LOOPBACK_NETWORK, registerOrUpdate, type AgentRegistry } from "./demo-foreign.js";
 import { DEMO_ACTOR, type DemoOptions } from "./run-demo.js";
 import { startDemoStack } from "./demo-stack.js";
 import { formatHopsTable } from "./hops-table.js";
@@ -48,12 +48,12 @@ export async function runMcpDemo(options: McpDemoOptions): Promise<{ ok: boolean
     say(`3. Starting a coordinator and workers for the roles ${ROLES.join(", ")}`);
     const stack = await startDemoStack({ config: options.config, logger: options.logger, roles: ROLES });
     try {
-      const { pool, flags, tasks } = stack.runtime;
+      const { pool, flags, tasks, stores } = stack.runtime;
       say(`   the egress guard admits ${LOOPBACK_NETWORK} for this run (SWITCHYARD_EGRESS_ALLOWED_NETWORKS)`);
-      if (!(await getTenant(pool, tenant))) await createTenant(pool, { orgId: tenant, name: tenant });
+      if (!(await getTenant(stores.tenants, pool, tenant))) await createTenant(stores.tenants, pool, { orgId: tenant, name: tenant });
       say(`   ${await switchOnDemoFlags({ pool, flags, tenant, roles: ROLES, delegatingRoles: [], egress: true, actor: DEMO_ACTOR })}`);
 
-      const { agent, outcome } = await registerTool(pool, tenant, server.url, TEXT_STATS_TOOL);
+      const { agent, outcome } = await registerTool(stores.foreignAgents, pool, tenant, server.url, TEXT_STATS_TOOL);
       say(`4. ${outcome === "registered" ? "Registered" : "Updated the registration of"} foreign agent "${agent.agentKey}" for tenant "${tenant}": MCP tool ${agent.tool}, egress allowed to ${agent.allowHost} only`);
       say(`   (by hand: switchyard foreign register ${agent.agentKey} --tenant ${tenant} --url ${server.url} --protocol mcp --tool ${agent.tool})`);
       const description = await stack.runtime.a2a?.transports.for(agent).describe(agent, options.signal);
@@ -91,7 +91,7 @@ export async function runMcpDemo(options: McpDemoOptions): Promise<{ ok: boolean
 }
 
 /** Registers the tool for the tenant, or brings an earlier run's registration up to date (its port changes every run). */
-async function registerTool(db: Queryable, tenant: string, url: string, tool: string): Promise<{ agent: ForeignAgentRecord; outcome: "registered" | "updated" }> {
+async function registerTool(agents: AgentRegistry, db: Queryable, tenant: string, url: string, tool: string): Promise<{ agent: ForeignAgentRecord; outcome: "registered" | "updated" }> {
   const u = new URL(url);
   const wanted: ForeignAgentInput = {
     agentKey: MCP_DEMO_AGENT_KEY,
@@ -104,5 +104,5 @@ async function registerTool(db: Queryable, tenant: string, url: string, tool: st
     costEstimate: 0.2,
     enabled: true,
   };
-  return registerOrUpdate(db, tenant, wanted);
+  return registerOrUpdate(agents, db, tenant, wanted);
 }

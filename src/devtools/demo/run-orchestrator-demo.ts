@@ -48,10 +48,10 @@ export async function runOrchestratorDemo(options: DemoOptions): Promise<{ ok: b
     say(`3. Starting a coordinator, workers for the roles ${ROLES.join(", ")}, and the gateway (for the agent's pushes)`);
     const stack = await startDemoStack({ config: options.config, logger: options.logger, roles: ROLES });
     try {
-      const { pool, flags, tasks } = stack.runtime;
+      const { pool, flags, tasks, stores } = stack.runtime;
       say(`   the egress guard admits ${LOOPBACK_NETWORK} for this run (SWITCHYARD_EGRESS_ALLOWED_NETWORKS)`);
       say(`   ${await switchOnDemoFlags({ pool, flags, tenant, roles: ROLES, delegatingRoles: ["orchestrator"], egress: true, actor: DEMO_ACTOR })}`);
-      const registration = await registerDemoAgent(pool, tenant, agent.baseUrl);
+      const registration = await registerDemoAgent(stores.foreignAgents, pool, tenant, agent.baseUrl);
       say(`   ${registration.outcome} foreign agent "${registration.agent.agentKey}" for tenant "${tenant}", egress allowed to ${registration.agent.allowHost} only`);
 
       const definition = parseWorkflowDefinition(await readFile(ORCHESTRATOR_WORKFLOW_PATH, "utf8"), { format: "yaml" });

@@ -69,16 +69,16 @@ export async function runOriginDemo(options: OriginDemoOptions): Promise<{ ok: b
     say(`3. Starting a coordinator, a "${ROLE}" worker (examples/handlers/${ROLE}.ts) and the gateway`);
     const stack = await startDemoStack({ config, logger: options.logger, roles: [ROLE] });
     try {
-      const { pool, flags, tasks } = stack.runtime;
+      const { pool, flags, tasks, stores } = stack.runtime;
       say(`   gateway on ${stack.gateway.url}; the egress guard admits 127.0.0.0/8 for this run (SWITCHYARD_EGRESS_ALLOWED_NETWORKS)`);
-      if (!(await getTenant(pool, tenant))) await createTenant(pool, { orgId: tenant, name: tenant });
+      if (!(await getTenant(stores.tenants, pool, tenant))) await createTenant(stores.tenants, pool, { orgId: tenant, name: tenant });
       say(`   ${await switchOnDemoFlags({ pool, flags, tenant, roles: [ROLE], delegatingRoles: [], reply: true, actor: ACTOR })}`);
       const definition = parseWorkflowDefinition(await readFile(ORIGIN_WORKFLOW_PATH, "utf8"), { format: "yaml" });
       const submitted = await submitWorkflow(pool, tenant, definition);
       say(`   workflow ${submitted.ref} (examples/workflows/issue-responder.yaml)`);
 
       say(`4. Tenant "${tenant}" adds a connection: its token for ${host}, allowed to post to acme/* only`);
-      const connection = await addConnection(pool, cipher, tenant, { kind: "github", accountKey: host, apiBaseUrl: forge.apiBaseUrl, targets: ["acme/*"], secret: token }, { actor: ACTOR });
+      const connection = await addConnection(stores, pool, cipher, tenant, { kind: "github", accountKey: host, apiBaseUrl: forge.apiBaseUrl, targets: ["acme/*"], secret: token }, { actor: ACTOR });
       say(`   connection ${connection.id}: secret stored sealed (AES-256-GCM), listed only as ${connection.fingerprint}`);
       say(`   (by hand: switchyard connection add --tenant ${tenant} --kind github --account ${host} --api-url ${forge.apiBaseUrl} --targets 'acme/*' --secret-stdin)`);
       const endpoint = await createIngestEndpoint(stack.runtime.stores.ingestEndpoints, pool, cipher, tenant, { source: "github", workflow: submitted.ref });

@@ -16,6 +16,7 @@ import type { Logger } from "../../logger.js";
 import { readBody } from "../../read-body.js";
 import type { Queryable } from "../../store/db.js";
 import { resolveApiKey } from "../../tenancy/api-keys.js";
+import type { ApiKeyStore } from "../../store/tenancy/tenancy-store.js";
 import { CONSOLE_SECURITY_HEADERS, sendConsoleJson } from "./console-headers.js";
 import { clearedSessionCookie, sessionCookie } from "./cookies.js";
 import { checkCsrf, isOwnOrigin, requestSessionToken, type HeaderSource } from "./session-auth.js";
@@ -29,6 +30,8 @@ const MAX_BODY_BYTES = 4096;
 export interface SessionRouteDeps {
   /** The owner's pool: where API keys are resolved. */
   db: Queryable;
+  /** The API keys port (`runtime.stores.apiKeys`), read on `db`. */
+  keys: Pick<ApiKeyStore, "findByHashes">;
   sessions: ConsoleSessionStore;
   limiter: SignInLimiter;
   /** Whose `X-Forwarded-For` names the client that failures are counted against; empty: the socket peer is. */
@@ -95,7 +98,7 @@ async function signIn(req: IncomingMessage, res: ServerResponse, deps: SessionRo
   // answer to a wrong key only, so an address over its limit still learns whether a guess was right: the limit
   // alone does not stop guessing. The keys do: 32 random bytes (256 bits, tenancy/api-keys.ts) are not guessed at
   // any request rate. The limit keeps failing clients at 429 with Retry-After, and the log free of their repeats.
-  const resolved = await resolveApiKey(deps.db, apiKey);
+  const resolved = await resolveApiKey(deps.keys, deps.db, apiKey);
   if (resolved.status !== "ok") {
     const wait = deps.limiter.retryAfterMs(source);
     // Over the limit: refused without counting, so a client that keeps failing holds at most `maxFailures` entries

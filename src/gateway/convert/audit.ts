@@ -1,5 +1,5 @@
 /**
- * Audit rows and verification results ↔ switchyard.api.v1 audit messages.
+ * Audit rows, verification results and checkpoints ↔ switchyard.api.v1 audit messages.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AuditRow } from "../../domain.js";
@@ -8,10 +8,11 @@ import type {
   AuditRowSchema,
   AuditServiceVerifyResponse,
   AuditServiceVerifyResponseSchema,
+  Checkpoint as ProtoCheckpoint,
   CheckpointSchema,
 } from "../../gen/switchyard/api/v1/audit_pb.js";
 import type { VerifyWithCheckpointsResult } from "../../governance/checkpoint-verify.js";
-import type { Checkpoint } from "../../governance/checkpoints.js";
+import type { Checkpoint } from "../../governance/checkpoint-signing.js";
 import { int64ToNumber } from "./values.js";
 
 export function auditRowToProto(row: AuditRow): MessageInitShape<typeof AuditRowSchema> {
@@ -71,4 +72,15 @@ export function verificationFromProto(response: AuditServiceVerifyResponse): { t
 
 export function checkpointToProto(checkpoint: Checkpoint): MessageInitShape<typeof CheckpointSchema> {
   return { ...checkpoint, seq: BigInt(checkpoint.seq), atMs: BigInt(checkpoint.atMs) };
+}
+
+export function checkpointFromProto(checkpoint: ProtoCheckpoint): Checkpoint {
+  return {
+    orgId: checkpoint.orgId,
+    seq: int64ToNumber(checkpoint.seq),
+    hash: checkpoint.hash,
+    atMs: int64ToNumber(checkpoint.atMs),
+    kid: checkpoint.kid,
+    signature: checkpoint.signature,
+  };
 }

@@ -1,5 +1,7 @@
 /**
- * AdminService: flags (and their history), dead letters, tenants and API keys. The auth interceptor lets only admin keys in.
+ * AdminService: flags (and their history), dead letters, tenants and API keys, dispatch limits; tenant policies,
+ * shards and the vault's re-sealing are handled in admin-policy.ts, admin-shards.ts and admin-vault.ts and composed
+ * here. The auth interceptor lets only admin keys in.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { assertStreamName } from "../../bus/keys.js";
@@ -18,6 +20,9 @@ import { enumMapping, int64ToNumber, toTimestamp } from "../convert/values.js";
 import { deadLetterView, findDeadLetterStreams, replayAllDeadLetters } from "../../bus/dead-letters.js";
 import { isForeignStream, listForeignDeadLetters, refuseForeignReplay } from "../../foreign/dead-letters.js";
 import type { ServiceDeps } from "./deps.js";
+import { adminPolicyHandlers } from "./admin-policy.js";
+import { adminShardHandlers } from "./admin-shards.js";
+import { adminVaultHandlers } from "./admin-vault.js";
 import { clearLimit, setLimit } from "../../fairness/limit-changes.js";
 import type { DispatchLimitRow } from "../../core/limits.js";
 
@@ -68,6 +73,10 @@ function limitToProto(limit: DispatchLimitRow) {
 
 export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService> {
   return {
+    ...adminPolicyHandlers(deps),
+    ...adminShardHandlers(deps),
+    ...adminVaultHandlers(deps),
+
     async setDispatchLimit(req, ctx) {
       const admin = adminCall(ctx);
       const l = req.limit;
@@ -159,7 +168,7 @@ export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService
 
     async createTenant(req, ctx) {
       const admin = adminCall(ctx);
-      const created = await createTenantWithKey(deps.pool, {
+      const created = await createTenantWithKey(deps.stores, deps.pool, {
         orgId: req.orgId,
         name: req.name,
         dailyBudget: req.dailyBudget ?? null,
@@ -171,12 +180,12 @@ export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService
 
     async listTenants(_req, ctx) {
       adminCall(ctx);
-      return { tenants: (await listTenants(deps.pool)).map(tenantToProto) };
+      return { tenants: (await listTenants(deps.stores.tenants, deps.pool)).map(tenantToProto) };
     },
 
     async setTenantBudget(req, ctx) {
       const admin = adminCall(ctx);
-      const tenant = await setTenantBudget(deps.pool, req.orgId, req.dailyBudget ?? null);
+      const tenant = await setTenantBudget(deps.stores.tenants, deps.pool, req.orgId, req.dailyBudget ?? null);
       deps.logger.info({ orgId: tenant.orgId, dailyBudget: tenant.dailyBudget, key: admin.keyPrefix }, "tenant budget set through the admin API");
       return { tenant: tenantToProto(tenant) };
     },
@@ -186,21 +195,21 @@ export function adminService(deps: ServiceDeps): ServiceImpl<typeof AdminService
       if (req.admin && req.orgId !== "") {
         throw new SwitchyardError(ErrorCode.InvalidArgument, "org_id: an admin key belongs to no tenant; leave org_id empty", { details: { path: "org_id" } });
       }
-      const created = await createApiKey(deps.pool, { kind: req.admin ? "admin" : "tenant", orgId: req.orgId || null, name: req.name });
+      const created = await createApiKey(deps.stores.apiKeys, deps.pool, { kind: req.admin ? "admin" : "tenant", orgId: req.orgId || null, name: req.name });
       deps.logger.info({ keyId: created.key.id, kind: created.key.kind, orgId: created.key.orgId, key: admin.keyPrefix }, "API key created through the admin API");
       return { apiKey: apiKeyToProto(created.key), secret: created.secret };
     },
 
     async revokeApiKey(req, ctx) {
       const admin = adminCall(ctx);
-      const key = await revokeApiKey(deps.pool, req.id);
+      const key = await revokeApiKey(deps.stores.apiKeys, deps.pool, req.id);
       deps.logger.info({ keyId: key.id, key: admin.keyPrefix }, "API key revoked through the admin API");
       return { apiKey: apiKeyToProto(key) };
     },
 
     async listApiKeys(req, ctx) {
       adminCall(ctx);
-      return { apiKeys: (await listApiKeys(deps.pool, req.orgId !== "" ? { orgId: req.orgId } : {})).map(apiKeyToProto) };
+      return { apiKeys: (await listApiKeys(deps.stores.apiKeys, deps.pool, req.orgId !== "" ? { orgId: req.orgId } : {})).map(apiKeyToProto) };
     },
   };
 }

@@ -1,5 +1,6 @@
 /**
- * ApprovalService: list and decide the calling tenant's approvals.
+ * ApprovalService: list and decide the calling tenant's approvals; its signed links and their keys are
+ * approval-links.ts.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, SwitchyardError } from "../../errors.js";
@@ -7,6 +8,7 @@ import { ApprovalService } from "../../gen/switchyard/api/v1/approvals_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
 import { callActor, callChannel, tenantCall } from "../auth.js";
 import { approvalStatuses, approvalToProto } from "../convert/approvals.js";
+import { approvalLinkHandlers } from "./approval-links.js";
 import type { ServiceDeps } from "./deps.js";
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -37,5 +39,7 @@ export function approvalService(deps: ServiceDeps): ServiceImpl<typeof ApprovalS
       });
       return { approvalId: req.id, status: approvalStatuses.toProto(outcome.status), decidedBy: outcome.decidedBy, alreadyDecided: outcome.alreadyDecided };
     },
+
+    ...approvalLinkHandlers(deps),
   };
 }

@@ -18,7 +18,7 @@ export function auditService(deps: ServiceDeps): ServiceImpl<typeof AuditService
       const { orgId } = tenantCall(ctx);
       const fromFile = req.checkpointsJsonl.trim() !== "" ? parseCheckpointLines(req.checkpointsJsonl) : undefined;
       const result = await withTenantTransaction(deps.pool, orgId, (client) =>
-        verifyChainWithCheckpoints(client, orgId, {
+        verifyChainWithCheckpoints(deps.stores, client, orgId, {
           signal: ctx.signal,
           ...(fromFile ? { checkpoints: fromFile } : {}),
           ...(req.checkpointsSource !== "" ? { source: req.checkpointsSource } : {}),
@@ -43,13 +43,13 @@ export function auditService(deps: ServiceDeps): ServiceImpl<typeof AuditService
 
     async listCheckpoints(_req, ctx) {
       const { orgId } = tenantCall(ctx);
-      const checkpoints = await withTenantTransaction(deps.pool, orgId, (client) => listCheckpoints(client, orgId));
+      const checkpoints = await withTenantTransaction(deps.pool, orgId, (client) => listCheckpoints(deps.stores, client, orgId));
       return { checkpoints: checkpoints.map(checkpointToProto) };
     },
 
     async exportCheckpoints(_req, ctx) {
       const { orgId } = tenantCall(ctx);
-      return { jsonl: await withTenantTransaction(deps.pool, orgId, (client) => exportCheckpoints(client, orgId)) };
+      return { jsonl: await withTenantTransaction(deps.pool, orgId, (client) => exportCheckpoints(deps.stores, client, orgId)) };
     },
   };
 }

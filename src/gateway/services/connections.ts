@@ -31,7 +31,7 @@ export function connectionService(deps: ServiceDeps): ServiceImpl<typeof Connect
       }
       const kind = connectionKinds.fromProto(req.kind);
       const connection = await scoped(orgId, (client) =>
-        addConnection(client, deps.cipher, orgId, { kind, accountKey: req.accountKey, apiBaseUrl: req.apiBaseUrl, targets: req.targets, secret: req.secret }, { actor }),
+        addConnection(deps.stores, client, deps.cipher, orgId, { kind, accountKey: req.accountKey, apiBaseUrl: req.apiBaseUrl, targets: req.targets, secret: req.secret }, { actor }),
       );
       logged("connection added", connection, actor);
       return { connection: connectionToProto(connection) };
@@ -39,20 +39,20 @@ export function connectionService(deps: ServiceDeps): ServiceImpl<typeof Connect
     async rotate(req, ctx) {
       const { orgId } = tenantCall(ctx);
       const actor = callActor(ctx, req.actor);
-      const connection = await scoped(orgId, (client) => rotateConnection(client, deps.cipher, orgId, req.id, req.secret, { actor }));
+      const connection = await scoped(orgId, (client) => rotateConnection(deps.stores, client, deps.cipher, orgId, req.id, req.secret, { actor }));
       logged("connection secret rotated", connection, actor);
       return { connection: connectionToProto(connection) };
     },
     async delete(req, ctx) {
       const { orgId } = tenantCall(ctx);
       const actor = callActor(ctx, req.actor);
-      const connection = await scoped(orgId, (client) => deleteConnection(client, orgId, req.id, { actor }));
+      const connection = await scoped(orgId, (client) => deleteConnection(deps.stores, client, orgId, req.id, { actor }));
       logged("connection deleted", connection, actor);
       return { connection: connectionToProto(connection) };
     },
     async list(_req, ctx) {
       const { orgId } = tenantCall(ctx);
-      const connections = await scoped(orgId, (client) => listConnections(client, orgId));
+      const connections = await scoped(orgId, (client) => listConnections(deps.stores.connections, client, orgId));
       return { connections: connections.map(connectionToProto) };
     },
   };

@@ -33,6 +33,8 @@ export interface ServiceDeps {
   /** Mirrors the flags table to Redis now, after a flag change (Runtime.flagsChanged). @defaultValue none: the next poll does */
   flagsChanged?: () => Promise<void>;
   maxPayloadBytes: number;
+  /** This process's SWITCHYARD_SHARD_COUNT: what ListShards answers before a coordinator recorded the count. */
+  shardCount: number;
   logger: Logger;
   /** Where Watch streams take their slot and learn that their task changed (one shared poller). */
   watches: WatchHub;

@@ -56,17 +56,17 @@ export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof Forei
       const check = deps.foreignTransports
         ? await checkForeignRegistration({ transports: deps.foreignTransports, orgId, input, logger: deps.logger, signal: ctx.signal })
         : { outcome: "not_checkable" as const, warnings: ["the agent was not checked: this gateway cannot reach foreign agents"] };
-      const agent = await underAgent(() => scoped(orgId, (client) => registerForeignAgent(client, orgId, input)));
+      const agent = await underAgent(() => scoped(orgId, (client) => registerForeignAgent(deps.stores.foreignAgents, client, orgId, input)));
       const checked = check.outcome === "checked" ? { check: { summary: check.summary ?? "", delivery: check.delivery ?? "" } } : {};
       return { agent: foreignAgentToProto(agent), warnings: check.warnings, ...checked };
     },
     async get(req, ctx) {
       const { orgId } = tenantCall(ctx);
-      return { agent: foreignAgentToProto(await scoped(orgId, (client) => getForeignAgent(client, orgId, req.agentKey))) };
+      return { agent: foreignAgentToProto(await scoped(orgId, (client) => getForeignAgent(deps.stores.foreignAgents, client, orgId, req.agentKey))) };
     },
     async list(_req, ctx) {
       const { orgId } = tenantCall(ctx);
-      const agents = await scoped(orgId, (client) => listForeignAgents(client, orgId));
+      const agents = await scoped(orgId, (client) => listForeignAgents(deps.stores.foreignAgents, client, orgId));
       return { agents: agents.map(foreignAgentToProto) };
     },
     async update(req, ctx) {
@@ -76,7 +76,7 @@ export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof Forei
       }
       const agentKey = req.agent.agentKey;
       const patch = foreignAgentPatchFromProto(req.agent, req.updateMask);
-      const agent = await underAgent(() => scoped(orgId, (client) => updateForeignAgent(client, orgId, agentKey, patch)));
+      const agent = await underAgent(() => scoped(orgId, (client) => updateForeignAgent(deps.stores.foreignAgents, client, orgId, agentKey, patch)));
       return { agent: foreignAgentToProto(agent) };
     },
     async status(req, ctx) {
@@ -86,7 +86,7 @@ export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof Forei
         throw new SwitchyardError(ErrorCode.InvalidArgument, `bridge_limit: must be from 1 to ${MAX_BRIDGE_LIMIT}`, { details: { path: "bridge_limit" } });
       }
       const { agent, bridges, open } = await scoped(orgId, async (client) => ({
-        agent: await getForeignAgent(client, orgId, req.agentKey),
+        agent: await getForeignAgent(deps.stores.foreignAgents, client, orgId, req.agentKey),
         ...(await recentBridges(client, orgId, req.agentKey, limit)),
       }));
       return {
@@ -98,7 +98,7 @@ export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof Forei
     },
     async disable(req, ctx) {
       const { orgId } = tenantCall(ctx);
-      return { agent: foreignAgentToProto(await scoped(orgId, (client) => disableForeignAgent(client, orgId, req.agentKey))) };
+      return { agent: foreignAgentToProto(await scoped(orgId, (client) => disableForeignAgent(deps.stores.foreignAgents, client, orgId, req.agentKey))) };
     },
   };
 }

@@ -36,7 +36,7 @@ function fingerprint(view: TaskView): string {
 export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> {
   const readView = (orgId: string, id: string) =>
     withTenantTransaction(deps.pool, orgId, async (client) => {
-      const view = await getTaskView(client, orgId, id);
+      const view = await getTaskView(deps.stores, client, orgId, id);
       return { view, extras: await readStepExtras(client, orgId, id) };
     });
 

@@ -15,6 +15,7 @@ import type { ReplyAddress } from "../../core/reply-address.js";
 import type { ParkedReplyFacts, ReplyRequestFacts } from "../../core/reply-types.js";
 import type { AuditHeadCache } from "../../governance/audit-heads.js";
 import type { Pool, PoolClient, Queryable } from "../db.js";
+import type { TraceRootStore } from "../telemetry/trace-root-store.js";
 
 /** One event for one task of a tenant, as the engine applies it (coordinator/engine.ts). */
 export interface EngineInput {
@@ -167,4 +168,6 @@ export interface EngineStore {
   costs: TenantCostStore;
   audit: AuditLogStore;
   replyFacts: ReplyFactsSource;
+  /** The tasks' root trace contexts, read only when tracing is on. */
+  traceRoots: TraceRootStore;
 }

@@ -13,6 +13,7 @@ import { admissionScope, anyConcurrencyKey, loadAdmission } from "./postgres-adm
 import { dedupe, forgetRefused } from "./postgres-envelope-store.js";
 import { persistPhase } from "./postgres-phase-writer.js";
 import { loadTasksForUpdate } from "./postgres-task-store.js";
+import { createPostgresTraceRootStore } from "../telemetry/postgres-trace-root-store.js";
 import { accrueDailyCost, createTenantFactsSource, type EgressSwitch, type ReplySwitch } from "./postgres-tenant-facts.js";
 
 export interface PostgresEngineStoreOptions {
@@ -63,5 +64,6 @@ export function createPostgresEngineStore(options: PostgresEngineStoreOptions): 
     costs: { accrue: accrueDailyCost },
     audit: { append: (tx, entries, append) => appendAudit(tx, entries, append.heads ? { heads: append.heads } : {}) },
     replyFacts: createReplyFactsSource(options.replyFacts),
+    traceRoots: createPostgresTraceRootStore(),
   };
 }

@@ -8,6 +8,7 @@
 import type { ReplyAddress } from "../../core/reply-address.js";
 import type { Queryable } from "../db.js";
 import { selectConnection as vaultSelect } from "../../vault/connection-select.js";
+import { createPostgresConnectionStore } from "../vault/postgres-connection-store.js";
 import { MAX_REPLY_TEXT_BYTES, type ConnectionSelection, type ReplyState } from "../../core/reply-types.js";
 import { scanForSecrets, type SecretScanner } from "../../replies/secret-scan.js";
 import type { ReplyFactsSource } from "../engine/engine-store.js";
@@ -25,7 +26,8 @@ export interface ReplyFactsOptions {
 }
 
 export function createReplyFactsSource(options: ReplyFactsOptions = {}): ReplyFactsSource {
-  const select = options.selectConnection ?? vaultSelect;
+  const connections = createPostgresConnectionStore();
+  const select: ConnectionSelector = options.selectConnection ?? ((db, orgId, address) => vaultSelect(connections, db, orgId, address));
   const scan = options.scanSecrets ?? scanForSecrets;
   return {
     async forRequest(db, q) {

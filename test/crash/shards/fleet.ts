@@ -2,7 +2,7 @@
  * Named coordinator processes (`start coordinator --consumer NAME`) and echo harnesses for the shard crash tests,
  * and waits on the shard split as `shard_leases` shows it.
  */
-import { listLeases, type LeaseRow } from "../../../src/coordinator/shard-leases.js";
+import { listLeases, type LeaseRow } from "../../../src/store/shards/postgres-shard-store.js";
 import { assignShards } from "../../../src/coordinator/shard-ownership.js";
 import { shardOf } from "../../../src/bus/shards.js";
 import type { Queryable } from "../../../src/store/db.js";

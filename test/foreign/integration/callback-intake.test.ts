@@ -191,6 +191,7 @@ describe("A2A callback intake", () => {
     const sender = new ForeignSender({
       pool: rt.pool,
       bridges: rt.stores.bridges,
+      agents: rt.stores.foreignAgents,
       maxPayloadBytes: rt.config.bus.maxPayloadBytes,
       signer: rt.busAuth.signer(GATEWAY_SENDER),
       transports: a2a.transports,

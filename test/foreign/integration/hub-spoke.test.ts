@@ -190,7 +190,7 @@ steps:
     expect(helper.received).toHaveLength(0);
     expect(await listBridges(rt.pool, ORG, secret.taskId)).toEqual([]);
 
-    await disableForeignAgent(rt.pool, ORG, "helper");
+    await disableForeignAgent(rt.stores.foreignAgents, rt.pool, ORG, "helper");
     await rt.submit(ORG, `
 name: off
 steps:

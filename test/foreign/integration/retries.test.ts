@@ -40,7 +40,7 @@ describe("FOREIGN retries", () => {
 
   it("opens ONE task at an agent that is not idempotent, and fails the step closed, audited, dead-lettered", async () => {
     await rt.register(ORG, { agentKey: "helper", baseUrl: helper.baseUrl });
-    expect((await getForeignAgent(rt.pool, ORG, "helper")).idempotent).toBe(false);
+    expect((await getForeignAgent(rt.stores.foreignAgents, rt.pool, ORG, "helper")).idempotent).toBe(false);
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "hung" });
     const task = await rt.finished(ORG, taskId);
     expect(task).toMatchObject({ status: "failed", error: { code: "FOREIGN_NOT_RETRIED", stepId: "b" } });
@@ -94,7 +94,7 @@ describe("FOREIGN retries", () => {
 
   it("reads the flag at decision time: switching idempotent off stops the next re-send", async () => {
     await rt.register(ORG, { agentKey: "helper", baseUrl: helper.baseUrl, idempotent: true });
-    await updateForeignAgent(rt.pool, ORG, "helper", { idempotent: false });
+    await updateForeignAgent(rt.stores.foreignAgents, rt.pool, ORG, "helper", { idempotent: false });
     const { taskId } = await rt.tasks.start({ orgId: ORG, workflow: "hung" });
     const task = await rt.finished(ORG, taskId);
     expect(task.error).toMatchObject({ code: "FOREIGN_NOT_RETRIED" });

@@ -86,7 +86,7 @@ export async function createForeignRuntime(
     },
     async register(orgId, input) {
       const host = new URL(input.baseUrl);
-      await registerForeignAgent(rt.pool, orgId, { allowHost: `${host.hostname}:${host.port}`, skills: ["echo"], ...input });
+      await registerForeignAgent(rt.stores.foreignAgents, rt.pool, orgId, { allowHost: `${host.hostname}:${host.port}`, skills: ["echo"], ...input });
     },
     async submit(orgId, yaml) {
       await submitWorkflow(rt.pool, orgId, parseWorkflowDefinition(yaml));
@@ -108,7 +108,7 @@ export async function createForeignRuntime(
 /** A coordinator over `runtime` (its pool, bus, engine, dispatch limits and FOREIGN jobs), as a coordinator process builds one; not started. */
 export function coordinatorOf(runtime: Runtime, consumer: string): Coordinator {
   // Limits as a coordinator process has them (src/coordinator-process.ts): without, a held step would never be released.
-  return new Coordinator(coordinatorOptionsFrom(runtime, { consumer, releases: heldStepReleases(runtime.limits), checkpoints: false, background: runtime.foreignJobs }));
+  return new Coordinator(coordinatorOptionsFrom(runtime, { consumer, releases: heldStepReleases(runtime.limits, runtime.stores.heldSteps), checkpoints: false, background: runtime.foreignJobs }));
 }
 
 /** Posts a push body to a callback URL as an agent would. */

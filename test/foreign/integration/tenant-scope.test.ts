@@ -26,7 +26,7 @@ describe("FOREIGN under tenant scope", () => {
   it("starts and completes a foreign step from a tenant-scoped task service", async () => {
     await rt.register(ORG, { agentKey: "helper", baseUrl: agent.baseUrl });
     await rt.submit(ORG, `name: ask\nsteps:\n  - { id: b, to: "foreign:helper" }\n`);
-    const scoped = new TaskService({ pool: rt.pool, engine: rt.engine, approvals: rt.stores.approvals, publisher: rt.publisher, maxPayloadBytes: 1 << 20, transact: tenantScoped(rt.pool) });
+    const scoped = new TaskService({ pool: rt.pool, engine: rt.engine, approvals: rt.stores.approvals, tasks: rt.stores.tasks, replies: rt.stores.replies, publisher: rt.publisher, maxPayloadBytes: 1 << 20, transact: tenantScoped(rt.pool) });
     const { taskId } = await scoped.start({ orgId: ORG, workflow: "ask", input: { q: 1 } });
     const task = await rt.finished(ORG, taskId);
     expect(task.status).toBe("completed");

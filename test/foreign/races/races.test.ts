@@ -63,6 +63,7 @@ describe("foreign races", () => {
     return new ForeignSender({
       pool: r.pool,
       bridges: r.stores.bridges,
+      agents: r.stores.foreignAgents,
       maxPayloadBytes: r.config.bus.maxPayloadBytes,
       signer: r.busAuth.signer(GATEWAY_SENDER),
       transports,
@@ -72,7 +73,7 @@ describe("foreign races", () => {
     });
   }
 
-  const resumeDeps = (r: ForeignTestRuntime) => ({ pool: r.pool, bridges: r.stores.bridges, signer: r.busAuth.signer(GATEWAY_SENDER), maxPayloadBytes: r.config.bus.maxPayloadBytes });
+  const resumeDeps = (r: ForeignTestRuntime) => ({ pool: r.pool, bridges: r.stores.bridges, agents: r.stores.foreignAgents, signer: r.busAuth.signer(GATEWAY_SENDER), maxPayloadBytes: r.config.bus.maxPayloadBytes });
 
   it("(1A) a completed push before the send is recorded, then the sender dies: the poller still resolves it from GetTask", async () => {
     const r = await setUp("no-push", "6s");

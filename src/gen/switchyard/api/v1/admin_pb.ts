@@ -5,16 +5,297 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { AuditRow } from "./audit_pb.js";
 import { file_switchyard_api_v1_audit } from "./audit_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file switchyard/api/v1/admin.proto.
  */
 export const file_switchyard_api_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS9hZG1pbi5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEioAIKDURpc3BhdGNoTGltaXQSDgoGb3JnX2lkGAEgASgJEhMKC2Rlc3RpbmF0aW9uGAIgASgJEhoKDW1heF9pbl9mbGlnaHQYAyABKAVIAIgBARIZCgxyYXRlX3Blcl9zZWMYBCABKAFIAYgBARISCgVidXJzdBgFIAEoBUgCiAEBEhMKBndlaWdodBgGIAEoBUgDiAEBEhIKCnVwZGF0ZWRfYnkYByABKAkSDgoGcmVhc29uGAggASgJEi4KCnVwZGF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhAKDl9tYXhfaW5fZmxpZ2h0Qg8KDV9yYXRlX3Blcl9zZWNCCAoGX2J1cnN0QgkKB193ZWlnaHQiZgojQWRtaW5TZXJ2aWNlU2V0RGlzcGF0Y2hMaW1pdFJlcXVlc3QSLwoFbGltaXQYASABKAsyIC5zd2l0Y2h5YXJkLmFwaS52MS5EaXNwYXRjaExpbWl0Eg4KBnJlYXNvbhgCIAEoCSKDAQokQWRtaW5TZXJ2aWNlU2V0RGlzcGF0Y2hMaW1pdFJlc3BvbnNlEi8KBWxpbWl0GAEgASgLMiAuc3dpdGNoeWFyZC5hcGkudjEuRGlzcGF0Y2hMaW1pdBIqCgVhdWRpdBgCIAEoCzIbLnN3aXRjaHlhcmQuYXBpLnYxLkF1ZGl0Um93IlwKJUFkbWluU2VydmljZUNsZWFyRGlzcGF0Y2hMaW1pdFJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEhMKC2Rlc3RpbmF0aW9uGAIgASgJEg4KBnJlYXNvbhgDIAEoCSI5CiZBZG1pblNlcnZpY2VDbGVhckRpc3BhdGNoTGltaXRSZXNwb25zZRIPCgdjbGVhcmVkGAEgASgIIicKJUFkbWluU2VydmljZUxpc3REaXNwYXRjaExpbWl0c1JlcXVlc3QiWgomQWRtaW5TZXJ2aWNlTGlzdERpc3BhdGNoTGltaXRzUmVzcG9uc2USMAoGbGltaXRzGAEgAygLMiAuc3dpdGNoeWFyZC5hcGkudjEuRGlzcGF0Y2hMaW1pdCK+AQoERmxhZxIMCgRuYW1lGAEgASgJEjQKCnNjb3BlX2tpbmQYAiABKA4yIC5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnU2NvcGVLaW5kEg0KBXNjb3BlGAMgASgJEg8KB2VuYWJsZWQYBCABKAgSEgoKdXBkYXRlZF9ieRgFIAEoCRIOCgZyZWFzb24YBiABKAkSLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAikAEKGkFkbWluU2VydmljZVNldEZsYWdSZXF1ZXN0EgwKBG5hbWUYASABKAkSNAoKc2NvcGVfa2luZBgCIAEoDjIgLnN3aXRjaHlhcmQuYXBpLnYxLkZsYWdTY29wZUtpbmQSDQoFc2NvcGUYAyABKAkSDwoHZW5hYmxlZBgEIAEoCBIOCgZyZWFzb24YBSABKAkicAobQWRtaW5TZXJ2aWNlU2V0RmxhZ1Jlc3BvbnNlEiUKBGZsYWcYASABKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnEioKBWF1ZGl0GAIgASgLMhsuc3dpdGNoeWFyZC5hcGkudjEuQXVkaXRSb3ciHgocQWRtaW5TZXJ2aWNlTGlzdEZsYWdzUmVxdWVzdCJHCh1BZG1pblNlcnZpY2VMaXN0RmxhZ3NSZXNwb25zZRImCgVmbGFncxgBIAMoCzIXLnN3aXRjaHlhcmQuYXBpLnYxLkZsYWciuAEKCkRlYWRMZXR0ZXISDgoGc3RyZWFtGAEgASgJEgoKAmlkGAIgASgJEhMKC29yaWdpbmFsX2lkGAMgASgJEg4KBnJlYXNvbhgEIAEoCRISCgpkZWxpdmVyaWVzGAUgASgFEg0KBWF0X21zGAYgASgDEg0KBWJ5dGVzGAcgASgFEjcKCGVudmVsb3BlGAggASgLMiUuc3dpdGNoeWFyZC5hcGkudjEuRGVhZExldHRlckVudmVsb3BlImAKEkRlYWRMZXR0ZXJFbnZlbG9wZRIKCgJpZBgBIAEoCRIMCgRraW5kGAIgASgJEg4KBm9yZ19pZBgDIAEoCRIPCgd0YXNrX2lkGAQgASgJEg8KB3N0ZXBfaWQYBSABKAkiQwoiQWRtaW5TZXJ2aWNlTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSDQoFbGltaXQYAiABKAUiWgojQWRtaW5TZXJ2aWNlTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2USMwoMZGVhZF9sZXR0ZXJzGAEgAygLMh0uc3dpdGNoeWFyZC5hcGkudjEuRGVhZExldHRlciJQCiRBZG1pblNlcnZpY2VSZXBsYXlEZWFkTGV0dGVyc1JlcXVlc3QSDgoGc3RyZWFtGAEgASgJEgsKA2lkcxgCIAMoCRILCgNhbGwYAyABKAgiOQolQWRtaW5TZXJ2aWNlUmVwbGF5RGVhZExldHRlcnNSZXNwb25zZRIQCghyZXBsYXllZBgBIAEoBSKCAQoGVGVuYW50Eg4KBm9yZ19pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhkKDGRhaWx5X2J1ZGdldBgDIAEoAUgAiAEBEi4KCmNyZWF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg8KDV9kYWlseV9idWRnZXQigQIKBkFwaUtleRIKCgJpZBgBIAEoCRIrCgRraW5kGAIgASgOMh0uc3dpdGNoeWFyZC5hcGkudjEuQXBpS2V5S2luZBIOCgZvcmdfaWQYAyABKAkSDAoEbmFtZRgEIAEoCRIOCgZwcmVmaXgYBSABKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcmV2b2tlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMbGFzdF91c2VkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ9Ch9BZG1pblNlcnZpY2VDcmVhdGVUZW5hbnRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhkKDGRhaWx5X2J1ZGdldBgDIAEoAUgAiAEBEhAKCGtleV9uYW1lGAQgASgJQg8KDV9kYWlseV9idWRnZXQiiQEKIEFkbWluU2VydmljZUNyZWF0ZVRlbmFudFJlc3BvbnNlEikKBnRlbmFudBgBIAEoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLlRlbmFudBIqCgdhcGlfa2V5GAIgASgLMhkuc3dpdGNoeWFyZC5hcGkudjEuQXBpS2V5Eg4KBnNlY3JldBgDIAEoCSIgCh5BZG1pblNlcnZpY2VMaXN0VGVuYW50c1JlcXVlc3QiTQofQWRtaW5TZXJ2aWNlTGlzdFRlbmFudHNSZXNwb25zZRIqCgd0ZW5hbnRzGAEgAygLMhkuc3dpdGNoeWFyZC5hcGkudjEuVGVuYW50ImAKIkFkbWluU2VydmljZVNldFRlbmFudEJ1ZGdldFJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEhkKDGRhaWx5X2J1ZGdldBgCIAEoAUgAiAEBQg8KDV9kYWlseV9idWRnZXQiUAojQWRtaW5TZXJ2aWNlU2V0VGVuYW50QnVkZ2V0UmVzcG9uc2USKQoGdGVuYW50GAEgASgLMhkuc3dpdGNoeWFyZC5hcGkudjEuVGVuYW50Ik4KH0FkbWluU2VydmljZUNyZWF0ZUFwaUtleVJlcXVlc3QSDgoGb3JnX2lkGAEgASgJEg0KBWFkbWluGAIgASgIEgwKBG5hbWUYAyABKAkiXgogQWRtaW5TZXJ2aWNlQ3JlYXRlQXBpS2V5UmVzcG9uc2USKgoHYXBpX2tleRgBIAEoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiLQofQWRtaW5TZXJ2aWNlUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSJOCiBBZG1pblNlcnZpY2VSZXZva2VBcGlLZXlSZXNwb25zZRIqCgdhcGlfa2V5GAEgASgLMhkuc3dpdGNoeWFyZC5hcGkudjEuQXBpS2V5IjAKHkFkbWluU2VydmljZUxpc3RBcGlLZXlzUmVxdWVzdBIOCgZvcmdfaWQYASABKAkiTgofQWRtaW5TZXJ2aWNlTGlzdEFwaUtleXNSZXNwb25zZRIrCghhcGlfa2V5cxgBIAMoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLkFwaUtleSKZAQoiQWRtaW5TZXJ2aWNlTGlzdEZsYWdIaXN0b3J5UmVxdWVzdBIMCgRuYW1lGAEgASgJEjQKCnNjb3BlX2tpbmQYAiABKA4yIC5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnU2NvcGVLaW5kEg0KBXNjb3BlGAMgASgJEg0KBWxpbWl0GAQgASgFEhEKCWJlZm9yZV9tcxgFIAEoAyJVCiNBZG1pblNlcnZpY2VMaXN0RmxhZ0hpc3RvcnlSZXNwb25zZRIuCgdjaGFuZ2VzGAEgAygLMh0uc3dpdGNoeWFyZC5hcGkudjEuRmxhZ0NoYW5nZSK6AQoKRmxhZ0NoYW5nZRIMCgRuYW1lGAEgASgJEjQKCnNjb3BlX2tpbmQYAiABKA4yIC5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnU2NvcGVLaW5kEg0KBXNjb3BlGAMgASgJEg8KB2VuYWJsZWQYBCABKAgSDQoFYWN0b3IYBSABKAkSDgoGcmVhc29uGAYgASgJEg0KBWF0X21zGAcgASgDEg0KBWNoYWluGAggASgJEgsKA3NlcRgJIAEoAyqcAQoNRmxhZ1Njb3BlS2luZBIfChtGTEFHX1NDT1BFX0tJTkRfVU5TUEVDSUZJRUQQABIaChZGTEFHX1NDT1BFX0tJTkRfR0xPQkFMEAESGgoWRkxBR19TQ09QRV9LSU5EX1RFTkFOVBACEhgKFEZMQUdfU0NPUEVfS0lORF9ST0xFEAMSGAoURkxBR19TQ09QRV9LSU5EX1RFQU0QBCpbCgpBcGlLZXlLaW5kEhwKGEFQSV9LRVlfS0lORF9VTlNQRUNJRklFRBAAEhcKE0FQSV9LRVlfS0lORF9URU5BTlQQARIWChJBUElfS0VZX0tJTkRfQURNSU4QAjLvDQoMQWRtaW5TZXJ2aWNlEmgKB1NldEZsYWcSLS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VTZXRGbGFnUmVxdWVzdBouLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVNldEZsYWdSZXNwb25zZRJuCglMaXN0RmxhZ3MSLy5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0RmxhZ3NSZXF1ZXN0GjAuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdEZsYWdzUmVzcG9uc2USgAEKD0xpc3RGbGFnSGlzdG9yeRI1LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3RGbGFnSGlzdG9yeVJlcXVlc3QaNi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0RmxhZ0hpc3RvcnlSZXNwb25zZRKAAQoPTGlzdERlYWRMZXR0ZXJzEjUuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBo2LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3REZWFkTGV0dGVyc1Jlc3BvbnNlEoYBChFSZXBsYXlEZWFkTGV0dGVycxI3LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVJlcGxheURlYWRMZXR0ZXJzUmVxdWVzdBo4LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVJlcGxheURlYWRMZXR0ZXJzUmVzcG9uc2USdwoMQ3JlYXRlVGVuYW50EjIuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlQ3JlYXRlVGVuYW50UmVxdWVzdBozLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUNyZWF0ZVRlbmFudFJlc3BvbnNlEnQKC0xpc3RUZW5hbnRzEjEuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdFRlbmFudHNSZXF1ZXN0GjIuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdFRlbmFudHNSZXNwb25zZRKAAQoPU2V0VGVuYW50QnVkZ2V0EjUuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlU2V0VGVuYW50QnVkZ2V0UmVxdWVzdBo2LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVNldFRlbmFudEJ1ZGdldFJlc3BvbnNlEncKDENyZWF0ZUFwaUtleRIyLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUNyZWF0ZUFwaUtleVJlcXVlc3QaMy5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VDcmVhdGVBcGlLZXlSZXNwb25zZRJ3CgxSZXZva2VBcGlLZXkSMi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VSZXZva2VBcGlLZXlSZXF1ZXN0GjMuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlUmV2b2tlQXBpS2V5UmVzcG9uc2USdAoLTGlzdEFwaUtleXMSMS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0QXBpS2V5c1JlcXVlc3QaMi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0QXBpS2V5c1Jlc3BvbnNlEoMBChBTZXREaXNwYXRjaExpbWl0EjYuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlU2V0RGlzcGF0Y2hMaW1pdFJlcXVlc3QaNy5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VTZXREaXNwYXRjaExpbWl0UmVzcG9uc2USiQEKEkNsZWFyRGlzcGF0Y2hMaW1pdBI4LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUNsZWFyRGlzcGF0Y2hMaW1pdFJlcXVlc3QaOS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VDbGVhckRpc3BhdGNoTGltaXRSZXNwb25zZRKJAQoSTGlzdERpc3BhdGNoTGltaXRzEjguc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdERpc3BhdGNoTGltaXRzUmVxdWVzdBo5LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3REaXNwYXRjaExpbWl0c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_switchyard_api_v1_audit]);
+  fileDesc("Ch1zd2l0Y2h5YXJkL2FwaS92MS9hZG1pbi5wcm90bxIRc3dpdGNoeWFyZC5hcGkudjEiRAoiQWRtaW5TZXJ2aWNlU2V0VGVuYW50UG9saWN5UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDgoGc291cmNlGAIgASgJIjYKI0FkbWluU2VydmljZVNldFRlbmFudFBvbGljeVJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAUiNAoiQWRtaW5TZXJ2aWNlR2V0VGVuYW50UG9saWN5UmVxdWVzdBIOCgZvcmdfaWQYASABKAkigwEKI0FkbWluU2VydmljZUdldFRlbmFudFBvbGljeVJlc3BvbnNlEhQKB3ZlcnNpb24YASABKAVIAIgBARIPCgdidWlsdGluGAIgASgIEikKCGRvY3VtZW50GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIKCghfdmVyc2lvbiI/Ch1BZG1pblNlcnZpY2VMaXN0U2hhcmRzUmVxdWVzdBITCgZvcmdfaWQYASABKAlIAIgBAUIJCgdfb3JnX2lkIscBCh5BZG1pblNlcnZpY2VMaXN0U2hhcmRzUmVzcG9uc2USEwoLc2hhcmRfY291bnQYASABKAUSNQoHbWVtYmVycxgCIAMoCzIkLnN3aXRjaHlhcmQuYXBpLnYxLkNvb3JkaW5hdG9yTWVtYmVyEi0KBmxlYXNlcxgDIAMoCzIdLnN3aXRjaHlhcmQuYXBpLnYxLlNoYXJkTGVhc2USGQoMdGVuYW50X3NoYXJkGAQgASgFSACIAQFCDwoNX3RlbmFudF9zaGFyZCKlAQoRQ29vcmRpbmF0b3JNZW1iZXISFgoOY29vcmRpbmF0b3JfaWQYASABKAkSDAoEaG9zdBgCIAEoCRILCgNwaWQYAyABKAUSLQoJam9pbmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKGAQoKU2hhcmRMZWFzZRINCgVzaGFyZBgBIAEoBRISCgVvd25lchgCIAEoCUgAiAEBEg0KBXRva2VuGAMgASgDEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGxpdmUYBSABKAhCCAoGX293bmVyIjIKIEFkbWluU2VydmljZVJld3JhcFNlY3JldHNSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCSJgCiFBZG1pblNlcnZpY2VSZXdyYXBTZWNyZXRzUmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEhMKC2Nvbm5lY3Rpb25zGAIgASgFEhYKDmluZ2VzdF9zZWNyZXRzGAMgASgFIqACCg1EaXNwYXRjaExpbWl0Eg4KBm9yZ19pZBgBIAEoCRITCgtkZXN0aW5hdGlvbhgCIAEoCRIaCg1tYXhfaW5fZmxpZ2h0GAMgASgFSACIAQESGQoMcmF0ZV9wZXJfc2VjGAQgASgBSAGIAQESEgoFYnVyc3QYBSABKAVIAogBARITCgZ3ZWlnaHQYBiABKAVIA4gBARISCgp1cGRhdGVkX2J5GAcgASgJEg4KBnJlYXNvbhgIIAEoCRIuCgp1cGRhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIQCg5fbWF4X2luX2ZsaWdodEIPCg1fcmF0ZV9wZXJfc2VjQggKBl9idXJzdEIJCgdfd2VpZ2h0ImYKI0FkbWluU2VydmljZVNldERpc3BhdGNoTGltaXRSZXF1ZXN0Ei8KBWxpbWl0GAEgASgLMiAuc3dpdGNoeWFyZC5hcGkudjEuRGlzcGF0Y2hMaW1pdBIOCgZyZWFzb24YAiABKAkigwEKJEFkbWluU2VydmljZVNldERpc3BhdGNoTGltaXRSZXNwb25zZRIvCgVsaW1pdBgBIAEoCzIgLnN3aXRjaHlhcmQuYXBpLnYxLkRpc3BhdGNoTGltaXQSKgoFYXVkaXQYAiABKAsyGy5zd2l0Y2h5YXJkLmFwaS52MS5BdWRpdFJvdyJcCiVBZG1pblNlcnZpY2VDbGVhckRpc3BhdGNoTGltaXRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRITCgtkZXN0aW5hdGlvbhgCIAEoCRIOCgZyZWFzb24YAyABKAkiOQomQWRtaW5TZXJ2aWNlQ2xlYXJEaXNwYXRjaExpbWl0UmVzcG9uc2USDwoHY2xlYXJlZBgBIAEoCCInCiVBZG1pblNlcnZpY2VMaXN0RGlzcGF0Y2hMaW1pdHNSZXF1ZXN0IloKJkFkbWluU2VydmljZUxpc3REaXNwYXRjaExpbWl0c1Jlc3BvbnNlEjAKBmxpbWl0cxgBIAMoCzIgLnN3aXRjaHlhcmQuYXBpLnYxLkRpc3BhdGNoTGltaXQivgEKBEZsYWcSDAoEbmFtZRgBIAEoCRI0CgpzY29wZV9raW5kGAIgASgOMiAuc3dpdGNoeWFyZC5hcGkudjEuRmxhZ1Njb3BlS2luZBINCgVzY29wZRgDIAEoCRIPCgdlbmFibGVkGAQgASgIEhIKCnVwZGF0ZWRfYnkYBSABKAkSDgoGcmVhc29uGAYgASgJEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpABChpBZG1pblNlcnZpY2VTZXRGbGFnUmVxdWVzdBIMCgRuYW1lGAEgASgJEjQKCnNjb3BlX2tpbmQYAiABKA4yIC5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnU2NvcGVLaW5kEg0KBXNjb3BlGAMgASgJEg8KB2VuYWJsZWQYBCABKAgSDgoGcmVhc29uGAUgASgJInAKG0FkbWluU2VydmljZVNldEZsYWdSZXNwb25zZRIlCgRmbGFnGAEgASgLMhcuc3dpdGNoeWFyZC5hcGkudjEuRmxhZxIqCgVhdWRpdBgCIAEoCzIbLnN3aXRjaHlhcmQuYXBpLnYxLkF1ZGl0Um93Ih4KHEFkbWluU2VydmljZUxpc3RGbGFnc1JlcXVlc3QiRwodQWRtaW5TZXJ2aWNlTGlzdEZsYWdzUmVzcG9uc2USJgoFZmxhZ3MYASADKAsyFy5zd2l0Y2h5YXJkLmFwaS52MS5GbGFnIrgBCgpEZWFkTGV0dGVyEg4KBnN0cmVhbRgBIAEoCRIKCgJpZBgCIAEoCRITCgtvcmlnaW5hbF9pZBgDIAEoCRIOCgZyZWFzb24YBCABKAkSEgoKZGVsaXZlcmllcxgFIAEoBRINCgVhdF9tcxgGIAEoAxINCgVieXRlcxgHIAEoBRI3CghlbnZlbG9wZRgIIAEoCzIlLnN3aXRjaHlhcmQuYXBpLnYxLkRlYWRMZXR0ZXJFbnZlbG9wZSJgChJEZWFkTGV0dGVyRW52ZWxvcGUSCgoCaWQYASABKAkSDAoEa2luZBgCIAEoCRIOCgZvcmdfaWQYAyABKAkSDwoHdGFza19pZBgEIAEoCRIPCgdzdGVwX2lkGAUgASgJIkMKIkFkbWluU2VydmljZUxpc3REZWFkTGV0dGVyc1JlcXVlc3QSDgoGc3RyZWFtGAEgASgJEg0KBWxpbWl0GAIgASgFIloKI0FkbWluU2VydmljZUxpc3REZWFkTGV0dGVyc1Jlc3BvbnNlEjMKDGRlYWRfbGV0dGVycxgBIAMoCzIdLnN3aXRjaHlhcmQuYXBpLnYxLkRlYWRMZXR0ZXIiUAokQWRtaW5TZXJ2aWNlUmVwbGF5RGVhZExldHRlcnNSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRILCgNpZHMYAiADKAkSCwoDYWxsGAMgASgIIjkKJUFkbWluU2VydmljZVJlcGxheURlYWRMZXR0ZXJzUmVzcG9uc2USEAoIcmVwbGF5ZWQYASABKAUiggEKBlRlbmFudBIOCgZvcmdfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIZCgxkYWlseV9idWRnZXQYAyABKAFIAIgBARIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIPCg1fZGFpbHlfYnVkZ2V0IoECCgZBcGlLZXkSCgoCaWQYASABKAkSKwoEa2luZBgCIAEoDjIdLnN3aXRjaHlhcmQuYXBpLnYxLkFwaUtleUtpbmQSDgoGb3JnX2lkGAMgASgJEgwKBG5hbWUYBCABKAkSDgoGcHJlZml4GAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAifQofQWRtaW5TZXJ2aWNlQ3JlYXRlVGVuYW50UmVxdWVzdBIOCgZvcmdfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIZCgxkYWlseV9idWRnZXQYAyABKAFIAIgBARIQCghrZXlfbmFtZRgEIAEoCUIPCg1fZGFpbHlfYnVkZ2V0IokBCiBBZG1pblNlcnZpY2VDcmVhdGVUZW5hbnRSZXNwb25zZRIpCgZ0ZW5hbnQYASABKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5UZW5hbnQSKgoHYXBpX2tleRgCIAEoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLkFwaUtleRIOCgZzZWNyZXQYAyABKAkiIAoeQWRtaW5TZXJ2aWNlTGlzdFRlbmFudHNSZXF1ZXN0Ik0KH0FkbWluU2VydmljZUxpc3RUZW5hbnRzUmVzcG9uc2USKgoHdGVuYW50cxgBIAMoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLlRlbmFudCJgCiJBZG1pblNlcnZpY2VTZXRUZW5hbnRCdWRnZXRSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRIZCgxkYWlseV9idWRnZXQYAiABKAFIAIgBAUIPCg1fZGFpbHlfYnVkZ2V0IlAKI0FkbWluU2VydmljZVNldFRlbmFudEJ1ZGdldFJlc3BvbnNlEikKBnRlbmFudBgBIAEoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLlRlbmFudCJOCh9BZG1pblNlcnZpY2VDcmVhdGVBcGlLZXlSZXF1ZXN0Eg4KBm9yZ19pZBgBIAEoCRINCgVhZG1pbhgCIAEoCBIMCgRuYW1lGAMgASgJIl4KIEFkbWluU2VydmljZUNyZWF0ZUFwaUtleVJlc3BvbnNlEioKB2FwaV9rZXkYASABKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIi0KH0FkbWluU2VydmljZVJldm9rZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkiTgogQWRtaW5TZXJ2aWNlUmV2b2tlQXBpS2V5UmVzcG9uc2USKgoHYXBpX2tleRgBIAEoCzIZLnN3aXRjaHlhcmQuYXBpLnYxLkFwaUtleSIwCh5BZG1pblNlcnZpY2VMaXN0QXBpS2V5c1JlcXVlc3QSDgoGb3JnX2lkGAEgASgJIk4KH0FkbWluU2VydmljZUxpc3RBcGlLZXlzUmVzcG9uc2USKwoIYXBpX2tleXMYASADKAsyGS5zd2l0Y2h5YXJkLmFwaS52MS5BcGlLZXkimQEKIkFkbWluU2VydmljZUxpc3RGbGFnSGlzdG9yeVJlcXVlc3QSDAoEbmFtZRgBIAEoCRI0CgpzY29wZV9raW5kGAIgASgOMiAuc3dpdGNoeWFyZC5hcGkudjEuRmxhZ1Njb3BlS2luZBINCgVzY29wZRgDIAEoCRINCgVsaW1pdBgEIAEoBRIRCgliZWZvcmVfbXMYBSABKAMiVQojQWRtaW5TZXJ2aWNlTGlzdEZsYWdIaXN0b3J5UmVzcG9uc2USLgoHY2hhbmdlcxgBIAMoCzIdLnN3aXRjaHlhcmQuYXBpLnYxLkZsYWdDaGFuZ2UiugEKCkZsYWdDaGFuZ2USDAoEbmFtZRgBIAEoCRI0CgpzY29wZV9raW5kGAIgASgOMiAuc3dpdGNoeWFyZC5hcGkudjEuRmxhZ1Njb3BlS2luZBINCgVzY29wZRgDIAEoCRIPCgdlbmFibGVkGAQgASgIEg0KBWFjdG9yGAUgASgJEg4KBnJlYXNvbhgGIAEoCRINCgVhdF9tcxgHIAEoAxINCgVjaGFpbhgIIAEoCRILCgNzZXEYCSABKAMqnAEKDUZsYWdTY29wZUtpbmQSHwobRkxBR19TQ09QRV9LSU5EX1VOU1BFQ0lGSUVEEAASGgoWRkxBR19TQ09QRV9LSU5EX0dMT0JBTBABEhoKFkZMQUdfU0NPUEVfS0lORF9URU5BTlQQAhIYChRGTEFHX1NDT1BFX0tJTkRfUk9MRRADEhgKFEZMQUdfU0NPUEVfS0lORF9URUFNEAQqWwoKQXBpS2V5S2luZBIcChhBUElfS0VZX0tJTkRfVU5TUEVDSUZJRUQQABIXChNBUElfS0VZX0tJTkRfVEVOQU5UEAESFgoSQVBJX0tFWV9LSU5EX0FETUlOEAIy5BEKDEFkbWluU2VydmljZRJoCgdTZXRGbGFnEi0uc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlU2V0RmxhZ1JlcXVlc3QaLi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VTZXRGbGFnUmVzcG9uc2USbgoJTGlzdEZsYWdzEi8uc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdEZsYWdzUmVxdWVzdBowLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3RGbGFnc1Jlc3BvbnNlEoABCg9MaXN0RmxhZ0hpc3RvcnkSNS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0RmxhZ0hpc3RvcnlSZXF1ZXN0GjYuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdEZsYWdIaXN0b3J5UmVzcG9uc2USgAEKD0xpc3REZWFkTGV0dGVycxI1LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3REZWFkTGV0dGVyc1JlcXVlc3QaNi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0RGVhZExldHRlcnNSZXNwb25zZRKGAQoRUmVwbGF5RGVhZExldHRlcnMSNy5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VSZXBsYXlEZWFkTGV0dGVyc1JlcXVlc3QaOC5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VSZXBsYXlEZWFkTGV0dGVyc1Jlc3BvbnNlEncKDENyZWF0ZVRlbmFudBIyLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUNyZWF0ZVRlbmFudFJlcXVlc3QaMy5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VDcmVhdGVUZW5hbnRSZXNwb25zZRJ0CgtMaXN0VGVuYW50cxIxLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3RUZW5hbnRzUmVxdWVzdBoyLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3RUZW5hbnRzUmVzcG9uc2USgAEKD1NldFRlbmFudEJ1ZGdldBI1LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVNldFRlbmFudEJ1ZGdldFJlcXVlc3QaNi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VTZXRUZW5hbnRCdWRnZXRSZXNwb25zZRJ3CgxDcmVhdGVBcGlLZXkSMi5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VDcmVhdGVBcGlLZXlSZXF1ZXN0GjMuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlQ3JlYXRlQXBpS2V5UmVzcG9uc2USdwoMUmV2b2tlQXBpS2V5EjIuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlUmV2b2tlQXBpS2V5UmVxdWVzdBozLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVJldm9rZUFwaUtleVJlc3BvbnNlEnQKC0xpc3RBcGlLZXlzEjEuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdEFwaUtleXNSZXF1ZXN0GjIuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdEFwaUtleXNSZXNwb25zZRKDAQoQU2V0RGlzcGF0Y2hMaW1pdBI2LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVNldERpc3BhdGNoTGltaXRSZXF1ZXN0Gjcuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlU2V0RGlzcGF0Y2hMaW1pdFJlc3BvbnNlEokBChJDbGVhckRpc3BhdGNoTGltaXQSOC5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VDbGVhckRpc3BhdGNoTGltaXRSZXF1ZXN0Gjkuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlQ2xlYXJEaXNwYXRjaExpbWl0UmVzcG9uc2USiQEKEkxpc3REaXNwYXRjaExpbWl0cxI4LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3REaXNwYXRjaExpbWl0c1JlcXVlc3QaOS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VMaXN0RGlzcGF0Y2hMaW1pdHNSZXNwb25zZRKAAQoPU2V0VGVuYW50UG9saWN5EjUuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlU2V0VGVuYW50UG9saWN5UmVxdWVzdBo2LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVNldFRlbmFudFBvbGljeVJlc3BvbnNlEoABCg9HZXRUZW5hbnRQb2xpY3kSNS5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VHZXRUZW5hbnRQb2xpY3lSZXF1ZXN0GjYuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlR2V0VGVuYW50UG9saWN5UmVzcG9uc2UScQoKTGlzdFNoYXJkcxIwLnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZUxpc3RTaGFyZHNSZXF1ZXN0GjEuc3dpdGNoeWFyZC5hcGkudjEuQWRtaW5TZXJ2aWNlTGlzdFNoYXJkc1Jlc3BvbnNlEnoKDVJld3JhcFNlY3JldHMSMy5zd2l0Y2h5YXJkLmFwaS52MS5BZG1pblNlcnZpY2VSZXdyYXBTZWNyZXRzUmVxdWVzdBo0LnN3aXRjaHlhcmQuYXBpLnYxLkFkbWluU2VydmljZVJld3JhcFNlY3JldHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_switchyard_api_v1_audit]);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceSetTenantPolicyRequest
+ */
+export type AdminServiceSetTenantPolicyRequest = Message<"switchyard.api.v1.AdminServiceSetTenantPolicyRequest"> & {
+  /**
+   * @generated from field: string org_id = 1;
+   */
+  orgId: string;
+
+  /**
+   * The policy document, YAML or JSON (JSON is YAML).
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceSetTenantPolicyRequest.
+ * Use `create(AdminServiceSetTenantPolicyRequestSchema)` to create a new message.
+ */
+export const AdminServiceSetTenantPolicyRequestSchema: GenMessage<AdminServiceSetTenantPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 0);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceSetTenantPolicyResponse
+ */
+export type AdminServiceSetTenantPolicyResponse = Message<"switchyard.api.v1.AdminServiceSetTenantPolicyResponse"> & {
+  /**
+   * @generated from field: int32 version = 1;
+   */
+  version: number;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceSetTenantPolicyResponse.
+ * Use `create(AdminServiceSetTenantPolicyResponseSchema)` to create a new message.
+ */
+export const AdminServiceSetTenantPolicyResponseSchema: GenMessage<AdminServiceSetTenantPolicyResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 1);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceGetTenantPolicyRequest
+ */
+export type AdminServiceGetTenantPolicyRequest = Message<"switchyard.api.v1.AdminServiceGetTenantPolicyRequest"> & {
+  /**
+   * @generated from field: string org_id = 1;
+   */
+  orgId: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceGetTenantPolicyRequest.
+ * Use `create(AdminServiceGetTenantPolicyRequestSchema)` to create a new message.
+ */
+export const AdminServiceGetTenantPolicyRequestSchema: GenMessage<AdminServiceGetTenantPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 2);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceGetTenantPolicyResponse
+ */
+export type AdminServiceGetTenantPolicyResponse = Message<"switchyard.api.v1.AdminServiceGetTenantPolicyResponse"> & {
+  /**
+   * Unset when the tenant stored no policy: then `builtin` is true and `document` is the built-in default.
+   *
+   * @generated from field: optional int32 version = 1;
+   */
+  version?: number;
+
+  /**
+   * @generated from field: bool builtin = 2;
+   */
+  builtin: boolean;
+
+  /**
+   * The normalized document (every default spelled out, single values as lists): `default`, `over_budget`,
+   * `clearance`, `rules`, and `description` when it has one.
+   *
+   * @generated from field: google.protobuf.Struct document = 3;
+   */
+  document?: JsonObject;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceGetTenantPolicyResponse.
+ * Use `create(AdminServiceGetTenantPolicyResponseSchema)` to create a new message.
+ */
+export const AdminServiceGetTenantPolicyResponseSchema: GenMessage<AdminServiceGetTenantPolicyResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 3);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceListShardsRequest
+ */
+export type AdminServiceListShardsRequest = Message<"switchyard.api.v1.AdminServiceListShardsRequest"> & {
+  /**
+   * Also answer the shard of this tenant (`tenant_shard`); unset: none.
+   *
+   * @generated from field: optional string org_id = 1;
+   */
+  orgId?: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceListShardsRequest.
+ * Use `create(AdminServiceListShardsRequestSchema)` to create a new message.
+ */
+export const AdminServiceListShardsRequestSchema: GenMessage<AdminServiceListShardsRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 4);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceListShardsResponse
+ */
+export type AdminServiceListShardsResponse = Message<"switchyard.api.v1.AdminServiceListShardsResponse"> & {
+  /**
+   * The shard count the first coordinator recorded; before any ran, the serving process's SWITCHYARD_SHARD_COUNT.
+   *
+   * @generated from field: int32 shard_count = 1;
+   */
+  shardCount: number;
+
+  /**
+   * The coordinators alive now (their membership not expired), by id.
+   *
+   * @generated from field: repeated switchyard.api.v1.CoordinatorMember members = 2;
+   */
+  members: CoordinatorMember[];
+
+  /**
+   * Every shard's lease, by shard; none before a coordinator ran.
+   *
+   * @generated from field: repeated switchyard.api.v1.ShardLease leases = 3;
+   */
+  leases: ShardLease[];
+
+  /**
+   * The shard `org_id` maps to under `shard_count`; unset when the request named no tenant.
+   *
+   * @generated from field: optional int32 tenant_shard = 4;
+   */
+  tenantShard?: number;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceListShardsResponse.
+ * Use `create(AdminServiceListShardsResponseSchema)` to create a new message.
+ */
+export const AdminServiceListShardsResponseSchema: GenMessage<AdminServiceListShardsResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 5);
+
+/**
+ * @generated from message switchyard.api.v1.CoordinatorMember
+ */
+export type CoordinatorMember = Message<"switchyard.api.v1.CoordinatorMember"> & {
+  /**
+   * @generated from field: string coordinator_id = 1;
+   */
+  coordinatorId: string;
+
+  /**
+   * @generated from field: string host = 2;
+   */
+  host: string;
+
+  /**
+   * @generated from field: int32 pid = 3;
+   */
+  pid: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp joined_at = 4;
+   */
+  joinedAt?: Timestamp;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp;
+};
+
+/**
+ * Describes the message switchyard.api.v1.CoordinatorMember.
+ * Use `create(CoordinatorMemberSchema)` to create a new message.
+ */
+export const CoordinatorMemberSchema: GenMessage<CoordinatorMember> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 6);
+
+/**
+ * @generated from message switchyard.api.v1.ShardLease
+ */
+export type ShardLease = Message<"switchyard.api.v1.ShardLease"> & {
+  /**
+   * @generated from field: int32 shard = 1;
+   */
+  shard: number;
+
+  /**
+   * The last owner; unset for a shard never taken or given back. An expired lease keeps its owner (`live` false).
+   *
+   * @generated from field: optional string owner = 2;
+   */
+  owner?: string;
+
+  /**
+   * The fencing token (0 before the first owner); tokens only grow.
+   *
+   * @generated from field: int64 token = 3;
+   */
+  token: bigint;
+
+  /**
+   * Never before the epoch (a released lease reads as the epoch).
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp;
+
+  /**
+   * Owner set and lease not expired, by the database's clock.
+   *
+   * @generated from field: bool live = 5;
+   */
+  live: boolean;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ShardLease.
+ * Use `create(ShardLeaseSchema)` to create a new message.
+ */
+export const ShardLeaseSchema: GenMessage<ShardLease> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 7);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceRewrapSecretsRequest
+ */
+export type AdminServiceRewrapSecretsRequest = Message<"switchyard.api.v1.AdminServiceRewrapSecretsRequest"> & {
+  /**
+   * Only this tenant's secrets; empty: every tenant's.
+   *
+   * @generated from field: string org_id = 1;
+   */
+  orgId: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceRewrapSecretsRequest.
+ * Use `create(AdminServiceRewrapSecretsRequestSchema)` to create a new message.
+ */
+export const AdminServiceRewrapSecretsRequestSchema: GenMessage<AdminServiceRewrapSecretsRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 8);
+
+/**
+ * @generated from message switchyard.api.v1.AdminServiceRewrapSecretsResponse
+ */
+export type AdminServiceRewrapSecretsResponse = Message<"switchyard.api.v1.AdminServiceRewrapSecretsResponse"> & {
+  /**
+   * The key every secret is now sealed with (the ring's first).
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * How many were re-sealed.
+   *
+   * @generated from field: int32 connections = 2;
+   */
+  connections: number;
+
+  /**
+   * @generated from field: int32 ingest_secrets = 3;
+   */
+  ingestSecrets: number;
+};
+
+/**
+ * Describes the message switchyard.api.v1.AdminServiceRewrapSecretsResponse.
+ * Use `create(AdminServiceRewrapSecretsResponseSchema)` to create a new message.
+ */
+export const AdminServiceRewrapSecretsResponseSchema: GenMessage<AdminServiceRewrapSecretsResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_admin, 9);
 
 /**
  * Limits of one scope. `org_id` empty: a destination's capacity (max_in_flight). `destination` empty: the tenant's
@@ -80,7 +361,7 @@ export type DispatchLimit = Message<"switchyard.api.v1.DispatchLimit"> & {
  * Use `create(DispatchLimitSchema)` to create a new message.
  */
 export const DispatchLimitSchema: GenMessage<DispatchLimit> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 0);
+  messageDesc(file_switchyard_api_v1_admin, 10);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetDispatchLimitRequest
@@ -106,7 +387,7 @@ export type AdminServiceSetDispatchLimitRequest = Message<"switchyard.api.v1.Adm
  * Use `create(AdminServiceSetDispatchLimitRequestSchema)` to create a new message.
  */
 export const AdminServiceSetDispatchLimitRequestSchema: GenMessage<AdminServiceSetDispatchLimitRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 1);
+  messageDesc(file_switchyard_api_v1_admin, 11);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetDispatchLimitResponse
@@ -131,7 +412,7 @@ export type AdminServiceSetDispatchLimitResponse = Message<"switchyard.api.v1.Ad
  * Use `create(AdminServiceSetDispatchLimitResponseSchema)` to create a new message.
  */
 export const AdminServiceSetDispatchLimitResponseSchema: GenMessage<AdminServiceSetDispatchLimitResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 2);
+  messageDesc(file_switchyard_api_v1_admin, 12);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceClearDispatchLimitRequest
@@ -158,7 +439,7 @@ export type AdminServiceClearDispatchLimitRequest = Message<"switchyard.api.v1.A
  * Use `create(AdminServiceClearDispatchLimitRequestSchema)` to create a new message.
  */
 export const AdminServiceClearDispatchLimitRequestSchema: GenMessage<AdminServiceClearDispatchLimitRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 3);
+  messageDesc(file_switchyard_api_v1_admin, 13);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceClearDispatchLimitResponse
@@ -177,7 +458,7 @@ export type AdminServiceClearDispatchLimitResponse = Message<"switchyard.api.v1.
  * Use `create(AdminServiceClearDispatchLimitResponseSchema)` to create a new message.
  */
 export const AdminServiceClearDispatchLimitResponseSchema: GenMessage<AdminServiceClearDispatchLimitResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 4);
+  messageDesc(file_switchyard_api_v1_admin, 14);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListDispatchLimitsRequest
@@ -190,7 +471,7 @@ export type AdminServiceListDispatchLimitsRequest = Message<"switchyard.api.v1.A
  * Use `create(AdminServiceListDispatchLimitsRequestSchema)` to create a new message.
  */
 export const AdminServiceListDispatchLimitsRequestSchema: GenMessage<AdminServiceListDispatchLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 5);
+  messageDesc(file_switchyard_api_v1_admin, 15);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListDispatchLimitsResponse
@@ -207,7 +488,7 @@ export type AdminServiceListDispatchLimitsResponse = Message<"switchyard.api.v1.
  * Use `create(AdminServiceListDispatchLimitsResponseSchema)` to create a new message.
  */
 export const AdminServiceListDispatchLimitsResponseSchema: GenMessage<AdminServiceListDispatchLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 6);
+  messageDesc(file_switchyard_api_v1_admin, 16);
 
 /**
  * @generated from message switchyard.api.v1.Flag
@@ -258,7 +539,7 @@ export type Flag = Message<"switchyard.api.v1.Flag"> & {
  * Use `create(FlagSchema)` to create a new message.
  */
 export const FlagSchema: GenMessage<Flag> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 7);
+  messageDesc(file_switchyard_api_v1_admin, 17);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetFlagRequest
@@ -299,7 +580,7 @@ export type AdminServiceSetFlagRequest = Message<"switchyard.api.v1.AdminService
  * Use `create(AdminServiceSetFlagRequestSchema)` to create a new message.
  */
 export const AdminServiceSetFlagRequestSchema: GenMessage<AdminServiceSetFlagRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 8);
+  messageDesc(file_switchyard_api_v1_admin, 18);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetFlagResponse
@@ -324,7 +605,7 @@ export type AdminServiceSetFlagResponse = Message<"switchyard.api.v1.AdminServic
  * Use `create(AdminServiceSetFlagResponseSchema)` to create a new message.
  */
 export const AdminServiceSetFlagResponseSchema: GenMessage<AdminServiceSetFlagResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 9);
+  messageDesc(file_switchyard_api_v1_admin, 19);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListFlagsRequest
@@ -337,7 +618,7 @@ export type AdminServiceListFlagsRequest = Message<"switchyard.api.v1.AdminServi
  * Use `create(AdminServiceListFlagsRequestSchema)` to create a new message.
  */
 export const AdminServiceListFlagsRequestSchema: GenMessage<AdminServiceListFlagsRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 10);
+  messageDesc(file_switchyard_api_v1_admin, 20);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListFlagsResponse
@@ -354,7 +635,7 @@ export type AdminServiceListFlagsResponse = Message<"switchyard.api.v1.AdminServ
  * Use `create(AdminServiceListFlagsResponseSchema)` to create a new message.
  */
 export const AdminServiceListFlagsResponseSchema: GenMessage<AdminServiceListFlagsResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 11);
+  messageDesc(file_switchyard_api_v1_admin, 21);
 
 /**
  * @generated from message switchyard.api.v1.DeadLetter
@@ -412,7 +693,7 @@ export type DeadLetter = Message<"switchyard.api.v1.DeadLetter"> & {
  * Use `create(DeadLetterSchema)` to create a new message.
  */
 export const DeadLetterSchema: GenMessage<DeadLetter> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 12);
+  messageDesc(file_switchyard_api_v1_admin, 22);
 
 /**
  * @generated from message switchyard.api.v1.DeadLetterEnvelope
@@ -451,7 +732,7 @@ export type DeadLetterEnvelope = Message<"switchyard.api.v1.DeadLetterEnvelope">
  * Use `create(DeadLetterEnvelopeSchema)` to create a new message.
  */
 export const DeadLetterEnvelopeSchema: GenMessage<DeadLetterEnvelope> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 13);
+  messageDesc(file_switchyard_api_v1_admin, 23);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListDeadLettersRequest
@@ -477,7 +758,7 @@ export type AdminServiceListDeadLettersRequest = Message<"switchyard.api.v1.Admi
  * Use `create(AdminServiceListDeadLettersRequestSchema)` to create a new message.
  */
 export const AdminServiceListDeadLettersRequestSchema: GenMessage<AdminServiceListDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 14);
+  messageDesc(file_switchyard_api_v1_admin, 24);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListDeadLettersResponse
@@ -494,7 +775,7 @@ export type AdminServiceListDeadLettersResponse = Message<"switchyard.api.v1.Adm
  * Use `create(AdminServiceListDeadLettersResponseSchema)` to create a new message.
  */
 export const AdminServiceListDeadLettersResponseSchema: GenMessage<AdminServiceListDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 15);
+  messageDesc(file_switchyard_api_v1_admin, 25);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceReplayDeadLettersRequest
@@ -523,7 +804,7 @@ export type AdminServiceReplayDeadLettersRequest = Message<"switchyard.api.v1.Ad
  * Use `create(AdminServiceReplayDeadLettersRequestSchema)` to create a new message.
  */
 export const AdminServiceReplayDeadLettersRequestSchema: GenMessage<AdminServiceReplayDeadLettersRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 16);
+  messageDesc(file_switchyard_api_v1_admin, 26);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceReplayDeadLettersResponse
@@ -540,7 +821,7 @@ export type AdminServiceReplayDeadLettersResponse = Message<"switchyard.api.v1.A
  * Use `create(AdminServiceReplayDeadLettersResponseSchema)` to create a new message.
  */
 export const AdminServiceReplayDeadLettersResponseSchema: GenMessage<AdminServiceReplayDeadLettersResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 17);
+  messageDesc(file_switchyard_api_v1_admin, 27);
 
 /**
  * @generated from message switchyard.api.v1.Tenant
@@ -574,7 +855,7 @@ export type Tenant = Message<"switchyard.api.v1.Tenant"> & {
  * Use `create(TenantSchema)` to create a new message.
  */
 export const TenantSchema: GenMessage<Tenant> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 18);
+  messageDesc(file_switchyard_api_v1_admin, 28);
 
 /**
  * An API key as listed: never the secret, only its first characters.
@@ -632,7 +913,7 @@ export type ApiKey = Message<"switchyard.api.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 19);
+  messageDesc(file_switchyard_api_v1_admin, 29);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceCreateTenantRequest
@@ -668,7 +949,7 @@ export type AdminServiceCreateTenantRequest = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceCreateTenantRequestSchema)` to create a new message.
  */
 export const AdminServiceCreateTenantRequestSchema: GenMessage<AdminServiceCreateTenantRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 20);
+  messageDesc(file_switchyard_api_v1_admin, 30);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceCreateTenantResponse
@@ -697,7 +978,7 @@ export type AdminServiceCreateTenantResponse = Message<"switchyard.api.v1.AdminS
  * Use `create(AdminServiceCreateTenantResponseSchema)` to create a new message.
  */
 export const AdminServiceCreateTenantResponseSchema: GenMessage<AdminServiceCreateTenantResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 21);
+  messageDesc(file_switchyard_api_v1_admin, 31);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListTenantsRequest
@@ -710,7 +991,7 @@ export type AdminServiceListTenantsRequest = Message<"switchyard.api.v1.AdminSer
  * Use `create(AdminServiceListTenantsRequestSchema)` to create a new message.
  */
 export const AdminServiceListTenantsRequestSchema: GenMessage<AdminServiceListTenantsRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 22);
+  messageDesc(file_switchyard_api_v1_admin, 32);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListTenantsResponse
@@ -727,7 +1008,7 @@ export type AdminServiceListTenantsResponse = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceListTenantsResponseSchema)` to create a new message.
  */
 export const AdminServiceListTenantsResponseSchema: GenMessage<AdminServiceListTenantsResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 23);
+  messageDesc(file_switchyard_api_v1_admin, 33);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetTenantBudgetRequest
@@ -751,7 +1032,7 @@ export type AdminServiceSetTenantBudgetRequest = Message<"switchyard.api.v1.Admi
  * Use `create(AdminServiceSetTenantBudgetRequestSchema)` to create a new message.
  */
 export const AdminServiceSetTenantBudgetRequestSchema: GenMessage<AdminServiceSetTenantBudgetRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 24);
+  messageDesc(file_switchyard_api_v1_admin, 34);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceSetTenantBudgetResponse
@@ -768,7 +1049,7 @@ export type AdminServiceSetTenantBudgetResponse = Message<"switchyard.api.v1.Adm
  * Use `create(AdminServiceSetTenantBudgetResponseSchema)` to create a new message.
  */
 export const AdminServiceSetTenantBudgetResponseSchema: GenMessage<AdminServiceSetTenantBudgetResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 25);
+  messageDesc(file_switchyard_api_v1_admin, 35);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceCreateApiKeyRequest
@@ -799,7 +1080,7 @@ export type AdminServiceCreateApiKeyRequest = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceCreateApiKeyRequestSchema)` to create a new message.
  */
 export const AdminServiceCreateApiKeyRequestSchema: GenMessage<AdminServiceCreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 26);
+  messageDesc(file_switchyard_api_v1_admin, 36);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceCreateApiKeyResponse
@@ -823,7 +1104,7 @@ export type AdminServiceCreateApiKeyResponse = Message<"switchyard.api.v1.AdminS
  * Use `create(AdminServiceCreateApiKeyResponseSchema)` to create a new message.
  */
 export const AdminServiceCreateApiKeyResponseSchema: GenMessage<AdminServiceCreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 27);
+  messageDesc(file_switchyard_api_v1_admin, 37);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceRevokeApiKeyRequest
@@ -840,7 +1121,7 @@ export type AdminServiceRevokeApiKeyRequest = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceRevokeApiKeyRequestSchema)` to create a new message.
  */
 export const AdminServiceRevokeApiKeyRequestSchema: GenMessage<AdminServiceRevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 28);
+  messageDesc(file_switchyard_api_v1_admin, 38);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceRevokeApiKeyResponse
@@ -857,7 +1138,7 @@ export type AdminServiceRevokeApiKeyResponse = Message<"switchyard.api.v1.AdminS
  * Use `create(AdminServiceRevokeApiKeyResponseSchema)` to create a new message.
  */
 export const AdminServiceRevokeApiKeyResponseSchema: GenMessage<AdminServiceRevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 29);
+  messageDesc(file_switchyard_api_v1_admin, 39);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListApiKeysRequest
@@ -876,7 +1157,7 @@ export type AdminServiceListApiKeysRequest = Message<"switchyard.api.v1.AdminSer
  * Use `create(AdminServiceListApiKeysRequestSchema)` to create a new message.
  */
 export const AdminServiceListApiKeysRequestSchema: GenMessage<AdminServiceListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 30);
+  messageDesc(file_switchyard_api_v1_admin, 40);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListApiKeysResponse
@@ -893,7 +1174,7 @@ export type AdminServiceListApiKeysResponse = Message<"switchyard.api.v1.AdminSe
  * Use `create(AdminServiceListApiKeysResponseSchema)` to create a new message.
  */
 export const AdminServiceListApiKeysResponseSchema: GenMessage<AdminServiceListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 31);
+  messageDesc(file_switchyard_api_v1_admin, 41);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListFlagHistoryRequest
@@ -938,7 +1219,7 @@ export type AdminServiceListFlagHistoryRequest = Message<"switchyard.api.v1.Admi
  * Use `create(AdminServiceListFlagHistoryRequestSchema)` to create a new message.
  */
 export const AdminServiceListFlagHistoryRequestSchema: GenMessage<AdminServiceListFlagHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 32);
+  messageDesc(file_switchyard_api_v1_admin, 42);
 
 /**
  * @generated from message switchyard.api.v1.AdminServiceListFlagHistoryResponse
@@ -955,7 +1236,7 @@ export type AdminServiceListFlagHistoryResponse = Message<"switchyard.api.v1.Adm
  * Use `create(AdminServiceListFlagHistoryResponseSchema)` to create a new message.
  */
 export const AdminServiceListFlagHistoryResponseSchema: GenMessage<AdminServiceListFlagHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 33);
+  messageDesc(file_switchyard_api_v1_admin, 43);
 
 /**
  * One flag switch, as audited.
@@ -1018,7 +1299,7 @@ export type FlagChange = Message<"switchyard.api.v1.FlagChange"> & {
  * Use `create(FlagChangeSchema)` to create a new message.
  */
 export const FlagChangeSchema: GenMessage<FlagChange> = /*@__PURE__*/
-  messageDesc(file_switchyard_api_v1_admin, 34);
+  messageDesc(file_switchyard_api_v1_admin, 44);
 
 /**
  * @generated from enum switchyard.api.v1.FlagScopeKind
@@ -1224,6 +1505,52 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof AdminServiceListDispatchLimitsRequestSchema;
     output: typeof AdminServiceListDispatchLimitsResponseSchema;
+  },
+  /**
+   * Validates a policy document and stores it as the tenant's next version (1, 2, 3 …; the latest applies); running
+   * coordinators pick it up within about a second. INVALID_POLICY, nothing stored, when it does not validate (the
+   * field path in the document is the error's `path` detail); NOT_FOUND for an unknown tenant. Not audited.
+   *
+   * @generated from rpc switchyard.api.v1.AdminService.SetTenantPolicy
+   */
+  setTenantPolicy: {
+    methodKind: "unary";
+    input: typeof AdminServiceSetTenantPolicyRequestSchema;
+    output: typeof AdminServiceSetTenantPolicyResponseSchema;
+  },
+  /**
+   * The policy that applies to the tenant now: its latest version, or the built-in default when it stored none.
+   *
+   * @generated from rpc switchyard.api.v1.AdminService.GetTenantPolicy
+   */
+  getTenantPolicy: {
+    methodKind: "unary";
+    input: typeof AdminServiceGetTenantPolicyRequestSchema;
+    output: typeof AdminServiceGetTenantPolicyResponseSchema;
+  },
+  /**
+   * Which coordinator owns which tenant shard now: the live coordinators and every shard's lease.
+   *
+   * @generated from rpc switchyard.api.v1.AdminService.ListShards
+   */
+  listShards: {
+    methodKind: "unary";
+    input: typeof AdminServiceListShardsRequestSchema;
+    output: typeof AdminServiceListShardsResponseSchema;
+  },
+  /**
+   * Re-seals every stored secret (connections, ingest endpoints) not sealed with the current key, with the key ring
+   * of the process that serves this call: the gateway's SWITCHYARD_SECRET_ENCRYPTION_KEY (in the CLI's direct mode,
+   * the CLI's own environment). The current key is the ring's first; the older ones must still be in it to open
+   * what they sealed. FAILED_PRECONDITION when no key is configured, or when the ring cannot open a stored secret
+   * (then nothing is changed). Answers counts, never a secret.
+   *
+   * @generated from rpc switchyard.api.v1.AdminService.RewrapSecrets
+   */
+  rewrapSecrets: {
+    methodKind: "unary";
+    input: typeof AdminServiceRewrapSecretsRequestSchema;
+    output: typeof AdminServiceRewrapSecretsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchyard_api_v1_admin, 0);

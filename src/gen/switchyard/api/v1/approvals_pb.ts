@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchyard/api/v1/approvals.proto.
  */
 export const file_switchyard_api_v1_approvals: GenFile = /*@__PURE__*/
-  fileDesc("CiFzd2l0Y2h5YXJkL2FwaS92MS9hcHByb3ZhbHMucHJvdG8SEXN3aXRjaHlhcmQuYXBpLnYxImAKGkFwcHJvdmFsU2VydmljZUxpc3RSZXF1ZXN0EjEKBnN0YXR1cxgBIAEoDjIhLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU3RhdHVzEg8KB3Rhc2tfaWQYAiABKAkiTQobQXBwcm92YWxTZXJ2aWNlTGlzdFJlc3BvbnNlEi4KCWFwcHJvdmFscxgBIAMoCzIbLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsIloKHEFwcHJvdmFsU2VydmljZURlY2lkZVJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkSDQoFYWN0b3IYBCABKAkilAEKHUFwcHJvdmFsU2VydmljZURlY2lkZVJlc3BvbnNlEhMKC2FwcHJvdmFsX2lkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU3RhdHVzEhIKCmRlY2lkZWRfYnkYAyABKAkSFwoPYWxyZWFkeV9kZWNpZGVkGAQgASgIIuADCghBcHByb3ZhbBIKCgJpZBgBIAEoCRIOCgZvcmdfaWQYAiABKAkSDwoHdGFza19pZBgDIAEoCRIPCgdzdGVwX2lkGAQgASgJEg4KBmFjdGlvbhgFIAEoCRITCgtkZXN0aW5hdGlvbhgGIAEoCRIMCgRydWxlGAcgASgJEg4KBnJlYXNvbhgIIAEoCRIMCgRjb3N0GAkgASgBEjEKBnN0YXR1cxgKIAEoDjIhLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU3RhdHVzEhcKCmRlY2lkZWRfYnkYCyABKAlIAIgBARIcCg9kZWNpc2lvbl9yZWFzb24YDCABKAlIAYgBARIuCgpjcmVhdGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpkZWNpZGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIYCgtkZWNpZGVkX3ZpYRgQIAEoCUgCiAEBQg0KC19kZWNpZGVkX2J5QhIKEF9kZWNpc2lvbl9yZWFzb25CDgoMX2RlY2lkZWRfdmlhKogBCg5BcHByb3ZhbFN0YXR1cxIfChtBUFBST1ZBTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdBUFBST1ZBTF9TVEFUVVNfUEVORElORxABEhwKGEFQUFJPVkFMX1NUQVRVU19BUFBST1ZFRBACEhoKFkFQUFJPVkFMX1NUQVRVU19ERU5JRUQQAzLlAQoPQXBwcm92YWxTZXJ2aWNlEmUKBExpc3QSLS5zd2l0Y2h5YXJkLmFwaS52MS5BcHByb3ZhbFNlcnZpY2VMaXN0UmVxdWVzdBouLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU2VydmljZUxpc3RSZXNwb25zZRJrCgZEZWNpZGUSLy5zd2l0Y2h5YXJkLmFwaS52MS5BcHByb3ZhbFNlcnZpY2VEZWNpZGVSZXF1ZXN0GjAuc3dpdGNoeWFyZC5hcGkudjEuQXBwcm92YWxTZXJ2aWNlRGVjaWRlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiFzd2l0Y2h5YXJkL2FwaS92MS9hcHByb3ZhbHMucHJvdG8SEXN3aXRjaHlhcmQuYXBpLnYxImAKGkFwcHJvdmFsU2VydmljZUxpc3RSZXF1ZXN0EjEKBnN0YXR1cxgBIAEoDjIhLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU3RhdHVzEg8KB3Rhc2tfaWQYAiABKAkiTQobQXBwcm92YWxTZXJ2aWNlTGlzdFJlc3BvbnNlEi4KCWFwcHJvdmFscxgBIAMoCzIbLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsIloKHEFwcHJvdmFsU2VydmljZURlY2lkZVJlcXVlc3QSCgoCaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIOCgZyZWFzb24YAyABKAkSDQoFYWN0b3IYBCABKAkilAEKHUFwcHJvdmFsU2VydmljZURlY2lkZVJlc3BvbnNlEhMKC2FwcHJvdmFsX2lkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU3RhdHVzEhIKCmRlY2lkZWRfYnkYAyABKAkSFwoPYWxyZWFkeV9kZWNpZGVkGAQgASgIIuADCghBcHByb3ZhbBIKCgJpZBgBIAEoCRIOCgZvcmdfaWQYAiABKAkSDwoHdGFza19pZBgDIAEoCRIPCgdzdGVwX2lkGAQgASgJEg4KBmFjdGlvbhgFIAEoCRITCgtkZXN0aW5hdGlvbhgGIAEoCRIMCgRydWxlGAcgASgJEg4KBnJlYXNvbhgIIAEoCRIMCgRjb3N0GAkgASgBEjEKBnN0YXR1cxgKIAEoDjIhLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU3RhdHVzEhcKCmRlY2lkZWRfYnkYCyABKAlIAIgBARIcCg9kZWNpc2lvbl9yZWFzb24YDCABKAlIAYgBARIuCgpjcmVhdGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpkZWNpZGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIYCgtkZWNpZGVkX3ZpYRgQIAEoCUgCiAEBQg0KC19kZWNpZGVkX2J5QhIKEF9kZWNpc2lvbl9yZWFzb25CDgoMX2RlY2lkZWRfdmlhInwKIUFwcHJvdmFsU2VydmljZUNyZWF0ZUxpbmtzUmVxdWVzdBITCgthcHByb3ZhbF9pZBgBIAEoCRIVCghiYXNlX3VybBgCIAEoCUgAiAEBEhMKBnR0bF9tcxgDIAEoA0gBiAEBQgsKCV9iYXNlX3VybEIJCgdfdHRsX21zIogBCiJBcHByb3ZhbFNlcnZpY2VDcmVhdGVMaW5rc1Jlc3BvbnNlEhMKC2FwcHJvdmVfdXJsGAEgASgJEhAKCGRlbnlfdXJsGAIgASgJEi4KCmV4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgsKA2tpZBgEIAEoCSIkCiJBcHByb3ZhbFNlcnZpY2VMaXN0TGlua0tleXNSZXF1ZXN0Ik8KI0FwcHJvdmFsU2VydmljZUxpc3RMaW5rS2V5c1Jlc3BvbnNlEigKBGtleXMYASADKAsyGi5zd2l0Y2h5YXJkLmFwaS52MS5MaW5rS2V5IocBCgdMaW5rS2V5EgsKA2tpZBgBIAEoCRIuCgpjcmVhdGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpyZXRpcmVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdzaWduaW5nGAQgASgIIiUKI0FwcHJvdmFsU2VydmljZVJvdGF0ZUxpbmtLZXlSZXF1ZXN0IjMKJEFwcHJvdmFsU2VydmljZVJvdGF0ZUxpbmtLZXlSZXNwb25zZRILCgNraWQYASABKAkiMgojQXBwcm92YWxTZXJ2aWNlUmV0aXJlTGlua0tleVJlcXVlc3QSCwoDa2lkGAEgASgJImMKJEFwcHJvdmFsU2VydmljZVJldGlyZUxpbmtLZXlSZXNwb25zZRILCgNraWQYASABKAkSLgoKcmV0aXJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqiAEKDkFwcHJvdmFsU3RhdHVzEh8KG0FQUFJPVkFMX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0FQUFJPVkFMX1NUQVRVU19QRU5ESU5HEAESHAoYQVBQUk9WQUxfU1RBVFVTX0FQUFJPVkVEEAISGgoWQVBQUk9WQUxfU1RBVFVTX0RFTklFRBADMuYFCg9BcHByb3ZhbFNlcnZpY2USZQoETGlzdBItLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU2VydmljZUxpc3RSZXF1ZXN0Gi4uc3dpdGNoeWFyZC5hcGkudjEuQXBwcm92YWxTZXJ2aWNlTGlzdFJlc3BvbnNlEmsKBkRlY2lkZRIvLnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU2VydmljZURlY2lkZVJlcXVlc3QaMC5zd2l0Y2h5YXJkLmFwaS52MS5BcHByb3ZhbFNlcnZpY2VEZWNpZGVSZXNwb25zZRJ6CgtDcmVhdGVMaW5rcxI0LnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU2VydmljZUNyZWF0ZUxpbmtzUmVxdWVzdBo1LnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU2VydmljZUNyZWF0ZUxpbmtzUmVzcG9uc2USfQoMTGlzdExpbmtLZXlzEjUuc3dpdGNoeWFyZC5hcGkudjEuQXBwcm92YWxTZXJ2aWNlTGlzdExpbmtLZXlzUmVxdWVzdBo2LnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU2VydmljZUxpc3RMaW5rS2V5c1Jlc3BvbnNlEoABCg1Sb3RhdGVMaW5rS2V5EjYuc3dpdGNoeWFyZC5hcGkudjEuQXBwcm92YWxTZXJ2aWNlUm90YXRlTGlua0tleVJlcXVlc3QaNy5zd2l0Y2h5YXJkLmFwaS52MS5BcHByb3ZhbFNlcnZpY2VSb3RhdGVMaW5rS2V5UmVzcG9uc2USgAEKDVJldGlyZUxpbmtLZXkSNi5zd2l0Y2h5YXJkLmFwaS52MS5BcHByb3ZhbFNlcnZpY2VSZXRpcmVMaW5rS2V5UmVxdWVzdBo3LnN3aXRjaHlhcmQuYXBpLnYxLkFwcHJvdmFsU2VydmljZVJldGlyZUxpbmtLZXlSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message switchyard.api.v1.ApprovalServiceListRequest
@@ -234,6 +234,211 @@ export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
   messageDesc(file_switchyard_api_v1_approvals, 4);
 
 /**
+ * @generated from message switchyard.api.v1.ApprovalServiceCreateLinksRequest
+ */
+export type ApprovalServiceCreateLinksRequest = Message<"switchyard.api.v1.ApprovalServiceCreateLinksRequest"> & {
+  /**
+   * @generated from field: string approval_id = 1;
+   */
+  approvalId: string;
+
+  /**
+   * Where approvers reach the gateway (http or https, no query); empty: the gateway's public URL
+   * (SWITCHYARD_PUBLIC_URL).
+   *
+   * @generated from field: optional string base_url = 2;
+   */
+  baseUrl?: string;
+
+  /**
+   * How long the links work at most, in milliseconds; unset: 24 hours. Never past the approval's deadline.
+   *
+   * @generated from field: optional int64 ttl_ms = 3;
+   */
+  ttlMs?: bigint;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ApprovalServiceCreateLinksRequest.
+ * Use `create(ApprovalServiceCreateLinksRequestSchema)` to create a new message.
+ */
+export const ApprovalServiceCreateLinksRequestSchema: GenMessage<ApprovalServiceCreateLinksRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_approvals, 5);
+
+/**
+ * @generated from message switchyard.api.v1.ApprovalServiceCreateLinksResponse
+ */
+export type ApprovalServiceCreateLinksResponse = Message<"switchyard.api.v1.ApprovalServiceCreateLinksResponse"> & {
+  /**
+   * @generated from field: string approve_url = 1;
+   */
+  approveUrl: string;
+
+  /**
+   * @generated from field: string deny_url = 2;
+   */
+  denyUrl: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 3;
+   */
+  expiresAt?: Timestamp;
+
+  /**
+   * The link key that signed both.
+   *
+   * @generated from field: string kid = 4;
+   */
+  kid: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ApprovalServiceCreateLinksResponse.
+ * Use `create(ApprovalServiceCreateLinksResponseSchema)` to create a new message.
+ */
+export const ApprovalServiceCreateLinksResponseSchema: GenMessage<ApprovalServiceCreateLinksResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_approvals, 6);
+
+/**
+ * @generated from message switchyard.api.v1.ApprovalServiceListLinkKeysRequest
+ */
+export type ApprovalServiceListLinkKeysRequest = Message<"switchyard.api.v1.ApprovalServiceListLinkKeysRequest"> & {
+};
+
+/**
+ * Describes the message switchyard.api.v1.ApprovalServiceListLinkKeysRequest.
+ * Use `create(ApprovalServiceListLinkKeysRequestSchema)` to create a new message.
+ */
+export const ApprovalServiceListLinkKeysRequestSchema: GenMessage<ApprovalServiceListLinkKeysRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_approvals, 7);
+
+/**
+ * @generated from message switchyard.api.v1.ApprovalServiceListLinkKeysResponse
+ */
+export type ApprovalServiceListLinkKeysResponse = Message<"switchyard.api.v1.ApprovalServiceListLinkKeysResponse"> & {
+  /**
+   * @generated from field: repeated switchyard.api.v1.LinkKey keys = 1;
+   */
+  keys: LinkKey[];
+};
+
+/**
+ * Describes the message switchyard.api.v1.ApprovalServiceListLinkKeysResponse.
+ * Use `create(ApprovalServiceListLinkKeysResponseSchema)` to create a new message.
+ */
+export const ApprovalServiceListLinkKeysResponseSchema: GenMessage<ApprovalServiceListLinkKeysResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_approvals, 8);
+
+/**
+ * A tenant's link key as callers see it: never the secret.
+ *
+ * @generated from message switchyard.api.v1.LinkKey
+ */
+export type LinkKey = Message<"switchyard.api.v1.LinkKey"> & {
+  /**
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 2;
+   */
+  createdAt?: Timestamp;
+
+  /**
+   * Unset while the key verifies.
+   *
+   * @generated from field: google.protobuf.Timestamp retired_at = 3;
+   */
+  retiredAt?: Timestamp;
+
+  /**
+   * The key new links are signed with.
+   *
+   * @generated from field: bool signing = 4;
+   */
+  signing: boolean;
+};
+
+/**
+ * Describes the message switchyard.api.v1.LinkKey.
+ * Use `create(LinkKeySchema)` to create a new message.
+ */
+export const LinkKeySchema: GenMessage<LinkKey> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_approvals, 9);
+
+/**
+ * @generated from message switchyard.api.v1.ApprovalServiceRotateLinkKeyRequest
+ */
+export type ApprovalServiceRotateLinkKeyRequest = Message<"switchyard.api.v1.ApprovalServiceRotateLinkKeyRequest"> & {
+};
+
+/**
+ * Describes the message switchyard.api.v1.ApprovalServiceRotateLinkKeyRequest.
+ * Use `create(ApprovalServiceRotateLinkKeyRequestSchema)` to create a new message.
+ */
+export const ApprovalServiceRotateLinkKeyRequestSchema: GenMessage<ApprovalServiceRotateLinkKeyRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_approvals, 10);
+
+/**
+ * @generated from message switchyard.api.v1.ApprovalServiceRotateLinkKeyResponse
+ */
+export type ApprovalServiceRotateLinkKeyResponse = Message<"switchyard.api.v1.ApprovalServiceRotateLinkKeyResponse"> & {
+  /**
+   * The new signing key.
+   *
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ApprovalServiceRotateLinkKeyResponse.
+ * Use `create(ApprovalServiceRotateLinkKeyResponseSchema)` to create a new message.
+ */
+export const ApprovalServiceRotateLinkKeyResponseSchema: GenMessage<ApprovalServiceRotateLinkKeyResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_approvals, 11);
+
+/**
+ * @generated from message switchyard.api.v1.ApprovalServiceRetireLinkKeyRequest
+ */
+export type ApprovalServiceRetireLinkKeyRequest = Message<"switchyard.api.v1.ApprovalServiceRetireLinkKeyRequest"> & {
+  /**
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ApprovalServiceRetireLinkKeyRequest.
+ * Use `create(ApprovalServiceRetireLinkKeyRequestSchema)` to create a new message.
+ */
+export const ApprovalServiceRetireLinkKeyRequestSchema: GenMessage<ApprovalServiceRetireLinkKeyRequest> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_approvals, 12);
+
+/**
+ * @generated from message switchyard.api.v1.ApprovalServiceRetireLinkKeyResponse
+ */
+export type ApprovalServiceRetireLinkKeyResponse = Message<"switchyard.api.v1.ApprovalServiceRetireLinkKeyResponse"> & {
+  /**
+   * @generated from field: string kid = 1;
+   */
+  kid: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp retired_at = 2;
+   */
+  retiredAt?: Timestamp;
+};
+
+/**
+ * Describes the message switchyard.api.v1.ApprovalServiceRetireLinkKeyResponse.
+ * Use `create(ApprovalServiceRetireLinkKeyResponseSchema)` to create a new message.
+ */
+export const ApprovalServiceRetireLinkKeyResponseSchema: GenMessage<ApprovalServiceRetireLinkKeyResponse> = /*@__PURE__*/
+  messageDesc(file_switchyard_api_v1_approvals, 13);
+
+/**
  * @generated from enum switchyard.api.v1.ApprovalStatus
  */
 export enum ApprovalStatus {
@@ -290,6 +495,47 @@ export const ApprovalService: GenService<{
     methodKind: "unary";
     input: typeof ApprovalServiceDecideRequestSchema;
     output: typeof ApprovalServiceDecideResponseSchema;
+  },
+  /**
+   * Signed one-click approve and deny links for a pending approval, valid until min(the approval's deadline,
+   * now + ttl) and each usable once, signed with the tenant's newest link key (created on first use).
+   *
+   * @generated from rpc switchyard.api.v1.ApprovalService.CreateLinks
+   */
+  createLinks: {
+    methodKind: "unary";
+    input: typeof ApprovalServiceCreateLinksRequestSchema;
+    output: typeof ApprovalServiceCreateLinksResponseSchema;
+  },
+  /**
+   * The tenant's link keys, newest first (never the secrets).
+   *
+   * @generated from rpc switchyard.api.v1.ApprovalService.ListLinkKeys
+   */
+  listLinkKeys: {
+    methodKind: "unary";
+    input: typeof ApprovalServiceListLinkKeysRequestSchema;
+    output: typeof ApprovalServiceListLinkKeysResponseSchema;
+  },
+  /**
+   * A new key signs links from now on; links signed with older keys keep working until those keys are retired.
+   *
+   * @generated from rpc switchyard.api.v1.ApprovalService.RotateLinkKey
+   */
+  rotateLinkKey: {
+    methodKind: "unary";
+    input: typeof ApprovalServiceRotateLinkKeyRequestSchema;
+    output: typeof ApprovalServiceRotateLinkKeyResponseSchema;
+  },
+  /**
+   * Retires a link key: what it signed stops working at once. NOT_FOUND when the tenant has no such key.
+   *
+   * @generated from rpc switchyard.api.v1.ApprovalService.RetireLinkKey
+   */
+  retireLinkKey: {
+    methodKind: "unary";
+    input: typeof ApprovalServiceRetireLinkKeyRequestSchema;
+    output: typeof ApprovalServiceRetireLinkKeyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchyard_api_v1_approvals, 0);

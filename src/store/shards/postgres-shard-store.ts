@@ -1,5 +1,6 @@
 /**
- * Shard leases in Postgres, the source of truth for who owns which shard (issue 11).
+ * Shard leases in Postgres, the source of truth for who owns which shard (issue 11): the adapter of ShardStore
+ * (shard-store.ts beside it), one SQL operation per function.
  *
  * - A lease is a row of `shard_leases`: owner, fencing token, expiry. Acquiring a shard that is free, expired or
  *   released takes a new token from a sequence, so tokens only grow.
@@ -10,36 +11,13 @@
  *   next check fails. A renewal updates a non-key column (NO KEY UPDATE), which does not wait for the checks.
  * - A paused owner (SIGSTOP) inside a transaction keeps its KEY SHARE lock: the coordinator's sessions therefore
  *   run with `idle_in_transaction_session_timeout`, so Postgres ends such a transaction and the shard can move.
- * - Members (`coordinator_members`) are the coordinators alive now; they split the shards (shard-ownership.ts).
+ * - Members (`coordinator_members`) are the coordinators alive now; they split the shards (coordinator/shard-ownership.ts).
  */
-import { ErrorCode, SwitchyardError } from "../errors.js";
-import type { Queryable } from "../store/db.js";
+import { ErrorCode, SwitchyardError } from "../../errors.js";
+import type { Queryable } from "../db.js";
+import type { LeaseRow, MemberIdentity, MemberRow, ShardStore, ShardTokens } from "./shard-store.js";
 
-export interface LeaseRow {
-  shard: number;
-  owner: string | null;
-  token: number;
-  expiresAtMs: number;
-  /** Whether the lease is live now (owner set, not expired), by the database's clock. */
-  live: boolean;
-}
-
-export interface MemberRow {
-  coordinatorId: string;
-  host: string;
-  pid: number;
-  joinedAtMs: number;
-  expiresAtMs: number;
-}
-
-export interface MemberIdentity {
-  coordinatorId: string;
-  host: string;
-  pid: number;
-}
-
-/** Held shards and their tokens. */
-export type ShardTokens = ReadonlyMap<number, number>;
+export type { LeaseRow, MemberIdentity, MemberRow, ShardTokens } from "./shard-store.js";
 
 /**
  * Records the shard count on first use and refuses a different one later: two processes that disagree on it would
@@ -191,4 +169,8 @@ export async function checkFence(db: Queryable, owner: string, held: ShardTokens
   throw new SwitchyardError(ErrorCode.Fenced, `coordinator ${owner} no longer holds shard(s) ${lost.join(", ")}: its lease was taken over; nothing was committed`, {
     details: { owner, lost },
   });
+}
+
+export function createPostgresShardStore(): ShardStore {
+  return { recordShardCount, checkShardCount, readShardCount, heartbeatMember, leaveMembers, listMembers, acquireShards, renewShards, releaseShards, listLeases, checkFence };
 }
