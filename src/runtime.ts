@@ -226,7 +226,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const longRunning = options.longRunning ?? true;
   if (!options.foreign && longRunning) {
     const { createA2AForeign } = await import("./foreign/a2a-foreign.js");
-    a2a = createA2AForeign({ config, pool, bridges: stores.bridges, agents: stores.foreignAgents, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth, limits });
+    a2a = createA2AForeign({ config, pool, bridges: stores.bridges, agents: stores.foreignAgents, linkKeys: stores.linkKeys, publisher, logger, metrics, egress: options.egress ?? flags, flags, clock: options.clock, health, busAuth, limits });
   }
   replies = longRunning
     ? await createRuntimeReplySender(config, pool, stores, logger, metrics, health, options.replies ?? flags, options.clock)

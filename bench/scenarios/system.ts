@@ -172,7 +172,7 @@ export async function createBenchSystem(ctx: ScenarioContext, options: SystemOpt
       created.push({ taskId });
     }
     for (const [orgId, created] of byOrg) {
-      const rows = await insertStartEnvelopes(runtime.pool, orgId, created, { signer: gatewaySigner, shardCount: config.shards.count });
+      const rows = await insertStartEnvelopes(runtime.stores.tasks, runtime.pool, orgId, created, { signer: gatewaySigner, shardCount: config.shards.count });
       await publisher.publish(rows);
     }
   };

@@ -1,8 +1,8 @@
 /**
- * StallFacts read straight from Postgres (flags, approvals, bridges) and Redis (XINFO of a queue's harness
- * group): what `switchyard task watch` / `task start --wait` use without `--url`. Flags are table rows over this
- * process's environment defaults — the defaults of the process being diagnosed may differ, which is why each
- * flag fact says where its value came from.
+ * StallFacts read from Postgres (flags, approvals, bridges, through their ports in store/) and Redis (XINFO of a
+ * queue's harness group): what `switchyard task watch` / `task start --wait` use without `--url`. Flags are table
+ * rows over this process's environment defaults — the defaults of the process being diagnosed may differ, which is
+ * why each flag fact says where its value came from.
  */
 import type { RedisClient } from "../bus/redis-connection.js";
 import { streamKey } from "../bus/keys.js";
@@ -12,6 +12,8 @@ import { FlagValues } from "../flags/flag-values.js";
 import { HARNESS_GROUP } from "../harness/harness.js";
 import type { Queryable } from "../store/db.js";
 import type { FlagStore } from "../store/flags/flag-store.js";
+import type { StallFactStore } from "../store/diagnosis/stall-fact-store.js";
+import { createPostgresStallFactStore } from "../store/diagnosis/postgres-stall-fact-store.js";
 import type { ApprovalFact, BridgeFact, FlagFact, QueueReading, StallFacts, StallFlags } from "./stall-facts.js";
 
 export interface LocalStallFactsOptions {
@@ -22,10 +24,13 @@ export interface LocalStallFactsOptions {
   flagDefaults: FlagsConfig;
   /** How table `flags` is read (`stores.flags`). */
   flags: Pick<FlagStore, "list">;
+  /** How the approval and bridge a stalled step waits on are read. @defaultValue the Postgres adapter */
+  facts?: StallFactStore;
 }
 
 export function createLocalStallFacts(options: LocalStallFactsOptions): StallFacts {
   const { db, redis } = options;
+  const facts = options.facts ?? createPostgresStallFactStore();
   return {
     async flags() {
       return stallFlags(new FlagValues(options.flagDefaults, await options.flags.list(db)));
@@ -33,21 +38,11 @@ export function createLocalStallFacts(options: LocalStallFactsOptions): StallFac
     async queue(stream) {
       return readQueue(redis, streamKey(options.keyPrefix, stream));
     },
-    async approval(orgId, approvalId): Promise<ApprovalFact | undefined> {
-      const { rows } = await db.query<{ id: string; rule: string; reason: string; created_at: Date }>(
-        "SELECT id, rule, reason, created_at FROM approvals WHERE org_id = $1 AND id = $2",
-        [orgId, approvalId],
-      );
-      const row = rows[0];
-      return row ? { id: row.id, rule: row.rule, reason: row.reason, createdAt: row.created_at } : undefined;
+    approval(orgId, approvalId): Promise<ApprovalFact | undefined> {
+      return facts.approval(db, orgId, approvalId);
     },
-    async bridge(orgId, taskId, stepId): Promise<BridgeFact | undefined> {
-      const { rows } = await db.query<{ id: string; agent_key: string; status: string; updated_at: Date | null }>(
-        "SELECT id, agent_key, status, updated_at FROM a2a_bridge WHERE org_id = $1 AND task_id = $2 AND step_id = $3 ORDER BY attempt DESC, created_at DESC LIMIT 1",
-        [orgId, taskId, stepId],
-      );
-      const row = rows[0];
-      return row ? { id: row.id, agentKey: row.agent_key, status: row.status, updatedAt: row.updated_at } : undefined;
+    bridge(orgId, taskId, stepId): Promise<BridgeFact | undefined> {
+      return facts.bridge(db, orgId, taskId, stepId);
     },
   };
 }

@@ -16,6 +16,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { Pool } from "../store/db.js";
 import type { ForeignAgentStore } from "../store/foreign/foreign-agent-store.js";
 import type { BridgeStore } from "../store/bridges/bridge-store.js";
+import type { LinkKeyStore } from "../store/approvals/approval-store.js";
 import { AgentChannels } from "./agent-channels.js";
 import type { CoordinatorFlags } from "../flags/flag-types.js";
 import { CallbackIntake } from "./callback-intake.js";
@@ -60,6 +61,8 @@ export interface A2AForeignOptions {
   bridges: BridgeStore;
   /** The foreign agent registry's port (runtime.stores.foreignAgents): the sender, poller and sweep look agents up through it. */
   agents: ForeignAgentStore;
+  /** The tenants' link keys (runtime.stores.linkKeys): the sender signs each bridge's callback token with one. */
+  linkKeys: Pick<LinkKeyStore, "get">;
   publisher?: { publish(rows: readonly OutboxRow[]): Promise<void> };
   logger?: Logger;
   /** Breaker states and sweep results are recorded here. */
@@ -111,6 +114,7 @@ export function createA2AForeign(options: A2AForeignOptions): A2AForeign {
   const sender = new ForeignSender({
     ...deps,
     agents: options.agents,
+    linkKeys: options.linkKeys,
     transports,
     breakers,
     foreign: config.foreign,

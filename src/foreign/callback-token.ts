@@ -11,9 +11,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { Queryable } from "../store/db.js";
-import type { LinkKey } from "../store/approvals/approval-store.js";
-// Still reached directly: verifyCallbackToken's callers do not hand in the link key port yet.
-import { getLinkKey } from "../store/approvals/postgres-link-key-store.js";
+import type { LinkKey, LinkKeyStore } from "../store/approvals/approval-store.js";
 
 export interface CallbackClaims {
   bridgeId: string;
@@ -117,9 +115,15 @@ export function checkCallbackToken(
   return claims;
 }
 
-/** Parses and checks a URL token, reading the tenant's key from `db`. */
-export async function verifyCallbackToken(db: Queryable, token: string | null, bridge: { id: string; orgId: string }, nowMs: number): Promise<CallbackClaims> {
+/** Parses and checks a URL token, reading the tenant's key through `linkKeys` on `db`. */
+export async function verifyCallbackToken(
+  linkKeys: Pick<LinkKeyStore, "get">,
+  db: Queryable,
+  token: string | null,
+  bridge: { id: string; orgId: string },
+  nowMs: number,
+): Promise<CallbackClaims> {
   const parsed = parseCallbackToken(token);
-  const key = parsed.claims.bridgeId === bridge.id && parsed.claims.orgId === bridge.orgId ? await getLinkKey(db, bridge.orgId, parsed.claims.kid) : undefined;
+  const key = parsed.claims.bridgeId === bridge.id && parsed.claims.orgId === bridge.orgId ? await linkKeys.get(db, bridge.orgId, parsed.claims.kid) : undefined;
   return checkCallbackToken(parsed, bridge, key, nowMs);
 }

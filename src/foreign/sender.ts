@@ -30,8 +30,7 @@ import type { DependencyHealth } from "../process/dependency-health.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
-// Still reached directly: the sender's options do not carry the link key port yet.
-import { getLinkKey } from "../store/approvals/postgres-link-key-store.js";
+import type { LinkKeyStore } from "../store/approvals/approval-store.js";
 import type { BridgeRecord, ClaimedBridge } from "../store/bridges/bridge-store.js";
 import type { LimitSource } from "../core/limits.js";
 import { callStop, SendPool, stopOf } from "./send-pool.js";
@@ -55,6 +54,8 @@ export const CALLBACK_PATH_PREFIX = "/api/v1/a2a/callback/";
 export interface ForeignSenderOptions extends BridgeResumeDeps {
   /** The foreign agent registry's port (`runtime.stores.foreignAgents`): where each bridge's agent is looked up. */
   agents: Pick<ForeignAgentStore, "find">;
+  /** The tenants' link keys (`runtime.stores.linkKeys`): each bridge's callback token is signed with the one it names. */
+  linkKeys: Pick<LinkKeyStore, "get">;
   transports: ForeignTransports;
   breakers: BreakerRegistry;
   foreign: ForeignConfig;
@@ -303,7 +304,7 @@ export class ForeignSender {
   }
 
   private async pushTarget(db: Queryable, bridge: BridgeRecord, deadlineMs: number): Promise<PushTarget> {
-    const key = await getLinkKey(db, bridge.orgId, bridge.tokenKid);
+    const key = await this.options.linkKeys.get(db, bridge.orgId, bridge.tokenKid);
     if (!key || key.retiredAt !== null) throw new SwitchyardError(ErrorCode.FailedPrecondition, `the tenant's link key ${bridge.tokenKid} was retired before the hop was sent`);
     const t = signCallbackToken(key, { bridgeId: bridge.id, orgId: bridge.orgId, expiresAtMs: deadlineMs + this.options.foreign.callbackTokenGraceMs });
     return {

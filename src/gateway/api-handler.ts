@@ -38,7 +38,7 @@ export function createApiHandler(options: ApiHandlerOptions): (req: IncomingMess
       createTracingInterceptor({ tenantOf: resolvedTenant }),
       createErrorInterceptor(logger, options.health),
       createMetricsInterceptor(options.metrics.registry),
-      createAuthInterceptor({ db: options.pool, keys: options.deps.stores.apiKeys, adminServices: ADMIN_SERVICES, ...(options.sessions ? { sessions: options.sessions } : {}) }),
+      createAuthInterceptor({ db: options.pool, keys: options.deps.stores.apiKeys, tenants: options.deps.stores.tenants, adminServices: ADMIN_SERVICES, ...(options.sessions ? { sessions: options.sessions } : {}) }),
     ],
     readMaxBytes: options.readMaxBytes,
     // A misspelt field (`idempotencyKy`) must not be silently dropped: it would quietly change what the call does.

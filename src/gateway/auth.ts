@@ -18,7 +18,7 @@ import { principalActor, recordedActor } from "../tenancy/principal.js";
 import { isDatabaseUnavailable, type Queryable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
 import { resolveApiKeys, type ApiKeyResolution } from "../tenancy/api-keys.js";
-import type { ApiKeyStore } from "../store/tenancy/tenancy-store.js";
+import type { ApiKeyStore, TenantStore } from "../store/tenancy/tenancy-store.js";
 import type { KeyIdentity, Principal } from "../tenancy/principal.js";
 import { ORG_ID_PATTERN } from "../tenancy/tenants.js";
 import { authenticateSession, type SessionAuthOptions } from "./console/session-auth.js";
@@ -79,6 +79,8 @@ export interface AuthInterceptorOptions {
   db: Queryable;
   /** The API keys port (`runtime.stores.apiKeys`) a presented key is looked up through. */
   keys: Pick<ApiKeyStore, "findByHashes">;
+  /** The tenants port (`runtime.stores.tenants`): the tenant an admin key names must exist. */
+  tenants: Pick<TenantStore, "exists">;
   /** Services only admin keys may call. */
   adminServices: readonly DescService[];
   /** Console sessions: a session cookie (with its CSRF token) stands in for the bearer key. Without: bearer only. */
@@ -111,7 +113,7 @@ export function createAuthInterceptor(options: AuthInterceptorOptions): Intercep
       if (principal.kind !== "admin") throw new ConnectError(`${req.service.name} needs an admin API key; this is a tenant key`, Code.PermissionDenied);
       return next(req);
     }
-    req.contextValues.set(tenantKey, await resolveTenantCall(options.db, principal, req.header.get(TENANT_HEADER)));
+    req.contextValues.set(tenantKey, await resolveTenantCall(options.tenants, options.db, principal, req.header.get(TENANT_HEADER)));
     return next(req);
   };
 }
@@ -121,11 +123,10 @@ export function createAuthInterceptor(options: AuthInterceptorOptions): Intercep
  * tenants are never deleted); the tenant an admin key names is looked up, so a typo (`Switchyard-Tenant: ghost`)
  * is refused before anything is written for a tenant no one created.
  */
-export async function resolveTenantCall(db: Queryable, principal: Principal, asserted: string | null): Promise<TenantCall> {
+export async function resolveTenantCall(tenants: Pick<TenantStore, "exists">, db: Queryable, principal: Principal, asserted: string | null): Promise<TenantCall> {
   const orgId = tenantOf(principal, asserted);
   if (principal.kind === "admin") {
-    const { rowCount } = await db.query("SELECT 1 FROM tenants WHERE org_id = $1", [orgId]);
-    if (!rowCount) {
+    if (!(await tenants.exists(db, orgId))) {
       throw new SwitchyardError(
         ErrorCode.NotFound,
         `no tenant ${orgId} (named in ${TENANT_HEADER}); create it first with AdminService.CreateTenant or \`switchyard tenant create ${orgId}\``,

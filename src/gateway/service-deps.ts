@@ -63,6 +63,7 @@ export function createServiceDeps(runtime: GatewayRuntime, options: ServiceDepsO
   const starts = new StartBatcher<StartTaskRequest>({ tasks, request: (request) => request });
   const watches = new WatchHub({
     db: pool,
+    reads: runtime.stores.taskReads,
     intervalMs: options.watchIntervalMs,
     limits: { perTenant: options.watchMaxPerTenant, total: options.watchMaxStreams },
     logger,

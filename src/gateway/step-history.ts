@@ -8,17 +8,17 @@
  * `result`, `timeout` and `cancel` rows end it.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { AuditRow } from "../domain.js";
 import type { ForeignBridgeSchema } from "../gen/switchyard/api/v1/foreign_pb.js";
 import type { StepAttemptSchema, StepSchema } from "../gen/switchyard/api/v1/tasks_pb.js";
+import type { BridgeViews } from "../store/bridges/bridge-store.js";
 import type { Queryable } from "../store/db.js";
-import { bridgeToProto, BRIDGE_COLUMNS, type BridgeRow } from "./convert/bridges.js";
+import type { AuditStepRow, TaskReadStore } from "../store/tasks/task-read-store.js";
+import { bridgeToProto } from "./convert/bridges.js";
 import { toTimestamp } from "./convert/values.js";
 
 const HOP_ACTIONS = new Set(["dispatch", "sub_query", "a2a_egress"]);
 
-/** The audit row fields the fold reads. */
-export type AuditStepRow = Pick<AuditRow, "seq" | "action" | "actor" | "destination" | "verdict" | "rule" | "reason" | "cost" | "stepId" | "atMs">;
+export type { AuditStepRow } from "../store/tasks/task-read-store.js";
 
 export interface AttemptView {
   attempt: number;
@@ -113,12 +113,6 @@ function attemptToProto(a: AttemptView): MessageInitShape<typeof StepAttemptSche
   };
 }
 
-interface StepLinkRow {
-  step_id: string;
-  depth: number;
-  delegation: { originStepId?: string; correlationId?: string } | null;
-}
-
 export interface StepExtras {
   history: MessageInitShape<typeof StepAttemptSchema>[];
   parentStepId?: string;
@@ -127,28 +121,30 @@ export interface StepExtras {
   bridges: MessageInitShape<typeof ForeignBridgeSchema>[];
 }
 
+/** The ports the extras are read through (`runtime.stores`). */
+export interface StepExtrasStores {
+  taskReads: Pick<TaskReadStore, "auditSteps" | "stepLinks">;
+  bridges: Pick<BridgeViews, "summariesOfTask">;
+}
+
 /** The extras of every step of one task. Run inside the tenant's scope (row-level security applies). */
-export async function readStepExtras(db: Queryable, orgId: string, taskId: string): Promise<Map<string, StepExtras>> {
+export async function readStepExtras(stores: StepExtrasStores, db: Queryable, orgId: string, taskId: string): Promise<Map<string, StepExtras>> {
   // One after another: the three reads share the transaction's client.
-  const audit = await db.query<AuditStepRow>(
-    `SELECT seq::float8 AS seq, action, actor, destination, verdict, rule, reason, cost, step_id AS "stepId", at_ms::float8 AS "atMs"
-     FROM audit_log WHERE org_id = $1 AND task_id = $2 ORDER BY seq`,
-    [orgId, taskId],
-  );
-  const links = await db.query<StepLinkRow>("SELECT step_id, depth, delegation FROM steps WHERE org_id = $1 AND task_id = $2", [orgId, taskId]);
-  const bridges = await db.query<BridgeRow>(`SELECT ${BRIDGE_COLUMNS} FROM a2a_bridge WHERE org_id = $1 AND task_id = $2 ORDER BY created_at, id`, [orgId, taskId]);
-  const attempts = foldAttempts(audit.rows);
+  const audit = await stores.taskReads.auditSteps(db, orgId, taskId);
+  const links = await stores.taskReads.stepLinks(db, orgId, taskId);
+  const bridges = await stores.bridges.summariesOfTask(db, orgId, taskId);
+  const attempts = foldAttempts(audit);
   const extras = new Map<string, StepExtras>();
-  for (const link of links.rows) {
-    extras.set(link.step_id, {
-      history: (attempts.get(link.step_id) ?? []).map(attemptToProto),
+  for (const link of links) {
+    extras.set(link.stepId, {
+      history: (attempts.get(link.stepId) ?? []).map(attemptToProto),
       ...(link.delegation?.originStepId ? { parentStepId: link.delegation.originStepId } : {}),
       ...(link.delegation?.correlationId ? { correlationId: link.delegation.correlationId } : {}),
       depth: link.depth,
       bridges: [],
     });
   }
-  for (const bridge of bridges.rows) extras.get(bridge.step_id)?.bridges.push(bridgeToProto(bridge));
+  for (const bridge of bridges) extras.get(bridge.stepId)?.bridges.push(bridgeToProto(bridge));
   return extras;
 }
 

@@ -7,6 +7,7 @@ import type { TaskStatus } from "../core/model.js";
 import type { TaskView } from "../tasks/tasks.js";
 import { ErrorCode, SwitchyardError } from "../errors.js";
 import type { Queryable } from "../store/db.js";
+import type { TaskReadStore } from "../store/tasks/task-read-store.js";
 import { parseWorkflowRef } from "../store/workflow-store.js";
 
 import { DEFAULT_TASK_PAGE_SIZE, MAX_TASK_PAGE_SIZE } from "./task-page.js";
@@ -60,7 +61,7 @@ function decodeCursor(token: string): Cursor {
   });
 }
 
-export async function listTasks(db: Queryable, orgId: string, filter: TaskListFilter = {}): Promise<TaskPage> {
+export async function listTasks(reads: Pick<TaskReadStore, "page">, db: Queryable, orgId: string, filter: TaskListFilter = {}): Promise<TaskPage> {
   const pageSize = filter.pageSize || DEFAULT_TASK_PAGE_SIZE;
   if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > MAX_TASK_PAGE_SIZE) {
     throw new SwitchyardError(ErrorCode.InvalidArgument, `page_size: must be from 1 to ${MAX_TASK_PAGE_SIZE}`, { details: { path: "page_size" } });
@@ -68,34 +69,29 @@ export async function listTasks(db: Queryable, orgId: string, filter: TaskListFi
   const workflow = filter.workflow ? parseWorkflowFilter(filter.workflow) : undefined;
   const cursor = filter.pageToken ? decodeCursor(filter.pageToken) : undefined;
   const statuses = filter.statuses && filter.statuses.length > 0 ? [...filter.statuses] : null;
-  const { rows } = await db.query(
-    `SELECT id, workflow_name, workflow_version, status, budget, cost, error, created_at, finished_at, created_at::text AS cursor_at
-     FROM tasks
-     WHERE org_id = $1
-       AND ($2::text[] IS NULL OR status = ANY($2::text[]))
-       AND ($3::text IS NULL OR workflow_name = $3)
-       AND ($4::int IS NULL OR workflow_version = $4)
-       AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::uuid))
-       AND ($8::timestamptz IS NULL OR created_at >= $8::timestamptz)
-       AND ($9::timestamptz IS NULL OR created_at < $9::timestamptz)
-     ORDER BY created_at DESC, id DESC
-     LIMIT $7`,
-    [orgId, statuses, workflow?.name ?? null, workflow?.version ?? null, cursor?.at ?? null, cursor?.id ?? null, pageSize + 1, instant(filter.createdAfter, "created_after"), instant(filter.createdBefore, "created_before")],
-  );
+  const rows = await reads.page(db, orgId, {
+    statuses,
+    workflowName: workflow?.name ?? null,
+    workflowVersion: workflow?.version ?? null,
+    after: cursor ?? null,
+    limit: pageSize + 1,
+    createdAfter: instant(filter.createdAfter, "created_after"),
+    createdBefore: instant(filter.createdBefore, "created_before"),
+  });
   const page = rows.slice(0, pageSize);
   const last = page.at(-1);
   return {
     tasks: page.map((row) => ({
       id: row.id,
-      workflow: `${row.workflow_name}@${row.workflow_version}`,
+      workflow: `${row.workflowName}@${row.workflowVersion}`,
       status: row.status,
       cost: row.cost,
       budget: row.budget,
       error: row.error,
-      createdAt: (row.created_at as Date).toISOString(),
-      finishedAt: row.finished_at ? (row.finished_at as Date).toISOString() : null,
+      createdAt: row.createdAt.toISOString(),
+      finishedAt: row.finishedAt ? row.finishedAt.toISOString() : null,
     })),
-    nextPageToken: rows.length > pageSize && last ? encodeCursor({ at: last.cursor_at, id: last.id }) : null,
+    nextPageToken: rows.length > pageSize && last ? encodeCursor({ at: last.cursorAt, id: last.id }) : null,
   };
 }
 

@@ -15,6 +15,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "../logger.js";
 import type { Queryable } from "../store/db.js";
+import type { TaskReadStore } from "../store/tasks/task-read-store.js";
 import { isUuid } from "../domain.js";
 
 export interface WatchLimits {
@@ -27,6 +28,8 @@ export interface WatchLimits {
 export interface WatchHubOptions {
   /** The owner's pool: the fingerprint query spans tenants (it returns no data, only whether a task changed). */
   db: Queryable;
+  /** Where the fingerprints are read (`runtime.stores.taskReads`). */
+  reads: Pick<TaskReadStore, "fingerprints">;
   /** How often the watched tasks are checked (ms). */
   intervalMs: number;
   limits: WatchLimits;
@@ -49,14 +52,6 @@ interface Subscriber {
   dirty: boolean;
   wake: (() => void) | undefined;
 }
-
-const FINGERPRINT_SQL = `
-  SELECT t.id::text AS id,
-         t.status || '|' || coalesce((
-           SELECT string_agg(s.step_id || ':' || s.status || ':' || s.attempt || ':' || coalesce(s.approval_id::text, ''), ',' ORDER BY s.step_id)
-           FROM steps s WHERE s.task_id = t.id), '') AS fingerprint
-  FROM tasks t WHERE t.id = ANY($1::uuid[])`;
-
 
 export class WatchHub {
   private readonly subscribers = new Set<Subscriber>();
@@ -151,10 +146,9 @@ export class WatchHub {
       const ids = [...new Set([...this.subscribers].map((s) => s.taskId))];
       if (ids.length === 0) return;
       // One malformed id must not fail the shared query for every stream; it simply matches no task.
-      const { rows } = await this.options.db.query<{ id: string; fingerprint: string }>(FINGERPRINT_SQL, [ids.filter(isUuid)]);
+      const now = await this.options.reads.fingerprints(this.options.db, ids.filter(isUuid));
       if (this.failing) this.options.logger.info("watch poller reads tasks again");
       this.failing = false;
-      const now = new Map(rows.map((r) => [r.id, r.fingerprint]));
       for (const id of ids) {
         // A task that is gone (or never was) counts as changed: its streams re-read it and end with NOT_FOUND.
         const fingerprint = now.get(id) ?? "";

@@ -18,19 +18,17 @@ import { HARNESS_GROUP } from "../harness/harness.js";
 import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "./metrics.js";
 import type { Queryable } from "../store/db.js";
+import type { FlagValue, MetricStore, TenantValue } from "../store/metrics/metric-store.js";
+import { createPostgresMetricStore } from "../store/metrics/postgres-metric-store.js";
 import { discoverStreams } from "../bus/stream-discovery.js";
 
-
-export interface FlagValue {
-  name: string;
-  scopeKind: string;
-  scope: string;
-  enabled: boolean;
-}
+export type { FlagValue } from "../store/metrics/metric-store.js";
 
 export interface CollectDeps {
   /** Postgres, as the owner (tenant rows of every tenant are counted). */
   pool: Queryable;
+  /** What the Postgres gauges read. @defaultValue the Postgres adapter */
+  store?: MetricStore;
   bus: Bus;
   /**
    * The streams to report. Default: every stream under `keyPrefix` (SCAN, when `redis` is given, re-scanned at
@@ -79,6 +77,7 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
   const logger = (deps.logger ?? silentLogger).child({ component: "metrics" });
   const failures = new Map<string, number>();
   const running = new Set<Promise<void>>();
+  const store = deps.store ?? createPostgresMetricStore();
 
   /** Runs a source; a failure is logged and counted, and its gauges stay empty this scrape. Never rejects. */
   function guarded(source: string, gauges: readonly Gauge<string>[], work: () => Promise<void>): Promise<void> {
@@ -136,7 +135,7 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
   }
 
   // --- one query per gauge (or pair of gauges).
-  const perTenant = (name: string, help: string, source: string, query: () => Promise<ReadonlyArray<{ tenant: string; value: number }>>): Gauge<string> => {
+  const perTenant = (name: string, help: string, source: string, query: () => Promise<readonly TenantValue[]>): Gauge<string> => {
     const seen = new Set<string>();
     const gauge: Gauge<string> = new Gauge({
       name,
@@ -157,28 +156,12 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
     });
     return gauge;
   };
-  const tenantRows = async (sql: string, params: unknown[] = []) =>
-    (await deps.pool.query<{ tenant: string; value: number | string | null }>(sql, params)).rows.map((r) => ({ tenant: r.tenant, value: Number(r.value ?? 0) }));
 
-  perTenant("switchyard_approvals_pending", "Approvals waiting for a decision", "approvals", () =>
-    tenantRows("SELECT org_id AS tenant, count(*)::int AS value FROM approvals WHERE status = 'pending' GROUP BY org_id"),
-  );
-  perTenant("switchyard_tenant_daily_cost", "Cost accrued today (UTC), in the tenant's cost units", "budgets", () =>
-    tenantRows(
-      `SELECT org_id AS tenant, sum(cost) AS value FROM (
-         SELECT org_id, cost FROM tenant_daily_cost WHERE day = $1::date
-         UNION ALL SELECT org_id, 0 FROM tenants) AS today
-       GROUP BY org_id`,
-      [costDay(clock())],
-    ),
-  );
-  perTenant("switchyard_tenant_daily_budget", "The tenant's daily budget (tenants that have one)", "budgets", () =>
-    tenantRows("SELECT org_id AS tenant, daily_budget AS value FROM tenants WHERE daily_budget IS NOT NULL"),
-  );
-  perTenant("switchyard_audit_head_seq", "Seq of the tenant's audit chain head", "audit", () => tenantRows("SELECT org_id AS tenant, seq AS value FROM audit_heads"));
-  perTenant("switchyard_audit_checkpoint_seq", "Seq of the tenant's newest signed audit checkpoint", "audit", () =>
-    tenantRows("SELECT h.org_id AS tenant, coalesce((SELECT max(seq) FROM audit_checkpoints c WHERE c.org_id = h.org_id), 0) AS value FROM audit_heads h"),
-  );
+  perTenant("switchyard_approvals_pending", "Approvals waiting for a decision", "approvals", () => store.approvalsPending(deps.pool));
+  perTenant("switchyard_tenant_daily_cost", "Cost accrued today (UTC), in the tenant's cost units", "budgets", () => store.dailyCost(deps.pool, costDay(clock())));
+  perTenant("switchyard_tenant_daily_budget", "The tenant's daily budget (tenants that have one)", "budgets", () => store.dailyBudgets(deps.pool));
+  perTenant("switchyard_audit_head_seq", "Seq of the tenant's audit chain head", "audit", () => store.auditHeadSeqs(deps.pool));
+  perTenant("switchyard_audit_checkpoint_seq", "Seq of the tenant's newest signed audit checkpoint", "audit", () => store.auditCheckpointSeqs(deps.pool));
 
   const flags: Gauge<string> = new Gauge({
     name: "switchyard_flag_enabled",
@@ -187,7 +170,7 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
     registers,
     collect: () =>
       guarded("flags", [flags], async () => {
-        const values = deps.flags ? await deps.flags() : await readFlags(deps.pool);
+        const values = deps.flags ? await deps.flags() : await store.flags(deps.pool);
         flags.reset();
         for (const f of values) flags.set({ name: f.name, scope_kind: f.scopeKind, scope: f.scope }, f.enabled ? 1 : 0);
       }),
@@ -203,12 +186,9 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
   let outboxRefresh: Promise<void> | undefined;
   function refreshOutbox(): Promise<void> {
     outboxRefresh ??= guarded("outbox", [outboxRows, outboxAge], async () => {
-      // The database's clock on both sides: created_at is its now() at insert.
-      const { rows } = await deps.pool.query<{ n: number; age: number | string | null }>(
-        "SELECT count(*)::int AS n, extract(epoch FROM now() - min(created_at)) AS age FROM outbox",
-      );
-      outboxRows.set(rows[0]?.n ?? 0);
-      outboxAge.set(Math.max(0, Number(rows[0]?.age ?? 0)));
+      const backlog = await store.outbox(deps.pool);
+      outboxRows.set(backlog.rows);
+      outboxAge.set(Math.max(0, backlog.oldestAgeSeconds));
     }).finally(() => {
       outboxRefresh = undefined;
     });
@@ -249,11 +229,4 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
       for (const name of names) registry.removeSingleMetric(name);
     },
   };
-}
-
-async function readFlags(db: Queryable): Promise<FlagValue[]> {
-  const { rows } = await db.query<{ name: string; scope_kind: string; scope: string; enabled: boolean }>(
-    "SELECT name, scope_kind, scope, enabled FROM flags ORDER BY name, scope_kind, scope",
-  );
-  return rows.map((r) => ({ name: r.name, scopeKind: r.scope_kind, scope: r.scope, enabled: r.enabled }));
 }

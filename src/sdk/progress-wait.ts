@@ -7,6 +7,8 @@
 import { TERMINAL_TASK_STATUSES } from "../core/model.js";
 import type { TaskView } from "../tasks/tasks.js";
 import type { Queryable } from "../store/db.js";
+import type { TaskProgressStore } from "../store/tasks/task-progress-store.js";
+import { createPostgresTaskProgressStore } from "../store/tasks/postgres-task-progress-store.js";
 
 /** How long nothing may move before a wait fails (ms), unless the wait says otherwise. */
 export const DEFAULT_STALL_MS = 20_000;
@@ -88,31 +90,19 @@ export interface TasksState {
 }
 
 /** Task and step counts of the whole database, or of one tenant. */
-export async function readTasksState(db: Queryable, orgId?: string): Promise<TasksState> {
-  const where = orgId === undefined ? "" : "WHERE org_id = $1";
-  const params = orgId === undefined ? [] : [orgId];
-  const tasks = await db.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM tasks ${where} GROUP BY status ORDER BY status`, params);
-  const steps = await db.query<{ status: string; n: number; attempts: number }>(
-    `SELECT status, count(*)::int AS n, sum(attempt)::int AS attempts FROM steps ${where} GROUP BY status ORDER BY status`,
-    params,
-  );
+export async function readTasksState(db: Queryable, orgId?: string, store: TaskProgressStore = createPostgresTaskProgressStore()): Promise<TasksState> {
+  const tasks = await store.taskCounts(db, orgId);
+  const steps = await store.stepCounts(db, orgId);
   return {
-    tasks: Object.fromEntries(tasks.rows.map((r) => [r.status, r.n])),
-    steps: Object.fromEntries(steps.rows.map((r) => [r.status, r.n])),
-    attempts: steps.rows.reduce((sum, r) => sum + r.attempts, 0),
+    tasks: Object.fromEntries(tasks.map((r) => [r.status, r.n])),
+    steps: Object.fromEntries(steps.map((r) => [r.status, r.n])),
+    attempts: steps.reduce((sum, r) => sum + r.attempts, 0),
   };
 }
 
 /** Up to `limit` unfinished tasks with their unfinished steps: what a stuck wait reports. */
-export async function describeUnfinishedTasks(db: Queryable, orgId?: string, limit = 10): Promise<string> {
-  const { rows } = await db.query<{ id: string; status: string; steps: string | null }>(
-    `SELECT t.id, t.status,
-            (SELECT string_agg(format('step %s (%s) %s, attempt %s', s.step_id, s.destination, s.status, s.attempt), '; ' ORDER BY s.step_id)
-             FROM steps s WHERE s.task_id = t.id AND s.status NOT IN ('completed', 'failed', 'cancelled')) AS steps
-     FROM tasks t WHERE t.status NOT IN ('completed', 'failed', 'cancelled') ${orgId === undefined ? "" : "AND t.org_id = $2"}
-     ORDER BY t.created_at LIMIT $1`,
-    orgId === undefined ? [limit] : [limit, orgId],
-  );
+export async function describeUnfinishedTasks(db: Queryable, orgId?: string, limit = 10, store: TaskProgressStore = createPostgresTaskProgressStore()): Promise<string> {
+  const rows = await store.unfinished(db, limit, orgId);
   if (rows.length === 0) return "no unfinished task";
   return rows.map((r) => `task ${r.id} is ${r.status}: ${r.steps ?? "no unfinished step"}`).join("\n");
 }
@@ -124,6 +114,8 @@ export interface WaitForTasksOptions {
   expected?: number;
   stallMs?: number;
   intervalMs?: number;
+  /** How the counts are read. @defaultValue the Postgres adapter */
+  store?: TaskProgressStore;
 }
 
 /** Waits until every task (or `expected` of them) has finished, as long as tasks and steps keep moving. */
@@ -132,9 +124,9 @@ export function waitForTasks(db: Queryable, options: WaitForTasksOptions = {}): 
   const total = (state: TasksState) => Object.values(state.tasks).reduce((sum, n) => sum + n, 0);
   return waitForProgress({
     what: options.expected === undefined ? "every task to finish" : `${options.expected} tasks to finish`,
-    progress: () => readTasksState(db, options.orgId),
+    progress: () => readTasksState(db, options.orgId, options.store),
     done: (state) => total(state) > 0 && finished(state) === (options.expected ?? total(state)),
-    describeStuck: async (state) => `tasks ${JSON.stringify(state.tasks)}, steps ${JSON.stringify(state.steps)}; unfinished:\n${await describeUnfinishedTasks(db, options.orgId)}`,
+    describeStuck: async (state) => `tasks ${JSON.stringify(state.tasks)}, steps ${JSON.stringify(state.steps)}; unfinished:\n${await describeUnfinishedTasks(db, options.orgId, undefined, options.store)}`,
     ...(options.stallMs !== undefined ? { stallMs: options.stallMs } : {}),
     intervalMs: options.intervalMs ?? 200,
   });

@@ -40,7 +40,7 @@ export async function createStackClient(runtime: Runtime, orgId: string): Promis
   };
   const transport = createRouterTransport(registerServices(parts.deps), {
     router: {
-      interceptors: [createErrorInterceptor(runtime.logger, runtime.health), createAuthInterceptor({ db: runtime.pool, keys: runtime.stores.apiKeys, adminServices: ADMIN_SERVICES })],
+      interceptors: [createErrorInterceptor(runtime.logger, runtime.health), createAuthInterceptor({ db: runtime.pool, keys: runtime.stores.apiKeys, tenants: runtime.stores.tenants, adminServices: ADMIN_SERVICES })],
       readMaxBytes: options.readMaxBytes,
     },
     transport: { interceptors: [bearer], useBinaryFormat: true },

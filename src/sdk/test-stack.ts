@@ -28,6 +28,7 @@ import type { Handler } from "../harness/types.js";
 import type { Logger } from "../logger.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import { defaultMigrationsDir, migrate } from "../store/migrate.js";
+import { createDatabase, dropDatabase, listDatabases } from "../store/scratch-databases.js";
 import { createStepResultReader } from "../store/step-result-reader.js";
 import { createStepTurnCheck } from "../store/step-turn-check.js";
 import { submitWorkflow, type SubmittedWorkflow } from "../store/workflow-store.js";
@@ -149,10 +150,9 @@ function processAlive(pid: number): boolean {
 
 /** Drops the scratch databases of stacks whose process is gone (a test run killed before its teardown). */
 async function dropAbandoned(admin: pg.Client): Promise<void> {
-  const { rows } = await admin.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE $1", [`${DATABASE_PREFIX}%`]);
-  for (const { datname } of rows) {
+  for (const datname of await listDatabases(admin, DATABASE_PREFIX)) {
     const pid = Number(/^sy_stack_(\d+)_/.exec(datname)?.[1]);
-    if (Number.isInteger(pid) && !processAlive(pid)) await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
+    if (Number.isInteger(pid) && !processAlive(pid)) await dropDatabase(admin, datname).catch(() => {});
   }
 }
 
@@ -209,9 +209,9 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
 
   await withAdmin(serverUrl, async (admin) => {
     await dropAbandoned(admin);
-    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+    await createDatabase(admin, name);
   });
-  const dropDatabase = () => withAdmin(serverUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).then(() => {});
+  const dropScratch = () => withAdmin(serverUrl, (admin) => dropDatabase(admin, name));
 
   let runtime: Runtime;
   let api: StackClient;
@@ -230,7 +230,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
       throw error;
     }
   } catch (error) {
-    await dropDatabase().catch(() => {});
+    await dropScratch().catch(() => {});
     throw error;
   }
 
@@ -300,7 +300,7 @@ export async function createTestStack(options: TestStackOptions = {}): Promise<T
         await coordinator.close();
         await deleteKeys(runtime.redis, `${keyPrefix}*`).catch(() => {});
         await runtime.close();
-        await dropDatabase();
+        await dropScratch();
       })();
       return closing;
     },

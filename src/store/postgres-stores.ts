@@ -16,6 +16,7 @@ import { createPostgresConnectionStore } from "./vault/postgres-connection-store
 import { createPostgresForeignAgentStore } from "./foreign/postgres-foreign-agent-store.js";
 import { createPostgresHeldStepStore } from "./limits/postgres-held-step-store.js";
 import { createPostgresTaskStore } from "./tasks/postgres-task-store.js";
+import { createPostgresTaskReadStore } from "./tasks/postgres-task-read-store.js";
 import { createPostgresApprovalStore } from "./approvals/postgres-approval-store.js";
 import { createPostgresLinkKeyStore, createPostgresUsedLinkTokenStore } from "./approvals/postgres-link-key-store.js";
 import { createPostgresLimitStore } from "./limits/postgres-limit-store.js";
@@ -44,6 +45,7 @@ export function createPostgresStores(): Stores {
     foreignAgents: createPostgresForeignAgentStore(),
     heldSteps: createPostgresHeldStepStore(),
     tasks: createPostgresTaskStore(),
+    taskReads: createPostgresTaskReadStore(),
     tenants: createPostgresTenantStore(),
     apiKeys: createPostgresApiKeyStore(),
     coordinator: createPostgresCoordinatorStore(),

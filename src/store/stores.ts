@@ -17,6 +17,7 @@ import type { ConnectionStore } from "./vault/connection-store.js";
 import type { ForeignAgentStore } from "./foreign/foreign-agent-store.js";
 import type { HeldStepStore } from "./limits/held-step-store.js";
 import type { TaskStore } from "./tasks/task-store.js";
+import type { TaskReadStore } from "./tasks/task-read-store.js";
 import type { ApprovalStore, LinkKeyStore, UsedLinkTokenStore } from "./approvals/approval-store.js";
 import type { LimitStore } from "./limits/limit-store.js";
 import type { FlagStore } from "./flags/flag-store.js";
@@ -44,6 +45,8 @@ export interface Stores {
   heldSteps: HeldStepStore;
   /** The task service's: starts' writes and a task's view. */
   tasks: TaskStore;
+  /** The gateway's read models of tasks: the listing, a task page's step history, Watch's fingerprints. */
+  taskReads: TaskReadStore;
   tenants: TenantStore;
   apiKeys: ApiKeyStore;
   /** The coordinator process's own (shard leases, what its sweeps read, the outbox relay). */

@@ -13,7 +13,7 @@ import type { Queryable } from "../store/db.js";
 import { derivedIdSource } from "../coordinator/envelopes.js";
 import { startEventId } from "../core/model.js";
 import type { OutboxRow } from "../store/engine/engine-store.js";
-import { insertOutbox } from "../store/engine/postgres-outbox-store.js";
+import type { TaskStore } from "../store/tasks/task-store.js";
 import { inboxOf } from "../bus/shards.js";
 
 const encoder = new TextEncoder();
@@ -44,11 +44,17 @@ export interface StartOwner {
   shardCount: number;
 }
 
-/** Writes the start envelopes of just-created tasks to the outbox, in the starting transaction. */
-export async function insertStartEnvelopes(client: Queryable, orgId: string, created: ReadonlyArray<{ taskId: string; traceparent?: string }>, owner: StartOwner): Promise<OutboxRow[]> {
+/** Writes the start envelopes of just-created tasks to the outbox (through `store`), in the starting transaction. */
+export async function insertStartEnvelopes(
+  store: Pick<TaskStore, "insertOutbox">,
+  client: Queryable,
+  orgId: string,
+  created: ReadonlyArray<{ taskId: string; traceparent?: string }>,
+  owner: StartOwner,
+): Promise<OutboxRow[]> {
   const stream = inboxOf(orgId, owner.shardCount);
   const now = Date.now();
-  return insertOutbox(
+  return store.insertOutbox(
     client,
     created.map(({ taskId, traceparent }) => {
       const envelope = createStartEnvelope(orgId, taskId, now, traceparent);

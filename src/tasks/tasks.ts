@@ -35,7 +35,7 @@ export interface TaskServiceOptions {
   engine: Engine;
   /** The approval rows a decision locks, reads and closes (`runtime.stores.approvals`). */
   approvals: ApprovalStore;
-  /** The task and step rows starts write and views read (`runtime.stores.tasks`). */
+  /** The task and step rows (and start envelopes) starts write and views read (`runtime.stores.tasks`). */
   tasks: TaskStore;
   /** The reply rows a view lists and `reply` waits on (`runtime.stores.replies`). */
   replies: Pick<ReplyRowStore, "list" | "outcomeRow">;
@@ -188,7 +188,7 @@ export class TaskService {
       const written = await writeStarts(this.options.tasks, client, orgId, requests, checked, options.onCreated);
       if (written.created.length === 0) return { settled: written.settled, outbox: [], applied: undefined };
       const owner = this.options.owner;
-      if (owner) return { settled: written.settled, outbox: await insertStartEnvelopes(client, orgId, written.created, owner), applied: undefined };
+      if (owner) return { settled: written.settled, outbox: await insertStartEnvelopes(this.options.tasks, client, orgId, written.created, owner), applied: undefined };
       const applied = await this.options.engine.applyInTransaction(
         client,
         written.created.map((c) => ({ orgId, taskId: c.taskId, event: { type: "task_started" as const, eventId: startEventId(c.taskId) }, traceparent: c.traceparent })),

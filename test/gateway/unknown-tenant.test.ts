@@ -105,11 +105,11 @@ describe("an admin key naming a tenant that does not exist", () => {
 
   it("resolveTenantCall is where the tenant is decided: the same answers without a gateway", async () => {
     const admin: Principal = { kind: "admin", keyId: "k", keyName: "sre", keyPrefix: "sy_x" };
-    await expect(resolveTenantCall(fx.rt.pool, admin, "nobody")).rejects.toMatchObject({ code: "NOT_FOUND", details: { orgId: "nobody" } });
-    await expect(resolveTenantCall(fx.rt.pool, admin, "acme")).resolves.toEqual({ orgId: "acme", principal: admin });
-    await expect(resolveTenantCall(fx.rt.pool, admin, null)).rejects.toMatchObject({ code: Code.InvalidArgument });
+    await expect(resolveTenantCall(fx.rt.stores.tenants, fx.rt.pool, admin, "nobody")).rejects.toMatchObject({ code: "NOT_FOUND", details: { orgId: "nobody" } });
+    await expect(resolveTenantCall(fx.rt.stores.tenants, fx.rt.pool, admin, "acme")).resolves.toEqual({ orgId: "acme", principal: admin });
+    await expect(resolveTenantCall(fx.rt.stores.tenants, fx.rt.pool, admin, null)).rejects.toMatchObject({ code: Code.InvalidArgument });
     const tenantKey: Principal = { kind: "tenant", orgId: "acme", keyId: "k2", keyName: "ci", keyPrefix: "sy_y" };
-    await expect(resolveTenantCall(fx.rt.pool, tenantKey, null)).resolves.toEqual({ orgId: "acme", principal: tenantKey });
-    await expect(resolveTenantCall(fx.rt.pool, tenantKey, "ghost")).rejects.toMatchObject({ code: Code.PermissionDenied });
+    await expect(resolveTenantCall(fx.rt.stores.tenants, fx.rt.pool, tenantKey, null)).resolves.toEqual({ orgId: "acme", principal: tenantKey });
+    await expect(resolveTenantCall(fx.rt.stores.tenants, fx.rt.pool, tenantKey, "ghost")).rejects.toMatchObject({ code: Code.PermissionDenied });
   });
 });

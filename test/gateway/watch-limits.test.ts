@@ -149,7 +149,7 @@ describe("WatchHub", () => {
     try {
       await submitWorkflow(rt.pool, "acme", parseWorkflowDefinition(STUCK));
       const { taskId } = await rt.tasks.start({ orgId: "acme", workflow: "stuck" });
-      const hub = new WatchHub({ db: rt.pool, intervalMs: 20, limits: { perTenant: 10, total: 10 }, logger: silentLogger });
+      const hub = new WatchHub({ db: rt.pool, reads: rt.stores.taskReads, intervalMs: 20, limits: { perTenant: 10, total: 10 }, logger: silentLogger });
       const never = new AbortController().signal;
       const bad = hub.open("acme", "not-a-uuid");
       const good = hub.open("acme", taskId);

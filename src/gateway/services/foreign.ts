@@ -9,8 +9,7 @@ import { ForeignAgentService } from "../../gen/switchyard/api/v1/foreign_pb.js";
 import { withTenantTransaction } from "../../store/tenant-scope.js";
 import { tenantCall } from "../auth.js";
 import { foreignAgentInputFromProto, foreignAgentPatchFromProto, foreignAgentToProto } from "../convert/foreign.js";
-import type { Queryable } from "../../store/db.js";
-import { BRIDGE_COLUMNS, bridgeToProto, type BridgeRow } from "../convert/bridges.js";
+import { bridgeToProto } from "../convert/bridges.js";
 import type { ServiceDeps } from "./deps.js";
 
 /**
@@ -32,19 +31,6 @@ async function underAgent<T>(work: () => Promise<T>): Promise<T> {
 
 const DEFAULT_BRIDGE_LIMIT = 20;
 const MAX_BRIDGE_LIMIT = 200;
-
-/** An agent's newest bridges and how many of its bridges are still open. */
-async function recentBridges(client: Queryable, orgId: string, agentKey: string, limit: number): Promise<{ bridges: BridgeRow[]; open: number }> {
-  const { rows } = await client.query<BridgeRow>(
-    `SELECT ${BRIDGE_COLUMNS} FROM a2a_bridge WHERE org_id = $1 AND agent_key = $2 ORDER BY created_at DESC, id LIMIT $3`,
-    [orgId, agentKey, limit],
-  );
-  const counted = await client.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM a2a_bridge WHERE org_id = $1 AND agent_key = $2 AND status IN ('pending_send', 'dispatched', 'working')",
-    [orgId, agentKey],
-  );
-  return { bridges: rows, open: counted.rows[0]!.n };
-}
 
 export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof ForeignAgentService> {
   const scoped = <T>(orgId: string, fn: Parameters<typeof withTenantTransaction<T>>[2]) => withTenantTransaction(deps.pool, orgId, fn);
@@ -87,7 +73,9 @@ export function foreignAgentService(deps: ServiceDeps): ServiceImpl<typeof Forei
       }
       const { agent, bridges, open } = await scoped(orgId, async (client) => ({
         agent: await getForeignAgent(deps.stores.foreignAgents, client, orgId, req.agentKey),
-        ...(await recentBridges(client, orgId, req.agentKey, limit)),
+        // One after another: the reads share the transaction's client.
+        bridges: await deps.stores.bridges.recentOfAgent(client, orgId, req.agentKey, limit),
+        open: await deps.stores.bridges.openOfAgent(client, orgId, req.agentKey),
       }));
       return {
         agent: foreignAgentToProto(agent),

@@ -37,7 +37,7 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
   const readView = (orgId: string, id: string) =>
     withTenantTransaction(deps.pool, orgId, async (client) => {
       const view = await getTaskView(deps.stores, client, orgId, id);
-      return { view, extras: await readStepExtras(client, orgId, id) };
+      return { view, extras: await readStepExtras(deps.stores, client, orgId, id) };
     });
 
   return {
@@ -71,7 +71,7 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
         return status;
       });
       const page = await withTenantTransaction(deps.pool, orgId, (client) =>
-        listTasks(client, orgId, {
+        listTasks(deps.stores.taskReads, client, orgId, {
           statuses,
           workflow: req.workflow,
           pageSize: req.pageSize,

@@ -3,6 +3,7 @@
  * hop (tenant, task, step, attempt) and the task it opened at the agent. The dispatcher, sender, poller, sweep,
  * callback intake, resume and call heartbeat take it in their options; the Postgres adapter is
  * postgres-bridge-store.ts. Callers run as the owner (coordinator, callback route): the bridge id alone names the tenant.
+ * The gateway's status views (`BridgeViews`) are the exception: they read in the tenant's scope, by tenant.
  *
  * Every method takes the Queryable it runs on first: the caller's transaction, or the pool for a statement of its own.
  */
@@ -210,4 +211,36 @@ export interface BridgePolls {
   reschedulePoll(db: Queryable, bridgeId: string, backoffMs: number): Promise<void>;
 }
 
-export interface BridgeStore extends BridgeRows, BridgeSends, BridgePolls {}
+/**
+ * A bridge as the API's status views show it (a task's page, an agent's status): never the request sent, the
+ * artifacts or the notification token hash.
+ */
+export interface BridgeSummary {
+  id: string;
+  agentKey: string;
+  taskId: string;
+  stepId: string;
+  attempt: number;
+  status: string;
+  lastState: string | null;
+  dialect: string;
+  delivery: string | null;
+  foreignTaskId: string | null;
+  polls: number;
+  createdAt: Date;
+  sentAt: Date | null;
+  updatedAt: Date;
+  resolvedAt: Date | null;
+}
+
+/** The gateway's reads of bridges (task detail, ForeignAgentService.Status), in the tenant's scope. */
+export interface BridgeViews {
+  /** The task's bridges, oldest first. */
+  summariesOfTask(db: Queryable, orgId: string, taskId: string): Promise<BridgeSummary[]>;
+  /** The agent's newest `limit` bridges. */
+  recentOfAgent(db: Queryable, orgId: string, agentKey: string, limit: number): Promise<BridgeSummary[]>;
+  /** How many of the agent's bridges are still open (pending send, dispatched or working). */
+  openOfAgent(db: Queryable, orgId: string, agentKey: string): Promise<number>;
+}
+
+export interface BridgeStore extends BridgeRows, BridgeSends, BridgePolls, BridgeViews {}

@@ -1,7 +1,8 @@
 /**
  * The Postgres adapter of the bridges port (store/bridges/bridge-store.ts): `a2a_bridge` rows, the one statement that
  * writes a bridge with its RESULTs, and the reads that lock or look bridges up for a resume, the callback route and
- * the dead-letter listing. The sender's and the poller's statements are postgres-bridge-sends.ts and -polls.ts.
+ * the dead-letter listing. The sender's and the poller's statements are postgres-bridge-sends.ts and -polls.ts, the
+ * gateway's status views -views.ts.
  */
 import { isBridgeId, isOpen } from "../../core/bridge-status.js";
 import type { DeadLetterView } from "../../bus/dead-letters.js";
@@ -10,6 +11,7 @@ import { BRIDGE_COLUMNS, BRIDGE_COLUMNS_OF_B, ratesOf, toBridge } from "./bridge
 import type { BridgeRecord, BridgeStore, BridgeWrite, BridgeWriteResult, CallbackTarget, LockedBridge, NewBridge } from "./bridge-store.js";
 import { attemptsOver, claimBridges, closeUnsentBridge, markStarted, recordSent, releaseClaim, writeHeartbeat } from "./postgres-bridge-sends.js";
 import { claimDuePolls, claimQuiet, lockMovedOn, markTimedOut, reschedulePoll, uncountPoll } from "./postgres-bridge-polls.js";
+import { countOpenAgentBridges, readRecentAgentBridges, readTaskBridgeSummaries } from "./postgres-bridge-views.js";
 
 export type { BridgeRecord } from "./bridge-store.js";
 
@@ -185,5 +187,8 @@ export function createPostgresBridgeStore(): BridgeStore {
     claimDuePolls,
     uncountPoll,
     reschedulePoll,
+    summariesOfTask: readTaskBridgeSummaries,
+    recentOfAgent: readRecentAgentBridges,
+    openOfAgent: countOpenAgentBridges,
   };
 }

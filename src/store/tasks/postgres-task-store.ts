@@ -5,11 +5,12 @@
  */
 import type { Queryable } from "../db.js";
 import { insertTasks, saveSteps, STEP_COLUMNS, toStep } from "../engine/postgres-task-store.js";
+import { insertOutbox } from "../engine/postgres-outbox-store.js";
 import type { StepRecord } from "../../core/model.js";
 import type { TaskStore, TaskViewRow } from "./task-store.js";
 
 export function createPostgresTaskStore(): TaskStore {
-  return { insertTasks, saveSteps, idsByIdempotencyKey: readTaskIdsByKey, task: readTaskViewRow, steps: readTaskSteps, heldReasons: readHeldReasons };
+  return { insertTasks, saveSteps, idsByIdempotencyKey: readTaskIdsByKey, insertOutbox, task: readTaskViewRow, steps: readTaskSteps, heldReasons: readHeldReasons };
 }
 
 export async function readTaskIdsByKey(client: Queryable, orgId: string, keys: readonly string[]): Promise<Map<string, string>> {

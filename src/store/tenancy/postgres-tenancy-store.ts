@@ -6,7 +6,7 @@ import type { Queryable } from "../db.js";
 import type { ApiKeyKind, ApiKeyRecord, ApiKeyStore, NewApiKeyRow, TenantRecord, TenantStore } from "./tenancy-store.js";
 
 export function createPostgresTenantStore(): TenantStore {
-  return { insert: insertTenant, get: getTenantRow, list: listTenantRows, setBudget: setTenantBudgetRow };
+  return { insert: insertTenant, get: getTenantRow, exists: tenantExists, list: listTenantRows, setBudget: setTenantBudgetRow };
 }
 
 export function createPostgresApiKeyStore(): ApiKeyStore {
@@ -37,6 +37,11 @@ export async function insertTenant(db: Queryable, tenant: { orgId: string; name:
 export async function getTenantRow(db: Queryable, orgId: string): Promise<TenantRecord | undefined> {
   const { rows } = await db.query<TenantRow>(`SELECT ${TENANT_COLUMNS} FROM tenants WHERE org_id = $1`, [orgId]);
   return rows[0] ? toTenant(rows[0]) : undefined;
+}
+
+export async function tenantExists(db: Queryable, orgId: string): Promise<boolean> {
+  const { rowCount } = await db.query("SELECT 1 FROM tenants WHERE org_id = $1", [orgId]);
+  return Boolean(rowCount);
 }
 
 export async function listTenantRows(db: Queryable): Promise<TenantRecord[]> {

@@ -18,6 +18,8 @@ export interface TenantStore {
   /** Undefined when the org id is taken (nothing written). */
   insert(db: Queryable, tenant: { orgId: string; name: string; dailyBudget: number | null }): Promise<TenantRecord | undefined>;
   get(db: Queryable, orgId: string): Promise<TenantRecord | undefined>;
+  /** Whether the tenant exists, reading no more of its row (the auth interceptor asks on every admin-key call). */
+  exists(db: Queryable, orgId: string): Promise<boolean>;
   /** Every tenant, by org id. */
   list(db: Queryable): Promise<TenantRecord[]>;
   /** Undefined when there is no such tenant. */

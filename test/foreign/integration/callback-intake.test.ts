@@ -192,6 +192,7 @@ describe("A2A callback intake", () => {
       pool: rt.pool,
       bridges: rt.stores.bridges,
       agents: rt.stores.foreignAgents,
+      linkKeys: rt.stores.linkKeys,
       maxPayloadBytes: rt.config.bus.maxPayloadBytes,
       signer: rt.busAuth.signer(GATEWAY_SENDER),
       transports: a2a.transports,

@@ -222,7 +222,7 @@ steps:
       await waitFor(async () => server!.callsOf("count") === 1, { what: "the tool call to start" });
       crash.cut();
       // Another process's sender finds nothing to send: the bridge left pending_send before the call was made.
-      const other = createA2AForeign({ config: rt.config, pool: rt.pool, bridges: rt.stores.bridges, agents: rt.stores.foreignAgents, busAuth: rt.busAuth, publisher: rt.publisher });
+      const other = createA2AForeign({ config: rt.config, pool: rt.pool, bridges: rt.stores.bridges, agents: rt.stores.foreignAgents, linkKeys: rt.stores.linkKeys, busAuth: rt.busAuth, publisher: rt.publisher });
       try {
         expect(await other.sender.run()).toBe(0);
         const task = await rt.finished(ORG, taskId);

@@ -64,6 +64,7 @@ describe("foreign races", () => {
       pool: r.pool,
       bridges: r.stores.bridges,
       agents: r.stores.foreignAgents,
+      linkKeys: r.stores.linkKeys,
       maxPayloadBytes: r.config.bus.maxPayloadBytes,
       signer: r.busAuth.signer(GATEWAY_SENDER),
       transports,
