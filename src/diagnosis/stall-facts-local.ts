@@ -13,7 +13,6 @@ import { HARNESS_GROUP } from "../harness/harness.js";
 import type { Queryable } from "../store/db.js";
 import type { FlagStore } from "../store/flags/flag-store.js";
 import type { StallFactStore } from "../store/diagnosis/stall-fact-store.js";
-import { createPostgresStallFactStore } from "../store/diagnosis/postgres-stall-fact-store.js";
 import type { ApprovalFact, BridgeFact, FlagFact, QueueReading, StallFacts, StallFlags } from "./stall-facts.js";
 
 export interface LocalStallFactsOptions {
@@ -24,13 +23,13 @@ export interface LocalStallFactsOptions {
   flagDefaults: FlagsConfig;
   /** How table `flags` is read (`stores.flags`). */
   flags: Pick<FlagStore, "list">;
-  /** How the approval and bridge a stalled step waits on are read. @defaultValue the Postgres adapter */
-  facts?: StallFactStore;
+  /** How the approval and bridge a stalled step waits on are read (`stores.stallFacts`). */
+  facts: StallFactStore;
 }
 
 export function createLocalStallFacts(options: LocalStallFactsOptions): StallFacts {
   const { db, redis } = options;
-  const facts = options.facts ?? createPostgresStallFactStore();
+  const { facts } = options;
   return {
     async flags() {
       return stallFlags(new FlagValues(options.flagDefaults, await options.flags.list(db)));

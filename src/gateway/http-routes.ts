@@ -50,7 +50,7 @@ export function gatewayRoutes(
       deliveries: runtime.stores.ingestDeliveries,
       tasks: createBatchedTaskStarter(parts.tasks, { deliveries: runtime.stores.ingestDeliveries }),
       endpoints: parts.ingestEndpoints,
-      echoes: new EchoChecker(pool),
+      echoes: new EchoChecker(pool, { store: runtime.stores.echoes }),
       seenBodies: new SeenBodies(runtime.stores.ingestDeliveries, pool),
       maxBodyBytes: runtime.config.origin.ingestMaxBodyBytes,
       metrics,

@@ -59,7 +59,7 @@ export async function startGateway(runtime: GatewayRuntime, gatewayOptions: Gate
 
   let collectors: MetricCollectors | undefined;
   if (options.collectMetrics && !metrics.registry.getSingleMetric(SCRAPE_GAUGE)) {
-    collectors = collectMetrics(metrics, { pool, bus: runtime.bus, redis: runtime.redis, keyPrefix: runtime.config.bus.keyPrefix, logger, health: runtime.health });
+    collectors = collectMetrics(metrics, { pool, bus: runtime.bus, redis: runtime.redis, keyPrefix: runtime.config.bus.keyPrefix, logger, health: runtime.health, store: runtime.stores.metricReads });
   }
 
   const routes = gatewayRoutes(runtime, parts, options, consoleAuth);

@@ -18,7 +18,6 @@
 import type { Queryable } from "../store/db.js";
 import { MicroBatcher } from "../store/micro-batcher.js";
 import type { EchoStore } from "../store/ingest/echo-store.js";
-import { createPostgresEchoStore } from "../store/ingest/postgres-echo-store.js";
 import type { EchoProbe } from "./echo-probe.js";
 
 export { echoProbe, type EchoProbe } from "./echo-probe.js";
@@ -27,11 +26,11 @@ export { echoProbe, type EchoProbe } from "./echo-probe.js";
 export const ECHO_TEXT_WINDOW_MINUTES = 15;
 
 /** Which of `items` are our own replies: one query whatever the number of items. */
-export function selfReplies(db: Queryable, items: ReadonlyArray<{ orgId: string; probe: EchoProbe }>, store: EchoStore = createPostgresEchoStore()): Promise<boolean[]> {
+export function selfReplies(db: Queryable, items: ReadonlyArray<{ orgId: string; probe: EchoProbe }>, store: EchoStore): Promise<boolean[]> {
   return store.selfReplies(db, items, ECHO_TEXT_WINDOW_MINUTES);
 }
 
-export async function isSelfReply(db: Queryable, orgId: string, probe: EchoProbe, store?: EchoStore): Promise<boolean> {
+export async function isSelfReply(db: Queryable, orgId: string, probe: EchoProbe, store: EchoStore): Promise<boolean> {
   return (await selfReplies(db, [{ orgId, probe }], store))[0]!;
 }
 
@@ -39,9 +38,9 @@ export async function isSelfReply(db: Queryable, orgId: string, probe: EchoProbe
 export class EchoChecker {
   private readonly batcher: MicroBatcher<{ orgId: string; probe: EchoProbe }, boolean>;
 
-  /** `options.store`: how the replies are read. @defaultValue the Postgres adapter */
-  constructor(private readonly db: Queryable, options: { maxBatch?: number; maxInFlight?: number; store?: EchoStore } = {}) {
-    const store = options.store ?? createPostgresEchoStore();
+  /** `options.store`: how the replies are read (`stores.echoes`). */
+  constructor(private readonly db: Queryable, options: { store: EchoStore; maxBatch?: number; maxInFlight?: number }) {
+    const { store } = options;
     this.batcher = new MicroBatcher({ run: (items) => selfReplies(this.db, items, store), maxBatch: options.maxBatch ?? 200, maxInFlight: options.maxInFlight ?? 2 });
   }
 

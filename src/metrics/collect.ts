@@ -19,7 +19,6 @@ import { silentLogger, type Logger } from "../logger.js";
 import type { Metrics } from "./metrics.js";
 import type { Queryable } from "../store/db.js";
 import type { FlagValue, MetricStore, TenantValue } from "../store/metrics/metric-store.js";
-import { createPostgresMetricStore } from "../store/metrics/postgres-metric-store.js";
 import { discoverStreams } from "../bus/stream-discovery.js";
 
 export type { FlagValue } from "../store/metrics/metric-store.js";
@@ -27,8 +26,8 @@ export type { FlagValue } from "../store/metrics/metric-store.js";
 export interface CollectDeps {
   /** Postgres, as the owner (tenant rows of every tenant are counted). */
   pool: Queryable;
-  /** What the Postgres gauges read. @defaultValue the Postgres adapter */
-  store?: MetricStore;
+  /** What the Postgres gauges read (`stores.metricReads`). */
+  store: MetricStore;
   bus: Bus;
   /**
    * The streams to report. Default: every stream under `keyPrefix` (SCAN, when `redis` is given, re-scanned at
@@ -77,7 +76,7 @@ export function collectMetrics(target: Metrics | Registry, deps: CollectDeps): M
   const logger = (deps.logger ?? silentLogger).child({ component: "metrics" });
   const failures = new Map<string, number>();
   const running = new Set<Promise<void>>();
-  const store = deps.store ?? createPostgresMetricStore();
+  const { store } = deps;
 
   /** Runs a source; a failure is logged and counted, and its gauges stay empty this scrape. Never rejects. */
   function guarded(source: string, gauges: readonly Gauge<string>[], work: () => Promise<void>): Promise<void> {

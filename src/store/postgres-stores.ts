@@ -22,6 +22,9 @@ import { createPostgresLinkKeyStore, createPostgresUsedLinkTokenStore } from "./
 import { createPostgresLimitStore } from "./limits/postgres-limit-store.js";
 import { createPostgresFlagStore } from "./flags/postgres-flag-store.js";
 import { createPostgresCoordinatorStore } from "./coordinator/postgres-coordinator-store.js";
+import { createPostgresStallFactStore } from "./diagnosis/postgres-stall-fact-store.js";
+import { createPostgresMetricStore } from "./metrics/postgres-metric-store.js";
+import { createPostgresEchoStore } from "./ingest/postgres-echo-store.js";
 import type { Stores } from "./stores.js";
 
 export function createPostgresStores(): Stores {
@@ -46,6 +49,9 @@ export function createPostgresStores(): Stores {
     heldSteps: createPostgresHeldStepStore(),
     tasks: createPostgresTaskStore(),
     taskReads: createPostgresTaskReadStore(),
+    stallFacts: createPostgresStallFactStore(),
+    metricReads: createPostgresMetricStore(),
+    echoes: createPostgresEchoStore(),
     tenants: createPostgresTenantStore(),
     apiKeys: createPostgresApiKeyStore(),
     coordinator: createPostgresCoordinatorStore(),

@@ -18,6 +18,9 @@ import type { ForeignAgentStore } from "./foreign/foreign-agent-store.js";
 import type { HeldStepStore } from "./limits/held-step-store.js";
 import type { TaskStore } from "./tasks/task-store.js";
 import type { TaskReadStore } from "./tasks/task-read-store.js";
+import type { StallFactStore } from "./diagnosis/stall-fact-store.js";
+import type { MetricStore } from "./metrics/metric-store.js";
+import type { EchoStore } from "./ingest/echo-store.js";
 import type { ApprovalStore, LinkKeyStore, UsedLinkTokenStore } from "./approvals/approval-store.js";
 import type { LimitStore } from "./limits/limit-store.js";
 import type { FlagStore } from "./flags/flag-store.js";
@@ -47,6 +50,12 @@ export interface Stores {
   tasks: TaskStore;
   /** The gateway's read models of tasks: the listing, a task page's step history, Watch's fingerprints. */
   taskReads: TaskReadStore;
+  /** What a stall diagnosis reads of the approval or bridge a step waits on. */
+  stallFacts: StallFactStore;
+  /** The scrape-time gauges' reads. */
+  metricReads: MetricStore;
+  /** Echo suppression: whether an inbound comment is one of our own replies. */
+  echoes: EchoStore;
   tenants: TenantStore;
   apiKeys: ApiKeyStore;
   /** The coordinator process's own (shard leases, what its sweeps read, the outbox relay). */

@@ -17,6 +17,7 @@ import { parseWorkflowDefinition } from "../../src/workflow/definition.js";
 import { createTestRuntime, waitFor, type TestRuntime } from "../support/runtime.js";
 import { waitForTask } from "../support/wait.js";
 import { parseSamples, sampleValue } from "./prometheus.js";
+import { createPostgresMetricStore } from "../../src/store/metrics/postgres-metric-store.js";
 
 const ORG = "acme";
 
@@ -36,7 +37,7 @@ describe("collectMetrics after a workflow", () => {
   });
 
   it("reports parked approvals, queues, budgets, audit heads, flags, outbox age and the counters", async () => {
-    collectMetrics(rt.metrics, { pool: rt.pool, bus: rt.bus, redis: rt.redis, keyPrefix: rt.prefix, discoverEveryMs: 0 });
+    collectMetrics(rt.metrics, { pool: rt.pool, store: createPostgresMetricStore(), bus: rt.bus, redis: rt.redis, keyPrefix: rt.prefix, discoverEveryMs: 0 });
     const scrape = async () => parseSamples(await rt.metrics.registry.metrics());
 
     await rt.pool.query("INSERT INTO tenants (org_id, name, daily_budget) VALUES ($1, 'Acme', 50)", [ORG]);
@@ -131,6 +132,7 @@ describe("collectMetrics sources", () => {
     const pool = { query: async () => Promise.reject(new Error("postgres is down")) } as never;
     const collectors = collectMetrics(metrics, {
       pool,
+      store: createPostgresMetricStore(),
       bus: failingBus,
       streams: ["role:a"],
       flags: () => [{ name: "HARNESS_ENABLED", scopeKind: "role", scope: "a", enabled: true }],
@@ -146,7 +148,7 @@ describe("collectMetrics sources", () => {
     const hangingBus = { stats: () => new Promise(() => {}) } as unknown as Bus;
     const reconnecting = { status: "reconnecting" } as unknown as Redis;
     const during = createMetrics();
-    collectMetrics(during, { pool, bus: hangingBus, redis: reconnecting, streams: ["role:a"], flags: () => [] });
+    collectMetrics(during, { pool, store: createPostgresMetricStore(), bus: hangingBus, redis: reconnecting, streams: ["role:a"], flags: () => [] });
     const scraped = parseSamples(await during.registry.metrics());
     expect(sampleValue(scraped, "switchyard_metrics_collect_errors_total", { source: "queues" })).toBe(1);
 
@@ -154,7 +156,7 @@ describe("collectMetrics sources", () => {
     collectors.unregister();
     expect(metrics.registry.getSingleMetric("switchyard_queue_length")).toBeUndefined();
     const bare = new Registry();
-    collectMetrics(bare, { pool, bus: failingBus, flags: () => [] });
+    collectMetrics(bare, { pool, store: createPostgresMetricStore(), bus: failingBus, flags: () => [] });
     expect(bare.getSingleMetric("switchyard_approvals_pending")).toBeDefined();
   });
 });

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isSelfReply } from "../../src/ingest/echo.js";
+import { createPostgresEchoStore } from "../../src/store/ingest/postgres-echo-store.js";
 import { readReplyOutcome } from "../../src/replies/reply-outcome.js";
 import { createPostgresReplyStore } from "../../src/store/replies/postgres-reply-store.js";
 import { createTestDatabase, type TestDatabase } from "../support/db.js";
@@ -117,8 +118,8 @@ describe("reply sender: provider adapters", () => {
         if (request.method !== "GET") return;
         const ts = slack.created[0]!.id;
         seen.push({
-          echoByTs: await isSelfReply(db.pool, ORG, { account: { kind: "slack", accountKey: "T0STUB" }, providerIds: [ts] }),
-          echoByBot: await isSelfReply(db.pool, ORG, { providerIds: [], slackBotId: "B09BOT" }),
+          echoByTs: await isSelfReply(db.pool, ORG, { account: { kind: "slack", accountKey: "T0STUB" }, providerIds: [ts] }, createPostgresEchoStore()),
+          echoByBot: await isSelfReply(db.pool, ORG, { providerIds: [], slackBotId: "B09BOT" }, createPostgresEchoStore()),
           outcome: await readReplyOutcome(createPostgresReplyStore(), db.pool, { orgId: ORG, taskId, requestId: `req-${replyId}`, idempotencyKey: `key-${replyId}` }),
         });
       },

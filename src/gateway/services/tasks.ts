@@ -118,7 +118,7 @@ export function taskService(deps: ServiceDeps): ServiceImpl<typeof TaskService> 
       // The same reading as the CLI's without --url, under the tenant's row-level security: its approvals and bridges,
       // the flags that hold it or its steps' queues, and the harness groups of those queues.
       const lines = await withTenantTransaction(deps.pool, orgId, (client) =>
-        explainStall(view, createLocalStallFacts({ db: client, redis: deps.redis, keyPrefix: deps.keyPrefix, flagDefaults: deps.flagDefaults, flags: deps.stores.flags })),
+        explainStall(view, createLocalStallFacts({ db: client, redis: deps.redis, keyPrefix: deps.keyPrefix, flagDefaults: deps.flagDefaults, flags: deps.stores.flags, facts: deps.stores.stallFacts })),
       );
       return { lines };
     },
